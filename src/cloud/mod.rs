@@ -1,0 +1,49 @@
+//! The `Cloud` abstraction: where node groups live and how they change size. Reads go through an
+//! immutable [`Snapshot`] that a cloud republishes after every change, so the services that answer
+//! cluster-autoscaler never wait on a cloud API; writes are validated by the model's `plan_*` checks.
+
+pub mod memory;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::model::Snapshot;
+
+/// Whether a cloud has loaded its state, with a line for `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    pub ready: bool,
+    pub detail: String,
+}
+
+/// A source of node groups that can be resized.
+#[async_trait]
+pub trait Cloud: Send + Sync + 'static {
+    /// Short name for logs and `/readyz` ("memory", "aws").
+    fn name(&self) -> &'static str;
+
+    /// The current state; cheap (an `Arc` clone) and never blocked by cloud calls.
+    fn snapshot(&self) -> Arc<Snapshot>;
+
+    /// Brings the snapshot up to date; CA calls this before every loop.
+    async fn refresh(&self) -> Result<()>;
+
+    /// Raises a group's target size by `delta` (> 0), never above max, atomically per group.
+    async fn increase_size(&self, group: &str, delta: i32) -> Result<()>;
+
+    /// Deletes the named instances (by provider id) and lowers the target by as many; all or nothing.
+    async fn delete_nodes(&self, group: &str, provider_ids: &[String]) -> Result<()>;
+
+    /// Lowers the target by `-delta` (delta < 0), cancelling only capacity not yet fulfilled.
+    async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()>;
+
+    /// Releases resources before shutdown.
+    async fn cleanup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether the state is loaded, for `/readyz`.
+    fn readiness(&self) -> Readiness;
+}

@@ -1,0 +1,48 @@
+//! Thin tonic services: they translate protobuf to the model (`convert`), call the cloud, and map errors
+//! to gRPC codes in one place (`status`). Every call is timed and counted the same way (`instrument`).
+
+pub mod convert;
+pub mod provider;
+pub mod status;
+
+use std::future::Future;
+use std::time::Instant;
+
+use tonic::{Response, Status};
+
+use crate::error::Result;
+use crate::metrics::{Metrics, RpcLabels};
+
+/// Largest request accepted: CA's expander sends every group's template in one message.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Runs a handler, maps its error, logs failures and records the RPC's count and latency.
+pub async fn instrument<T>(
+    metrics: &Metrics,
+    service: &'static str,
+    method: &'static str,
+    handler: impl Future<Output = Result<T>>,
+) -> Result<Response<T>, Status> {
+    let started = Instant::now();
+    let outcome = handler.await.map(Response::new).map_err(|e| {
+        let s = status::to_status(&e);
+        if s.code() == tonic::Code::Unimplemented {
+            tracing::debug!(method, error = %e, "answered UNIMPLEMENTED");
+        } else {
+            tracing::warn!(method, code = ?s.code(), error = %e, "request failed");
+        }
+        s
+    });
+    let code = outcome
+        .as_ref()
+        .map_or_else(|s| s.code(), |_| tonic::Code::Ok);
+    metrics.observe_rpc(
+        RpcLabels {
+            grpc_service: service,
+            grpc_method: method,
+            grpc_code: status::code_name(code),
+        },
+        started.elapsed(),
+    );
+    outcome
+}

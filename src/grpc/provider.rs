@@ -1,0 +1,317 @@
+//! The `externalgrpc` CloudProvider service: cluster-autoscaler's view of the [`Cloud`].
+//! Reads are answered from the cloud's snapshot; responses fill both protocol generations' fields and
+//! requests are read from either (the bytes generation wins when both are set).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::{convert, instrument};
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::model::GPU_LABEL;
+use crate::pricing;
+use crate::proto::externalgrpc as pb;
+use crate::proto::externalgrpc::cloud_provider_server::{CloudProvider, CloudProviderServer};
+
+const SERVICE: &str = "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
+
+/// Serves one [`Cloud`] to cluster-autoscaler.
+#[derive(Clone)]
+pub struct CloudProviderService {
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+}
+
+impl CloudProviderService {
+    pub fn new(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>) -> Self {
+        CloudProviderService { cloud, metrics }
+    }
+
+    /// The tonic server for this service, accepting requests up to [`super::MAX_MESSAGE_BYTES`].
+    pub fn into_server(self) -> CloudProviderServer<Self> {
+        CloudProviderServer::new(self)
+            .max_decoding_message_size(super::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(super::MAX_MESSAGE_BYTES)
+    }
+}
+
+type Reply<T> = std::result::Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl CloudProvider for CloudProviderService {
+    async fn node_groups(
+        &self,
+        _: Request<pb::NodeGroupsRequest>,
+    ) -> Reply<pb::NodeGroupsResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroups", async {
+            let s = self.cloud.snapshot();
+            Ok(pb::NodeGroupsResponse {
+                node_groups: s.groups().map(|g| convert::node_group(g)).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn node_group_for_node(
+        &self,
+        req: Request<pb::NodeGroupForNodeRequest>,
+    ) -> Reply<pb::NodeGroupForNodeResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupForNode", async {
+            let node = req.into_inner().node.unwrap_or_default();
+            let s = self.cloud.snapshot();
+            // An unmanaged or foreign node is not an error: an empty id tells CA to leave it alone.
+            let group = s
+                .group_for_provider_id(&node.provider_id)
+                .map(|g| convert::node_group(g))
+                .unwrap_or_default();
+            Ok(pb::NodeGroupForNodeResponse {
+                node_group: Some(group),
+            })
+        })
+        .await
+    }
+
+    #[allow(deprecated)]
+    async fn pricing_node_price(
+        &self,
+        req: Request<pb::PricingNodePriceRequest>,
+    ) -> Reply<pb::PricingNodePriceResponse> {
+        instrument(&self.metrics, SERVICE, "PricingNodePrice", async {
+            let r = req.into_inner();
+            let node = r
+                .node
+                .ok_or_else(|| Error::invalid("node", "is required"))?;
+            let start = convert::seconds(
+                r.start_timestamp.as_ref(),
+                r.start_time.as_ref(),
+                "startTimestamp",
+            )?;
+            let end = convert::seconds(
+                r.end_timestamp.as_ref(),
+                r.end_time.as_ref(),
+                "endTimestamp",
+            )?;
+            let hours = convert::period_hours(start, end)?;
+            let labels: BTreeMap<_, _> = node.labels.into_iter().collect();
+            let hourly = pricing::node_price_per_hour(
+                &self.cloud.snapshot(),
+                &node.provider_id,
+                &labels,
+                &node.name,
+            )?;
+            Ok(pb::PricingNodePriceResponse {
+                price: hourly * hours,
+            })
+        })
+        .await
+    }
+
+    #[allow(deprecated)]
+    async fn pricing_pod_price(
+        &self,
+        req: Request<pb::PricingPodPriceRequest>,
+    ) -> Reply<pb::PricingPodPriceResponse> {
+        instrument(&self.metrics, SERVICE, "PricingPodPrice", async {
+            let r = req.into_inner();
+            let pod = convert::pod(&r.pod_bytes, r.pod.as_ref(), "pod_bytes")?;
+            let start = convert::seconds(
+                r.start_timestamp.as_ref(),
+                r.start_time.as_ref(),
+                "startTimestamp",
+            )?;
+            let end = convert::seconds(
+                r.end_timestamp.as_ref(),
+                r.end_time.as_ref(),
+                "endTimestamp",
+            )?;
+            let hours = convert::period_hours(start, end)?;
+            let requests = convert::pod_requests(&pod)?;
+            let meta = pod.metadata.unwrap_or_default();
+            let name = format!(
+                "{}/{}",
+                meta.namespace.unwrap_or_default(),
+                meta.name.unwrap_or_default()
+            );
+            let hourly = pricing::pod_price_per_hour(&self.cloud.snapshot(), &requests, &name)?;
+            Ok(pb::PricingPodPriceResponse {
+                price: hourly * hours,
+            })
+        })
+        .await
+    }
+
+    async fn gpu_label(&self, _: Request<pb::GpuLabelRequest>) -> Reply<pb::GpuLabelResponse> {
+        instrument(&self.metrics, SERVICE, "GPULabel", async {
+            Ok(pb::GpuLabelResponse {
+                label: GPU_LABEL.to_string(),
+            })
+        })
+        .await
+    }
+
+    async fn get_available_gpu_types(
+        &self,
+        _: Request<pb::GetAvailableGpuTypesRequest>,
+    ) -> Reply<pb::GetAvailableGpuTypesResponse> {
+        instrument(&self.metrics, SERVICE, "GetAvailableGPUTypes", async {
+            Ok(pb::GetAvailableGpuTypesResponse {
+                gpu_types: self
+                    .cloud
+                    .snapshot()
+                    .gpu_types()
+                    .into_iter()
+                    .map(|t| (t, prost_types::Any::default()))
+                    .collect(),
+            })
+        })
+        .await
+    }
+
+    async fn cleanup(&self, _: Request<pb::CleanupRequest>) -> Reply<pb::CleanupResponse> {
+        instrument(&self.metrics, SERVICE, "Cleanup", async {
+            self.cloud.cleanup().await?;
+            Ok(pb::CleanupResponse {})
+        })
+        .await
+    }
+
+    async fn refresh(&self, _: Request<pb::RefreshRequest>) -> Reply<pb::RefreshResponse> {
+        instrument(&self.metrics, SERVICE, "Refresh", async {
+            self.cloud.refresh().await?;
+            Ok(pb::RefreshResponse {})
+        })
+        .await
+    }
+
+    async fn node_group_target_size(
+        &self,
+        req: Request<pb::NodeGroupTargetSizeRequest>,
+    ) -> Reply<pb::NodeGroupTargetSizeResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupTargetSize", async {
+            let s = self.cloud.snapshot();
+            Ok(pb::NodeGroupTargetSizeResponse {
+                target_size: s.group(&req.get_ref().id)?.target_size,
+            })
+        })
+        .await
+    }
+
+    async fn node_group_increase_size(
+        &self,
+        req: Request<pb::NodeGroupIncreaseSizeRequest>,
+    ) -> Reply<pb::NodeGroupIncreaseSizeResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupIncreaseSize", async {
+            let r = req.into_inner();
+            self.cloud.increase_size(&r.id, r.delta).await?;
+            tracing::info!(group = %r.id, delta = r.delta, "increased node group size");
+            Ok(pb::NodeGroupIncreaseSizeResponse {})
+        })
+        .await
+    }
+
+    async fn node_group_delete_nodes(
+        &self,
+        req: Request<pb::NodeGroupDeleteNodesRequest>,
+    ) -> Reply<pb::NodeGroupDeleteNodesResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupDeleteNodes", async {
+            let r = req.into_inner();
+            let ids = r
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    if n.provider_id.is_empty() {
+                        Err(Error::invalid(
+                            format!("nodes[{i}].providerID"),
+                            format!("node {:?} has no providerID", n.name),
+                        ))
+                    } else {
+                        Ok(n.provider_id.clone())
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            self.cloud.delete_nodes(&r.id, &ids).await?;
+            tracing::info!(group = %r.id, nodes = ?ids, "deleted nodes");
+            Ok(pb::NodeGroupDeleteNodesResponse {})
+        })
+        .await
+    }
+
+    async fn node_group_decrease_target_size(
+        &self,
+        req: Request<pb::NodeGroupDecreaseTargetSizeRequest>,
+    ) -> Reply<pb::NodeGroupDecreaseTargetSizeResponse> {
+        instrument(
+            &self.metrics,
+            SERVICE,
+            "NodeGroupDecreaseTargetSize",
+            async {
+                let r = req.into_inner();
+                self.cloud.decrease_target_size(&r.id, r.delta).await?;
+                tracing::info!(group = %r.id, delta = r.delta, "decreased node group target size");
+                Ok(pb::NodeGroupDecreaseTargetSizeResponse {})
+            },
+        )
+        .await
+    }
+
+    async fn node_group_nodes(
+        &self,
+        req: Request<pb::NodeGroupNodesRequest>,
+    ) -> Reply<pb::NodeGroupNodesResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupNodes", async {
+            let s = self.cloud.snapshot();
+            let g = s.group(&req.get_ref().id)?;
+            Ok(pb::NodeGroupNodesResponse {
+                instances: g
+                    .instances_with_placeholders()
+                    .iter()
+                    .map(convert::instance)
+                    .collect(),
+            })
+        })
+        .await
+    }
+
+    #[allow(deprecated)]
+    async fn node_group_template_node_info(
+        &self,
+        req: Request<pb::NodeGroupTemplateNodeInfoRequest>,
+    ) -> Reply<pb::NodeGroupTemplateNodeInfoResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupTemplateNodeInfo", async {
+            let s = self.cloud.snapshot();
+            let node = convert::template_node(&s.group(&req.get_ref().id)?.template);
+            Ok(pb::NodeGroupTemplateNodeInfoResponse {
+                node_bytes: convert::node_bytes(&node),
+                node_info: Some(node),
+                resource_slice_bytes: Vec::new(),
+            })
+        })
+        .await
+    }
+
+    async fn node_group_get_options(
+        &self,
+        req: Request<pb::NodeGroupAutoscalingOptionsRequest>,
+    ) -> Reply<pb::NodeGroupAutoscalingOptionsResponse> {
+        instrument(&self.metrics, SERVICE, "NodeGroupGetOptions", async {
+            let r = req.into_inner();
+            let s = self.cloud.snapshot();
+            let g = s.group(&r.id)?;
+            // No options of its own: UNIMPLEMENTED makes CA keep its defaults. Any OK answer is taken
+            // literally, and CA versions without a MaxNodeStartupTime field would read it as 0.
+            let own = g.options.as_ref().ok_or_else(|| Error::NotConfigured {
+                group: g.id.clone(),
+                what: "autoscaling options of its own",
+            })?;
+            let merged = own.apply_to(&convert::option_values(r.defaults.as_ref()));
+            Ok(pb::NodeGroupAutoscalingOptionsResponse {
+                node_group_autoscaling_options: Some(convert::options(&merged)),
+            })
+        })
+        .await
+    }
+}

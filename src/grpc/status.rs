@@ -1,0 +1,48 @@
+//! The one mapping from the library's errors to gRPC status codes.
+
+use tonic::{Code, Status};
+
+use crate::error::Error;
+
+/// The gRPC code cluster-autoscaler should see for an error.
+pub fn code(err: &Error) -> Code {
+    match err {
+        Error::GroupNotFound(_) | Error::NoPrice(_) => Code::NotFound,
+        Error::InvalidArgument { .. } | Error::NodeNotInGroup { .. } => Code::InvalidArgument,
+        Error::IncreaseTooLarge { .. }
+        | Error::BelowMinSize { .. }
+        | Error::WouldDeleteExisting { .. } => Code::FailedPrecondition,
+        // UNIMPLEMENTED is how the protocol says "keep your defaults" for optional RPCs.
+        Error::NotConfigured { .. } => Code::Unimplemented,
+        Error::Unavailable(_) => Code::Unavailable,
+        Error::Config(_) | Error::Io { .. } => Code::Internal,
+    }
+}
+
+/// Converts an error into the status sent on the wire, message included.
+pub fn to_status(err: &Error) -> Status {
+    Status::new(code(err), err.to_string())
+}
+
+/// Go's spelling of a gRPC code (`OK`, `InvalidArgument`, …), as metric labels use it.
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "Canceled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
+    }
+}

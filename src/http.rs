@@ -1,0 +1,48 @@
+//! The operations listener (`--http-listen`): `/metrics` (OpenMetrics text), `/healthz` (the process
+//! answers) and `/readyz` (the cloud's state is loaded; 503 with the reason otherwise).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+
+use crate::cloud::Cloud;
+use crate::metrics::Metrics;
+
+#[derive(Clone)]
+struct Ops {
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+}
+
+/// The router of the operations listener.
+pub fn router(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .with_state(Ops { cloud, metrics })
+}
+
+async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        ops.metrics.encode(),
+    )
+}
+
+async fn ready(State(ops): State<Ops>) -> impl IntoResponse {
+    let r = ops.cloud.readiness();
+    let code = if r.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, format!("{}\n", r.detail))
+}

@@ -1,0 +1,62 @@
+//! The `ferroscale` binary: parses the command line and runs the chosen command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ferroscale::cli::{Cli, Command, ServeArgs};
+use ferroscale::Error;
+use tracing_subscriber::EnvFilter;
+
+/// Exit code for bad configuration or flags (as clap uses for usage errors).
+const EXIT_CONFIG: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                Error::Config(_) | Error::InvalidArgument { .. } => ExitCode::from(EXIT_CONFIG),
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
+    let settings = args.resolve()?;
+    let cloud = settings.build_cloud()?;
+    let bind = |addr| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Io {
+                context: format!("binding {addr}"),
+                source,
+            })
+    };
+    let grpc = bind(settings.listen).await?;
+    let http = bind(settings.http_listen).await?;
+    ferroscale::server::serve(cloud, grpc, http, ferroscale::server::termination_signal()).await
+}

@@ -1,0 +1,169 @@
+//! Kubernetes resource quantities ("3920m", "16Gi", "1.5", "2e3"): parsing into integers and canonical
+//! formatting, so the model can do exact arithmetic on cpu millicores and memory bytes.
+
+use thiserror::Error;
+
+/// A quantity string that is not a valid Kubernetes quantity.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid quantity {input:?}: {why}")]
+pub struct QuantityError {
+    /// The text that failed to parse.
+    pub input: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+const KI: i128 = 1 << 10;
+
+/// Parses a quantity into thousandths of its unit (so "250m" → 250, "2" → 2000, "1Ki" → 1_024_000),
+/// rounding up as Kubernetes does when a value has more precision than a milli-unit.
+pub fn parse_milli(input: &str) -> Result<i128, QuantityError> {
+    let err = |why| QuantityError {
+        input: input.to_string(),
+        why,
+    };
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(err("empty"));
+    }
+    let (negative, s) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let num_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(num_end);
+    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+        return Err(err("no number"));
+    }
+    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    // Scale: value = digits × 10^exp10 × 2^exp2, then × 1000 for milli-units.
+    let (exp10, exp2): (i32, u32) = match suffix {
+        "" => (0, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        s if s.starts_with(['e', 'E']) => {
+            let e: i32 = s[1..].parse().map_err(|_| err("bad exponent"))?;
+            if !(-30..=30).contains(&e) {
+                return Err(err("exponent out of range"));
+            }
+            (e, 0)
+        }
+        _ => return Err(err("unknown suffix")),
+    };
+    if int_part.len() + frac_part.len() > 30 {
+        return Err(err("too many digits"));
+    }
+    let digits: i128 = format!("{int_part}{frac_part}")
+        .parse()
+        .map_err(|_| err("no number"))?;
+    // milli-value = digits × 10^(exp10 + 3 − frac_len) × 2^exp2
+    let mut scale10 = exp10 + 3 - frac_part.len() as i32;
+    let mut value = digits
+        .checked_mul(1i128 << exp2)
+        .ok_or_else(|| err("too large"))?;
+    while scale10 > 0 {
+        value = value.checked_mul(10).ok_or_else(|| err("too large"))?;
+        scale10 -= 1;
+    }
+    while scale10 < 0 {
+        let rem = value % 10;
+        value = value / 10 + i128::from(rem != 0);
+        scale10 += 1;
+    }
+    if value > i64::MAX as i128 * 1000 {
+        return Err(err("too large"));
+    }
+    Ok(if negative { -value } else { value })
+}
+
+/// Parses a cpu quantity into millicores.
+pub fn parse_cpu_milli(input: &str) -> Result<i64, QuantityError> {
+    Ok(parse_milli(input)? as i64)
+}
+
+/// Parses a count-like quantity (memory bytes, pods, GPUs) into whole units, rounding up.
+pub fn parse_units(input: &str) -> Result<i64, QuantityError> {
+    let milli = parse_milli(input)?;
+    Ok(milli.div_euclid(1000) as i64 + i64::from(milli.rem_euclid(1000) != 0))
+}
+
+/// Formats millicores the way kubectl shows them: "4" for whole cores, "3920m" otherwise.
+pub fn format_cpu_milli(milli: i64) -> String {
+    if milli % 1000 == 0 {
+        (milli / 1000).to_string()
+    } else {
+        format!("{milli}m")
+    }
+}
+
+/// Formats bytes with the largest binary suffix that divides them exactly ("16Gi", "15616Mi", "1000").
+pub fn format_bytes(bytes: i64) -> String {
+    const SUFFIXES: [(&str, i128); 5] = [
+        ("Pi", KI.pow(5)),
+        ("Ti", KI.pow(4)),
+        ("Gi", KI.pow(3)),
+        ("Mi", KI.pow(2)),
+        ("Ki", KI),
+    ];
+    let b = bytes as i128;
+    if b != 0 {
+        for (suffix, unit) in SUFFIXES {
+            if b % unit == 0 {
+                return format!("{}{suffix}", b / unit);
+            }
+        }
+    }
+    bytes.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_forms_kubernetes_accepts() {
+        assert_eq!(parse_cpu_milli("3920m").unwrap(), 3920);
+        assert_eq!(parse_cpu_milli("4").unwrap(), 4000);
+        assert_eq!(parse_cpu_milli("0.5").unwrap(), 500);
+        assert_eq!(parse_cpu_milli("1.0005").unwrap(), 1001, "rounds up");
+        assert_eq!(parse_units("16Gi").unwrap(), 16 << 30);
+        assert_eq!(parse_units("1.5Gi").unwrap(), 3 << 29);
+        assert_eq!(parse_units("2e3").unwrap(), 2000);
+        assert_eq!(parse_units("128974848").unwrap(), 128_974_848);
+        assert_eq!(parse_units("129M").unwrap(), 129_000_000);
+        assert_eq!(parse_units("100m").unwrap(), 1, "fractional bytes round up");
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in ["", "Gi", "1.2.3", "12Q", "1e99", "--1", "."] {
+            assert!(parse_milli(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        assert_eq!(format_cpu_milli(3920), "3920m");
+        assert_eq!(format_cpu_milli(4000), "4");
+        assert_eq!(format_bytes(16 << 30), "16Gi");
+        assert_eq!(format_bytes(15616 << 20), "15616Mi");
+        assert_eq!(format_bytes(1000), "1000");
+        for b in [0i64, 1, 1023, 1 << 20, 3 << 29, 987_654_321] {
+            assert_eq!(parse_units(&format_bytes(b)).unwrap(), b);
+        }
+    }
+}

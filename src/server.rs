@@ -1,0 +1,79 @@
+//! `ferroscale serve`: the CloudProvider gRPC listener and the operations HTTP listener, sharing one
+//! cloud and one shutdown signal.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::Server;
+
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::grpc::provider::CloudProviderService;
+use crate::metrics::Metrics;
+
+/// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains both servers.
+pub async fn serve(
+    cloud: Arc<dyn Cloud>,
+    grpc: TcpListener,
+    http: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let metrics = Arc::new(Metrics::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+
+    let provider = CloudProviderService::new(cloud.clone(), metrics.clone()).into_server();
+    let grpc_addr = grpc.local_addr().ok();
+    let http_addr = http.local_addr().ok();
+    let grpc_server = Server::builder()
+        .add_service(provider)
+        .serve_with_incoming_shutdown(TcpIncoming::from(grpc).with_nodelay(Some(true)), stopped());
+    let http_server = axum::serve(http, crate::http::router(cloud.clone(), metrics))
+        .with_graceful_shutdown(stopped());
+    tracing::info!(grpc = ?grpc_addr, http = ?http_addr, cloud = cloud.name(), "serving");
+    let (g, h) = tokio::join!(grpc_server, async { http_server.await });
+    g.map_err(|e| Error::Unavailable(format!("gRPC server failed: {e}")))?;
+    h.map_err(|source| Error::Io {
+        context: "HTTP server failed".into(),
+        source,
+    })?;
+    cloud.cleanup().await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+pub async fn termination_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the server");
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("termination signal received, shutting down");
+}
