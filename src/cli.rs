@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
@@ -38,7 +39,7 @@ pub enum CloudKind {
 /// Flags of `ferroscale serve`.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig).
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
@@ -53,6 +54,9 @@ pub struct ServeArgs {
     /// Node groups of the memory cloud (see examples/memory-cloud.yaml).
     #[arg(long, value_name = "FILE")]
     pub memory_config: Option<PathBuf>,
+    /// How long in-flight requests may finish after SIGTERM, e.g. "5s" [default: 5s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
+    pub shutdown_grace_period: Option<Duration>,
 }
 
 /// Settings of `serve` as they may appear in `--config`.
@@ -63,6 +67,7 @@ struct ServeFile {
     http_listen: Option<SocketAddr>,
     cloud: Option<CloudKind>,
     memory_config: Option<PathBuf>,
+    shutdown_grace_period: Option<String>,
 }
 
 /// Resolved settings of `serve`.
@@ -72,6 +77,7 @@ pub struct ServeSettings {
     pub http_listen: SocketAddr,
     pub cloud: CloudKind,
     pub memory_config: Option<PathBuf>,
+    pub shutdown_grace_period: Duration,
 }
 
 impl ServeArgs {
@@ -101,6 +107,12 @@ impl ServeArgs {
                 .unwrap_or(([127, 0, 0, 1], 8085).into()),
             cloud: self.cloud.or(file.cloud).unwrap_or(CloudKind::Memory),
             memory_config: self.memory_config.clone().or(file.memory_config),
+            shutdown_grace_period: match (self.shutdown_grace_period, &file.shutdown_grace_period) {
+                (Some(d), _) => d,
+                (None, Some(text)) => crate::model::parse_go_duration(text)
+                    .map_err(|e| Error::Config(format!("shutdownGracePeriod: {e}")))?,
+                (None, None) => crate::server::DEFAULT_SHUTDOWN_GRACE,
+            },
         })
     }
 }

@@ -58,5 +58,12 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
     };
     let grpc = bind(settings.listen).await?;
     let http = bind(settings.http_listen).await?;
-    ferroscale::server::serve(cloud, grpc, http, ferroscale::server::termination_signal()).await
+    ferroscale::server::serve(
+        cloud,
+        grpc,
+        http,
+        ferroscale::server::termination_signal(),
+        settings.shutdown_grace_period,
+    )
+    .await
 }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
@@ -13,12 +14,18 @@ use crate::error::{Error, Result};
 use crate::grpc::provider::CloudProviderService;
 use crate::metrics::Metrics;
 
-/// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains both servers.
+/// How long in-flight requests may finish after the shutdown signal when none is configured: CA's
+/// default per-call deadline, after which its request has failed anyway.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains both servers for at
+/// most `grace` (clients such as CA keep their connection open forever, so draining alone never ends).
 pub async fn serve(
     cloud: Arc<dyn Cloud>,
     grpc: TcpListener,
     http: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Duration,
 ) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -42,7 +49,23 @@ pub async fn serve(
     let http_server = axum::serve(http, crate::http::router(cloud.clone(), metrics))
         .with_graceful_shutdown(stopped());
     tracing::info!(grpc = ?grpc_addr, http = ?http_addr, cloud = cloud.name(), "serving");
-    let (g, h) = tokio::join!(grpc_server, async { http_server.await });
+    let both = async { tokio::join!(grpc_server, async { http_server.await }) };
+    let deadline = async {
+        stopped().await;
+        tokio::time::sleep(grace).await;
+    };
+    let finished = tokio::select! {
+        done = both => Some(done),
+        () = deadline => None,
+    };
+    let Some((g, h)) = finished else {
+        tracing::warn!(
+            ?grace,
+            "connections still open after the grace period; closing them"
+        );
+        cloud.cleanup().await?;
+        return Ok(());
+    };
     g.map_err(|e| Error::Unavailable(format!("gRPC server failed: {e}")))?;
     h.map_err(|source| Error::Io {
         context: "HTTP server failed".into(),

@@ -1,1 +1,13 @@
+//! Integration tests: one module per behaviour, all in one binary so the suite builds once. Every test
+//! talks to a real server over a loopback socket with tonic's generated client.
 
+mod cli;
+mod common;
+mod concurrency;
+mod instances;
+mod misc;
+mod node_groups;
+mod options;
+mod pricing;
+mod resize;
+mod template;

@@ -1,0 +1,144 @@
+//! A ferroscale server on loopback sockets, started in-process on a memory cloud.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
+use ferroscale::proto::externalgrpc as pb;
+use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tonic::transport::Channel;
+
+/// Three groups: `general` (zone-labelled, options), `batch` (no zone, tainted), `gpu` (GPU, capacity 2).
+pub const GROUPS: &str = r#"
+nodeGroups:
+  - name: general
+    minSize: 1
+    maxSize: 10
+    targetSize: 2
+    capacity: {cpu: "4", memory: 16Gi, pods: "58", ephemeral-storage: 100Gi}
+    allocatable: {cpu: 3920m, memory: 15Gi}
+    labels: {node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a}
+    pricePerHour: 0.192
+    options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m}
+  - name: batch
+    minSize: 0
+    maxSize: 5
+    targetSize: 1
+    capacity: {cpu: 8, memory: 32Gi}
+    labels: {node.kubernetes.io/instance-type: c5.2xlarge}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    pricePerHour: 0.34
+  - name: gpu
+    minSize: 0
+    maxSize: 4
+    targetSize: 0
+    capacity: {cpu: "4", memory: 16Gi, pods: "29", nvidia.com/gpu: "1"}
+    labels:
+      node.kubernetes.io/instance-type: g4dn.xlarge
+      topology.kubernetes.io/zone: us-east-1b
+      k8s.amazonaws.com/accelerator: nvidia-tesla-t4
+      kubernetes.io/arch: amd64
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+    pricePerHour: 0.526
+    launchCapacity: 2
+"#;
+
+pub struct TestServer {
+    pub client: CloudProviderClient<Channel>,
+    pub grpc_addr: SocketAddr,
+    pub http_addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<ferroscale::Result<()>>>,
+}
+
+impl TestServer {
+    pub async fn start(yaml: &str) -> TestServer {
+        let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(yaml).unwrap()).unwrap());
+        let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(ferroscale::server::serve(
+            cloud,
+            grpc,
+            http,
+            async {
+                let _ = rx.await;
+            },
+            Duration::from_millis(200),
+        ));
+        let client = connect(grpc_addr).await;
+        TestServer {
+            client,
+            grpc_addr,
+            http_addr,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server and waits until it has drained.
+    pub async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.task.take().unwrap().await.unwrap().unwrap();
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.http_addr, path).await
+    }
+
+    pub async fn target(&self, id: &str) -> i32 {
+        self.client
+            .clone()
+            .node_group_target_size(pb::NodeGroupTargetSizeRequest { id: id.into() })
+            .await
+            .unwrap()
+            .into_inner()
+            .target_size
+    }
+
+    pub async fn instances(&self, id: &str) -> Vec<pb::Instance> {
+        self.client
+            .clone()
+            .node_group_nodes(pb::NodeGroupNodesRequest { id: id.into() })
+            .await
+            .unwrap()
+            .into_inner()
+            .instances
+    }
+}
+
+pub async fn connect(addr: SocketAddr) -> CloudProviderClient<Channel> {
+    CloudProviderClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+}
+
+/// A minimal HTTP/1.0 GET: (status, body).
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (status, body)
+}
+
+/// A node as CA sends it, known by provider id.
+pub fn node(provider_id: &str) -> pb::ExternalGrpcNode {
+    pb::ExternalGrpcNode {
+        provider_id: provider_id.into(),
+        name: provider_id.rsplit('/').next().unwrap().into(),
+        ..Default::default()
+    }
+}
