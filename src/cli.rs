@@ -9,9 +9,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
+use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
+use crate::cloud::aws::{AwsCloud, AwsSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 
 /// A node autoscaler for Kubernetes on AWS.
 #[derive(Debug, Parser)]
@@ -34,12 +37,14 @@ pub enum Command {
 pub enum CloudKind {
     /// Groups described in a YAML file, resized in memory (no cloud account needed).
     Memory,
+    /// Auto Scaling groups, through the AWS SDK's standard credential and endpoint chain.
+    Aws,
 }
 
 /// Flags of `ferroscale serve`.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod).
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
@@ -54,6 +59,19 @@ pub struct ServeArgs {
     /// Node groups of the memory cloud (see examples/memory-cloud.yaml).
     #[arg(long, value_name = "FILE")]
     pub memory_config: Option<PathBuf>,
+    /// AWS: discover Auto Scaling groups by tags, e.g.
+    /// asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/CLUSTER (repeatable, tags AND-ed).
+    #[arg(long, value_name = "SPEC")]
+    pub node_group_auto_discovery: Vec<String>,
+    /// AWS: manage an Auto Scaling group by name with these bounds, MIN:MAX:NAME (repeatable).
+    #[arg(long, value_name = "MIN:MAX:NAME")]
+    pub nodes: Vec<String>,
+    /// AWS: region [default: the SDK's chain, e.g. AWS_REGION].
+    #[arg(long, value_name = "REGION")]
+    pub aws_region: Option<String>,
+    /// AWS: minimum time between two reads of the Auto Scaling groups, jittered ±10% [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
+    pub aws_refresh_interval: Option<Duration>,
     /// How long in-flight requests may finish after SIGTERM, e.g. "5s" [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub shutdown_grace_period: Option<Duration>,
@@ -68,6 +86,12 @@ struct ServeFile {
     cloud: Option<CloudKind>,
     memory_config: Option<PathBuf>,
     shutdown_grace_period: Option<String>,
+    #[serde(default)]
+    node_group_auto_discovery: Vec<String>,
+    #[serde(default)]
+    nodes: Vec<String>,
+    aws_region: Option<String>,
+    aws_refresh_interval: Option<String>,
 }
 
 /// Resolved settings of `serve`.
@@ -78,6 +102,31 @@ pub struct ServeSettings {
     pub cloud: CloudKind,
     pub memory_config: Option<PathBuf>,
     pub shutdown_grace_period: Duration,
+    pub aws: AwsSettings,
+}
+
+fn go_duration(
+    flag: Option<Duration>,
+    file: &Option<String>,
+    key: &str,
+    default: Duration,
+) -> Result<Duration> {
+    match (flag, file) {
+        (Some(d), _) => Ok(d),
+        (None, Some(text)) => {
+            crate::model::parse_go_duration(text).map_err(|e| Error::Config(format!("{key}: {e}")))
+        }
+        (None, None) => Ok(default),
+    }
+}
+
+/// Flag values when given, else the config file's.
+fn list_or(flag: &[String], file: Vec<String>) -> Vec<String> {
+    if flag.is_empty() {
+        file
+    } else {
+        flag.to_vec()
+    }
 }
 
 impl ServeArgs {
@@ -107,11 +156,32 @@ impl ServeArgs {
                 .unwrap_or(([127, 0, 0, 1], 8085).into()),
             cloud: self.cloud.or(file.cloud).unwrap_or(CloudKind::Memory),
             memory_config: self.memory_config.clone().or(file.memory_config),
-            shutdown_grace_period: match (self.shutdown_grace_period, &file.shutdown_grace_period) {
-                (Some(d), _) => d,
-                (None, Some(text)) => crate::model::parse_go_duration(text)
-                    .map_err(|e| Error::Config(format!("shutdownGracePeriod: {e}")))?,
-                (None, None) => crate::server::DEFAULT_SHUTDOWN_GRACE,
+            shutdown_grace_period: go_duration(
+                self.shutdown_grace_period,
+                &file.shutdown_grace_period,
+                "shutdownGracePeriod",
+                crate::server::DEFAULT_SHUTDOWN_GRACE,
+            )?,
+            aws: AwsSettings {
+                region: self.aws_region.clone().or(file.aws_region),
+                auto_discovery: list_or(
+                    &self.node_group_auto_discovery,
+                    file.node_group_auto_discovery,
+                )
+                .iter()
+                .map(|s| TagDiscovery::parse(s))
+                .collect::<Result<_>>()?,
+                nodes: list_or(&self.nodes, file.nodes)
+                    .iter()
+                    .map(|s| NamedGroup::parse(s))
+                    .collect::<Result<_>>()?,
+                refresh_interval: go_duration(
+                    self.aws_refresh_interval,
+                    &file.aws_refresh_interval,
+                    "awsRefreshInterval",
+                    crate::cloud::aws::ttl::DEFAULT_REFRESH_INTERVAL,
+                )?,
+                endpoint_url: None,
             },
         })
     }
@@ -119,8 +189,11 @@ impl ServeArgs {
 
 impl ServeSettings {
     /// Builds the configured cloud.
-    pub fn build_cloud(&self) -> Result<Arc<dyn Cloud>> {
+    pub async fn build_cloud(&self, metrics: Arc<Metrics>) -> Result<Arc<dyn Cloud>> {
         match self.cloud {
+            CloudKind::Aws => Ok(Arc::new(
+                AwsCloud::connect(self.aws.clone(), metrics).await?,
+            )),
             CloudKind::Memory => {
                 let path = self.memory_config.as_ref().ok_or_else(|| {
                     Error::Config("--memory-config FILE is required with --cloud memory".into())

@@ -28,6 +28,9 @@ pub fn router(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>) -> Router {
 }
 
 async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
+    if let Some(age) = ops.cloud.state_age() {
+        ops.metrics.set_state_age(age);
+    }
     (
         [(
             header::CONTENT_TYPE,

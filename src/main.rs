@@ -1,9 +1,11 @@
 //! The `ferroscale` binary: parses the command line and runs the chosen command.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use ferroscale::cli::{Cli, Command, ServeArgs};
+use ferroscale::metrics::Metrics;
 use ferroscale::Error;
 use tracing_subscriber::EnvFilter;
 
@@ -47,7 +49,8 @@ fn main() -> ExitCode {
 
 async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
     let settings = args.resolve()?;
-    let cloud = settings.build_cloud()?;
+    let metrics = Arc::new(Metrics::default());
+    let cloud = settings.build_cloud(metrics.clone()).await?;
     let bind = |addr| async move {
         tokio::net::TcpListener::bind(addr)
             .await
@@ -60,6 +63,7 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
     let http = bind(settings.http_listen).await?;
     ferroscale::server::serve(
         cloud,
+        metrics,
         grpc,
         http,
         ferroscale::server::termination_signal(),

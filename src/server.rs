@@ -22,12 +22,12 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// most `grace` (clients such as CA keep their connection open forever, so draining alone never ends).
 pub async fn serve(
     cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
     grpc: TcpListener,
     http: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> Result<()> {
-    let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
         let mut rx = stop_rx.clone();

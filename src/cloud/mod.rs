@@ -2,9 +2,11 @@
 //! immutable [`Snapshot`] that a cloud republishes after every change, so the services that answer
 //! cluster-autoscaler never wait on a cloud API; writes are validated by the model's `plan_*` checks.
 
+pub mod aws;
 pub mod memory;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -46,4 +48,9 @@ pub trait Cloud: Send + Sync + 'static {
 
     /// Whether the state is loaded, for `/readyz`.
     fn readiness(&self) -> Readiness;
+
+    /// Time since the served state was last read from the cloud (None: never, or always current).
+    fn state_age(&self) -> Option<Duration> {
+        None
+    }
 }

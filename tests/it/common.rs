@@ -57,12 +57,26 @@ pub struct TestServer {
 impl TestServer {
     pub async fn start(yaml: &str) -> TestServer {
         let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(yaml).unwrap()).unwrap());
+        Self::start_with(cloud).await
+    }
+
+    /// Serves any cloud.
+    pub async fn start_with(cloud: Arc<dyn ferroscale::cloud::Cloud>) -> TestServer {
+        Self::start_with_metrics(cloud, Default::default()).await
+    }
+
+    /// Serves any cloud, recording into `metrics` (shared with the cloud's own AWS metrics).
+    pub async fn start_with_metrics(
+        cloud: Arc<dyn ferroscale::cloud::Cloud>,
+        metrics: Arc<ferroscale::metrics::Metrics>,
+    ) -> TestServer {
         let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(ferroscale::server::serve(
             cloud,
+            metrics,
             grpc,
             http,
             async {

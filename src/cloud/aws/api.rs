@@ -1,0 +1,384 @@
+//! The AWS calls the cloud makes, each timed into `cluster_autoscaler_aws_request_duration_seconds` and
+//! counted, and their answers converted into the plain types of `types`. One function per AWS concept:
+//! groups, launch configurations and templates, instance types, scaling activities, scaling.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use aws_sdk_autoscaling::types::{Filter, LifecycleState, ScalingActivityStatusCode};
+use aws_sdk_ec2::types::InstanceType;
+use aws_smithy_types::error::display::DisplayErrorContext;
+
+use super::types::{AsgInfo, AsgInstance, InstanceTypeInfo};
+use crate::error::{Error, Result};
+use crate::metrics::{AwsLabels, Metrics};
+
+/// Maximum names per DescribeAutoScalingGroups call.
+const ASG_NAMES_PER_CALL: usize = 100;
+/// Maximum names per DescribeLaunchConfigurations call.
+const LAUNCH_CONFIGS_PER_CALL: usize = 50;
+/// Maximum types per DescribeInstanceTypes call.
+const INSTANCE_TYPES_PER_CALL: usize = 100;
+
+/// The two SDK clients with call accounting.
+#[derive(Clone)]
+pub struct Api {
+    pub asg: aws_sdk_autoscaling::Client,
+    pub ec2: aws_sdk_ec2::Client,
+    metrics: Arc<Metrics>,
+    calls: Arc<AtomicU64>,
+}
+
+/// How a group's launches pick their instance type, before it is resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LaunchSource {
+    Configuration(String),
+    /// (template id or name, version).
+    Template {
+        id: Option<String>,
+        name: Option<String>,
+        version: String,
+    },
+    /// Overrides of a mixed-instances policy, with the template for when they name no type.
+    Mixed {
+        overrides: Vec<String>,
+        template: Option<Box<LaunchSource>>,
+    },
+    Unknown,
+}
+
+/// A group as DescribeAutoScalingGroups returns it, before its instance types are resolved.
+#[derive(Debug, Clone)]
+pub struct RawGroup {
+    pub info: AsgInfo,
+    pub launch: LaunchSource,
+}
+
+impl Api {
+    pub fn new(config: &aws_config::SdkConfig, metrics: Arc<Metrics>) -> Self {
+        Api {
+            asg: aws_sdk_autoscaling::Client::new(config),
+            ec2: aws_sdk_ec2::Client::new(config),
+            metrics,
+            calls: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// AWS API calls made so far (every attempt group counts once).
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    async fn call<T, E, F>(&self, endpoint: &'static str, fut: F) -> Result<T>
+    where
+        F: Future<Output = std::result::Result<T, E>>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let out = fut.await;
+        let status = if out.is_ok() { "success" } else { "error" };
+        self.metrics
+            .observe_aws(AwsLabels { endpoint, status }, started.elapsed());
+        out.map_err(|e| Error::Unavailable(format!("{endpoint}: {}", DisplayErrorContext(&e))))
+    }
+
+    /// Groups matching all tag conditions (server-side filters), every page.
+    pub async fn groups_by_tags(&self, tags: &[(String, Option<String>)]) -> Result<Vec<RawGroup>> {
+        let filters: Vec<Filter> = tags
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => Filter::builder().name(format!("tag:{k}")).values(v).build(),
+                None => Filter::builder().name("tag-key").values(k).build(),
+            })
+            .collect();
+        self.describe_groups(None, Some(filters)).await
+    }
+
+    /// Groups by name, 100 names per call.
+    pub async fn groups_by_name(&self, names: &[String]) -> Result<Vec<RawGroup>> {
+        let mut out = Vec::new();
+        for chunk in names.chunks(ASG_NAMES_PER_CALL) {
+            out.extend(self.describe_groups(Some(chunk.to_vec()), None).await?);
+        }
+        Ok(out)
+    }
+
+    async fn describe_groups(
+        &self,
+        names: Option<Vec<String>>,
+        filters: Option<Vec<Filter>>,
+    ) -> Result<Vec<RawGroup>> {
+        let mut out = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .call(
+                    "autoscaling/DescribeAutoScalingGroups",
+                    self.asg
+                        .describe_auto_scaling_groups()
+                        .set_auto_scaling_group_names(names.clone())
+                        .set_filters(filters.clone())
+                        .max_records(ASG_NAMES_PER_CALL as i32)
+                        .set_next_token(token.take())
+                        .send(),
+                )
+                .await?;
+            out.extend(page.auto_scaling_groups().iter().map(raw_group));
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Instance type of each launch configuration.
+    pub async fn launch_configuration_types(
+        &self,
+        names: &[String],
+    ) -> Result<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        for chunk in names.chunks(LAUNCH_CONFIGS_PER_CALL) {
+            let mut token = None;
+            loop {
+                let page = self
+                    .call(
+                        "autoscaling/DescribeLaunchConfigurations",
+                        self.asg
+                            .describe_launch_configurations()
+                            .set_launch_configuration_names(Some(chunk.to_vec()))
+                            .set_next_token(token.take())
+                            .send(),
+                    )
+                    .await?;
+                for lc in page.launch_configurations() {
+                    if let (Some(n), Some(t)) = (lc.launch_configuration_name(), lc.instance_type())
+                    {
+                        out.insert(n.to_string(), t.to_string());
+                    }
+                }
+                match page.next_token() {
+                    Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Instance type of one launch template version (`$Default`, `$Latest` or a number).
+    pub async fn launch_template_type(
+        &self,
+        id: Option<&str>,
+        name: Option<&str>,
+        version: &str,
+    ) -> Result<Option<String>> {
+        let out = self
+            .call(
+                "ec2/DescribeLaunchTemplateVersions",
+                self.ec2
+                    .describe_launch_template_versions()
+                    .set_launch_template_id(id.map(str::to_string))
+                    .set_launch_template_name(if id.is_some() {
+                        None
+                    } else {
+                        name.map(str::to_string)
+                    })
+                    .versions(version)
+                    .send(),
+            )
+            .await?;
+        Ok(out
+            .launch_template_versions()
+            .first()
+            .and_then(|v| v.launch_template_data())
+            .and_then(|d| d.instance_type())
+            .map(|t| t.as_str().to_string()))
+    }
+
+    /// Facts of the named instance types, 100 per call; unknown names are left out.
+    pub async fn instance_types(&self, names: &[String]) -> Result<Vec<InstanceTypeInfo>> {
+        let mut out = Vec::new();
+        for chunk in names.chunks(INSTANCE_TYPES_PER_CALL) {
+            let mut token = None;
+            loop {
+                let page = self
+                    .call(
+                        "ec2/DescribeInstanceTypes",
+                        self.ec2
+                            .describe_instance_types()
+                            .set_instance_types(Some(
+                                chunk
+                                    .iter()
+                                    .map(|n| InstanceType::from(n.as_str()))
+                                    .collect(),
+                            ))
+                            .set_next_token(token.take())
+                            .send(),
+                    )
+                    .await?;
+                out.extend(page.instance_types().iter().filter_map(instance_type_info));
+                match page.next_token() {
+                    Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest failed launch of a group started after `since`, as (AWS status message, description).
+    pub async fn failed_launch_since(
+        &self,
+        group: &str,
+        since: SystemTime,
+    ) -> Result<Option<String>> {
+        let out = self
+            .call(
+                "autoscaling/DescribeScalingActivities",
+                self.asg
+                    .describe_scaling_activities()
+                    .auto_scaling_group_name(group)
+                    .max_records(20)
+                    .send(),
+            )
+            .await?;
+        let since = aws_smithy_types::DateTime::from(since);
+        Ok(out
+            .activities()
+            .iter()
+            .filter(|a| a.status_code() == Some(&ScalingActivityStatusCode::Failed))
+            .filter(|a| a.start_time().is_some_and(|t| t.secs() >= since.secs()))
+            .max_by_key(|a| a.start_time().map(|t| t.secs()))
+            .map(|a| {
+                a.status_message()
+                    .or(a.description())
+                    .unwrap_or("launch failed")
+                    .to_string()
+            }))
+    }
+
+    /// Sets a group's desired capacity, ignoring cooldowns (CA decides when).
+    pub async fn set_desired_capacity(&self, group: &str, desired: i32) -> Result<()> {
+        self.call(
+            "autoscaling/SetDesiredCapacity",
+            self.asg
+                .set_desired_capacity()
+                .auto_scaling_group_name(group)
+                .desired_capacity(desired)
+                .honor_cooldown(false)
+                .send(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Terminates one instance and lowers the group's desired capacity by one.
+    pub async fn terminate_instance(&self, instance_id: &str) -> Result<()> {
+        self.call(
+            "autoscaling/TerminateInstanceInAutoScalingGroup",
+            self.asg
+                .terminate_instance_in_auto_scaling_group()
+                .instance_id(instance_id)
+                .should_decrement_desired_capacity(true)
+                .send(),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
+    let tags = g
+        .tags()
+        .iter()
+        .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or("").to_string())))
+        .collect();
+    let instances = g
+        .instances()
+        .iter()
+        .map(|i| AsgInstance {
+            instance_id: i.instance_id().unwrap_or_default().to_string(),
+            availability_zone: i.availability_zone().unwrap_or_default().to_string(),
+            lifecycle_state: i
+                .lifecycle_state()
+                .map(LifecycleState::as_str)
+                .unwrap_or("Pending")
+                .to_string(),
+            instance_type: i.instance_type().map(str::to_string),
+        })
+        .collect();
+    let template_source =
+        |t: &aws_sdk_autoscaling::types::LaunchTemplateSpecification| LaunchSource::Template {
+            id: t.launch_template_id().map(str::to_string),
+            name: t.launch_template_name().map(str::to_string),
+            version: t.version().unwrap_or("$Default").to_string(),
+        };
+    let launch = if let Some(lc) = g.launch_configuration_name() {
+        LaunchSource::Configuration(lc.to_string())
+    } else if let Some(t) = g.launch_template() {
+        template_source(t)
+    } else if let Some(m) = g.mixed_instances_policy().and_then(|m| m.launch_template()) {
+        LaunchSource::Mixed {
+            overrides: m
+                .overrides()
+                .iter()
+                .filter_map(|o| o.instance_type().map(str::to_string))
+                .collect(),
+            template: m
+                .launch_template_specification()
+                .map(|t| Box::new(template_source(t))),
+        }
+    } else {
+        LaunchSource::Unknown
+    };
+    RawGroup {
+        info: AsgInfo {
+            name: g.auto_scaling_group_name().unwrap_or_default().to_string(),
+            min_size: g.min_size().unwrap_or(0),
+            max_size: g.max_size().unwrap_or(0),
+            desired_capacity: g.desired_capacity().unwrap_or(0),
+            tags,
+            availability_zones: g.availability_zones().to_vec(),
+            instances,
+            instance_types: Vec::new(),
+        },
+        launch,
+    }
+}
+
+fn instance_type_info(t: &aws_sdk_ec2::types::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
+    let gpus = t.gpu_info().map(|g| g.gpus()).unwrap_or_default();
+    let first_gpu = gpus.first();
+    Some(InstanceTypeInfo {
+        name: t.instance_type()?.as_str().to_string(),
+        vcpus: i64::from(t.v_cpu_info()?.default_v_cpus()?),
+        memory_mib: t.memory_info()?.size_in_mib()?,
+        gpus: gpus.iter().map(|g| i64::from(g.count().unwrap_or(0))).sum(),
+        gpu_manufacturer: first_gpu.and_then(|g| g.manufacturer()).map(str::to_string),
+        gpu_name: first_gpu.and_then(|g| g.name()).map(str::to_string),
+        architectures: t
+            .processor_info()
+            .map(|p| {
+                p.supported_architectures()
+                    .iter()
+                    .map(|a| a.as_str().to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        max_enis: i64::from(
+            t.network_info()
+                .and_then(|n| n.maximum_network_interfaces())
+                .unwrap_or(0),
+        ),
+        ipv4_per_eni: i64::from(
+            t.network_info()
+                .and_then(|n| n.ipv4_addresses_per_interface())
+                .unwrap_or(0),
+        ),
+        instance_storage_gb: t.instance_storage_info().and_then(|s| s.total_size_in_gb()),
+    })
+}

@@ -1,0 +1,22 @@
+//! Every cache lifetime and AWS deadline of the AWS cloud, in one place.
+
+use std::time::Duration;
+
+/// Default minimum time between two snapshots of the Auto Scaling groups (`--aws-refresh-interval`).
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+/// Share of the refresh interval added or removed at random, so replicas do not refresh in lockstep.
+pub const REFRESH_JITTER: f64 = 0.1;
+/// After a failed refresh, the next Refresh call may try again this soon (AWS coming back is noticed fast).
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// Instance type facts (vCPUs, memory, ENIs) change only when AWS launches new types.
+pub const INSTANCE_TYPES_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Launch template versions named by number never change; `$Default`/`$Latest` are re-read this often.
+pub const LAUNCH_TEMPLATE_MOVING_VERSION_TTL: Duration = Duration::from_secs(600);
+/// Numbered launch template versions and launch configurations are immutable: keep them long.
+pub const LAUNCH_TEMPLATE_FIXED_VERSION_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Deadline of one AWS call, retries included, well under CA's 5 s per-RPC deadline.
+pub const AWS_OPERATION_TIMEOUT: Duration = Duration::from_secs(4);
+/// Deadline of one attempt of an AWS call.
+pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Without a scale-up of ours to anchor on, failed launches this recent still mark placeholders.
+pub const FAILED_ACTIVITY_LOOKBACK: Duration = Duration::from_secs(15 * 60);

@@ -1,0 +1,227 @@
+//! A moto server (AWS API emulator) on loopback, one per test, reached through the real aws-sdk clients.
+//! `.ci/run` installs moto into `.venv`; `FERROSCALE_MOTO_SERVER` may point at another `moto_server`.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_autoscaling::types::{
+    LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification, MixedInstancesPolicy, Tag,
+};
+use ferroscale::cloud::aws::discovery::{NamedGroup, TagDiscovery};
+use ferroscale::cloud::aws::{AwsCloud, AwsSettings};
+
+pub const REGION: &str = "us-east-1";
+pub const DISCOVERY: &str =
+    "asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/test";
+
+pub struct Moto {
+    child: Child,
+    pub url: String,
+    pub asg: aws_sdk_autoscaling::Client,
+    pub ec2: aws_sdk_ec2::Client,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn moto_server() -> String {
+    std::env::var("FERROSCALE_MOTO_SERVER").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/moto_server").to_string()
+    })
+}
+
+/// Test credentials, no instance metadata, no retries (moto answers some not-found cases with HTTP 500).
+fn test_environment() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for (k, v) in [
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+            ("AWS_MAX_ATTEMPTS", "1"),
+        ] {
+            std::env::set_var(k, v);
+        }
+    });
+}
+
+impl Moto {
+    pub async fn start() -> Moto {
+        test_environment();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = moto_server();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {server} (run .ci/run, or pip install 'moto[server]'): {e}")
+            });
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "moto did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new(REGION))
+            .endpoint_url(&url)
+            .load()
+            .await;
+        Moto {
+            child,
+            url,
+            asg: aws_sdk_autoscaling::Client::new(&config),
+            ec2: aws_sdk_ec2::Client::new(&config),
+        }
+    }
+
+    pub fn settings(&self, discovery: &[&str], nodes: &[&str]) -> AwsSettings {
+        AwsSettings {
+            region: Some(REGION.into()),
+            auto_discovery: discovery
+                .iter()
+                .map(|d| TagDiscovery::parse(d).unwrap())
+                .collect(),
+            nodes: nodes
+                .iter()
+                .map(|n| NamedGroup::parse(n).unwrap())
+                .collect(),
+            refresh_interval: Duration::from_secs(3600),
+            endpoint_url: Some(self.url.clone()),
+        }
+    }
+
+    pub async fn cloud(&self, discovery: &[&str], nodes: &[&str]) -> Arc<AwsCloud> {
+        Arc::new(
+            AwsCloud::connect(self.settings(discovery, nodes), Default::default())
+                .await
+                .unwrap(),
+        )
+    }
+
+    /// A launch template whose default version launches `instance_type`; returns its id.
+    pub async fn launch_template(&self, name: &str, instance_type: &str) -> String {
+        let out = self
+            .ec2
+            .create_launch_template()
+            .launch_template_name(name)
+            .launch_template_data(
+                aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+                    .image_id("ami-12c6146b")
+                    .instance_type(instance_type.into())
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        out.launch_template()
+            .unwrap()
+            .launch_template_id()
+            .unwrap()
+            .to_string()
+    }
+
+    /// An ASG launching `instance_type` from a launch template, tagged for discovery plus `tags`.
+    pub async fn group(
+        &self,
+        name: &str,
+        instance_type: &str,
+        min: i32,
+        max: i32,
+        desired: i32,
+        tags: &[(&str, &str)],
+    ) {
+        let lt = self
+            .launch_template(&format!("{name}-lt"), instance_type)
+            .await;
+        self.asg
+            .create_auto_scaling_group()
+            .auto_scaling_group_name(name)
+            .launch_template(
+                LaunchTemplateSpecification::builder()
+                    .launch_template_id(lt)
+                    .version("$Default")
+                    .build(),
+            )
+            .min_size(min)
+            .max_size(max)
+            .desired_capacity(desired)
+            .availability_zones("us-east-1a")
+            .set_tags(Some(discovery_tags(name, tags)))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// A mixed-instances ASG whose overrides are `types`.
+    pub async fn mixed_group(&self, name: &str, types: &[&str], max: i32) {
+        let lt = self.launch_template(&format!("{name}-lt"), types[0]).await;
+        self.asg
+            .create_auto_scaling_group()
+            .auto_scaling_group_name(name)
+            .mixed_instances_policy(
+                MixedInstancesPolicy::builder()
+                    .launch_template(
+                        LaunchTemplate::builder()
+                            .launch_template_specification(
+                                LaunchTemplateSpecification::builder()
+                                    .launch_template_id(lt)
+                                    .version("$Latest")
+                                    .build(),
+                            )
+                            .set_overrides(Some(
+                                types
+                                    .iter()
+                                    .map(|t| {
+                                        LaunchTemplateOverrides::builder().instance_type(*t).build()
+                                    })
+                                    .collect(),
+                            ))
+                            .build(),
+                    )
+                    .build(),
+            )
+            .min_size(0)
+            .max_size(max)
+            .desired_capacity(0)
+            .availability_zones("us-east-1b")
+            .set_tags(Some(discovery_tags(name, &[])))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+fn discovery_tags(group: &str, extra: &[(&str, &str)]) -> Vec<Tag> {
+    [
+        ("k8s.io/cluster-autoscaler/enabled", "true"),
+        ("k8s.io/cluster-autoscaler/test", "owned"),
+    ]
+    .iter()
+    .chain(extra)
+    .map(|(k, v)| {
+        Tag::builder()
+            .resource_id(group)
+            .resource_type("auto-scaling-group")
+            .key(*k)
+            .value(*v)
+            .propagate_at_launch(false)
+            .build()
+    })
+    .collect()
+}
