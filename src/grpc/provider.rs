@@ -180,7 +180,12 @@ impl CloudProvider for CloudProviderService {
 
     async fn refresh(&self, _: Request<pb::RefreshRequest>) -> Reply<pb::RefreshResponse> {
         instrument(&self.metrics, SERVICE, "Refresh", async {
-            self.cloud.refresh().await?;
+            // Run the refresh as its own task: when CA's deadline cancels this call, the refresh still
+            // completes and the next call finds the snapshot up to date instead of starting over.
+            let cloud = self.cloud.clone();
+            tokio::spawn(async move { cloud.refresh().await })
+                .await
+                .map_err(|e| Error::Unavailable(format!("refresh task failed: {e}")))??;
             Ok(pb::RefreshResponse {})
         })
         .await

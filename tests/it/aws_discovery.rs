@@ -1,6 +1,10 @@
 //! `--cloud aws` discovery and caching against moto: groups by tags and by name, changes made outside
 //! seen after a refresh, and reads between refreshes costing no AWS call.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroscale::cloud::aws::AwsCloud;
 use ferroscale::cloud::Cloud;
 use ferroscale::proto::externalgrpc as pb;
 
@@ -93,7 +97,7 @@ async fn instances_resolve_and_refresh_sees_outside_changes() {
         assert_eq!(g.id, "workers");
     }
 
-    // Someone else changes AWS: a new group appears, the old one is resized and then deleted.
+    // Someone else changes AWS: a new group appears and the old one is resized.
     moto.group("late", "c5.large", 0, 5, 1, &[]).await;
     moto.asg
         .set_desired_capacity()
@@ -113,10 +117,23 @@ async fn instances_resolve_and_refresh_sees_outside_changes() {
         before,
         "refresh interval not elapsed: no AWS call"
     );
+    assert_eq!(
+        ids(cloud.as_ref()),
+        vec!["workers"],
+        "the snapshot is kept until then"
+    );
+    s.stop().await;
 
-    let fast = moto.cloud(&[DISCOVERY], &[]).await; // a fresh cloud reads the new state
-    assert_eq!(ids(fast.as_ref()), vec!["late", "workers"]);
-    assert_eq!(fast.snapshot().group("workers").unwrap().target_size, 4);
+    // The same changes seen by a cloud whose interval has elapsed, then a group deleted outside is dropped.
+    let mut settings = moto.settings(&[DISCOVERY], &[]);
+    settings.refresh_interval = Duration::from_millis(200);
+    let eager = Arc::new(
+        AwsCloud::connect(settings, Default::default())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(ids(eager.as_ref()), vec!["late", "workers"]);
+    assert_eq!(eager.snapshot().group("workers").unwrap().target_size, 4);
     moto.asg
         .delete_auto_scaling_group()
         .auto_scaling_group_name("late")
@@ -124,13 +141,35 @@ async fn instances_resolve_and_refresh_sees_outside_changes() {
         .send()
         .await
         .unwrap();
-    let mut settings = moto.settings(&[DISCOVERY], &[]);
-    settings.refresh_interval = std::time::Duration::ZERO;
-    let eager = ferroscale::cloud::aws::AwsCloud::connect(settings, Default::default())
-        .await
-        .unwrap();
-    assert_eq!(ids(&eager), vec!["workers"], "deleted groups are dropped");
-    s.stop().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    eager.refresh().await.unwrap();
+    assert_eq!(
+        ids(eager.as_ref()),
+        vec!["workers"],
+        "deleted groups are dropped"
+    );
+
+    // Concurrent Refresh calls once the interval has elapsed share one rebuild (single flight).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = eager.aws_calls();
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let c = eager.clone();
+        tasks.push(tokio::spawn(async move { c.refresh().await }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let one_refresh = eager.aws_calls() - before;
+    assert!(one_refresh >= 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = eager.aws_calls();
+    eager.refresh().await.unwrap();
+    assert_eq!(
+        one_refresh,
+        eager.aws_calls() - before,
+        "20 concurrent refreshes cost one"
+    );
 }
 
 #[tokio::test]
