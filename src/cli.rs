@@ -182,6 +182,7 @@ impl ServeArgs {
                     crate::cloud::aws::ttl::DEFAULT_REFRESH_INTERVAL,
                 )?,
                 endpoint_url: None,
+                max_attempts: None,
             },
         })
     }

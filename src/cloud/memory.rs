@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::{Cloud, Readiness};
+use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
 use crate::model::{
     parse_go_duration, reserve, AutoscalingOptions, ErrorClass, Instance, InstanceError,
@@ -330,7 +330,7 @@ impl WriteState {
 
 /// The in-memory cloud.
 pub struct MemoryCloud {
-    snapshot: RwLock<Arc<Snapshot>>,
+    snapshot: SnapshotCell,
     writes: Mutex<WriteState>,
 }
 
@@ -415,7 +415,7 @@ impl MemoryCloud {
             groups.push(group);
         }
         Ok(MemoryCloud {
-            snapshot: RwLock::new(Arc::new(Snapshot::new(groups))),
+            snapshot: SnapshotCell::new(Snapshot::new(groups)),
             writes: Mutex::new(state),
         })
     }
@@ -433,7 +433,7 @@ impl MemoryCloud {
         change(&mut state, &mut g)?;
         let mut next = Snapshot::clone(&current);
         next.upsert(g);
-        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.snapshot.store(next);
         Ok(())
     }
 }
@@ -445,10 +445,7 @@ impl Cloud for MemoryCloud {
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.snapshot.load()
     }
 
     async fn refresh(&self) -> Result<()> {

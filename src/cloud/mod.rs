@@ -5,13 +5,34 @@
 pub mod aws;
 pub mod memory;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::Snapshot;
+
+/// The published snapshot of a cloud: readers take an `Arc` and never wait on a writer for longer than
+/// the pointer swap.
+#[derive(Default)]
+pub struct SnapshotCell(RwLock<Arc<Snapshot>>);
+
+impl SnapshotCell {
+    pub fn new(s: Snapshot) -> Self {
+        SnapshotCell(RwLock::new(Arc::new(s)))
+    }
+
+    /// The current snapshot.
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Publishes a new snapshot.
+    pub fn store(&self, s: Snapshot) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
+    }
+}
 
 /// Whether a cloud has loaded its state, with a line for `/readyz`.
 #[derive(Debug, Clone, PartialEq, Eq)]

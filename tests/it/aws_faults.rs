@@ -183,3 +183,36 @@ async fn throttling_fails_the_refresh_not_the_reads() {
         .unwrap()
         .contains(&"DescribeAutoScalingGroups".to_string()));
 }
+
+#[tokio::test]
+async fn throttled_calls_are_retried_with_backoff() {
+    let moto = Moto::start().await;
+    moto.group("workers", "m5.large", 0, 10, 1, &[]).await;
+    let proxy = FaultProxy::start(&moto.url).await;
+    let mut settings = moto.settings(&[DISCOVERY], &[]);
+    settings.endpoint_url = Some(proxy.url.clone());
+    settings.refresh_interval = Duration::ZERO;
+    settings.max_attempts = Some(3);
+    let cloud = AwsCloud::connect(settings, Default::default())
+        .await
+        .unwrap();
+    moto.asg
+        .set_desired_capacity()
+        .auto_scaling_group_name("workers")
+        .desired_capacity(2)
+        .send()
+        .await
+        .unwrap();
+    proxy.set(|f| f.throttle = 2);
+    let before = proxy.requests.lock().unwrap().len();
+    cloud.refresh().await.unwrap();
+    assert_eq!(cloud.snapshot().group("workers").unwrap().target_size, 2);
+    let sent: Vec<String> = proxy.requests.lock().unwrap()[before..].to_vec();
+    assert_eq!(
+        sent.iter()
+            .filter(|a| *a == "DescribeAutoScalingGroups")
+            .count(),
+        3,
+        "two throttled attempts, then success: {sent:?}"
+    );
+}

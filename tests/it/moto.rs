@@ -103,6 +103,7 @@ impl Moto {
                 .collect(),
             refresh_interval: Duration::from_secs(3600),
             endpoint_url: Some(self.url.clone()),
+            max_attempts: None,
         }
     }
 

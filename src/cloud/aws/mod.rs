@@ -15,7 +15,7 @@ pub mod ttl;
 pub mod types;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use self::api::{Api, LaunchSource, RawGroup};
 use self::discovery::{NamedGroup, TagDiscovery};
 use self::types::{AsgInfo, InstanceTypeInfo};
-use super::{Cloud, Readiness};
+use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::model::{Instance, InstanceState, NodeGroup, Snapshot};
@@ -39,6 +39,9 @@ pub struct AwsSettings {
     /// Endpoint of every AWS client, for tests and AWS-compatible emulators; `AWS_ENDPOINT_URL` does the
     /// same through the SDK's standard chain.
     pub endpoint_url: Option<String>,
+    /// Attempts per AWS call, retries backing off on throttling and server errors (None: the SDK chain,
+    /// `AWS_MAX_ATTEMPTS`, default 3).
+    pub max_attempts: Option<u32>,
 }
 
 #[derive(Default)]
@@ -54,7 +57,7 @@ pub struct AwsCloud {
     api: Api,
     region: String,
     settings: AwsSettings,
-    snapshot: RwLock<Arc<Snapshot>>,
+    snapshot: SnapshotCell,
     loaded_at: Mutex<Option<Instant>>,
     refresh: tokio::sync::Mutex<RefreshState>,
     instance_types: moka::future::Cache<String, Arc<InstanceTypeInfo>>,
@@ -87,6 +90,11 @@ impl AwsCloud {
         if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
+        if let Some(n) = settings.max_attempts {
+            loader = loader.retry_config(
+                aws_config::retry::RetryConfig::standard().with_max_attempts(n.max(1)),
+            );
+        }
         let config = loader.load().await;
         let region = config.region().map(|r| r.to_string()).ok_or_else(|| {
             Error::Config("no AWS region: pass --aws-region or set AWS_REGION".into())
@@ -95,7 +103,7 @@ impl AwsCloud {
             api: Api::new(&config, metrics),
             region,
             settings,
-            snapshot: RwLock::new(Arc::new(Snapshot::default())),
+            snapshot: SnapshotCell::default(),
             loaded_at: Mutex::new(None),
             refresh: tokio::sync::Mutex::new(RefreshState::default()),
             instance_types: moka::future::Cache::builder()
@@ -130,10 +138,6 @@ impl AwsCloud {
         self.settings
             .refresh_interval
             .mul_f64(1.0 + ttl::REFRESH_JITTER * unit)
-    }
-
-    fn publish(&self, s: Snapshot) {
-        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
     }
 
     /// Reads every managed group from AWS and builds a new snapshot.
@@ -355,7 +359,7 @@ impl AwsCloud {
     fn update_group(&self, group: NodeGroup) {
         let mut next = Snapshot::clone(&self.snapshot());
         next.upsert(group);
-        self.publish(next);
+        self.snapshot.store(next);
     }
 }
 
@@ -394,10 +398,7 @@ impl Cloud for AwsCloud {
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.snapshot.load()
     }
 
     async fn refresh(&self) -> Result<()> {
@@ -414,7 +415,7 @@ impl Cloud for AwsCloud {
         match self.load().await {
             Ok(s) => {
                 tracing::debug!(groups = s.groups().count(), took = ?started.elapsed(), "AWS snapshot refreshed");
-                self.publish(s);
+                self.snapshot.store(s);
                 *self.loaded_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                 st.next_due = Some(Instant::now() + self.jittered_interval());
                 st.last_error = None;
