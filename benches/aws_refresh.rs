@@ -133,6 +133,7 @@ async fn main() {
         nodes: vec![],
         refresh_interval: interval,
         endpoint_url: Some(url.clone()),
+        max_attempts: None,
     };
 
     // Cold: the first snapshot (groups, launch templates, instance types).

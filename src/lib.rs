@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod cloud;
+pub mod engine;
 pub mod error;
 pub mod grpc;
 pub mod http;

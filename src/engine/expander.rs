@@ -1,0 +1,447 @@
+//! Expanders: given scale-up options (a node group, how many nodes, which pods they would host), keep the
+//! best. Upstream cluster-autoscaler's semantics: each strategy of a chain keeps its best ties and the next
+//! one breaks them; `random` picks one. Every decision carries the scores that made it.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Resources, TemplateNode};
+
+/// One way to scale up.
+#[derive(Debug, Clone)]
+pub struct ExpansionOption {
+    pub group: String,
+    pub node_count: i32,
+    /// Requests of the pods the new nodes would host.
+    pub pods: Vec<Resources>,
+    /// What one new node looks like.
+    pub template: TemplateNode,
+    /// Hourly price of one node, when known.
+    pub price_per_hour: Option<f64>,
+}
+
+/// A strategy of `--expander`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Random,
+    MostPods,
+    LeastWaste,
+    LeastNodes,
+    Price,
+    Priority,
+}
+
+impl Strategy {
+    /// Parses a comma-separated chain, as upstream's `--expander` flag.
+    pub fn parse_chain(text: &str) -> Result<Vec<Strategy>> {
+        text.split(',')
+            .map(|s| match s.trim() {
+                "random" => Ok(Strategy::Random),
+                "most-pods" => Ok(Strategy::MostPods),
+                "least-waste" => Ok(Strategy::LeastWaste),
+                "least-nodes" => Ok(Strategy::LeastNodes),
+                "price" => Ok(Strategy::Price),
+                "priority" => Ok(Strategy::Priority),
+                other => Err(Error::Config(format!(
+                    "--expander: unknown strategy {other:?} (random, most-pods, least-waste, least-nodes, price, priority)"
+                ))),
+            })
+            .collect()
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Strategy::Random => "random",
+            Strategy::MostPods => "most-pods",
+            Strategy::LeastWaste => "least-waste",
+            Strategy::LeastNodes => "least-nodes",
+            Strategy::Price => "price",
+            Strategy::Priority => "priority",
+        }
+    }
+}
+
+/// Upstream's `priorities` ConfigMap key: priority → regexes over group ids; higher wins.
+#[derive(Debug, Clone, Default)]
+pub struct Priorities(Vec<(i64, Vec<Regex>)>);
+
+impl Priorities {
+    /// Parses the YAML (`10: [".*spot.*"]`); a bad regex names its priority.
+    pub fn parse(yaml: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        struct Raw(BTreeMap<i64, Vec<String>>);
+        let raw: Raw =
+            serde_yaml::from_str(yaml).map_err(|e| Error::Config(format!("priorities: {e}")))?;
+        let mut tiers = Vec::new();
+        for (p, patterns) in raw.0.into_iter().rev() {
+            let compiled = patterns
+                .iter()
+                .map(|r| {
+                    Regex::new(r).map_err(|e| Error::Config(format!("priorities[{p}]: {r:?}: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            tiers.push((p, compiled));
+        }
+        Ok(Priorities(tiers))
+    }
+
+    fn of(&self, group: &str) -> Option<i64> {
+        self.0
+            .iter()
+            .find(|(_, rs)| rs.iter().any(|r| r.is_match(group)))
+            .map(|(p, _)| *p)
+    }
+}
+
+/// What the strategies need besides the options.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Nodes in the cluster now (the price strategy prefers bigger nodes in bigger clusters).
+    pub cluster_nodes: usize,
+    pub priorities: Priorities,
+}
+
+/// The options kept, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Indices into the options given.
+    pub kept: Vec<usize>,
+    /// One line per strategy applied, with each candidate's score.
+    pub explanation: Vec<String>,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+/// Relative tolerance under which two scores tie.
+const TIE: f64 = 1e-9;
+
+fn pod_sum(o: &ExpansionOption) -> (f64, f64, i64) {
+    o.pods.iter().fold((0.0, 0.0, 0), |(c, m, g), p| {
+        (
+            c + p.cpu_milli as f64 / 1000.0,
+            m + p.memory as f64,
+            g + p.gpus(),
+        )
+    })
+}
+
+/// upstream least-waste: unused share of cpu plus of memory over node_count × capacity (lower is better).
+fn waste(o: &ExpansionOption) -> f64 {
+    let (cpu, mem, _) = pod_sum(o);
+    let n = f64::from(o.node_count.max(1));
+    let avail_cpu = n * o.template.capacity.cpu_milli as f64 / 1000.0;
+    let avail_mem = n * o.template.capacity.memory as f64;
+    let part = |avail: f64, used: f64| {
+        if avail > 0.0 {
+            (avail - used) / avail
+        } else {
+            0.0
+        }
+    };
+    part(avail_cpu, cpu) + part(avail_mem, mem)
+}
+
+/// Upstream's preferred node size for a cluster of `nodes` nodes, in CPUs.
+fn preferred_cpus(nodes: usize) -> f64 {
+    match nodes {
+        0..=2 => 1.0,
+        3..=6 => 2.0,
+        7..=20 => 4.0,
+        21..=60 => 8.0,
+        61..=200 => 16.0,
+        _ => 32.0,
+    }
+}
+
+/// Score of the price strategy (lower is better): unfitness × (node cost + X) / (pod cost + X), where X is
+/// the cost of a 0.5 CPU / 500 MiB pod, unfitness compares the node with the preferred size (damped by the
+/// node count) and a GPU node for pods that need no GPU is heavily penalised. Costs are hourly.
+fn price_score(o: &ExpansionOption, ctx: &Context, rates: (f64, f64)) -> Option<f64> {
+    let node_price = o.price_per_hour?;
+    let (cpu, mem, gpus) = pod_sum(o);
+    let (cpu_rate, mem_rate) = rates;
+    let pod_cost = cpu * cpu_rate + mem / GIB * mem_rate;
+    let stabilizer = 0.5 * cpu_rate + (500.0 * 1024.0 * 1024.0) / GIB * mem_rate;
+    let node_cost = node_price * f64::from(o.node_count.max(1));
+    let node_cpus = o.template.capacity.cpu_milli as f64 / 1000.0;
+    let pref = preferred_cpus(ctx.cluster_nodes);
+    let unfitness = if o.template.capacity.gpus() > 0 && gpus == 0 {
+        1000.0
+    } else {
+        let u = (pref / node_cpus).max(node_cpus / pref);
+        let n = f64::from(o.node_count.max(1));
+        (u - 1.0) * (1.0 - ((n - 1.0) / 15.0).tanh()) + 1.0
+    };
+    Some(unfitness * (node_cost + stabilizer) / (pod_cost + stabilizer))
+}
+
+/// Cheapest per-vCPU-hour and per-GiB-hour rates among the options (half the node price to each).
+fn rates(options: &[&ExpansionOption]) -> (f64, f64) {
+    let mut cpu = f64::INFINITY;
+    let mut mem = f64::INFINITY;
+    for o in options {
+        if let Some(p) = o.price_per_hour {
+            let c = &o.template.capacity;
+            if c.cpu_milli > 0 && c.memory > 0 {
+                cpu = cpu.min(p / 2.0 / (c.cpu_milli as f64 / 1000.0));
+                mem = mem.min(p / 2.0 / (c.memory as f64 / GIB));
+            }
+        }
+    }
+    (
+        if cpu.is_finite() { cpu } else { 0.0 },
+        if mem.is_finite() { mem } else { 0.0 },
+    )
+}
+
+/// Keeps the lowest (or highest) scores; options without a score drop out unless none has one.
+fn keep_best(scores: &[(usize, Option<f64>)], lower_is_better: bool) -> Vec<usize> {
+    let scored: Vec<(usize, f64)> = scores
+        .iter()
+        .filter_map(|(i, s)| s.map(|s| (*i, s)))
+        .collect();
+    if scored.is_empty() {
+        return scores.iter().map(|(i, _)| *i).collect();
+    }
+    let best = scored.iter().map(|(_, s)| *s).fold(
+        if lower_is_better {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        },
+        |a, b| {
+            if lower_is_better {
+                a.min(b)
+            } else {
+                a.max(b)
+            }
+        },
+    );
+    scored
+        .iter()
+        .filter(|(_, s)| (s - best).abs() <= TIE * best.abs().max(1.0))
+        .map(|(i, _)| *i)
+        .collect()
+}
+
+fn random_index(len: usize) -> usize {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(len);
+    (h.finish() % len as u64) as usize
+}
+
+/// Applies a chain of strategies to the options.
+pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) -> Decision {
+    let mut kept: Vec<usize> = (0..options.len()).collect();
+    let mut explanation = Vec::new();
+    for &strategy in chain {
+        if kept.len() <= 1 {
+            break;
+        }
+        let candidates: Vec<&ExpansionOption> = kept.iter().map(|&i| &options[i]).collect();
+        let scores: Vec<(usize, Option<f64>)> = match strategy {
+            Strategy::Random => {
+                let pick = kept[random_index(kept.len())];
+                explanation.push(format!("random: picked {}", options[pick].group));
+                kept = vec![pick];
+                continue;
+            }
+            Strategy::MostPods => kept
+                .iter()
+                .map(|&i| (i, Some(options[i].pods.len() as f64)))
+                .collect(),
+            Strategy::LeastNodes => kept
+                .iter()
+                .map(|&i| (i, Some(f64::from(options[i].node_count))))
+                .collect(),
+            Strategy::LeastWaste => kept
+                .iter()
+                .map(|&i| (i, Some(waste(&options[i]))))
+                .collect(),
+            Strategy::Price => {
+                let r = rates(&candidates);
+                kept.iter()
+                    .map(|&i| (i, price_score(&options[i], ctx, r)))
+                    .collect()
+            }
+            Strategy::Priority => {
+                let any = kept
+                    .iter()
+                    .any(|&i| ctx.priorities.of(&options[i].group).is_some());
+                kept.iter()
+                    .map(|&i| (i, ctx.priorities.of(&options[i].group).map(|p| p as f64)))
+                    .filter(|(_, p)| p.is_some() || !any)
+                    .collect()
+            }
+        };
+        let lower = matches!(
+            strategy,
+            Strategy::LeastNodes | Strategy::LeastWaste | Strategy::Price
+        );
+        let line = scores
+            .iter()
+            .map(|(i, s)| match s {
+                Some(s) => format!("{}={s:.4}", options[*i].group),
+                None => format!("{}=n/a", options[*i].group),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        explanation.push(format!("{}: {line}", strategy.name()));
+        kept = keep_best(&scores, lower);
+    }
+    Decision { kept, explanation }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn option(
+        group: &str,
+        cpu: i64,
+        mem_gib: i64,
+        gpus: i64,
+        nodes: i32,
+        pods: usize,
+        price: f64,
+    ) -> ExpansionOption {
+        let mut capacity = Resources {
+            cpu_milli: cpu * 1000,
+            memory: mem_gib << 30,
+            pods: 110,
+            ..Default::default()
+        };
+        if gpus > 0 {
+            capacity.extended.insert("nvidia.com/gpu".into(), gpus);
+        }
+        ExpansionOption {
+            group: group.into(),
+            node_count: nodes,
+            pods: vec![
+                Resources {
+                    cpu_milli: 500,
+                    memory: 1 << 30,
+                    pods: 1,
+                    ..Default::default()
+                };
+                pods
+            ],
+            template: TemplateNode {
+                name: format!("{group}-template"),
+                labels: Default::default(),
+                taints: vec![],
+                allocatable: capacity.clone(),
+                capacity,
+            },
+            price_per_hour: Some(price),
+        }
+    }
+
+    fn groups(d: &Decision, options: &[ExpansionOption]) -> Vec<String> {
+        d.kept.iter().map(|&i| options[i].group.clone()).collect()
+    }
+
+    #[test]
+    fn least_waste_by_hand() {
+        // 4 pods of 0.5 cpu / 1 GiB: on 1 × (2 cpu, 4 GiB) waste 0 + 0 = 0; on 1 × (4, 16): 0.5 + 0.75.
+        let options = vec![
+            option("big", 4, 16, 0, 1, 4, 0.2),
+            option("fit", 2, 4, 0, 1, 4, 0.1),
+        ];
+        let d = choose(&[Strategy::LeastWaste], &options, &Context::default());
+        assert_eq!(groups(&d, &options), vec!["fit"]);
+        assert!(
+            d.explanation[0].contains("big=1.2500"),
+            "{:?}",
+            d.explanation
+        );
+    }
+
+    #[test]
+    fn ties_go_to_the_next_strategy() {
+        let options = vec![
+            option("a", 2, 4, 0, 2, 4, 0.1),
+            option("b", 2, 4, 0, 1, 4, 0.1),
+            option("c", 2, 4, 0, 1, 3, 0.1),
+        ];
+        let d = choose(
+            &[Strategy::MostPods, Strategy::LeastNodes],
+            &options,
+            &Context::default(),
+        );
+        assert_eq!(groups(&d, &options), vec!["b"]);
+        let d = choose(&[Strategy::MostPods], &options, &Context::default());
+        assert_eq!(groups(&d, &options), vec!["a", "b"]);
+        let d = choose(
+            &[Strategy::MostPods, Strategy::Random],
+            &options,
+            &Context::default(),
+        );
+        assert_eq!(d.kept.len(), 1);
+        assert!(d.kept[0] <= 1);
+    }
+
+    #[test]
+    fn price_prefers_cheaper_and_penalises_unneeded_gpus() {
+        let ctx = Context {
+            cluster_nodes: 10,
+            ..Default::default()
+        };
+        // Same shape, different price: cheaper wins.
+        let options = vec![
+            option("od", 4, 16, 0, 1, 6, 0.192),
+            option("spot", 4, 16, 0, 1, 6, 0.07),
+        ];
+        assert_eq!(
+            groups(&choose(&[Strategy::Price], &options, &ctx), &options),
+            vec!["spot"]
+        );
+        // A GPU node, even cheaper, loses for pods that need no GPU.
+        let options = vec![
+            option("gpu", 4, 16, 1, 1, 6, 0.05),
+            option("cpu", 4, 16, 0, 1, 6, 0.192),
+        ];
+        assert_eq!(
+            groups(&choose(&[Strategy::Price], &options, &ctx), &options),
+            vec!["cpu"]
+        );
+    }
+
+    #[test]
+    fn priority_tiers() {
+        let ctx = Context {
+            priorities: Priorities::parse("10:\n  - '.*spot.*'\n50:\n  - '^gpu$'\n1:\n  - '.*'\n")
+                .unwrap(),
+            ..Default::default()
+        };
+        let options = vec![
+            option("od", 2, 4, 0, 1, 1, 0.1),
+            option("spot-1", 2, 4, 0, 1, 1, 0.1),
+        ];
+        assert_eq!(
+            groups(&choose(&[Strategy::Priority], &options, &ctx), &options),
+            vec!["spot-1"]
+        );
+        let none = Context {
+            priorities: Priorities::parse("5: ['^nothing$']").unwrap(),
+            ..Default::default()
+        };
+        assert_eq!(
+            choose(&[Strategy::Priority], &options, &none).kept,
+            vec![0, 1],
+            "nothing matched: all kept"
+        );
+        assert!(Priorities::parse("1: ['(']")
+            .unwrap_err()
+            .to_string()
+            .contains("priorities[1]"));
+        assert!(Strategy::parse_chain("price,bogus").is_err());
+        assert_eq!(
+            Strategy::parse_chain("priority,least-waste").unwrap(),
+            vec![Strategy::Priority, Strategy::LeastWaste]
+        );
+    }
+}
