@@ -13,6 +13,7 @@ use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use crate::cloud::aws::{AwsCloud, AwsSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
+use crate::engine::expander::{Priorities, Strategy};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 
@@ -44,7 +45,7 @@ pub enum CloudKind {
 /// Flags of `ferroscale serve`.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval).
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
@@ -72,6 +73,16 @@ pub struct ServeArgs {
     /// AWS: minimum time between two reads of the Auto Scaling groups, jittered ±10% [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub aws_refresh_interval: Option<Duration>,
+    /// Address of the grpc expander listener for CA's --expander=grpc (off when not set).
+    #[arg(long, value_name = "ADDR")]
+    pub expander_listen: Option<SocketAddr>,
+    /// Expander strategy chain, as upstream's --expander: random, most-pods, least-waste, least-nodes,
+    /// price, priority, comma-separated [default: least-waste].
+    #[arg(long, value_name = "CHAIN")]
+    pub expander: Option<String>,
+    /// YAML of the priority strategy, upstream's `priorities` format (priority: [regex, ...]).
+    #[arg(long, value_name = "FILE")]
+    pub priority_config: Option<PathBuf>,
     /// How long in-flight requests may finish after SIGTERM, e.g. "5s" [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub shutdown_grace_period: Option<Duration>,
@@ -92,10 +103,13 @@ struct ServeFile {
     nodes: Vec<String>,
     aws_region: Option<String>,
     aws_refresh_interval: Option<String>,
+    expander_listen: Option<SocketAddr>,
+    expander: Option<String>,
+    priority_config: Option<PathBuf>,
 }
 
 /// Resolved settings of `serve`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ServeSettings {
     pub listen: SocketAddr,
     pub http_listen: SocketAddr,
@@ -103,6 +117,9 @@ pub struct ServeSettings {
     pub memory_config: Option<PathBuf>,
     pub shutdown_grace_period: Duration,
     pub aws: AwsSettings,
+    pub expander_listen: Option<SocketAddr>,
+    pub expander_chain: Vec<Strategy>,
+    pub priorities: Priorities,
 }
 
 fn go_duration(
@@ -132,6 +149,12 @@ fn list_or(flag: &[String], file: Vec<String>) -> Vec<String> {
 impl ServeArgs {
     /// Merges flags over the config file over defaults. Relative paths in the file are relative to it.
     pub fn resolve(&self) -> Result<ServeSettings> {
+        let base = self
+            .config
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
         let file = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
@@ -139,7 +162,6 @@ impl ServeArgs {
                 })?;
                 let mut f: ServeFile = serde_yaml::from_str(&text)
                     .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-                let base = path.parent().unwrap_or(Path::new("."));
                 f.memory_config = f.memory_config.map(|p| base.join(p));
                 f
             }
@@ -183,6 +205,27 @@ impl ServeArgs {
                 )?,
                 endpoint_url: None,
                 max_attempts: None,
+            },
+            expander_listen: self.expander_listen.or(file.expander_listen),
+            expander_chain: Strategy::parse_chain(
+                self.expander
+                    .as_deref()
+                    .or(file.expander.as_deref())
+                    .unwrap_or("least-waste"),
+            )?,
+            priorities: match self
+                .priority_config
+                .clone()
+                .or(file.priority_config.map(|p| base.join(p)))
+            {
+                Some(path) => Priorities::parse(&std::fs::read_to_string(&path).map_err(|e| {
+                    Error::Config(format!(
+                        "cannot read --priority-config {}: {e}",
+                        path.display()
+                    ))
+                })?)
+                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
+                None => Priorities::default(),
             },
         })
     }

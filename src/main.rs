@@ -1,10 +1,11 @@
 //! The `ferroscale` binary: parses the command line and runs the chosen command.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use clap::Parser;
 use ferroscale::cli::{Cli, Command, ServeArgs};
+use ferroscale::grpc::expander::ExpanderSettings;
 use ferroscale::metrics::Metrics;
 use ferroscale::Error;
 use tracing_subscriber::EnvFilter;
@@ -59,13 +60,24 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
                 source,
             })
     };
-    let grpc = bind(settings.listen).await?;
-    let http = bind(settings.http_listen).await?;
+    let listeners = ferroscale::server::Listeners {
+        grpc: bind(settings.listen).await?,
+        http: bind(settings.http_listen).await?,
+        expander: match settings.expander_listen {
+            Some(addr) => Some((
+                bind(addr).await?,
+                Arc::new(ExpanderSettings {
+                    chain: settings.expander_chain.clone(),
+                    priorities: RwLock::new(settings.priorities.clone()),
+                }),
+            )),
+            None => None,
+        },
+    };
     ferroscale::server::serve(
         cloud,
         metrics,
-        grpc,
-        http,
+        listeners,
         ferroscale::server::termination_signal(),
         settings.shutdown_grace_period,
     )

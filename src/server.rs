@@ -1,5 +1,5 @@
-//! `ferroscale serve`: the CloudProvider gRPC listener and the operations HTTP listener, sharing one
-//! cloud and one shutdown signal.
+//! `ferroscale serve`: the CloudProvider gRPC listener, the optional expander listener and the operations
+//! HTTP listener, sharing one cloud and one shutdown signal.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use tonic::transport::Server;
 
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
+use crate::grpc::expander::{ExpanderService, ExpanderSettings};
 use crate::grpc::provider::CloudProviderService;
 use crate::metrics::Metrics;
 
@@ -18,16 +19,30 @@ use crate::metrics::Metrics;
 /// default per-call deadline, after which its request has failed anyway.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains both servers for at
+/// The bound sockets of `serve`.
+pub struct Listeners {
+    /// The CloudProvider service.
+    pub grpc: TcpListener,
+    /// `/metrics`, `/healthz`, `/readyz`.
+    pub http: TcpListener,
+    /// The expander service and its strategies, when `--expander-listen` is set.
+    pub expander: Option<(TcpListener, Arc<ExpanderSettings>)>,
+}
+
+/// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains the servers for at
 /// most `grace` (clients such as CA keep their connection open forever, so draining alone never ends).
 pub async fn serve(
     cloud: Arc<dyn Cloud>,
     metrics: Arc<Metrics>,
-    grpc: TcpListener,
-    http: TcpListener,
+    listeners: Listeners,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> Result<()> {
+    let Listeners {
+        grpc,
+        http,
+        expander,
+    } = listeners;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
         let mut rx = stop_rx.clone();
@@ -46,10 +61,30 @@ pub async fn serve(
     let grpc_server = Server::builder()
         .add_service(provider)
         .serve_with_incoming_shutdown(TcpIncoming::from(grpc).with_nodelay(Some(true)), stopped());
-    let http_server = axum::serve(http, crate::http::router(cloud.clone(), metrics))
+    let expander_addr = expander.as_ref().and_then(|(l, _)| l.local_addr().ok());
+    let expander_server = async {
+        match expander {
+            Some((listener, settings)) => {
+                let service =
+                    ExpanderService::new(cloud.clone(), metrics.clone(), settings).into_server();
+                Server::builder()
+                    .add_service(service)
+                    .serve_with_incoming_shutdown(
+                        TcpIncoming::from(listener).with_nodelay(Some(true)),
+                        stopped(),
+                    )
+                    .await
+            }
+            None => Ok(()),
+        }
+    };
+    let http_server = axum::serve(http, crate::http::router(cloud.clone(), metrics.clone()))
         .with_graceful_shutdown(stopped());
-    tracing::info!(grpc = ?grpc_addr, http = ?http_addr, cloud = cloud.name(), "serving");
-    let both = async { tokio::join!(grpc_server, async { http_server.await }) };
+    tracing::info!(grpc = ?grpc_addr, expander = ?expander_addr, http = ?http_addr, cloud = cloud.name(), "serving");
+    let both = async {
+        let (g, e, h) = tokio::join!(grpc_server, expander_server, async { http_server.await });
+        (g.and(e), h)
+    };
     let deadline = async {
         stopped().await;
         tokio::time::sleep(grace).await;

@@ -9,7 +9,9 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use prost::Message;
 
 use crate::error::{Error, Result};
-use crate::model::{Instance, InstanceState, NodeGroup, OptionValues, Resources, TemplateNode};
+use crate::model::{
+    Instance, InstanceState, NodeGroup, OptionValues, Resources, Taint, TaintEffect, TemplateNode,
+};
 use crate::proto::externalgrpc as pb;
 
 fn quantities(r: &Resources) -> BTreeMap<String, Quantity> {
@@ -60,6 +62,47 @@ pub fn template_node(t: &TemplateNode) -> core::Node {
             ..Default::default()
         }),
     }
+}
+
+/// A template node as CA sends it (in the expander's node map) back into the model; `field` names it in
+/// errors.
+pub fn template_from_node(node: &core::Node, field: &str) -> Result<TemplateNode> {
+    let meta = node.metadata.clone().unwrap_or_default();
+    let spec = node.spec.clone().unwrap_or_default();
+    let status = node.status.clone().unwrap_or_default();
+    let taints = spec
+        .taints
+        .iter()
+        .filter_map(|t| {
+            let effect = match t.effect.as_deref()? {
+                "NoSchedule" => TaintEffect::NoSchedule,
+                "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
+                "NoExecute" => TaintEffect::NoExecute,
+                _ => return None,
+            };
+            Some(Taint {
+                key: t.key.clone()?,
+                value: t.value.clone().unwrap_or_default(),
+                effect,
+            })
+        })
+        .collect();
+    let capacity = resources_of(Some(&status.capacity), &format!("{field}.status.capacity"))?;
+    let allocatable = if status.allocatable.is_empty() {
+        capacity.clone()
+    } else {
+        resources_of(
+            Some(&status.allocatable),
+            &format!("{field}.status.allocatable"),
+        )?
+    };
+    Ok(TemplateNode {
+        name: meta.name.unwrap_or_default(),
+        labels: meta.labels,
+        taints,
+        capacity,
+        allocatable,
+    })
 }
 
 /// The protobuf bytes of a node, as Go's `Node.Marshal()` writes them.

@@ -2,6 +2,7 @@
 //! to gRPC codes in one place (`status`). Every call is timed and counted the same way (`instrument`).
 
 pub mod convert;
+pub mod expander;
 pub mod provider;
 pub mod status;
 

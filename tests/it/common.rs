@@ -77,8 +77,11 @@ impl TestServer {
         let task = tokio::spawn(ferroscale::server::serve(
             cloud,
             metrics,
-            grpc,
-            http,
+            ferroscale::server::Listeners {
+                grpc,
+                http,
+                expander: None,
+            },
             async {
                 let _ = rx.await;
             },

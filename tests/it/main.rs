@@ -9,6 +9,7 @@ mod aws_templates;
 mod cli;
 mod common;
 mod concurrency;
+mod expander;
 mod instances;
 mod misc;
 mod moto;

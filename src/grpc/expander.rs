@@ -1,0 +1,143 @@
+//! The `grpc` expander service (`grpcplugin.Expander/BestOptions`) for CA's `--expander=grpc`: keeps the
+//! best of CA's scale-up options by the configured strategy chain, with prices from the cloud's groups.
+//! Both generations are read (`nodeBytesMap`/`podBytes` win over `nodeMap`/`pod`); the answer holds only
+//! options of the request, unchanged except `debug`, which carries the scores that decided.
+
+use std::sync::{Arc, RwLock};
+
+use tonic::{Request, Response, Status};
+
+use super::{convert, instrument};
+use crate::cloud::Cloud;
+use crate::engine::expander::{self, Context, ExpansionOption, Priorities, Strategy};
+use crate::error::Result;
+use crate::metrics::Metrics;
+use crate::proto::expander as pb;
+use crate::proto::expander::expander_server::{Expander, ExpanderServer};
+
+const SERVICE: &str = "grpcplugin.Expander";
+
+/// The strategy chain and priority tiers of the expander.
+pub struct ExpanderSettings {
+    pub chain: Vec<Strategy>,
+    /// Tiers for the `priority` strategy; replaced when the priority file changes.
+    pub priorities: RwLock<Priorities>,
+}
+
+/// Serves the expander protocol.
+#[derive(Clone)]
+pub struct ExpanderService {
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+    settings: Arc<ExpanderSettings>,
+}
+
+impl ExpanderService {
+    pub fn new(
+        cloud: Arc<dyn Cloud>,
+        metrics: Arc<Metrics>,
+        settings: Arc<ExpanderSettings>,
+    ) -> Self {
+        ExpanderService {
+            cloud,
+            metrics,
+            settings,
+        }
+    }
+
+    /// The tonic server, accepting requests up to [`super::MAX_MESSAGE_BYTES`] (CA sends every template).
+    pub fn into_server(self) -> ExpanderServer<Self> {
+        ExpanderServer::new(self)
+            .max_decoding_message_size(super::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(super::MAX_MESSAGE_BYTES)
+    }
+
+    #[allow(deprecated)]
+    fn best(&self, req: pb::BestOptionsRequest) -> Result<pb::BestOptionsResponse> {
+        let snapshot = self.cloud.snapshot();
+        let mut candidates = Vec::new();
+        let mut originals = Vec::new();
+        for (i, o) in req.options.iter().enumerate() {
+            let id = &o.node_group_id;
+            let bytes = req.node_bytes_map.get(id).map(Vec::as_slice);
+            let Ok(node) = convert::node(
+                bytes,
+                req.node_map.get(id),
+                &format!("nodeBytesMap[{id:?}]"),
+            ) else {
+                tracing::debug!(group = %id, "option without a template node skipped");
+                continue;
+            };
+            let template = convert::template_from_node(&node, &format!("nodeBytesMap[{id:?}]"))?;
+            let pods = if o.pod_bytes.is_empty() {
+                o.pod
+                    .iter()
+                    .map(convert::pod_requests)
+                    .collect::<Result<Vec<_>>>()?
+            } else {
+                o.pod_bytes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| {
+                        convert::pod_requests(&convert::pod(
+                            b,
+                            None,
+                            &format!("options[{i}].podBytes[{k}]"),
+                        )?)
+                    })
+                    .collect::<Result<Vec<_>>>()?
+            };
+            candidates.push(ExpansionOption {
+                group: id.clone(),
+                node_count: o.node_count,
+                pods,
+                template,
+                price_per_hour: snapshot.group(id).ok().and_then(|g| g.price_per_hour),
+            });
+            originals.push(o);
+        }
+        if candidates.is_empty() {
+            return Ok(pb::BestOptionsResponse { options: vec![] });
+        }
+        let ctx = Context {
+            cluster_nodes: snapshot.instance_count(),
+            priorities: self
+                .settings
+                .priorities
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        };
+        let decision = expander::choose(&self.settings.chain, &candidates, &ctx);
+        let scores = decision.explanation.join("; ");
+        let chosen: Vec<&str> = decision
+            .kept
+            .iter()
+            .map(|&i| candidates[i].group.as_str())
+            .collect();
+        tracing::info!(chosen = ?chosen, price = ?decision.kept.first().and_then(|&i| candidates[i].price_per_hour), %scores, "expander decision");
+        Ok(pb::BestOptionsResponse {
+            options: decision
+                .kept
+                .iter()
+                .map(|&i| pb::Option {
+                    debug: scores.clone(),
+                    ..originals[i].clone()
+                })
+                .collect(),
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Expander for ExpanderService {
+    async fn best_options(
+        &self,
+        req: Request<pb::BestOptionsRequest>,
+    ) -> std::result::Result<Response<pb::BestOptionsResponse>, Status> {
+        instrument(&self.metrics, SERVICE, "BestOptions", async {
+            self.best(req.into_inner())
+        })
+        .await
+    }
+}

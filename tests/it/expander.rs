@@ -1,0 +1,232 @@
+//! The grpc expander (BestOptions) over a real socket: both protocol generations, strategy chains with
+//! the memory cloud's prices, and the protocol's edge cases.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
+use ferroscale::engine::expander::{Priorities, Strategy};
+use ferroscale::grpc::expander::ExpanderSettings;
+use ferroscale::proto::expander as pb;
+use ferroscale::proto::expander::expander_client::ExpanderClient;
+use k8s_pb::api::core::v1 as core;
+use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+use prost::Message;
+use tokio::net::TcpListener;
+
+const GROUPS: &str = r#"
+nodeGroups:
+  - {name: on-demand, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi}, pricePerHour: 0.192}
+  - {name: spot, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi}, pricePerHour: 0.07}
+  - {name: big, minSize: 0, maxSize: 10, capacity: {cpu: 16, memory: 64Gi}, pricePerHour: 0.768}
+"#;
+
+async fn start(
+    chain: &str,
+    priorities: &str,
+) -> (
+    ExpanderClient<tonic::transport::Channel>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
+    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let exp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = exp.local_addr().unwrap();
+    let settings = Arc::new(ExpanderSettings {
+        chain: Strategy::parse_chain(chain).unwrap(),
+        priorities: RwLock::new(Priorities::parse(priorities).unwrap()),
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(ferroscale::server::serve(
+        cloud,
+        Default::default(),
+        ferroscale::server::Listeners {
+            grpc,
+            http,
+            expander: Some((exp, settings)),
+        },
+        async {
+            let _ = rx.await;
+        },
+        Duration::from_millis(200),
+    ));
+    (
+        ExpanderClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap(),
+        tx,
+    )
+}
+
+fn template(cpu: &str, memory: &str) -> core::Node {
+    let q = |v: &str| Quantity {
+        string: Some(v.into()),
+    };
+    core::Node {
+        status: Some(core::NodeStatus {
+            capacity: [
+                ("cpu".to_string(), q(cpu)),
+                ("memory".to_string(), q(memory)),
+            ]
+            .into(),
+            allocatable: [
+                ("cpu".to_string(), q(cpu)),
+                ("memory".to_string(), q(memory)),
+            ]
+            .into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn pod(cpu: &str, memory: &str) -> core::Pod {
+    core::Pod {
+        spec: Some(core::PodSpec {
+            containers: vec![core::Container {
+                resources: Some(core::ResourceRequirements {
+                    requests: [("cpu", cpu), ("memory", memory)]
+                        .into_iter()
+                        .map(|(k, v)| {
+                            (
+                                k.to_string(),
+                                Quantity {
+                                    string: Some(v.into()),
+                                },
+                            )
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Options for 6 pods of 1 cpu / 2 GiB: 2 × on-demand, 2 × spot, 1 × big.
+fn new_generation() -> pb::BestOptionsRequest {
+    let pods: Vec<Vec<u8>> = (0..6).map(|_| pod("1", "2Gi").encode_to_vec()).collect();
+    let option = |id: &str, n: i32| pb::Option {
+        node_group_id: id.into(),
+        node_count: n,
+        pod_bytes: pods.clone(),
+        ..Default::default()
+    };
+    pb::BestOptionsRequest {
+        options: vec![option("on-demand", 2), option("spot", 2), option("big", 1)],
+        node_bytes_map: [
+            (
+                "on-demand".to_string(),
+                template("4", "16Gi").encode_to_vec(),
+            ),
+            ("spot".to_string(), template("4", "16Gi").encode_to_vec()),
+            ("big".to_string(), template("16", "64Gi").encode_to_vec()),
+        ]
+        .into(),
+        ..Default::default()
+    }
+}
+
+#[allow(deprecated)]
+fn old_generation() -> pb::BestOptionsRequest {
+    let r = new_generation();
+    pb::BestOptionsRequest {
+        options: r
+            .options
+            .into_iter()
+            .map(|o| pb::Option {
+                pod: o
+                    .pod_bytes
+                    .iter()
+                    .map(|b| core::Pod::decode(b.as_slice()).unwrap())
+                    .collect(),
+                pod_bytes: vec![],
+                ..o
+            })
+            .collect(),
+        node_map: r
+            .node_bytes_map
+            .into_iter()
+            .map(|(k, v)| (k, core::Node::decode(v.as_slice()).unwrap()))
+            .collect(),
+        node_bytes_map: Default::default(),
+    }
+}
+
+fn ids(r: &pb::BestOptionsResponse) -> Vec<&str> {
+    r.options.iter().map(|o| o.node_group_id.as_str()).collect()
+}
+
+#[tokio::test]
+async fn price_picks_the_cheapest_in_both_generations() {
+    let (mut c, _stop) = start("price", "").await;
+    for req in [new_generation(), old_generation()] {
+        let r = c.best_options(req.clone()).await.unwrap().into_inner();
+        assert_eq!(ids(&r), vec!["spot"]);
+        let sent = &req.options[1];
+        let got = &r.options[0];
+        assert_eq!(
+            (got.node_count, got.pod_bytes.len()),
+            (sent.node_count, sent.pod_bytes.len()),
+            "unchanged"
+        );
+        assert!(got.debug.contains("price: on-demand="), "{}", got.debug);
+    }
+}
+
+#[tokio::test]
+async fn chains_break_ties_and_priorities_tier() {
+    let (mut c, _stop) = start("least-nodes,least-waste", "").await;
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["big"], "1 node beats 2");
+    let (mut c, _stop2) = start("most-pods", "").await;
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(
+        ids(&r),
+        vec!["on-demand", "spot", "big"],
+        "all tie: all kept"
+    );
+    let (mut c, _stop3) = start(
+        "priority,price",
+        "10: ['^on-demand$', '^big$']\n1: ['.*']\n",
+    )
+    .await;
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(
+        ids(&r),
+        vec!["on-demand"],
+        "tier 10 first, then the cheaper of it"
+    );
+}
+
+#[tokio::test]
+async fn edge_cases() {
+    let (mut c, _stop) = start("price", "").await;
+    let r = c
+        .best_options(pb::BestOptionsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.options.is_empty(), "no options: empty answer");
+    let mut req = new_generation();
+    req.node_bytes_map.remove("spot");
+    let r = c.best_options(req).await.unwrap().into_inner();
+    assert_eq!(
+        ids(&r),
+        vec!["on-demand"],
+        "an option without template is skipped, not an error"
+    );
+    let mut req = new_generation();
+    req.options[0].pod_bytes[0] = b"not a pod".to_vec();
+    let e = c.best_options(req).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(
+        e.message().contains("options[0].podBytes[0]"),
+        "{}",
+        e.message()
+    );
+}
