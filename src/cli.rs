@@ -120,6 +120,8 @@ pub struct ServeSettings {
     pub expander_listen: Option<SocketAddr>,
     pub expander_chain: Vec<Strategy>,
     pub priorities: Priorities,
+    /// The priority file, re-read while serving.
+    pub priority_config: Option<PathBuf>,
 }
 
 fn go_duration(
@@ -167,6 +169,10 @@ impl ServeArgs {
             }
             None => ServeFile::default(),
         };
+        let priority_config = self
+            .priority_config
+            .clone()
+            .or(file.priority_config.clone().map(|p| base.join(p)));
         Ok(ServeSettings {
             listen: self
                 .listen
@@ -213,12 +219,8 @@ impl ServeArgs {
                     .or(file.expander.as_deref())
                     .unwrap_or("least-waste"),
             )?,
-            priorities: match self
-                .priority_config
-                .clone()
-                .or(file.priority_config.map(|p| base.join(p)))
-            {
-                Some(path) => Priorities::parse(&std::fs::read_to_string(&path).map_err(|e| {
+            priorities: match &priority_config {
+                Some(path) => Priorities::parse(&std::fs::read_to_string(path).map_err(|e| {
                     Error::Config(format!(
                         "cannot read --priority-config {}: {e}",
                         path.display()
@@ -227,6 +229,7 @@ impl ServeArgs {
                 .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
                 None => Priorities::default(),
             },
+            priority_config,
         })
     }
 }

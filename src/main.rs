@@ -5,10 +5,13 @@ use std::sync::{Arc, RwLock};
 
 use clap::Parser;
 use ferroscale::cli::{Cli, Command, ServeArgs};
-use ferroscale::grpc::expander::ExpanderSettings;
+use ferroscale::grpc::expander::{watch_priority_file, ExpanderSettings};
 use ferroscale::metrics::Metrics;
 use ferroscale::Error;
 use tracing_subscriber::EnvFilter;
+
+/// How often the priority file is checked for changes.
+const PRIORITY_FILE_POLL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Exit code for bad configuration or flags (as clap uses for usage errors).
 const EXIT_CONFIG: u8 = 2;
@@ -64,13 +67,16 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
         grpc: bind(settings.listen).await?,
         http: bind(settings.http_listen).await?,
         expander: match settings.expander_listen {
-            Some(addr) => Some((
-                bind(addr).await?,
-                Arc::new(ExpanderSettings {
+            Some(addr) => {
+                let expander = Arc::new(ExpanderSettings {
                     chain: settings.expander_chain.clone(),
                     priorities: RwLock::new(settings.priorities.clone()),
-                }),
-            )),
+                });
+                if let Some(path) = &settings.priority_config {
+                    watch_priority_file(path.clone(), expander.clone(), PRIORITY_FILE_POLL);
+                }
+                Some((bind(addr).await?, expander))
+            }
             None => None,
         },
     };

@@ -89,7 +89,8 @@ impl Priorities {
         Ok(Priorities(tiers))
     }
 
-    fn of(&self, group: &str) -> Option<i64> {
+    /// The highest priority whose regexes match `group`.
+    pub fn of(&self, group: &str) -> Option<i64> {
         self.0
             .iter()
             .find(|(_, rs)| rs.iter().any(|r| r.is_match(group)))

@@ -230,3 +230,34 @@ async fn edge_cases() {
         e.message()
     );
 }
+
+#[tokio::test]
+async fn priority_file_changes_are_picked_up_and_bad_ones_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("priorities.yaml");
+    std::fs::write(&path, "10: ['^spot$']\n").unwrap();
+    let settings = Arc::new(ExpanderSettings {
+        chain: vec![Strategy::Priority],
+        priorities: RwLock::new(Priorities::parse("10: ['^spot$']").unwrap()),
+    });
+    let watcher = ferroscale::grpc::expander::watch_priority_file(
+        path.clone(),
+        settings.clone(),
+        Duration::from_millis(20),
+    );
+    let of = |g: &str| settings.priorities.read().unwrap().of(g);
+    std::fs::write(&path, "20: ['^on-demand$']\n").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while of("on-demand") != Some(20) {
+        assert!(std::time::Instant::now() < deadline, "change not picked up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::write(&path, "30: ['(']\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        of("on-demand"),
+        Some(20),
+        "a bad file keeps the last good tiers"
+    );
+    watcher.abort();
+}
