@@ -159,3 +159,36 @@ pub fn node(provider_id: &str) -> pb::ExternalGrpcNode {
         ..Default::default()
     }
 }
+
+/// A pod `default/web-1` with one container requesting `cpu` and `memory`.
+pub fn pod(cpu: &str, memory: &str) -> k8s_pb::api::core::v1::Pod {
+    k8s_pb::api::core::v1::Pod {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("web-1".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        }),
+        spec: Some(k8s_pb::api::core::v1::PodSpec {
+            containers: vec![k8s_pb::api::core::v1::Container {
+                name: Some("web".into()),
+                resources: Some(k8s_pb::api::core::v1::ResourceRequirements {
+                    requests: [("cpu", cpu), ("memory", memory)]
+                        .into_iter()
+                        .map(|(k, v)| {
+                            (
+                                k.to_string(),
+                                k8s_pb::apimachinery::pkg::api::resource::Quantity {
+                                    string: Some(v.into()),
+                                },
+                            )
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -14,6 +14,8 @@ use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use prost::Message;
 use tokio::net::TcpListener;
 
+use crate::common::pod;
+
 const GROUPS: &str = r#"
 nodeGroups:
   - {name: on-demand, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi}, pricePerHour: 0.192}
@@ -75,32 +77,6 @@ fn template(cpu: &str, memory: &str) -> core::Node {
                 ("memory".to_string(), q(memory)),
             ]
             .into(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn pod(cpu: &str, memory: &str) -> core::Pod {
-    core::Pod {
-        spec: Some(core::PodSpec {
-            containers: vec![core::Container {
-                resources: Some(core::ResourceRequirements {
-                    requests: [("cpu", cpu), ("memory", memory)]
-                        .into_iter()
-                        .map(|(k, v)| {
-                            (
-                                k.to_string(),
-                                Quantity {
-                                    string: Some(v.into()),
-                                },
-                            )
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
             ..Default::default()
         }),
         ..Default::default()

@@ -1,13 +1,11 @@
 //! PricingNodePrice and PricingPodPrice from the groups' hourly prices, either generation.
 
 use ferroscale::proto::externalgrpc as pb;
-use k8s_pb::api::core::v1 as core;
-use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use prost::Message;
 use tonic::Code;
 
-use crate::common::{node, TestServer, GROUPS};
+use crate::common::{node, pod, TestServer, GROUPS};
 
 fn ts(seconds: i64) -> Option<prost_types::Timestamp> {
     Some(prost_types::Timestamp { seconds, nanos: 0 })
@@ -113,38 +111,6 @@ async fn node_price_errors() {
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("startTimestamp"), "{}", e.message());
     s.stop().await;
-}
-
-fn pod(cpu: &str, memory: &str) -> core::Pod {
-    core::Pod {
-        metadata: Some(meta::ObjectMeta {
-            name: Some("web-1".into()),
-            namespace: Some("default".into()),
-            ..Default::default()
-        }),
-        spec: Some(core::PodSpec {
-            containers: vec![core::Container {
-                name: Some("web".into()),
-                resources: Some(core::ResourceRequirements {
-                    requests: [("cpu", cpu), ("memory", memory)]
-                        .into_iter()
-                        .map(|(k, v)| {
-                            (
-                                k.to_string(),
-                                Quantity {
-                                    string: Some(v.into()),
-                                },
-                            )
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 #[tokio::test]
