@@ -45,15 +45,16 @@ pub fn node_price_per_hour(
         })
 }
 
-/// Cheapest (per vCPU-hour, per GiB-hour, per GPU-hour) rates across the priced groups.
-pub fn unit_rates(snapshot: &Snapshot) -> Option<(f64, f64, Option<f64>)> {
+/// Cheapest (per vCPU-hour, per GiB-hour, per GPU-hour) rates over (hourly price, node capacity) pairs:
+/// each price is split half to the vCPUs and half to the GiB of memory; a GPU node's whole price goes to its
+/// GPUs. `None` where no pair has that resource.
+pub fn cheapest_rates<'a>(
+    priced: impl IntoIterator<Item = (f64, &'a Resources)>,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
     let mut cpu = f64::INFINITY;
     let mut mem = f64::INFINITY;
     let mut gpu = f64::INFINITY;
-    for g in snapshot.groups() {
-        let (Some(price), cap) = (g.price_per_hour, &g.template.capacity) else {
-            continue;
-        };
+    for (price, cap) in priced {
         if cap.cpu_milli > 0 && cap.memory > 0 {
             cpu = cpu.min(price / 2.0 / (cap.cpu_milli as f64 / 1000.0));
             mem = mem.min(price / 2.0 / (cap.memory as f64 / GIB));
@@ -62,7 +63,19 @@ pub fn unit_rates(snapshot: &Snapshot) -> Option<(f64, f64, Option<f64>)> {
             gpu = gpu.min(price / cap.gpus() as f64);
         }
     }
-    (cpu.is_finite() && mem.is_finite()).then_some((cpu, mem, gpu.is_finite().then_some(gpu)))
+    let finite = |x: f64| x.is_finite().then_some(x);
+    (finite(cpu), finite(mem), finite(gpu))
+}
+
+/// Cheapest rates across the priced groups of a snapshot.
+pub fn unit_rates(snapshot: &Snapshot) -> Option<(f64, f64, Option<f64>)> {
+    let priced = snapshot
+        .groups()
+        .filter_map(|g| Some((g.price_per_hour?, &g.template.capacity)));
+    match cheapest_rates(priced) {
+        (Some(cpu), Some(mem), gpu) => Some((cpu, mem, gpu)),
+        _ => None,
+    }
 }
 
 /// Hourly price of a pod with these requests.

@@ -464,20 +464,14 @@ impl Cloud for MemoryCloud {
         self.update(group, |_, g| {
             let plan = g.plan_delete(provider_ids)?;
             g.instances.retain(|i| !plan.instances.contains(&i.id));
-            g.target_size = plan.new_target;
-            if g.placeholder_count() == 0 {
-                g.launch_error = None;
-            }
+            g.set_target(plan.new_target);
             Ok(())
         })
     }
 
     async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()> {
         self.update(group, |_, g| {
-            g.target_size = g.plan_decrease(delta)?;
-            if g.placeholder_count() == 0 {
-                g.launch_error = None;
-            }
+            g.set_target(g.plan_decrease(delta)?);
             Ok(())
         })
     }

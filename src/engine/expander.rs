@@ -181,21 +181,11 @@ fn price_score(o: &ExpansionOption, ctx: &Context, rates: (f64, f64)) -> Option<
 
 /// Cheapest per-vCPU-hour and per-GiB-hour rates among the options (half the node price to each).
 fn rates(options: &[&ExpansionOption]) -> (f64, f64) {
-    let mut cpu = f64::INFINITY;
-    let mut mem = f64::INFINITY;
-    for o in options {
-        if let Some(p) = o.price_per_hour {
-            let c = &o.template.capacity;
-            if c.cpu_milli > 0 && c.memory > 0 {
-                cpu = cpu.min(p / 2.0 / (c.cpu_milli as f64 / 1000.0));
-                mem = mem.min(p / 2.0 / (c.memory as f64 / GIB));
-            }
-        }
-    }
-    (
-        if cpu.is_finite() { cpu } else { 0.0 },
-        if mem.is_finite() { mem } else { 0.0 },
-    )
+    let priced = options
+        .iter()
+        .filter_map(|o| Some((o.price_per_hour?, &o.template.capacity)));
+    let (cpu, mem, _) = crate::pricing::cheapest_rates(priced);
+    (cpu.unwrap_or(0.0), mem.unwrap_or(0.0))
 }
 
 /// Keeps the lowest (or highest) scores; options without a score drop out unless none has one.

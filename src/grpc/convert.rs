@@ -275,13 +275,7 @@ fn add_requests(
     reqs: Option<&core::ResourceRequirements>,
     field: &str,
 ) -> Result<()> {
-    let parsed = resources_of(reqs.map(|r| &r.requests), field)?;
-    into.cpu_milli += parsed.cpu_milli;
-    into.memory += parsed.memory;
-    into.ephemeral_storage += parsed.ephemeral_storage;
-    for (k, v) in parsed.extended {
-        *into.extended.entry(k).or_default() += v;
-    }
+    add_resources(into, &resources_of(reqs.map(|r| &r.requests), field)?);
     Ok(())
 }
 

@@ -330,6 +330,14 @@ impl NodeGroup {
         out
     }
 
+    /// Sets the target size; once no capacity is left unfulfilled, the last launch error no longer applies.
+    pub fn set_target(&mut self, target: i32) {
+        self.target_size = target;
+        if self.placeholder_count() == 0 {
+            self.launch_error = None;
+        }
+    }
+
     /// A one-line description for CA's `debug` field and logs.
     pub fn debug(&self) -> String {
         let instance_type = self

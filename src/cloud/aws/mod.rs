@@ -459,10 +459,7 @@ impl Cloud for AwsCloud {
             // Unfulfilled capacity has no instance to terminate: cancel it by lowering the desired capacity.
             let target = g.target_size - plan.placeholders as i32;
             self.api.set_desired_capacity(group, target).await?;
-            g.target_size = target;
-            if g.placeholder_count() == 0 {
-                g.launch_error = None;
-            }
+            g.set_target(target);
             self.update_group(g.clone());
         }
         for pid in &plan.instances {
@@ -492,10 +489,7 @@ impl Cloud for AwsCloud {
             }
         };
         self.api.set_desired_capacity(group, target).await?;
-        g.target_size = target;
-        if g.placeholder_count() == 0 {
-            g.launch_error = None;
-        }
+        g.set_target(target);
         self.update_group(g);
         Ok(())
     }
