@@ -134,6 +134,7 @@ async fn main() {
         refresh_interval: interval,
         endpoint_url: Some(url.clone()),
         max_attempts: None,
+        pricing: Default::default(),
     };
 
     // Cold: the first snapshot (groups, launch templates, instance types).

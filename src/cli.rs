@@ -10,12 +10,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
-use crate::cloud::aws::{AwsCloud, AwsSettings};
+use crate::cloud::aws::{AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::engine::expander::{Priorities, Strategy};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::pricing::{PriceOverrides, PricingSource};
+use crate::tls::TlsFiles;
 
 /// A node autoscaler for Kubernetes on AWS.
 #[derive(Debug, Parser)]
@@ -45,7 +47,7 @@ pub enum CloudKind {
 /// Flags of `ferroscale serve`.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig).
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig, priceOverrides, pricingSource, pricingRefreshInterval, tlsCert, tlsKey, tlsClientCa, expanderTlsCert, expanderTlsKey).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
@@ -83,6 +85,33 @@ pub struct ServeArgs {
     /// YAML of the priority strategy, upstream's `priorities` format (priority: [regex, ...]).
     #[arg(long, value_name = "FILE")]
     pub priority_config: Option<PathBuf>,
+    /// YAML of the user's prices: per instance type or node group, pricePerHour or discount (Savings
+    /// Plans, reserved instances, negotiated rates).
+    #[arg(long, value_name = "FILE")]
+    pub price_overrides: Option<PathBuf>,
+    /// AWS: where prices come from: aws (Pricing API and spot price history) or file (--price-overrides
+    /// alone, for isolated clusters) [default: aws].
+    #[arg(long, value_enum)]
+    pub pricing_source: Option<PricingSource>,
+    /// AWS: prices older than this are read again [default: 12h].
+    #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
+    pub pricing_refresh_interval: Option<Duration>,
+    /// PEM certificate of the CloudProvider listener (plaintext without it).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA bundle client certificates must chain to; set, a client certificate is required (mutual TLS,
+    /// CA's cloud-config cert/key/cacert).
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// PEM certificate of the expander listener (CA's --grpc-expander-cert must verify it).
+    #[arg(long, value_name = "FILE")]
+    pub expander_tls_cert: Option<PathBuf>,
+    /// PEM private key of --expander-tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub expander_tls_key: Option<PathBuf>,
     /// How long in-flight requests may finish after SIGTERM, e.g. "5s" [default: 5s].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub shutdown_grace_period: Option<Duration>,
@@ -106,6 +135,14 @@ struct ServeFile {
     expander_listen: Option<SocketAddr>,
     expander: Option<String>,
     priority_config: Option<PathBuf>,
+    price_overrides: Option<PathBuf>,
+    pricing_source: Option<PricingSource>,
+    pricing_refresh_interval: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
+    expander_tls_cert: Option<PathBuf>,
+    expander_tls_key: Option<PathBuf>,
 }
 
 /// Resolved settings of `serve`.
@@ -122,6 +159,12 @@ pub struct ServeSettings {
     pub priorities: Priorities,
     /// The priority file, re-read while serving.
     pub priority_config: Option<PathBuf>,
+    /// The user's price file (also inside `aws.pricing`).
+    pub price_overrides: PriceOverrides,
+    /// TLS of the CloudProvider listener.
+    pub tls: Option<TlsFiles>,
+    /// TLS of the expander listener.
+    pub expander_tls: Option<TlsFiles>,
 }
 
 fn go_duration(
@@ -164,15 +207,49 @@ impl ServeArgs {
                 })?;
                 let mut f: ServeFile = serde_yaml::from_str(&text)
                     .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-                f.memory_config = f.memory_config.map(|p| base.join(p));
+                for p in [
+                    &mut f.memory_config,
+                    &mut f.priority_config,
+                    &mut f.price_overrides,
+                    &mut f.tls_cert,
+                    &mut f.tls_key,
+                    &mut f.tls_client_ca,
+                    &mut f.expander_tls_cert,
+                    &mut f.expander_tls_key,
+                ] {
+                    *p = p.take().map(|p| base.join(p));
+                }
                 f
             }
             None => ServeFile::default(),
         };
-        let priority_config = self
-            .priority_config
-            .clone()
-            .or(file.priority_config.clone().map(|p| base.join(p)));
+        let priority_config = self.priority_config.clone().or(file.priority_config);
+        let price_overrides = match self.price_overrides.clone().or(file.price_overrides) {
+            Some(path) => Some(PriceOverrides::load(&path)?),
+            None => None,
+        };
+        let pricing_source = self
+            .pricing_source
+            .or(file.pricing_source)
+            .unwrap_or_default();
+        if pricing_source == PricingSource::File && price_overrides.is_none() {
+            return Err(Error::Config(
+                "--pricing-source=file needs --price-overrides FILE".into(),
+            ));
+        }
+        let price_overrides = price_overrides.unwrap_or_default();
+        let tls = TlsFiles::from_flags(
+            self.tls_cert.clone().or(file.tls_cert),
+            self.tls_key.clone().or(file.tls_key),
+            self.tls_client_ca.clone().or(file.tls_client_ca),
+            &crate::tls::PROVIDER_FLAGS,
+        )?;
+        let expander_tls = TlsFiles::from_flags(
+            self.expander_tls_cert.clone().or(file.expander_tls_cert),
+            self.expander_tls_key.clone().or(file.expander_tls_key),
+            None,
+            &crate::tls::EXPANDER_FLAGS,
+        )?;
         Ok(ServeSettings {
             listen: self
                 .listen
@@ -211,6 +288,17 @@ impl ServeArgs {
                 )?,
                 endpoint_url: None,
                 max_attempts: None,
+                pricing: PricingSettings {
+                    source: pricing_source,
+                    overrides: price_overrides.clone(),
+                    refresh_interval: go_duration(
+                        self.pricing_refresh_interval,
+                        &file.pricing_refresh_interval,
+                        "pricingRefreshInterval",
+                        crate::cloud::aws::ttl::DEFAULT_PRICE_REFRESH_INTERVAL,
+                    )?,
+                    endpoint_url: None,
+                },
             },
             expander_listen: self.expander_listen.or(file.expander_listen),
             expander_chain: Strategy::parse_chain(
@@ -230,6 +318,9 @@ impl ServeArgs {
                 None => Priorities::default(),
             },
             priority_config,
+            price_overrides,
+            tls,
+            expander_tls,
         })
     }
 }
@@ -245,7 +336,10 @@ impl ServeSettings {
                 let path = self.memory_config.as_ref().ok_or_else(|| {
                     Error::Config("--memory-config FILE is required with --cloud memory".into())
                 })?;
-                Ok(Arc::new(MemoryCloud::new(&MemoryConfig::load(path)?)?))
+                Ok(Arc::new(MemoryCloud::with_prices(
+                    &MemoryConfig::load(path)?,
+                    &self.price_overrides,
+                )?))
             }
         }
     }

@@ -31,6 +31,9 @@ async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
     if let Some(age) = ops.cloud.state_age() {
         ops.metrics.set_state_age(age);
     }
+    if let Some(age) = ops.cloud.price_age() {
+        ops.metrics.set_price_age(age);
+    }
     (
         [(
             header::CONTENT_TYPE,

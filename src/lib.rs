@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod model;
 pub mod pricing;
 pub mod server;
+pub mod tls;
 
 pub use error::{Error, Result};
 

@@ -53,6 +53,15 @@ fn main() -> ExitCode {
 
 async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
     let settings = args.resolve()?;
+    // Certificates are read before anything starts, so a bad one stops start-up naming its flag.
+    let grpc_tls = match &settings.tls {
+        Some(files) => Some(files.server_config(&ferroscale::tls::PROVIDER_FLAGS)?),
+        None => None,
+    };
+    let expander_tls = match &settings.expander_tls {
+        Some(files) => Some(files.server_config(&ferroscale::tls::EXPANDER_FLAGS)?),
+        None => None,
+    };
     let metrics = Arc::new(Metrics::default());
     let cloud = settings.build_cloud(metrics.clone()).await?;
     let bind = |addr| async move {
@@ -79,6 +88,8 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
             }
             None => None,
         },
+        grpc_tls,
+        expander_tls,
     };
     ferroscale::server::serve(
         cloud,

@@ -46,6 +46,7 @@ pub struct Metrics {
     handling_seconds: Family<RpcLabels, Histogram, fn() -> Histogram>,
     aws_request_seconds: Family<AwsLabels, Histogram, fn() -> Histogram>,
     state_age_seconds: Gauge<f64, AtomicU64>,
+    price_age_seconds: Gauge<f64, AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -81,8 +82,15 @@ impl Default for Metrics {
             "Seconds since the cloud state served to clients was last read from the cloud",
             state_age_seconds.clone(),
         );
+        let price_age_seconds = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "ferroscale_price_age_seconds",
+            "Seconds since the on-demand and spot prices in use were last read from AWS",
+            price_age_seconds.clone(),
+        );
         Metrics {
             registry,
+            price_age_seconds,
             handled,
             handling_seconds,
             aws_request_seconds,
@@ -110,6 +118,11 @@ impl Metrics {
     /// Sets the age of the cloud state being served.
     pub fn set_state_age(&self, age: Duration) {
         self.state_age_seconds.set(age.as_secs_f64());
+    }
+
+    /// Sets the age of the prices being served.
+    pub fn set_price_age(&self, age: Duration) {
+        self.price_age_seconds.set(age.as_secs_f64());
     }
 
     /// The registry in the OpenMetrics text format.

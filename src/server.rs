@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::Server;
+use tonic::transport::{Server, ServerTlsConfig};
 
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
@@ -27,6 +27,20 @@ pub struct Listeners {
     pub http: TcpListener,
     /// The expander service and its strategies, when `--expander-listen` is set.
     pub expander: Option<(TcpListener, Arc<ExpanderSettings>)>,
+    /// TLS of the CloudProvider listener (mutual when it names a client CA); None: plaintext.
+    pub grpc_tls: Option<ServerTlsConfig>,
+    /// TLS of the expander listener; None: plaintext (CA's expander client cannot use that).
+    pub expander_tls: Option<ServerTlsConfig>,
+}
+
+/// A tonic server builder with TLS when configured.
+fn builder(tls: Option<ServerTlsConfig>, listener: &str) -> Result<Server> {
+    match tls {
+        Some(tls) => Server::builder()
+            .tls_config(tls)
+            .map_err(|e| Error::Config(format!("TLS of the {listener} listener: {e}"))),
+        None => Ok(Server::builder()),
+    }
 }
 
 /// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains the servers for at
@@ -42,7 +56,17 @@ pub async fn serve(
         grpc,
         http,
         expander,
+        grpc_tls,
+        expander_tls,
     } = listeners;
+    if grpc_tls.is_none() {
+        tracing::warn!("CloudProvider listener is plaintext: pass --tls-cert/--tls-key (and --tls-client-ca) for mutual TLS");
+    }
+    if expander.is_some() && expander_tls.is_none() {
+        tracing::warn!("expander listener is plaintext: cluster-autoscaler's grpc expander client always uses TLS; pass --expander-tls-cert/--expander-tls-key");
+    }
+    let mut grpc_builder = builder(grpc_tls, "CloudProvider")?;
+    let mut expander_builder = builder(expander_tls, "expander")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
         let mut rx = stop_rx.clone();
@@ -58,7 +82,7 @@ pub async fn serve(
     let provider = CloudProviderService::new(cloud.clone(), metrics.clone()).into_server();
     let grpc_addr = grpc.local_addr().ok();
     let http_addr = http.local_addr().ok();
-    let grpc_server = Server::builder()
+    let grpc_server = grpc_builder
         .add_service(provider)
         .serve_with_incoming_shutdown(TcpIncoming::from(grpc).with_nodelay(Some(true)), stopped());
     let expander_addr = expander.as_ref().and_then(|(l, _)| l.local_addr().ok());
@@ -67,7 +91,7 @@ pub async fn serve(
             Some((listener, settings)) => {
                 let service =
                     ExpanderService::new(cloud.clone(), metrics.clone(), settings).into_server();
-                Server::builder()
+                expander_builder
                     .add_service(service)
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
+use crate::pricing::PriceOverrides;
 use crate::model::{
     parse_go_duration, reserve, AutoscalingOptions, ErrorClass, Instance, InstanceError,
     InstanceState, NodeGroup, Resources, Snapshot, Taint, TemplateNode, NODE_GROUP_LABEL,
@@ -337,6 +338,12 @@ pub struct MemoryCloud {
 impl MemoryCloud {
     /// Builds the groups of a config, launching their initial instances.
     pub fn new(config: &MemoryConfig) -> Result<Self> {
+        Self::with_prices(config, &PriceOverrides::default())
+    }
+
+    /// A cloud whose group prices are the config's `pricePerHour` adjusted by the user's price file (by
+    /// the template's instance type, then by group).
+    pub fn with_prices(config: &MemoryConfig, overrides: &PriceOverrides) -> Result<Self> {
         let mut state = WriteState {
             next_instance: 0x0f3e_0000_0000,
             launch_capacity: BTreeMap::new(),
@@ -402,11 +409,20 @@ impl MemoryCloud {
                 max_size: g.max_size,
                 target_size: target,
                 instances,
-                template: Arc::new(template),
                 options: g.options.as_ref().map(|o| o.to_model(i, g)).transpose()?,
-                price_per_hour: g.price_per_hour,
+                price_per_hour: overrides.group(
+                    &g.name,
+                    overrides.on_demand(
+                        template
+                            .labels
+                            .get("node.kubernetes.io/instance-type")
+                            .map(String::as_str),
+                        g.price_per_hour,
+                    ),
+                ),
                 launch_error: None,
                 provider_id_prefix,
+                template: Arc::new(template),
             };
             state
                 .launch_capacity

@@ -70,6 +70,11 @@ pub trait Cloud: Send + Sync + 'static {
     /// Whether the state is loaded, for `/readyz`.
     fn readiness(&self) -> Readiness;
 
+    /// Time since the served prices were last read from their source (None: never, or static prices).
+    fn price_age(&self) -> Option<Duration> {
+        None
+    }
+
     /// Time since the served state was last read from the cloud (None: never, or always current).
     fn state_age(&self) -> Option<Duration> {
         None

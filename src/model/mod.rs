@@ -451,6 +451,8 @@ fn placeholder_parts(provider_id: &str) -> Option<(&str, usize)> {
 pub struct Snapshot {
     groups: BTreeMap<String, Arc<NodeGroup>>,
     by_provider_id: HashMap<String, String>,
+    /// On-demand USD per hour by instance type, for nodes that belong to no group.
+    instance_prices: Arc<BTreeMap<String, f64>>,
 }
 
 impl Snapshot {
@@ -474,6 +476,16 @@ impl Snapshot {
             self.by_provider_id.insert(i.id.clone(), group.id.clone());
         }
         self.groups.insert(group.id.clone(), Arc::new(group));
+    }
+
+    /// Sets the on-demand prices of instance types (shared, not copied, between snapshots).
+    pub fn set_instance_prices(&mut self, prices: Arc<BTreeMap<String, f64>>) {
+        self.instance_prices = prices;
+    }
+
+    /// On-demand USD per hour of an instance type, if the price source knows it.
+    pub fn instance_price(&self, instance_type: &str) -> Option<f64> {
+        self.instance_prices.get(instance_type).copied()
     }
 
     /// Every group, ordered by id.

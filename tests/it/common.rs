@@ -81,6 +81,8 @@ impl TestServer {
                 grpc,
                 http,
                 expander: None,
+                grpc_tls: None,
+                expander_tls: None,
             },
             async {
                 let _ = rx.await;

@@ -47,6 +47,8 @@ async fn start(
             grpc,
             http,
             expander: Some((exp, settings)),
+            grpc_tls: None,
+            expander_tls: None,
         },
         async {
             let _ = rx.await;

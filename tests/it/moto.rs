@@ -104,6 +104,7 @@ impl Moto {
             refresh_interval: Duration::from_secs(3600),
             endpoint_url: Some(self.url.clone()),
             max_attempts: None,
+            pricing: Default::default(),
         }
     }
 

@@ -12,7 +12,7 @@ use aws_sdk_autoscaling::types::{Filter, LifecycleState, ScalingActivityStatusCo
 use aws_sdk_ec2::types::InstanceType;
 use aws_smithy_types::error::display::DisplayErrorContext;
 
-use super::types::{AsgInfo, AsgInstance, InstanceTypeInfo};
+use super::types::{AsgInfo, AsgInstance, Distribution, InstanceTypeInfo, LaunchFacts};
 use crate::error::{Error, Result};
 use crate::metrics::{AwsLabels, Metrics};
 
@@ -23,11 +23,13 @@ const LAUNCH_CONFIGS_PER_CALL: usize = 50;
 /// Maximum types per DescribeInstanceTypes call.
 const INSTANCE_TYPES_PER_CALL: usize = 100;
 
-/// The two SDK clients with call accounting.
+/// The SDK clients with call accounting.
 #[derive(Clone)]
 pub struct Api {
     pub asg: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
+    /// The Pricing API, always in [`super::prices::PRICING_REGION`].
+    pub pricing: aws_sdk_pricing::Client,
     metrics: Arc<Metrics>,
     calls: Arc<AtomicU64>,
 }
@@ -58,10 +60,22 @@ pub struct RawGroup {
 }
 
 impl Api {
-    pub fn new(config: &aws_config::SdkConfig, metrics: Arc<Metrics>) -> Self {
+    /// Clients from the SDK's configuration; `pricing_endpoint` overrides the Pricing API's endpoint only.
+    pub fn new(
+        config: &aws_config::SdkConfig,
+        pricing_endpoint: Option<&str>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let mut pricing = aws_sdk_pricing::config::Builder::from(config).region(
+            aws_config::Region::new(super::prices::PRICING_REGION),
+        );
+        if let Some(url) = pricing_endpoint {
+            pricing = pricing.endpoint_url(url);
+        }
         Api {
             asg: aws_sdk_autoscaling::Client::new(config),
             ec2: aws_sdk_ec2::Client::new(config),
+            pricing: aws_sdk_pricing::Client::from_conf(pricing.build()),
             metrics,
             calls: Arc::new(AtomicU64::new(0)),
         }
@@ -72,7 +86,7 @@ impl Api {
         self.calls.load(Ordering::Relaxed)
     }
 
-    async fn call<T, E, F>(&self, endpoint: &'static str, fut: F) -> Result<T>
+    pub(super) async fn call<T, E, F>(&self, endpoint: &'static str, fut: F) -> Result<T>
     where
         F: Future<Output = std::result::Result<T, E>>,
         E: std::error::Error + Send + Sync + 'static,
@@ -135,11 +149,11 @@ impl Api {
         }
     }
 
-    /// Instance type of each launch configuration.
-    pub async fn launch_configuration_types(
+    /// Instance type and spot request of each launch configuration.
+    pub async fn launch_configurations(
         &self,
         names: &[String],
-    ) -> Result<BTreeMap<String, String>> {
+    ) -> Result<BTreeMap<String, LaunchFacts>> {
         let mut out = BTreeMap::new();
         for chunk in names.chunks(LAUNCH_CONFIGS_PER_CALL) {
             let mut token = None;
@@ -155,9 +169,12 @@ impl Api {
                     )
                     .await?;
                 for lc in page.launch_configurations() {
-                    if let (Some(n), Some(t)) = (lc.launch_configuration_name(), lc.instance_type())
-                    {
-                        out.insert(n.to_string(), t.to_string());
+                    if let Some(n) = lc.launch_configuration_name() {
+                        let facts = LaunchFacts {
+                            instance_type: lc.instance_type().map(str::to_string),
+                            spot: lc.spot_price().is_some_and(|p| !p.is_empty()),
+                        };
+                        out.insert(n.to_string(), facts);
                     }
                 }
                 match page.next_token() {
@@ -169,13 +186,13 @@ impl Api {
         Ok(out)
     }
 
-    /// Instance type of one launch template version (`$Default`, `$Latest` or a number).
-    pub async fn launch_template_type(
+    /// Instance type and market of one launch template version (`$Default`, `$Latest` or a number).
+    pub async fn launch_template(
         &self,
         id: Option<&str>,
         name: Option<&str>,
         version: &str,
-    ) -> Result<Option<String>> {
+    ) -> Result<LaunchFacts> {
         let out = self
             .call(
                 "ec2/DescribeLaunchTemplateVersions",
@@ -191,12 +208,19 @@ impl Api {
                     .send(),
             )
             .await?;
-        Ok(out
+        let data = out
             .launch_template_versions()
             .first()
-            .and_then(|v| v.launch_template_data())
-            .and_then(|d| d.instance_type())
-            .map(|t| t.as_str().to_string()))
+            .and_then(|v| v.launch_template_data());
+        Ok(LaunchFacts {
+            instance_type: data
+                .and_then(|d| d.instance_type())
+                .map(|t| t.as_str().to_string()),
+            spot: data
+                .and_then(|d| d.instance_market_options())
+                .and_then(|m| m.market_type())
+                == Some(&aws_sdk_ec2::types::MarketType::Spot),
+        })
     }
 
     /// Facts of the named instance types, 100 per call; unknown names are left out.
@@ -345,8 +369,25 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
             availability_zones: g.availability_zones().to_vec(),
             instances,
             instance_types: Vec::new(),
+            distribution: g
+                .mixed_instances_policy()
+                .map(|m| distribution(m.instances_distribution())),
+            spot_launch: false,
         },
         launch,
+    }
+}
+
+/// AWS's InstancesDistribution with its documented defaults for what is unset.
+fn distribution(d: Option<&aws_sdk_autoscaling::types::InstancesDistribution>) -> Distribution {
+    Distribution {
+        on_demand_base: d.and_then(|d| d.on_demand_base_capacity()).unwrap_or(0),
+        on_demand_percent_above_base: d
+            .and_then(|d| d.on_demand_percentage_above_base_capacity())
+            .unwrap_or(100),
+        on_demand_lowest_price: d
+            .and_then(|d| d.on_demand_allocation_strategy())
+            .is_some_and(|s| s == "lowest-price"),
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod activities;
 pub mod api;
 pub mod discovery;
+pub mod prices;
 pub mod template;
 pub mod ttl;
 pub mod types;
@@ -22,11 +23,12 @@ use async_trait::async_trait;
 
 use self::api::{Api, LaunchSource, RawGroup};
 use self::discovery::{NamedGroup, TagDiscovery};
-use self::types::{AsgInfo, InstanceTypeInfo};
+use self::types::{AsgInfo, InstanceTypeInfo, LaunchFacts};
 use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::model::{Instance, InstanceState, NodeGroup, Snapshot};
+use crate::pricing::{PriceBook, PriceOverrides, PricingSource, Purchase};
 
 /// What `--cloud aws` is told by its flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +44,43 @@ pub struct AwsSettings {
     /// Attempts per AWS call, retries backing off on throttling and server errors (None: the SDK chain,
     /// `AWS_MAX_ATTEMPTS`, default 3).
     pub max_attempts: Option<u32>,
+    pub pricing: PricingSettings,
+}
+
+/// Where the AWS cloud's prices come from and how often they are read again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PricingSettings {
+    pub source: PricingSource,
+    /// `--price-overrides`: the user's prices and discounts, applied over AWS's.
+    pub overrides: PriceOverrides,
+    /// `--pricing-refresh-interval`: prices older than this are read again.
+    pub refresh_interval: Duration,
+    /// Endpoint of the Pricing API alone (tests, emulators); the SDK chain's `AWS_ENDPOINT_URL_PRICING`
+    /// does the same.
+    pub endpoint_url: Option<String>,
+}
+
+impl Default for PricingSettings {
+    fn default() -> Self {
+        PricingSettings {
+            source: PricingSource::Aws,
+            overrides: PriceOverrides::default(),
+            refresh_interval: ttl::DEFAULT_PRICE_REFRESH_INTERVAL,
+            endpoint_url: None,
+        }
+    }
+}
+
+/// The prices last read from AWS.
+#[derive(Default)]
+struct PriceState {
+    book: Arc<PriceBook>,
+    /// When every type in use was last priced.
+    full_at: Option<Instant>,
+    /// Types priced (or found to have no price) since then, so a new type costs one read, not a full one.
+    asked: BTreeSet<String>,
+    /// No price call before this instant after a failure.
+    retry_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -61,10 +100,12 @@ pub struct AwsCloud {
     loaded_at: Mutex<Option<Instant>>,
     refresh: tokio::sync::Mutex<RefreshState>,
     instance_types: moka::future::Cache<String, Arc<InstanceTypeInfo>>,
-    fixed_launch_types: moka::future::Cache<LaunchSource, Option<String>>,
-    moving_launch_types: moka::future::Cache<LaunchSource, Option<String>>,
+    fixed_launch_types: moka::future::Cache<LaunchSource, LaunchFacts>,
+    moving_launch_types: moka::future::Cache<LaunchSource, LaunchFacts>,
     group_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     last_scale_up: Mutex<HashMap<String, SystemTime>>,
+    prices: tokio::sync::Mutex<PriceState>,
+    prices_at: Mutex<Option<Instant>>,
 }
 
 impl AwsCloud {
@@ -100,7 +141,7 @@ impl AwsCloud {
             Error::Config("no AWS region: pass --aws-region or set AWS_REGION".into())
         })?;
         let cloud = AwsCloud {
-            api: Api::new(&config, metrics),
+            api: Api::new(&config, settings.pricing.endpoint_url.as_deref(), metrics),
             region,
             settings,
             snapshot: SnapshotCell::default(),
@@ -117,6 +158,8 @@ impl AwsCloud {
                 .build(),
             group_locks: Mutex::new(HashMap::new()),
             last_scale_up: Mutex::new(HashMap::new()),
+            prices: tokio::sync::Mutex::new(PriceState::default()),
+            prices_at: Mutex::new(None),
         };
         if let Err(e) = cloud.refresh().await {
             tracing::error!(error = %e, "first AWS snapshot failed; serving nothing until a refresh succeeds");
@@ -169,16 +212,95 @@ impl AwsCloud {
         }
         self.resolve_launch_types(&mut raw).await?;
         let types = self.instance_type_facts(&raw).await?;
+        let in_use: BTreeSet<String> = raw
+            .values()
+            .flat_map(|g| g.info.instance_types.iter().cloned())
+            .collect();
+        let book = self.price_book(&in_use).await;
+        let overrides = &self.settings.pricing.overrides;
         let mut groups = Vec::with_capacity(raw.len());
         for g in raw.into_values() {
+            let purchase = purchase(&g.info);
             match self.node_group(g.info, &types).await {
-                Ok(group) => groups.push(group),
+                Ok(mut group) => {
+                    group.price_per_hour =
+                        book.group_price(&group.id, &purchase, group.target_size, overrides);
+                    groups.push(group);
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "Auto Scaling group left out of this snapshot")
                 }
             }
         }
-        Ok(Snapshot::new(groups))
+        let mut snapshot = Snapshot::new(groups);
+        let type_prices = in_use
+            .iter()
+            .chain(overrides.instance_types.keys())
+            .filter_map(|t| {
+                let listed = book.on_demand.get(t).copied();
+                Some((t.clone(), overrides.on_demand(Some(t.as_str()), listed)?))
+            })
+            .collect();
+        snapshot.set_instance_prices(Arc::new(type_prices));
+        Ok(snapshot)
+    }
+
+    /// Prices of the types in use: read again when older than the pricing interval, new types read when
+    /// they appear; when AWS fails the last good prices stay (and a retry waits
+    /// [`ttl::PRICE_RETRY_AFTER_FAILURE`]). With `--pricing-source=file` AWS is never asked.
+    async fn price_book(&self, in_use: &BTreeSet<String>) -> Arc<PriceBook> {
+        if self.settings.pricing.source == PricingSource::File {
+            return Arc::default();
+        }
+        let mut st = self.prices.lock().await;
+        let now = Instant::now();
+        if st.retry_at.is_some_and(|t| now < t) {
+            return st.book.clone();
+        }
+        let stale = st
+            .full_at
+            .is_none_or(|t| now.duration_since(t) >= self.settings.pricing.refresh_interval);
+        let wanted: BTreeSet<String> = if stale {
+            in_use.clone()
+        } else {
+            in_use.difference(&st.asked).cloned().collect()
+        };
+        if wanted.is_empty() {
+            return st.book.clone();
+        }
+        match self.api.price_book(&wanted, &self.region).await {
+            Ok(fresh) => {
+                let mut book = if stale {
+                    PriceBook::default()
+                } else {
+                    PriceBook::clone(&st.book)
+                };
+                book.on_demand.extend(fresh.on_demand);
+                book.spot.extend(fresh.spot);
+                let unpriced: Vec<&String> = wanted
+                    .iter()
+                    .filter(|t| !book.on_demand.contains_key(*t))
+                    .collect();
+                if !unpriced.is_empty() {
+                    tracing::warn!(types = ?unpriced, "the Pricing API lists no on-demand price for these instance types");
+                }
+                tracing::info!(types = wanted.len(), full = stale, "prices read from AWS");
+                st.book = Arc::new(book);
+                if stale {
+                    st.full_at = Some(now);
+                    st.asked = wanted;
+                    *self.prices_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+                } else {
+                    st.asked.extend(wanted);
+                }
+                st.retry_at = None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading prices failed; keeping the last good prices");
+                st.retry_at = Some(now + ttl::PRICE_RETRY_AFTER_FAILURE);
+            }
+        }
+        st.book.clone()
     }
 
     /// Fills each group's `instance_types` from its launch configuration, template or mixed policy.
@@ -202,34 +324,42 @@ impl AwsCloud {
             }
         }
         if !missing_configs.is_empty() {
-            let found = self
-                .api
-                .launch_configuration_types(&missing_configs)
-                .await?;
+            let found = self.api.launch_configurations(&missing_configs).await?;
             for name in missing_configs {
-                let t = found.get(&name).cloned();
+                let t = found.get(&name).cloned().unwrap_or_default();
                 self.fixed_launch_types
                     .insert(LaunchSource::Configuration(name), t)
                     .await;
             }
         }
         for g in raw.values_mut() {
-            g.info.instance_types = match &g.launch {
-                LaunchSource::Mixed { overrides, .. } if !overrides.is_empty() => overrides.clone(),
+            (g.info.instance_types, g.info.spot_launch) = match &g.launch {
+                // A mixed policy's InstancesDistribution, not its template, decides spot or on-demand.
+                LaunchSource::Mixed { overrides, .. } if !overrides.is_empty() => {
+                    (overrides.clone(), false)
+                }
                 LaunchSource::Mixed {
                     template: Some(t), ..
-                } => self.launch_type(t).await?.into_iter().collect(),
-                other => self.launch_type(other).await?.into_iter().collect(),
+                } => (
+                    self.launch_facts(t).await?.instance_type.into_iter().collect(),
+                    false,
+                ),
+                other => {
+                    let facts = self.launch_facts(other).await?;
+                    (facts.instance_type.into_iter().collect(), facts.spot)
+                }
             };
         }
         Ok(())
     }
 
-    async fn launch_type(&self, source: &LaunchSource) -> Result<Option<String>> {
+    async fn launch_facts(&self, source: &LaunchSource) -> Result<LaunchFacts> {
         match source {
-            LaunchSource::Configuration(_) => {
-                Ok(self.fixed_launch_types.get(source).await.flatten())
-            }
+            LaunchSource::Configuration(_) => Ok(self
+                .fixed_launch_types
+                .get(source)
+                .await
+                .unwrap_or_default()),
             LaunchSource::Template { id, name, version } => {
                 let fixed = version.parse::<u64>().is_ok();
                 let cache = if fixed {
@@ -242,12 +372,12 @@ impl AwsCloud {
                 }
                 let t = self
                     .api
-                    .launch_template_type(id.as_deref(), name.as_deref(), version)
+                    .launch_template(id.as_deref(), name.as_deref(), version)
                     .await?;
                 cache.insert(source.clone(), t.clone()).await;
                 Ok(t)
             }
-            LaunchSource::Mixed { .. } | LaunchSource::Unknown => Ok(None),
+            LaunchSource::Mixed { .. } | LaunchSource::Unknown => Ok(LaunchFacts::default()),
         }
     }
 
@@ -360,6 +490,25 @@ impl AwsCloud {
         let mut next = Snapshot::clone(&self.snapshot());
         next.upsert(group);
         self.snapshot.store(next);
+    }
+}
+
+/// How a group buys capacity: its mixed-instances distribution, else spot when its launch template or
+/// configuration asks for spot, else on-demand.
+fn purchase(info: &AsgInfo) -> Purchase {
+    let (types, zones) = (
+        info.instance_types.clone(),
+        info.availability_zones.clone(),
+    );
+    match &info.distribution {
+        Some(d) => Purchase {
+            on_demand_base: d.on_demand_base,
+            on_demand_percent_above_base: d.on_demand_percent_above_base,
+            on_demand_lowest_price: d.on_demand_lowest_price,
+            ..Purchase::on_demand(types, zones)
+        },
+        None if info.spot_launch => Purchase::spot(types, zones),
+        None => Purchase::on_demand(types, zones),
     }
 }
 
@@ -514,6 +663,13 @@ impl Cloud for AwsCloud {
                 detail: format!("aws {}: no successful refresh yet", self.region),
             },
         }
+    }
+
+    fn price_age(&self) -> Option<Duration> {
+        self.prices_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|t| t.elapsed())
     }
 
     fn state_age(&self) -> Option<Duration> {

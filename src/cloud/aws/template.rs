@@ -249,6 +249,8 @@ mod tests {
             availability_zones: vec!["us-east-1a".into()],
             instances: vec![],
             instance_types: vec![],
+            distribution: None,
+            spot_launch: false,
         }
     }
 

@@ -20,3 +20,7 @@ pub const AWS_OPERATION_TIMEOUT: Duration = Duration::from_secs(4);
 pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Without a scale-up of ours to anchor on, failed launches this recent still mark placeholders.
 pub const FAILED_ACTIVITY_LOOKBACK: Duration = Duration::from_secs(15 * 60);
+/// Default age after which on-demand and spot prices are read again (`--pricing-refresh-interval`).
+pub const DEFAULT_PRICE_REFRESH_INTERVAL: Duration = Duration::from_secs(12 * 3600);
+/// After a failed price read, prices are not asked for again this soon (the last good ones are served).
+pub const PRICE_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(300);

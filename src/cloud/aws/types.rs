@@ -48,4 +48,26 @@ pub struct AsgInfo {
     pub instances: Vec<AsgInstance>,
     /// Instance types the group may launch (one, or the overrides of a mixed-instances policy).
     pub instance_types: Vec<String>,
+    /// The InstancesDistribution of a mixed-instances policy.
+    pub distribution: Option<Distribution>,
+    /// The launch template or configuration asks for spot capacity.
+    pub spot_launch: bool,
+}
+
+/// How a mixed-instances group splits on-demand and spot capacity (AWS's InstancesDistribution).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Distribution {
+    pub on_demand_base: i32,
+    /// 0..=100; AWS's default is 100.
+    pub on_demand_percent_above_base: i32,
+    /// `OnDemandAllocationStrategy = lowest-price` (AWS's default is `prioritized`).
+    pub on_demand_lowest_price: bool,
+}
+
+/// What a launch configuration or template version says about the instances it launches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchFacts {
+    pub instance_type: Option<String>,
+    /// A spot price (configuration) or spot market options (template).
+    pub spot: bool,
 }

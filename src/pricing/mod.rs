@@ -1,12 +1,32 @@
-//! Prices of nodes and pods from the node groups' hourly prices (pure; the AWS price source feeds the same
-//! `price_per_hour` later).
+//! Prices of nodes, pods and node groups: one module used by the CloudProvider pricing RPCs, the expander
+//! and the standalone loop. `book` decides a group's price from instance-type prices and how the group buys
+//! capacity; `overrides` is the user's price file; the AWS cloud fills the book from the Pricing API and
+//! spot price history (`cloud::aws::prices`), the memory cloud from its config.
 //!
-//! - A node costs its group's hourly price; a node of no group is priced by a group with the same
-//!   `node.kubernetes.io/instance-type`.
+//! - A node costs its group's hourly price; a node of no group is priced by its
+//!   `node.kubernetes.io/instance-type` label: the on-demand price of that type, else a group's price of it.
 //! - A pod costs its requests at the cheapest per-unit rates in the cluster: each priced group's hourly
 //!   price is split half to its vCPUs and half to its GiB of memory, and the lowest rate per vCPU-hour and
-//!   per GiB-hour is taken ("what the pod would cost on the most efficient capacity we have"). GPU requests
-//!   add the cheapest whole-node price per GPU among GPU groups.
+//!   per GiB-hour is taken ("what the pod would cost on the most efficient capacity we have"):
+//!   `price = cpu_cores × min(price_g / 2 / vcpus_g) + memory_GiB × min(price_g / 2 / GiB_g)`.
+//!   GPU requests add the cheapest whole-node price per GPU among GPU groups.
+
+pub mod book;
+pub mod overrides;
+
+pub use book::{PriceBook, Purchase};
+pub use overrides::PriceOverrides;
+
+/// Where on-demand and spot prices come from (`--pricing-source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PricingSource {
+    /// The AWS Pricing API (on-demand) and EC2 spot price history, adjusted by the price file.
+    #[default]
+    Aws,
+    /// The price file alone, for isolated clusters with no route to the Pricing API.
+    File,
+}
 
 use crate::error::{Error, Result};
 use crate::model::{Resources, Snapshot};
@@ -32,10 +52,12 @@ pub fn node_price_per_hour(
     let instance_type = labels.get(INSTANCE_TYPE_LABEL);
     instance_type
         .and_then(|t| {
-            snapshot
-                .groups()
+            snapshot.instance_price(t).or_else(|| {
+                snapshot
+                    .groups()
                 .filter(|g| g.template.labels.get(INSTANCE_TYPE_LABEL) == Some(t))
                 .find_map(|g| g.price_per_hour)
+            })
         })
         .ok_or_else(|| {
             Error::NoPrice(format!(
