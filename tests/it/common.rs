@@ -9,7 +9,8 @@ use ferroscale::proto::externalgrpc as pb;
 use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tonic::transport::Channel;
+use ferroscale::grpc::expander::ExpanderSettings;
+use tonic::transport::{Channel, ServerTlsConfig};
 
 /// Three groups: `general` (zone-labelled, options), `batch` (no zone, tainted), `gpu` (GPU, capacity 2).
 pub const GROUPS: &str = r#"
@@ -46,6 +47,63 @@ nodeGroups:
     launchCapacity: 2
 "#;
 
+/// What a test server serves besides the plaintext CloudProvider listener.
+#[derive(Default)]
+pub struct Extras {
+    pub expander: Option<Arc<ExpanderSettings>>,
+    pub grpc_tls: Option<ServerTlsConfig>,
+    pub expander_tls: Option<ServerTlsConfig>,
+}
+
+/// A server task on loopback listeners, stopped by sending on `stop`.
+pub struct Running {
+    pub grpc_addr: SocketAddr,
+    pub http_addr: SocketAddr,
+    pub expander_addr: Option<SocketAddr>,
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    pub task: tokio::task::JoinHandle<ferroscale::Result<()>>,
+}
+
+impl Running {
+    pub async fn spawn(
+        cloud: Arc<dyn ferroscale::cloud::Cloud>,
+        metrics: Arc<ferroscale::metrics::Metrics>,
+        extras: Extras,
+    ) -> Running {
+        let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
+        let expander = match extras.expander {
+            Some(settings) => Some((TcpListener::bind("127.0.0.1:0").await.unwrap(), settings)),
+            None => None,
+        };
+        let expander_addr = expander.as_ref().map(|(l, _)| l.local_addr().unwrap());
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(ferroscale::server::serve(
+            cloud,
+            metrics,
+            ferroscale::server::Listeners {
+                grpc,
+                http,
+                expander,
+                grpc_tls: extras.grpc_tls,
+                expander_tls: extras.expander_tls,
+            },
+            async {
+                let _ = rx.await;
+            },
+            Duration::from_millis(200),
+        ));
+        Running {
+            grpc_addr,
+            http_addr,
+            expander_addr,
+            stop,
+            task,
+        }
+    }
+}
+
 pub struct TestServer {
     pub client: CloudProviderClient<Channel>,
     pub grpc_addr: SocketAddr,
@@ -70,32 +128,14 @@ impl TestServer {
         cloud: Arc<dyn ferroscale::cloud::Cloud>,
         metrics: Arc<ferroscale::metrics::Metrics>,
     ) -> TestServer {
-        let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (grpc_addr, http_addr) = (grpc.local_addr().unwrap(), http.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(ferroscale::server::serve(
-            cloud,
-            metrics,
-            ferroscale::server::Listeners {
-                grpc,
-                http,
-                expander: None,
-                grpc_tls: None,
-                expander_tls: None,
-            },
-            async {
-                let _ = rx.await;
-            },
-            Duration::from_millis(200),
-        ));
-        let client = connect(grpc_addr).await;
+        let running = Running::spawn(cloud, metrics, Extras::default()).await;
+        let client = connect(running.grpc_addr).await;
         TestServer {
             client,
-            grpc_addr,
-            http_addr,
-            stop: Some(tx),
-            task: Some(task),
+            grpc_addr: running.grpc_addr,
+            http_addr: running.http_addr,
+            stop: Some(running.stop),
+            task: Some(running.task),
         }
     }
 

@@ -12,9 +12,10 @@ use ferroscale::proto::expander::expander_client::ExpanderClient;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use prost::Message;
-use tokio::net::TcpListener;
+use ferroscale::pricing::PriceOverrides;
+use tonic::transport::ServerTlsConfig;
 
-use crate::common::pod;
+use crate::common::{pod, Extras, Running};
 
 const GROUPS: &str = r#"
 nodeGroups:
@@ -30,36 +31,42 @@ async fn start(
     ExpanderClient<tonic::transport::Channel>,
     tokio::sync::oneshot::Sender<()>,
 ) {
-    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let exp = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = exp.local_addr().unwrap();
-    let settings = Arc::new(ExpanderSettings {
-        chain: Strategy::parse_chain(chain).unwrap(),
-        priorities: RwLock::new(Priorities::parse(priorities).unwrap()),
-    });
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(ferroscale::server::serve(
-        cloud,
-        Default::default(),
-        ferroscale::server::Listeners {
-            grpc,
-            http,
-            expander: Some((exp, settings)),
-            grpc_tls: None,
-            expander_tls: None,
-        },
-        async {
-            let _ = rx.await;
-        },
-        Duration::from_millis(200),
-    ));
+    let (running, _) = start_with(chain, priorities, "", None).await;
+    let addr = running.expander_addr.unwrap();
     (
         ExpanderClient::connect(format!("http://{addr}"))
             .await
             .unwrap(),
-        tx,
+        running.stop,
+    )
+}
+
+/// The expander on the memory cloud with `GROUPS`, prices adjusted by the price file `overrides`.
+async fn start_with(
+    chain: &str,
+    priorities: &str,
+    overrides: &str,
+    tls: Option<ServerTlsConfig>,
+) -> (Running, Arc<ExpanderSettings>) {
+    let cloud = Arc::new(
+        MemoryCloud::with_prices(
+            &MemoryConfig::parse(GROUPS).unwrap(),
+            &PriceOverrides::parse(overrides).unwrap(),
+        )
+        .unwrap(),
+    );
+    let settings = Arc::new(ExpanderSettings {
+        chain: Strategy::parse_chain(chain).unwrap(),
+        priorities: RwLock::new(Priorities::parse(priorities).unwrap()),
+    });
+    let extras = Extras {
+        expander: Some(settings.clone()),
+        expander_tls: tls,
+        ..Extras::default()
+    };
+    (
+        Running::spawn(cloud, Default::default(), extras).await,
+        settings,
     )
 }
 
@@ -238,4 +245,43 @@ async fn priority_file_changes_are_picked_up_and_bad_ones_ignored() {
         "a bad file keeps the last good tiers"
     );
     watcher.abort();
+}
+
+#[tokio::test]
+async fn the_price_file_changes_the_winner() {
+    // Without the file spot (0.07/h) beats on-demand (0.192/h); a 70% discount makes on-demand
+    // 0.0576/h, so the same request now picks on-demand.
+    let (running, _) = start_with(
+        "price",
+        "",
+        "nodeGroups:\n  on-demand: {discount: 0.7}\n",
+        None,
+    )
+    .await;
+    let addr = running.expander_addr.unwrap();
+    let mut c = ExpanderClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["on-demand"], "{}", r.options[0].debug);
+}
+
+#[tokio::test]
+async fn served_over_tls_to_a_client_that_verifies_the_server() {
+    let pki = crate::pki::Pki::new();
+    let (running, _) = start_with("price", "", "", Some(pki.server_tls(false))).await;
+    let addr = running.expander_addr.unwrap();
+    // CA's expander client: TLS verifying the server against --grpc-expander-cert, no client certificate.
+    let channel = pki.channel(addr, None).await.unwrap();
+    let mut c = ExpanderClient::new(channel);
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["spot"]);
+    let r = c.best_options(old_generation()).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["spot"]);
+    // A plaintext client gets nothing.
+    let plain = ExpanderClient::connect(format!("http://{addr}")).await;
+    match plain {
+        Err(_) => {}
+        Ok(mut p) => assert!(p.best_options(new_generation()).await.is_err()),
+    }
 }

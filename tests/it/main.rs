@@ -15,6 +15,8 @@ mod misc;
 mod moto;
 mod node_groups;
 mod options;
+mod pki;
 mod pricing;
 mod resize;
 mod template;
+mod tls;
