@@ -3,6 +3,7 @@
 
 mod aws_discovery;
 mod aws_faults;
+mod aws_pricing;
 mod aws_proxy;
 mod aws_scaling;
 mod aws_templates;

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_autoscaling::types::{
-    LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification, MixedInstancesPolicy, Tag,
+    InstancesDistribution, LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification, MixedInstancesPolicy, Tag,
 };
 use ferroscale::cloud::aws::discovery::{NamedGroup, TagDiscovery};
-use ferroscale::cloud::aws::{AwsCloud, AwsSettings};
+use ferroscale::cloud::aws::{AwsCloud, AwsSettings, PricingSettings};
+use ferroscale::pricing::PricingSource;
 
 pub const REGION: &str = "us-east-1";
 pub const DISCOVERY: &str =
@@ -104,7 +105,11 @@ impl Moto {
             refresh_interval: Duration::from_secs(3600),
             endpoint_url: Some(self.url.clone()),
             max_attempts: None,
-            pricing: Default::default(),
+            // No Pricing API in moto: tests that price from AWS point this at `PriceApi`.
+            pricing: PricingSettings {
+                source: PricingSource::File,
+                ..PricingSettings::default()
+            },
         }
     }
 
@@ -118,6 +123,16 @@ impl Moto {
 
     /// A launch template whose default version launches `instance_type`; returns its id.
     pub async fn launch_template(&self, name: &str, instance_type: &str) -> String {
+        self.launch_template_with(name, instance_type, false).await
+    }
+
+    /// A launch template launching `instance_type`, asking for spot capacity if `spot`.
+    pub async fn launch_template_with(&self, name: &str, instance_type: &str, spot: bool) -> String {
+        let market = spot.then(|| {
+            aws_sdk_ec2::types::LaunchTemplateInstanceMarketOptionsRequest::builder()
+                .market_type(aws_sdk_ec2::types::MarketType::Spot)
+                .build()
+        });
         let out = self
             .ec2
             .create_launch_template()
@@ -126,6 +141,7 @@ impl Moto {
                 aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
                     .image_id("ami-12c6146b")
                     .instance_type(instance_type.into())
+                    .set_instance_market_options(market)
                     .build(),
             )
             .send()
@@ -148,8 +164,26 @@ impl Moto {
         desired: i32,
         tags: &[(&str, &str)],
     ) {
+        self.group_with(name, instance_type, (min, max, desired), tags, false)
+            .await
+    }
+
+    /// An ASG launching spot `instance_type` instances from a launch template that asks for spot.
+    pub async fn spot_group(&self, name: &str, instance_type: &str, max: i32) {
+        self.group_with(name, instance_type, (0, max, 0), &[], true)
+            .await
+    }
+
+    async fn group_with(
+        &self,
+        name: &str,
+        instance_type: &str,
+        (min, max, desired): (i32, i32, i32),
+        tags: &[(&str, &str)],
+        spot: bool,
+    ) {
         let lt = self
-            .launch_template(&format!("{name}-lt"), instance_type)
+            .launch_template_with(&format!("{name}-lt"), instance_type, spot)
             .await;
         self.asg
             .create_auto_scaling_group()
@@ -172,6 +206,17 @@ impl Moto {
 
     /// A mixed-instances ASG whose overrides are `types`.
     pub async fn mixed_group(&self, name: &str, types: &[&str], max: i32) {
+        self.mixed_group_with(name, types, max, None).await
+    }
+
+    /// A mixed-instances ASG whose overrides are `types`, splitting on-demand and spot by `distribution`.
+    pub async fn mixed_group_with(
+        &self,
+        name: &str,
+        types: &[&str],
+        max: i32,
+        distribution: Option<InstancesDistribution>,
+    ) {
         let lt = self.launch_template(&format!("{name}-lt"), types[0]).await;
         self.asg
             .create_auto_scaling_group()
@@ -196,6 +241,7 @@ impl Moto {
                             ))
                             .build(),
                     )
+                    .set_instances_distribution(distribution)
                     .build(),
             )
             .min_size(0)
