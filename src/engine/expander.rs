@@ -113,6 +113,8 @@ pub struct Decision {
     pub kept: Vec<usize>,
     /// One line per strategy applied, with each candidate's score.
     pub explanation: Vec<String>,
+    /// The best option the deciding strategy dropped: the closest contender, for the decision log.
+    pub runner_up: Option<usize>,
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -228,6 +230,7 @@ fn random_index(len: usize) -> usize {
 pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) -> Decision {
     let mut kept: Vec<usize> = (0..options.len()).collect();
     let mut explanation = Vec::new();
+    let mut runner_up = None;
     for &strategy in chain {
         if kept.len() <= 1 {
             break;
@@ -281,9 +284,26 @@ pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) ->
             .collect::<Vec<_>>()
             .join(" ");
         explanation.push(format!("{}: {line}", strategy.name()));
-        kept = keep_best(&scores, lower);
+        let next = keep_best(&scores, lower);
+        let dropped = scores
+            .iter()
+            .filter(|(i, _)| !next.contains(i))
+            .filter_map(|&(i, s)| Some((i, s?)));
+        let best_dropped = if lower {
+            dropped.min_by(|a, b| a.1.total_cmp(&b.1))
+        } else {
+            dropped.max_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        if let Some((i, _)) = best_dropped {
+            runner_up = Some(i);
+        }
+        kept = next;
     }
-    Decision { kept, explanation }
+    Decision {
+        kept,
+        explanation,
+        runner_up,
+    }
 }
 
 #[cfg(test)]
@@ -364,7 +384,13 @@ mod tests {
             &Context::default(),
         );
         assert_eq!(groups(&d, &options), vec!["b"]);
+        assert_eq!(
+            d.runner_up,
+            Some(0),
+            "a lost to b on node count, the deciding step"
+        );
         let d = choose(&[Strategy::MostPods], &options, &Context::default());
+        assert_eq!(d.runner_up, Some(2), "c is the only one dropped");
         assert_eq!(groups(&d, &options), vec!["a", "b"]);
         let d = choose(
             &[Strategy::MostPods, Strategy::Random],

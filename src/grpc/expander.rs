@@ -154,7 +154,19 @@ impl ExpanderService {
             .iter()
             .map(|&i| candidates[i].group.as_str())
             .collect();
-        tracing::info!(chosen = ?chosen, price = ?decision.kept.first().and_then(|&i| candidates[i].price_per_hour), %scores, "expander decision");
+        let price = decision
+            .kept
+            .first()
+            .and_then(|&i| candidates[i].price_per_hour);
+        let runner_up = decision.runner_up.map(|i| &candidates[i]);
+        tracing::info!(
+            chosen = ?chosen,
+            price_per_hour = ?price,
+            runner_up = runner_up.map(|o| o.group.as_str()).unwrap_or("-"),
+            runner_up_price_per_hour = ?runner_up.and_then(|o| o.price_per_hour),
+            %scores,
+            "expander decision"
+        );
         Ok(pb::BestOptionsResponse {
             options: decision
                 .kept

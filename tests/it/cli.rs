@@ -9,16 +9,16 @@ use ferroscale::proto::externalgrpc as pb;
 
 use crate::common::{connect, http_get};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ferroscale");
+pub const BIN: &str = env!("CARGO_BIN_EXE_ferroscale");
 
-fn free_addr() -> SocketAddr {
+pub fn free_addr() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
 }
 
-async fn wait_ready(http: SocketAddr, child: &mut std::process::Child) {
+pub async fn wait_ready(http: SocketAddr, child: &mut std::process::Child) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -34,7 +34,7 @@ async fn wait_ready(http: SocketAddr, child: &mut std::process::Child) {
     }
 }
 
-fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+pub fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -125,7 +125,7 @@ async fn config_file_carries_the_flags() {
     assert!(terminate(&mut child).success());
 }
 
-fn run_failing(args: &[&str]) -> (i32, String) {
+pub fn run_failing(args: &[&str]) -> (i32, String) {
     let out = Command::new(BIN).args(args).output().unwrap();
     (
         out.status.code().unwrap(),
@@ -176,5 +176,39 @@ fn help_lists_every_command_and_flag() {
         "--config",
     ] {
         assert!(text.contains(flag), "serve --help lacks {flag}");
+    }
+}
+
+#[test]
+fn bad_tls_and_price_flags_exit_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml");
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let prices = file("prices.yaml", "nodeGroups:\n  batch: {discount: 2}\n");
+    let not_pem = file("cert.txt", "hello");
+    let bad_pem = file(
+        "bad.pem",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    );
+    for (args, wanted) in [
+        (vec!["--pricing-source", "file"], "--price-overrides"),
+        (vec!["--price-overrides", &prices], "nodeGroups.batch.discount"),
+        (vec!["--tls-cert", &not_pem], "--tls-cert needs --tls-key"),
+        (vec!["--tls-client-ca", &not_pem], "--tls-client-ca needs --tls-cert"),
+        (vec!["--tls-cert", &not_pem, "--tls-key", &not_pem], "--tls-cert"),
+        (
+            vec!["--expander-tls-cert", &bad_pem, "--expander-tls-key", &bad_pem],
+            "--expander-tls-cert",
+        ),
+    ] {
+        let mut all = vec!["serve", "--memory-config", example];
+        all.extend(args.iter().copied());
+        let (code, err) = run_failing(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(wanted), "{args:?}: {err}");
     }
 }

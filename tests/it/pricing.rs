@@ -7,7 +7,7 @@ use tonic::Code;
 
 use crate::common::{node, pod, TestServer, GROUPS};
 
-fn ts(seconds: i64) -> Option<prost_types::Timestamp> {
+pub fn ts(seconds: i64) -> Option<prost_types::Timestamp> {
     Some(prost_types::Timestamp { seconds, nanos: 0 })
 }
 

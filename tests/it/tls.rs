@@ -73,3 +73,65 @@ async fn server_only_tls_serves_any_client_that_trusts_it() {
         3
     );
 }
+
+/// The binary from its flags: mutual TLS on `--listen`, server TLS on `--expander-listen`, prices from
+/// `--price-overrides`, as the Helm chart and CA's cloud-config and `--grpc-expander-cert` use them.
+#[tokio::test]
+async fn the_binary_serves_both_listeners_over_tls() {
+    use crate::cli::{free_addr, terminate, wait_ready, BIN};
+    use ferroscale::proto::expander::expander_client::ExpanderClient;
+
+    let pki = Pki::new();
+    let prices = pki.path("prices.yaml");
+    std::fs::write(&prices, "nodeGroups:\n  general: {pricePerHour: 0.5}\n").unwrap();
+    let (grpc, http, exp) = (free_addr(), free_addr(), free_addr());
+    let path = |n: &str| pki.path(n).to_str().unwrap().to_string();
+    let mut child = std::process::Command::new(BIN)
+        .args(["serve", "--memory-config"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"))
+        .args(["--listen", &grpc.to_string(), "--http-listen", &http.to_string()])
+        .args(["--expander-listen", &exp.to_string(), "--expander", "price"])
+        .args(["--tls-cert", &path("server.pem"), "--tls-key", &path("server-key.pem")])
+        .args(["--tls-client-ca", &path("ca.pem")])
+        .args(["--expander-tls-cert", &path("server.pem")])
+        .args(["--expander-tls-key", &path("server-key.pem")])
+        .args(["--price-overrides", &path("prices.yaml")])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(http, &mut child).await;
+    let groups = node_groups(&pki, grpc, Some(&pki.client)).await.unwrap();
+    assert!(groups.contains(&"general".to_string()), "{groups:?}");
+    assert!(node_groups(&pki, grpc, None).await.is_err(), "mutual TLS");
+    let channel = pki.channel(exp, None).await.unwrap();
+    let answer = ExpanderClient::new(channel)
+        .best_options(ferroscale::proto::expander::BestOptionsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.options.is_empty());
+    // An m5.xlarge node of no group costs what `general` (m5.xlarge) costs after the price file.
+    let channel = pki.channel(grpc, Some(&pki.client)).await.unwrap();
+    let price = CloudProviderClient::new(channel)
+        .pricing_node_price(pb::PricingNodePriceRequest {
+            node: Some(pb::ExternalGrpcNode {
+                provider_id: "aws:///us-east-1a/i-0123456789abcdef0".into(),
+                name: "n".into(),
+                labels: [(
+                    "node.kubernetes.io/instance-type".to_string(),
+                    "m5.xlarge".to_string(),
+                )]
+                .into(),
+                annotations: Default::default(),
+            }),
+            start_timestamp: crate::pricing::ts(0),
+            end_timestamp: crate::pricing::ts(2 * 3600),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .price;
+    assert!((price - 1.0).abs() < 1e-9, "2 h at 0.5/h: {price}");
+    assert!(terminate(&mut child).success());
+}
