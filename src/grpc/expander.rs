@@ -91,8 +91,9 @@ impl ExpanderService {
             .max_encoding_message_size(super::MAX_MESSAGE_BYTES)
     }
 
+    /// The answer to one BestOptions request (the whole handler but the transport; public for benchmarks).
     #[allow(deprecated)]
-    fn best(&self, req: pb::BestOptionsRequest) -> Result<pb::BestOptionsResponse> {
+    pub fn answer(&self, req: pb::BestOptionsRequest) -> Result<pb::BestOptionsResponse> {
         let snapshot = self.cloud.snapshot();
         let mut candidates = Vec::new();
         let mut originals = Vec::new();
@@ -187,7 +188,7 @@ impl Expander for ExpanderService {
         req: Request<pb::BestOptionsRequest>,
     ) -> std::result::Result<Response<pb::BestOptionsResponse>, Status> {
         instrument(&self.metrics, SERVICE, "BestOptions", async {
-            self.best(req.into_inner())
+            self.answer(req.into_inner())
         })
         .await
     }
