@@ -4,6 +4,7 @@
 
 pub mod quantity;
 pub mod reserve;
+pub mod workload;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -97,7 +98,7 @@ impl Resources {
 }
 
 /// Effect of a taint, as in Kubernetes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum TaintEffect {
     NoSchedule,
     PreferNoSchedule,

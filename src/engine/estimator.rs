@@ -1,0 +1,279 @@
+//! How many new nodes of one template the pending pods need (pure): upstream's binpacking estimator.
+//! Pods are grouped into equivalence groups (same requests and constraints), groups are taken in
+//! decreasing order of `cpu / allocatable cpu + memory / allocatable memory`, and each pod goes to the
+//! first new node it fits (first-fit decreasing), a new node being added when none fits, up to a limit.
+//!
+//! Fast path: within a group of identical pods whose placement can only get harder as nodes fill
+//! (no pod affinity, no spread constraint), a node one pod did not fit is never tried again by the next,
+//! so a group costs O(pods + nodes) checks instead of O(pods × nodes).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use super::predicates::{fits_neighbours, fits_node, NodeInfo, Unfit};
+use crate::model::workload::{Node, Pod, HOSTNAME_LABEL};
+
+/// What the estimate found.
+#[derive(Debug, Clone)]
+pub struct Estimate {
+    /// New nodes needed.
+    pub nodes: usize,
+    /// Indices (into the pods given) of the pods placed on them.
+    pub scheduled: Vec<usize>,
+    /// Pods not placed, with why: they fit no empty template node, or the node limit was reached.
+    pub unplaced: Vec<(usize, Unplaced)>,
+    /// The new nodes with their pods, for the simulator.
+    pub placements: Vec<NodeInfo>,
+}
+
+/// Why a pod was left out of an estimate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unplaced {
+    /// It does not fit even an empty node of the template.
+    NoFit(Unfit),
+    /// The node limit (max size, `--max-nodes-per-scaleup`, ...) was reached first.
+    Limit,
+}
+
+fn shape_hash(p: &Pod) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    p.namespace.hash(&mut h);
+    p.labels.hash(&mut h);
+    p.requests.cpu_milli.hash(&mut h);
+    p.requests.memory.hash(&mut h);
+    p.requests.ephemeral_storage.hash(&mut h);
+    p.requests.extended.hash(&mut h);
+    p.node_selector.hash(&mut h);
+    p.node_name.hash(&mut h);
+    p.host_ports.len().hash(&mut h);
+    p.affinity.len().hash(&mut h);
+    p.anti_affinity.len().hash(&mut h);
+    p.spread.len().hash(&mut h);
+    h.finish()
+}
+
+/// Pods grouped by identical scheduling needs, each group in input order.
+pub fn equivalence_groups(pods: &[&Pod]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, p) in pods.iter().enumerate() {
+        let candidates = by_hash.entry(shape_hash(p)).or_default();
+        match candidates
+            .iter()
+            .find(|&&g| pods[groups[g][0]].same_shape(p))
+        {
+            Some(&g) => groups[g].push(i),
+            None => {
+                candidates.push(groups.len());
+                groups.push(vec![i]);
+            }
+        }
+    }
+    groups
+}
+
+/// A new node of the template, with a hostname of its own (per-node topology must tell them apart).
+fn new_node(template: &Node, n: usize) -> NodeInfo {
+    let mut node = template.clone();
+    node.name = format!("{}-new-{n}", template.name);
+    node.labels.insert(HOSTNAME_LABEL.to_string(), node.name.clone());
+    NodeInfo::new(node)
+}
+
+/// Estimates the new nodes of `template` that `pods` need, adding at most `max_nodes`.
+pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
+    let alloc = &template.allocatable;
+    let score = |p: &Pod| {
+        let share = |want: i64, have: i64| {
+            if have > 0 {
+                want as f64 / have as f64
+            } else {
+                0.0
+            }
+        };
+        share(p.requests.cpu_milli, alloc.cpu_milli) + share(p.requests.memory, alloc.memory)
+    };
+    let mut groups = equivalence_groups(pods);
+    groups.sort_by(|a, b| score(pods[b[0]]).total_cmp(&score(pods[a[0]])));
+
+    let mut nodes: Vec<NodeInfo> = Vec::new();
+    let mut scheduled = Vec::new();
+    let mut unplaced = Vec::new();
+    let mut limit_hit = false;
+    // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
+    let mut any_anti = false;
+    let fits = |pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, any_anti: bool| {
+        fits_node(pod, node)?;
+        if any_anti || !pod.affinity.is_empty() || !pod.anti_affinity.is_empty() || !pod.spread.is_empty() {
+            fits_neighbours(pod, nodes, node)?;
+        }
+        Ok::<(), Unfit>(())
+    };
+    let empty = new_node(template, 0);
+    for group in groups {
+        if limit_hit {
+            unplaced.extend(group.iter().map(|&i| (i, Unplaced::Limit)));
+            continue;
+        }
+        let first = pods[group[0]];
+        if let Err(why) = fits(first, &[], &empty, false) {
+            unplaced.extend(group.iter().map(|&i| (i, Unplaced::NoFit(why.clone()))));
+            continue;
+        }
+        let monotone = first.affinity.is_empty() && first.spread.is_empty();
+        let mut start = 0;
+        for (k, &i) in group.iter().enumerate() {
+            let pod = pods[i];
+            let from = if monotone { start } else { 0 };
+            let found =
+                (from..nodes.len()).find(|&n| fits(pod, &nodes, &nodes[n], any_anti).is_ok());
+            let n = match found {
+                Some(n) => n,
+                None if nodes.len() < max_nodes => {
+                    let node = new_node(template, nodes.len());
+                    if let Err(why) = fits(pod, &nodes, &node, any_anti) {
+                        // Only neighbours (spread, anti-affinity) can refuse an empty node.
+                        unplaced.push((i, Unplaced::NoFit(why)));
+                        continue;
+                    }
+                    nodes.push(node);
+                    nodes.len() - 1
+                }
+                None => {
+                    limit_hit = true;
+                    unplaced.extend(group[k..].iter().map(|&i| (i, Unplaced::Limit)));
+                    break;
+                }
+            };
+            nodes[n].add(pod);
+            any_anti |= !pod.anti_affinity.is_empty();
+            scheduled.push(i);
+            start = n;
+        }
+    }
+    Estimate {
+        nodes: nodes.len(),
+        scheduled,
+        unplaced,
+        placements: nodes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::{HostPort, LabelSelector, PodAffinityTerm};
+    use crate::model::Resources;
+
+    const MIB: i64 = 1 << 20;
+
+    fn template(cpu_milli: i64, memory: i64, pods: i64) -> Node {
+        Node {
+            name: "t".into(),
+            allocatable: Resources {
+                cpu_milli,
+                memory,
+                pods,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn pods(cpu_milli: i64, memory: i64, n: usize) -> Vec<Pod> {
+        (0..n)
+            .map(|i| Pod {
+                namespace: "default".into(),
+                name: format!("p-{cpu_milli}-{i}"),
+                requests: Resources {
+                    cpu_milli,
+                    memory,
+                    pods: 1,
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    fn refs(p: &[Pod]) -> Vec<&Pod> {
+        p.iter().collect()
+    }
+
+    // Upstream's binpacking cases (cluster-autoscaler estimator tests).
+
+    #[test]
+    fn ten_pods_of_350m_need_five_nodes() {
+        let p = pods(350, 1000, 10);
+        let e = estimate(&refs(&p), &template(1000, 2000 * MIB, 10), 1000);
+        assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
+    }
+
+    #[test]
+    fn pod_slots_limit_small_pods() {
+        let p = pods(10, 100, 20);
+        let e = estimate(&refs(&p), &template(10_000, 20_000 * MIB, 10), 1000);
+        assert_eq!((e.nodes, e.scheduled.len()), (2, 20));
+    }
+
+    #[test]
+    fn one_host_port_one_node() {
+        let mut p = pods(200, 1000, 8);
+        for x in &mut p {
+            x.host_ports.push(HostPort {
+                protocol: "TCP".into(),
+                ip: String::new(),
+                port: 5555,
+            });
+        }
+        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 1000);
+        assert_eq!((e.nodes, e.scheduled.len()), (8, 8));
+    }
+
+    #[test]
+    fn the_limit_stops_the_estimate() {
+        let p = pods(500, 1000, 20);
+        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 5);
+        assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
+        assert_eq!(e.unplaced.len(), 10);
+        assert!(e.unplaced.iter().all(|(_, why)| *why == Unplaced::Limit));
+    }
+
+    #[test]
+    fn fifty_one_thousand_pods() {
+        let mut p = pods(50, 100, 50_000);
+        p.extend(pods(95, 190, 1_000));
+        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 100), 3000);
+        assert_eq!((e.nodes, e.scheduled.len()), (2595, 51_000));
+    }
+
+    #[test]
+    fn a_pod_too_big_for_the_template_says_why() {
+        let mut p = pods(100, 1000, 2);
+        p.extend(pods(4000, 1000, 1));
+        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 10);
+        assert_eq!(e.nodes, 1);
+        assert_eq!(
+            e.unplaced,
+            vec![(2, Unplaced::NoFit(Unfit::Insufficient("cpu".into())))]
+        );
+    }
+
+    #[test]
+    fn hostname_anti_affinity_spreads_one_per_node() {
+        let mut p = pods(100, 1000, 4);
+        for x in &mut p {
+            x.labels.insert("app".into(), "db".into());
+            x.anti_affinity.push(PodAffinityTerm {
+                selector: LabelSelector {
+                    match_labels: [("app".to_string(), "db".to_string())].into(),
+                    requirements: vec![],
+                },
+                namespaces: vec![],
+                topology_key: HOSTNAME_LABEL.into(),
+            });
+        }
+        let e = estimate(&refs(&p), &template(4000, 8000 * MIB, 110), 100);
+        assert_eq!((e.nodes, e.scheduled.len()), (4, 4));
+    }
+}

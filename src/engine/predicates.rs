@@ -1,0 +1,488 @@
+//! The kube-scheduler's filters, as far as autoscaling decisions need them (pure): does a pod fit a node
+//! given what is already placed there and on its topology neighbours? Checked in the scheduler's order,
+//! cheapest first; the first failure is the reason a person reads.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm, HOSTNAME_LABEL};
+use crate::model::{Resources, TaintEffect};
+
+/// A node with the pods placed on it: the scheduler's NodeInfo.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub node: Node,
+    /// Sum of the placed pods' requests (`pods` counts them).
+    pub requested: Resources,
+    pub ports: Vec<HostPort>,
+    pub pods: Vec<Pod>,
+}
+
+impl NodeInfo {
+    pub fn new(node: Node) -> Self {
+        NodeInfo {
+            node,
+            requested: Resources::default(),
+            ports: Vec::new(),
+            pods: Vec::new(),
+        }
+    }
+
+    /// Places a pod (no checks: call [`fits`] first).
+    pub fn add(&mut self, pod: &Pod) {
+        add_into(&mut self.requested, &pod.requests);
+        self.ports.extend(pod.host_ports.iter().cloned());
+        self.pods.push(pod.clone());
+    }
+
+    /// Share of allocatable cpu and memory requested, the larger of the two (upstream's utilization).
+    pub fn utilization(&self) -> f64 {
+        let share = |used: i64, total: i64| {
+            if total > 0 {
+                used as f64 / total as f64
+            } else {
+                0.0
+            }
+        };
+        share(self.requested.cpu_milli, self.node.allocatable.cpu_milli).max(share(
+            self.requested.memory,
+            self.node.allocatable.memory,
+        ))
+    }
+}
+
+/// Adds `other` to `into`, resource by resource.
+pub fn add_into(into: &mut Resources, other: &Resources) {
+    into.cpu_milli += other.cpu_milli;
+    into.memory += other.memory;
+    into.pods += other.pods;
+    into.ephemeral_storage += other.ephemeral_storage;
+    for (k, v) in &other.extended {
+        *into.extended.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// Why a pod does not fit a node, worded as the reasons users read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unfit {
+    NodeName,
+    Unschedulable,
+    NodeSelector,
+    NodeAffinity,
+    Taint {
+        key: String,
+        value: String,
+        effect: TaintEffect,
+    },
+    Insufficient(String),
+    HostPort(u16),
+    PodAffinity,
+    PodAntiAffinity,
+    /// A pod already on the node (or in its domain) repels this one.
+    ExistingAntiAffinity,
+    TopologySpread(String),
+}
+
+impl fmt::Display for Unfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unfit::NodeName => write!(f, "pinned to another node"),
+            Unfit::Unschedulable => write!(f, "node unschedulable"),
+            Unfit::NodeSelector => write!(f, "node selector not matched"),
+            Unfit::NodeAffinity => write!(f, "node affinity not matched"),
+            Unfit::Taint { key, value, effect } if value.is_empty() => {
+                write!(f, "taint {key}:{} not tolerated", effect.as_str())
+            }
+            Unfit::Taint { key, value, effect } => {
+                write!(f, "taint {key}={value}:{} not tolerated", effect.as_str())
+            }
+            Unfit::Insufficient(r) => write!(f, "insufficient {r}"),
+            Unfit::HostPort(p) => write!(f, "host port {p} in use"),
+            Unfit::PodAffinity => write!(f, "pod affinity not satisfied"),
+            Unfit::PodAntiAffinity => write!(f, "pod anti-affinity not satisfied"),
+            Unfit::ExistingAntiAffinity => write!(f, "anti-affinity of a pod already there"),
+            Unfit::TopologySpread(k) => write!(f, "topology spread over {k} would be exceeded"),
+        }
+    }
+}
+
+/// Node-local filters: name, cordon, selector, affinity, taints, resources, ports.
+pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
+    let node = &info.node;
+    if pod.node_name.as_ref().is_some_and(|n| *n != node.name) {
+        return Err(Unfit::NodeName);
+    }
+    if node.unschedulable {
+        return Err(Unfit::Unschedulable);
+    }
+    if !pod
+        .node_selector
+        .iter()
+        .all(|(k, v)| node.labels.get(k) == Some(v))
+    {
+        return Err(Unfit::NodeSelector);
+    }
+    if !pod.node_affinity.is_empty()
+        && !pod
+            .node_affinity
+            .iter()
+            .any(|term| term.iter().all(|r| r.matches(&node.labels)))
+    {
+        return Err(Unfit::NodeAffinity);
+    }
+    for t in &node.taints {
+        if t.effect == TaintEffect::PreferNoSchedule {
+            continue;
+        }
+        if !pod.tolerations.iter().any(|tol| tol.tolerates(t)) {
+            return Err(Unfit::Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect: t.effect,
+            });
+        }
+    }
+    fits_resources(&pod.requests, &info.requested, &node.allocatable)?;
+    for p in &pod.host_ports {
+        if info.ports.iter().any(|q| q.conflicts(p)) {
+            return Err(Unfit::HostPort(p.port));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `want` more fits next to `used` within `alloc`; names the first resource short.
+pub fn fits_resources(want: &Resources, used: &Resources, alloc: &Resources) -> Result<(), Unfit> {
+    let short = |name: &str| Err(Unfit::Insufficient(name.to_string()));
+    if want.cpu_milli > 0 && used.cpu_milli + want.cpu_milli > alloc.cpu_milli {
+        return short("cpu");
+    }
+    if want.memory > 0 && used.memory + want.memory > alloc.memory {
+        return short("memory");
+    }
+    if used.pods + want.pods.max(1) > alloc.pods {
+        return short("pods");
+    }
+    if want.ephemeral_storage > 0
+        && used.ephemeral_storage + want.ephemeral_storage > alloc.ephemeral_storage
+    {
+        return short("ephemeral-storage");
+    }
+    for (name, n) in &want.extended {
+        let have = alloc.extended.get(name).copied().unwrap_or(0);
+        let taken = used.extended.get(name).copied().unwrap_or(0);
+        if *n > 0 && taken + n > have {
+            return short(name);
+        }
+    }
+    Ok(())
+}
+
+/// Whether a pod the term selects runs in `node`'s domain of the term's topology key (None: `node`
+/// lacks the key).
+fn term_matches_in(
+    pod: &Pod,
+    term: &PodAffinityTerm,
+    nodes: &[NodeInfo],
+    node: &NodeInfo,
+) -> Option<bool> {
+    let value = node.node.labels.get(&term.topology_key)?;
+    let matches_on = |n: &NodeInfo| n.pods.iter().any(|o| pod.term_selects(term, o));
+    if matches_on(node) {
+        return Some(true);
+    }
+    if term.topology_key == HOSTNAME_LABEL {
+        return Some(false);
+    }
+    Some(
+        nodes
+            .iter()
+            .filter(|n| n.node.labels.get(&term.topology_key) == Some(value))
+            .any(matches_on),
+    )
+}
+
+/// Filters over pods elsewhere: pod affinity and anti-affinity (both ways) and topology spread. `nodes`
+/// is every node the scheduler may consider, `node` among them or being added.
+pub fn fits_neighbours(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit> {
+    for term in &pod.affinity {
+        match term_matches_in(pod, term, nodes, node) {
+            Some(true) => {}
+            // The first pod of a group may land where no pod matches yet only if it matches itself
+            // and no pod anywhere matches the term (as the scheduler allows).
+            _ => {
+                let none_anywhere = !nodes
+                    .iter()
+                    .any(|n| n.pods.iter().any(|o| pod.term_selects(term, o)));
+                if !(none_anywhere
+                    && pod.term_selects(term, pod)
+                    && node.node.labels.contains_key(&term.topology_key))
+                {
+                    return Err(Unfit::PodAffinity);
+                }
+            }
+        }
+    }
+    for term in &pod.anti_affinity {
+        if term_matches_in(pod, term, nodes, node) == Some(true) {
+            return Err(Unfit::PodAntiAffinity);
+        }
+    }
+    // Existing pods' anti-affinity against this pod.
+    let repelled = |n: &NodeInfo| {
+        n.pods.iter().any(|other| {
+            other.anti_affinity.iter().any(|term| {
+                other.term_selects(term, pod)
+                    && match (
+                        n.node.labels.get(&term.topology_key),
+                        node.node.labels.get(&term.topology_key),
+                    ) {
+                        (Some(a), Some(b)) => {
+                            a == b && (term.topology_key != HOSTNAME_LABEL || n.node.name == node.node.name)
+                        }
+                        _ => false,
+                    }
+            })
+        })
+    };
+    if repelled(node) || nodes.iter().any(|n| n.node.name != node.node.name && repelled(n)) {
+        return Err(Unfit::ExistingAntiAffinity);
+    }
+    for c in &pod.spread {
+        let Some(here) = node.node.labels.get(&c.topology_key) else {
+            return Err(Unfit::TopologySpread(c.topology_key.clone()));
+        };
+        let mut counts: BTreeMap<&str, i32> = BTreeMap::new();
+        let eligible = nodes
+            .iter()
+            .chain((!nodes.iter().any(|n| n.node.name == node.node.name)).then_some(node));
+        for n in eligible {
+            if fits_node_placement(pod, &n.node) {
+                if let Some(v) = n.node.labels.get(&c.topology_key) {
+                    let count = n
+                        .pods
+                        .iter()
+                        .filter(|o| o.namespace == pod.namespace && c.selector.matches(&o.labels))
+                        .count() as i32;
+                    *counts.entry(v.as_str()).or_default() += count;
+                }
+            }
+        }
+        let min = counts.values().copied().min().unwrap_or(0);
+        let mine = counts.get(here.as_str()).copied().unwrap_or(0);
+        let selfmatch = i32::from(c.selector.matches(&pod.labels));
+        if mine + selfmatch - min > c.max_skew {
+            return Err(Unfit::TopologySpread(c.topology_key.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the pod's node selector and affinity admit a node (which domains topology spread counts).
+fn fits_node_placement(pod: &Pod, node: &Node) -> bool {
+    pod.node_selector
+        .iter()
+        .all(|(k, v)| node.labels.get(k) == Some(v))
+        && (pod.node_affinity.is_empty()
+            || pod
+                .node_affinity
+                .iter()
+                .any(|t| t.iter().all(|r| r.matches(&node.labels))))
+}
+
+/// Every filter.
+pub fn fits(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit> {
+    fits_node(pod, node)?;
+    if pod.affinity.is_empty()
+        && pod.anti_affinity.is_empty()
+        && pod.spread.is_empty()
+        && !nodes.iter().any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
+    {
+        return Ok(());
+    }
+    fits_neighbours(pod, nodes, node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::{LabelSelector, Requirement, SelectorOp, SpreadConstraint, Toleration};
+    use crate::model::Taint;
+
+    fn node(name: &str, cpu: i64, labels: &[(&str, &str)]) -> NodeInfo {
+        let mut l: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        l.insert(HOSTNAME_LABEL.into(), name.into());
+        NodeInfo::new(Node {
+            name: name.into(),
+            labels: l,
+            taints: vec![],
+            allocatable: Resources {
+                cpu_milli: cpu,
+                memory: 8 << 30,
+                pods: 110,
+                ..Default::default()
+            },
+            unschedulable: false,
+        })
+    }
+
+    fn pod(name: &str, cpu: i64) -> Pod {
+        Pod {
+            namespace: "default".into(),
+            name: name.into(),
+            labels: [("app".to_string(), "web".to_string())].into(),
+            requests: Resources {
+                cpu_milli: cpu,
+                memory: 1 << 30,
+                pods: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn web() -> LabelSelector {
+        LabelSelector {
+            match_labels: [("app".to_string(), "web".to_string())].into(),
+            requirements: vec![],
+        }
+    }
+
+    #[test]
+    fn resources_name_the_short_one() {
+        let mut n = node("n", 1000, &[]);
+        n.add(&pod("a", 800));
+        assert_eq!(fits_node(&pod("b", 300), &n), Err(Unfit::Insufficient("cpu".into())));
+        let mut gpu = pod("g", 100);
+        gpu.requests.extended.insert("nvidia.com/gpu".into(), 1);
+        assert_eq!(
+            fits_node(&gpu, &n).unwrap_err().to_string(),
+            "insufficient nvidia.com/gpu"
+        );
+        n.node.allocatable.pods = 1;
+        assert_eq!(fits_node(&pod("c", 1), &n), Err(Unfit::Insufficient("pods".into())));
+    }
+
+    #[test]
+    fn selectors_affinity_taints_cordons_and_names() {
+        let mut n = node("n", 4000, &[("zone", "a"), ("cores", "4")]);
+        let mut p = pod("p", 100);
+        p.node_selector.insert("zone".into(), "b".into());
+        assert_eq!(fits_node(&p, &n), Err(Unfit::NodeSelector));
+        p.node_selector.clear();
+        p.node_affinity = vec![
+            vec![Requirement {
+                key: "cores".into(),
+                op: SelectorOp::Gt,
+                values: vec!["8".into()],
+            }],
+            vec![Requirement {
+                key: "zone".into(),
+                op: SelectorOp::In,
+                values: vec!["a".into()],
+            }],
+        ];
+        assert_eq!(fits_node(&p, &n), Ok(()), "terms are OR-ed");
+        n.node.taints.push(Taint {
+            key: "dedicated".into(),
+            value: "gpu".into(),
+            effect: TaintEffect::NoSchedule,
+        });
+        assert_eq!(
+            fits_node(&p, &n).unwrap_err().to_string(),
+            "taint dedicated=gpu:NoSchedule not tolerated"
+        );
+        p.tolerations.push(Toleration {
+            key: "dedicated".into(),
+            value: None,
+            effect: None,
+        });
+        assert_eq!(fits_node(&p, &n), Ok(()));
+        p.node_name = Some("other".into());
+        assert_eq!(fits_node(&p, &n), Err(Unfit::NodeName));
+        p.node_name = None;
+        n.node.unschedulable = true;
+        assert_eq!(fits_node(&p, &n), Err(Unfit::Unschedulable));
+    }
+
+    #[test]
+    fn host_ports_block_a_second_pod() {
+        let mut p = pod("p", 100);
+        p.host_ports.push(HostPort {
+            protocol: "TCP".into(),
+            ip: String::new(),
+            port: 5555,
+        });
+        let mut n = node("n", 4000, &[]);
+        n.add(&p);
+        assert_eq!(fits_node(&p, &n), Err(Unfit::HostPort(5555)));
+    }
+
+    #[test]
+    fn anti_affinity_by_hostname_and_zone() {
+        let mut p = pod("p", 100);
+        p.anti_affinity.push(PodAffinityTerm {
+            selector: web(),
+            namespaces: vec![],
+            topology_key: HOSTNAME_LABEL.into(),
+        });
+        let mut a = node("a", 4000, &[("zone", "z1")]);
+        a.add(&p);
+        let b = node("b", 4000, &[("zone", "z1")]);
+        let nodes = vec![a.clone(), b.clone()];
+        assert_eq!(fits(&p, &nodes, &a), Err(Unfit::PodAntiAffinity));
+        assert_eq!(fits(&p, &nodes, &b), Ok(()));
+        // By zone: b shares a's zone.
+        p.anti_affinity[0].topology_key = "zone".into();
+        let mut a = node("a", 4000, &[("zone", "z1")]);
+        a.add(&p);
+        let nodes = vec![a, b.clone()];
+        assert_eq!(fits(&p, &nodes, &b), Err(Unfit::PodAntiAffinity));
+        // A pod without anti-affinity is still repelled by the one there.
+        let plain = pod("q", 100);
+        assert_eq!(fits(&plain, &nodes, &b), Err(Unfit::ExistingAntiAffinity));
+    }
+
+    #[test]
+    fn affinity_needs_a_matching_pod_in_the_domain_except_for_the_first() {
+        let mut p = pod("p", 100);
+        p.affinity.push(PodAffinityTerm {
+            selector: web(),
+            namespaces: vec![],
+            topology_key: "zone".into(),
+        });
+        let a = node("a", 4000, &[("zone", "z1")]);
+        let b = node("b", 4000, &[("zone", "z2")]);
+        assert_eq!(fits(&p, &[a.clone(), b.clone()], &a), Ok(()), "first of its kind");
+        let mut a2 = a.clone();
+        a2.add(&p);
+        let nodes = vec![a2.clone(), b.clone()];
+        assert_eq!(fits(&p, &nodes, &b), Err(Unfit::PodAffinity));
+        assert_eq!(fits(&p, &nodes, &a2), Ok(()));
+    }
+
+    #[test]
+    fn topology_spread_limits_skew() {
+        let mut p = pod("p", 100);
+        p.spread.push(SpreadConstraint {
+            max_skew: 1,
+            topology_key: "zone".into(),
+            selector: web(),
+        });
+        let mut a = node("a", 4000, &[("zone", "z1")]);
+        a.add(&p);
+        let b = node("b", 4000, &[("zone", "z2")]);
+        let nodes = vec![a.clone(), b.clone()];
+        assert_eq!(
+            fits(&p, &nodes, &a),
+            Err(Unfit::TopologySpread("zone".into())),
+            "z1 would have 2, z2 0"
+        );
+        assert_eq!(fits(&p, &nodes, &b), Ok(()));
+        let unlabelled = node("c", 4000, &[]);
+        assert!(fits(&p, &nodes, &unlabelled).is_err());
+    }
+}

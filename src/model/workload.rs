@@ -1,0 +1,256 @@
+//! Pods and nodes as the scheduling simulation sees them: only the fields the kube-scheduler's filters
+//! read, already parsed (quantities to integers, selectors to typed requirements). Built from Kubernetes
+//! objects by the adapters; the engine never sees a Kubernetes type.
+
+use std::collections::BTreeMap;
+
+use super::{Resources, Taint, TaintEffect};
+
+/// Label naming a node's host, the topology of per-node (anti-)affinity.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+/// Label naming a node's zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// Operator of a node selector requirement, as in Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorOp {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    /// Label value, as an integer, greater than the single value.
+    Gt,
+    /// Label value, as an integer, less than the single value.
+    Lt,
+}
+
+/// One requirement on a label (node affinity, or a pod label selector without Gt/Lt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub key: String,
+    pub op: SelectorOp,
+    pub values: Vec<String>,
+}
+
+impl Requirement {
+    /// Whether `labels` satisfy this requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key);
+        let int = |s: &str| s.parse::<i64>().ok();
+        match self.op {
+            SelectorOp::In => value.is_some_and(|v| self.values.contains(v)),
+            SelectorOp::NotIn => value.is_none_or(|v| !self.values.contains(v)),
+            SelectorOp::Exists => value.is_some(),
+            SelectorOp::DoesNotExist => value.is_none(),
+            SelectorOp::Gt | SelectorOp::Lt => {
+                let (Some(v), Some(bound)) = (
+                    value.and_then(|v| int(v)),
+                    self.values.first().and_then(|b| int(b)),
+                ) else {
+                    return false;
+                };
+                if self.op == SelectorOp::Gt {
+                    v > bound
+                } else {
+                    v < bound
+                }
+            }
+        }
+    }
+}
+
+/// A label selector: match labels and requirements, all AND-ed (empty matches everything).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    pub match_labels: BTreeMap<String, String>,
+    pub requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.requirements.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// A toleration, as in Kubernetes (`operator: Exists` when `value` is None).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration {
+    /// Empty with `Exists` tolerates every taint.
+    pub key: String,
+    pub value: Option<String>,
+    /// None tolerates every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    pub fn tolerates(&self, t: &Taint) -> bool {
+        let key = self.key.is_empty() && self.value.is_none() || self.key == t.key;
+        let value = self.value.as_ref().is_none_or(|v| *v == t.value);
+        let effect = self.effect.is_none_or(|e| e == t.effect);
+        key && value && effect
+    }
+}
+
+/// A pod (anti-)affinity term: pods matching `selector` (in `namespaces`, empty = the pod's own) in the
+/// same `topology_key` domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodAffinityTerm {
+    pub selector: LabelSelector,
+    pub namespaces: Vec<String>,
+    pub topology_key: String,
+}
+
+/// A topology spread constraint with `whenUnsatisfiable: DoNotSchedule`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpreadConstraint {
+    pub max_skew: i32,
+    pub topology_key: String,
+    pub selector: LabelSelector,
+}
+
+/// A host port a container binds: (protocol, host IP, port).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPort {
+    pub protocol: String,
+    pub ip: String,
+    pub port: u16,
+}
+
+impl HostPort {
+    /// Two bindings conflict on the same port and protocol when either takes every address.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        let any = |ip: &str| ip.is_empty() || ip == "0.0.0.0";
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (any(&self.ip) || any(&other.ip) || self.ip == other.ip)
+    }
+}
+
+/// What a pod asks of the node it lands on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// Requests as the scheduler counts them (containers, sidecars, init peak, overhead; pods = 1).
+    pub requests: Resources,
+    /// `spec.nodeName`, if bound or pinned.
+    pub node_name: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    /// Required node affinity: OR of terms, each an AND of requirements (empty: no constraint).
+    pub node_affinity: Vec<Vec<Requirement>>,
+    pub tolerations: Vec<Toleration>,
+    pub host_ports: Vec<HostPort>,
+    pub affinity: Vec<PodAffinityTerm>,
+    pub anti_affinity: Vec<PodAffinityTerm>,
+    pub spread: Vec<SpreadConstraint>,
+}
+
+impl Pod {
+    /// `namespace/name`, how pods are named in reasons.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Whether an affinity term of this pod selects `other` (namespace and labels).
+    pub fn term_selects(&self, term: &PodAffinityTerm, other: &Pod) -> bool {
+        let ns_ok = if term.namespaces.is_empty() {
+            other.namespace == self.namespace
+        } else {
+            term.namespaces.contains(&other.namespace)
+        };
+        ns_ok && term.selector.matches(&other.labels)
+    }
+
+    /// Two pods with equal scheduling constraints and requests are interchangeable for binpacking.
+    pub fn same_shape(&self, other: &Pod) -> bool {
+        self.requests == other.requests
+            && self.node_selector == other.node_selector
+            && self.node_affinity == other.node_affinity
+            && self.tolerations == other.tolerations
+            && self.host_ports == other.host_ports
+            && self.affinity == other.affinity
+            && self.anti_affinity == other.anti_affinity
+            && self.spread == other.spread
+            && self.namespace == other.namespace
+            && self.labels == other.labels
+            && self.node_name == other.node_name
+    }
+}
+
+/// A node as the scheduler filters it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub allocatable: Resources,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
+        Requirement {
+            key: key.into(),
+            op,
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn requirement_operators() {
+        let l = labels(&[("zone", "a"), ("cores", "8")]);
+        assert!(req("zone", SelectorOp::In, &["a", "b"]).matches(&l));
+        assert!(!req("zone", SelectorOp::NotIn, &["a"]).matches(&l));
+        assert!(req("gpu", SelectorOp::NotIn, &["x"]).matches(&l), "absent key is NotIn");
+        assert!(req("zone", SelectorOp::Exists, &[]).matches(&l));
+        assert!(req("gpu", SelectorOp::DoesNotExist, &[]).matches(&l));
+        assert!(req("cores", SelectorOp::Gt, &["4"]).matches(&l));
+        assert!(!req("cores", SelectorOp::Lt, &["8"]).matches(&l));
+        assert!(!req("zone", SelectorOp::Gt, &["1"]).matches(&l), "not a number");
+    }
+
+    #[test]
+    fn tolerations_match_key_value_and_effect() {
+        let t = Taint {
+            key: "dedicated".into(),
+            value: "gpu".into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let tol = |key: &str, value: Option<&str>, effect: Option<TaintEffect>| Toleration {
+            key: key.into(),
+            value: value.map(str::to_string),
+            effect,
+        };
+        assert!(tol("dedicated", Some("gpu"), Some(TaintEffect::NoSchedule)).tolerates(&t));
+        assert!(tol("dedicated", None, None).tolerates(&t), "Exists");
+        assert!(tol("", None, None).tolerates(&t), "tolerate everything");
+        assert!(!tol("dedicated", Some("batch"), None).tolerates(&t));
+        assert!(!tol("dedicated", None, Some(TaintEffect::NoExecute)).tolerates(&t));
+    }
+
+    #[test]
+    fn host_ports_conflict_on_shared_addresses() {
+        let p = |ip: &str, port| HostPort {
+            protocol: "TCP".into(),
+            ip: ip.into(),
+            port,
+        };
+        assert!(p("", 80).conflicts(&p("10.0.0.1", 80)));
+        assert!(!p("10.0.0.1", 80).conflicts(&p("10.0.0.2", 80)));
+        assert!(!p("", 80).conflicts(&p("", 81)));
+    }
+}
