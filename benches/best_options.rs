@@ -41,7 +41,11 @@ fn container(name: &str, cpu: &str, memory: &str) -> core::Container {
         name: Some(name.into()),
         image: Some(format!("registry.example.com/{name}:1.2.3")),
         resources: Some(core::ResourceRequirements {
-            requests: [("cpu".to_string(), q(cpu)), ("memory".to_string(), q(memory))].into(),
+            requests: [
+                ("cpu".to_string(), q(cpu)),
+                ("memory".to_string(), q(memory)),
+            ]
+            .into(),
             ..Default::default()
         }),
         ..Default::default()
@@ -111,11 +115,7 @@ fn template(cpu: usize) -> core::Node {
     core::Node {
         metadata: Some(meta::ObjectMeta {
             name: Some(format!("template-{cpu}")),
-            labels: [(
-                "kubernetes.io/os".to_string(),
-                "linux".to_string(),
-            )]
-            .into(),
+            labels: [("kubernetes.io/os".to_string(), "linux".to_string())].into(),
             ..Default::default()
         }),
         status: Some(core::NodeStatus {
@@ -139,8 +139,7 @@ fn request() -> pb::BestOptionsRequest {
             pod_bytes: pods.clone(),
             ..Default::default()
         });
-        req.node_bytes_map
-            .insert(id, template(cpu).encode_to_vec());
+        req.node_bytes_map.insert(id, template(cpu).encode_to_vec());
     }
     req
 }
@@ -186,13 +185,11 @@ fn grpc_round_trip(bencher: Bencher) {
             .max_encoding_message_size(128 << 20)
             .max_decoding_message_size(128 << 20)
     });
-    bencher
-        .with_inputs(|| req.clone())
-        .bench_local_values(|r| {
-            rt.block_on(async {
-                let a = client.best_options(r).await.unwrap().into_inner();
-                assert_eq!(a.options.len(), 1);
-                black_box(a)
-            })
-        });
+    bencher.with_inputs(|| req.clone()).bench_local_values(|r| {
+        rt.block_on(async {
+            let a = client.best_options(r).await.unwrap().into_inner();
+            assert_eq!(a.options.len(), 1);
+            black_box(a)
+        })
+    });
 }

@@ -59,14 +59,8 @@ impl TlsFiles {
                 "{} needs {} and {} (mutual TLS needs a server certificate)",
                 flags.client_ca, flags.cert, flags.key
             ))),
-            (Some(_), None) => Err(Error::Config(format!(
-                "{} needs {}",
-                flags.cert, flags.key
-            ))),
-            (None, Some(_)) => Err(Error::Config(format!(
-                "{} needs {}",
-                flags.key, flags.cert
-            ))),
+            (Some(_), None) => Err(Error::Config(format!("{} needs {}", flags.cert, flags.key))),
+            (None, Some(_)) => Err(Error::Config(format!("{} needs {}", flags.key, flags.cert))),
         }
     }
 
@@ -83,7 +77,8 @@ impl TlsFiles {
             }
             Ok(pem)
         };
-        let identity = Identity::from_pem(read(&self.cert, flags.cert)?, read(&self.key, flags.key)?);
+        let identity =
+            Identity::from_pem(read(&self.cert, flags.cert)?, read(&self.key, flags.key)?);
         let mut config = ServerTlsConfig::new().identity(identity);
         if let Some(ca) = &self.client_ca {
             config = config.client_ca_root(Certificate::from_pem(read(ca, flags.client_ca)?));

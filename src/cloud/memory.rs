@@ -16,11 +16,11 @@ use serde::Deserialize;
 
 use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
-use crate::pricing::PriceOverrides;
 use crate::model::{
     parse_go_duration, reserve, AutoscalingOptions, ErrorClass, Instance, InstanceError,
     InstanceState, NodeGroup, Resources, Snapshot, Taint, TemplateNode, NODE_GROUP_LABEL,
 };
+use crate::pricing::PriceOverrides;
 
 /// The YAML document of `--memory-config`.
 #[derive(Debug, Clone, Deserialize)]

@@ -76,7 +76,8 @@ pub fn equivalence_groups(pods: &[&Pod]) -> Vec<Vec<usize>> {
 fn new_node(template: &Node, n: usize) -> NodeInfo {
     let mut node = template.clone();
     node.name = format!("{}-new-{n}", template.name);
-    node.labels.insert(HOSTNAME_LABEL.to_string(), node.name.clone());
+    node.labels
+        .insert(HOSTNAME_LABEL.to_string(), node.name.clone());
     NodeInfo::new(node)
 }
 
@@ -104,7 +105,11 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
     let mut any_anti = false;
     let fits = |pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, any_anti: bool| {
         fits_node(pod, node)?;
-        if any_anti || !pod.affinity.is_empty() || !pod.anti_affinity.is_empty() || !pod.spread.is_empty() {
+        if any_anti
+            || !pod.affinity.is_empty()
+            || !pod.anti_affinity.is_empty()
+            || !pod.spread.is_empty()
+        {
             fits_neighbours(pod, nodes, node)?;
         }
         Ok::<(), Unfit>(())

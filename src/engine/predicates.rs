@@ -30,7 +30,7 @@ impl NodeInfo {
 
     /// Places a pod (no checks: call [`fits`] first).
     pub fn add(&mut self, pod: &Pod) {
-        add_into(&mut self.requested, &pod.requests);
+        self.requested.add(&pod.requests);
         self.ports.extend(pod.host_ports.iter().cloned());
         self.pods.push(pod.clone());
     }
@@ -44,21 +44,8 @@ impl NodeInfo {
                 0.0
             }
         };
-        share(self.requested.cpu_milli, self.node.allocatable.cpu_milli).max(share(
-            self.requested.memory,
-            self.node.allocatable.memory,
-        ))
-    }
-}
-
-/// Adds `other` to `into`, resource by resource.
-pub fn add_into(into: &mut Resources, other: &Resources) {
-    into.cpu_milli += other.cpu_milli;
-    into.memory += other.memory;
-    into.pods += other.pods;
-    into.ephemeral_storage += other.ephemeral_storage;
-    for (k, v) in &other.extended {
-        *into.extended.entry(k.clone()).or_default() += v;
+        share(self.requested.cpu_milli, self.node.allocatable.cpu_milli)
+            .max(share(self.requested.memory, self.node.allocatable.memory))
     }
 }
 
@@ -238,14 +225,20 @@ pub fn fits_neighbours(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result
                         node.node.labels.get(&term.topology_key),
                     ) {
                         (Some(a), Some(b)) => {
-                            a == b && (term.topology_key != HOSTNAME_LABEL || n.node.name == node.node.name)
+                            a == b
+                                && (term.topology_key != HOSTNAME_LABEL
+                                    || n.node.name == node.node.name)
                         }
                         _ => false,
                     }
             })
         })
     };
-    if repelled(node) || nodes.iter().any(|n| n.node.name != node.node.name && repelled(n)) {
+    if repelled(node)
+        || nodes
+            .iter()
+            .any(|n| n.node.name != node.node.name && repelled(n))
+    {
         return Err(Unfit::ExistingAntiAffinity);
     }
     for c in &pod.spread {
@@ -296,7 +289,9 @@ pub fn fits(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit>
     if pod.affinity.is_empty()
         && pod.anti_affinity.is_empty()
         && pod.spread.is_empty()
-        && !nodes.iter().any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
+        && !nodes
+            .iter()
+            .any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
     {
         return Ok(());
     }
@@ -306,7 +301,9 @@ pub fn fits(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::{LabelSelector, Requirement, SelectorOp, SpreadConstraint, Toleration};
+    use crate::model::workload::{
+        LabelSelector, Requirement, SelectorOp, SpreadConstraint, Toleration,
+    };
     use crate::model::Taint;
 
     fn node(name: &str, cpu: i64, labels: &[(&str, &str)]) -> NodeInfo {
@@ -355,7 +352,10 @@ mod tests {
     fn resources_name_the_short_one() {
         let mut n = node("n", 1000, &[]);
         n.add(&pod("a", 800));
-        assert_eq!(fits_node(&pod("b", 300), &n), Err(Unfit::Insufficient("cpu".into())));
+        assert_eq!(
+            fits_node(&pod("b", 300), &n),
+            Err(Unfit::Insufficient("cpu".into()))
+        );
         let mut gpu = pod("g", 100);
         gpu.requests.extended.insert("nvidia.com/gpu".into(), 1);
         assert_eq!(
@@ -363,7 +363,10 @@ mod tests {
             "insufficient nvidia.com/gpu"
         );
         n.node.allocatable.pods = 1;
-        assert_eq!(fits_node(&pod("c", 1), &n), Err(Unfit::Insufficient("pods".into())));
+        assert_eq!(
+            fits_node(&pod("c", 1), &n),
+            Err(Unfit::Insufficient("pods".into()))
+        );
     }
 
     #[test]
@@ -456,7 +459,11 @@ mod tests {
         });
         let a = node("a", 4000, &[("zone", "z1")]);
         let b = node("b", 4000, &[("zone", "z2")]);
-        assert_eq!(fits(&p, &[a.clone(), b.clone()], &a), Ok(()), "first of its kind");
+        assert_eq!(
+            fits(&p, &[a.clone(), b.clone()], &a),
+            Ok(()),
+            "first of its kind"
+        );
         let mut a2 = a.clone();
         a2.add(&p);
         let nodes = vec![a2.clone(), b.clone()];

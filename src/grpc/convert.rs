@@ -10,7 +10,8 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Instance, InstanceState, NodeGroup, OptionValues, Resources, Taint, TaintEffect, TemplateNode,
+    Instance, InstanceState, NodeGroup, OptionValues, RequestParts, Resources, Taint, TaintEffect,
+    TemplateNode,
 };
 use crate::proto::externalgrpc as pb;
 
@@ -270,80 +271,56 @@ pub fn node(
         .ok_or_else(|| Error::invalid(field, "no node given"))
 }
 
-fn add_requests(
-    into: &mut Resources,
-    reqs: Option<&core::ResourceRequirements>,
-    field: &str,
-) -> Result<()> {
-    add_resources(into, &resources_of(reqs.map(|r| &r.requests), field)?);
-    Ok(())
-}
-
 fn resources_of(map: Option<&BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
-    let mut r = Resources::default();
-    for (name, q) in map.into_iter().flatten() {
-        r.set(name, q.string.as_deref().unwrap_or("0"))
-            .map_err(|e| Error::invalid(format!("{field}.{name}"), e.to_string()))?;
-    }
-    Ok(r)
+    Resources::from_quantities(
+        field,
+        map.into_iter()
+            .flatten()
+            .map(|(name, q)| (name.as_str(), q.string.as_deref().unwrap_or("0"))),
+    )
 }
 
-fn max_into(into: &mut Resources, other: &Resources) {
-    into.cpu_milli = into.cpu_milli.max(other.cpu_milli);
-    into.memory = into.memory.max(other.memory);
-    into.ephemeral_storage = into.ephemeral_storage.max(other.ephemeral_storage);
-    for (k, v) in &other.extended {
-        let e = into.extended.entry(k.clone()).or_default();
-        *e = (*e).max(*v);
-    }
+fn requests_of(reqs: Option<&core::ResourceRequirements>, field: &str) -> Result<Resources> {
+    resources_of(reqs.map(|r| &r.requests), field)
 }
 
-/// A pod's effective requests as the scheduler counts them: pod-level resources when set, else the sum of
-/// containers and restartable (sidecar) init containers, at least each regular init container plus the
-/// sidecars started before it; then the runtime overhead.
+/// A pod's effective requests as the scheduler counts them ([`crate::model::RequestParts`]).
 pub fn pod_requests(pod: &core::Pod) -> Result<Resources> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let mut total = Resources::default();
-    if let Some(r) = spec.resources.as_ref().filter(|r| !r.requests.is_empty()) {
-        add_requests(&mut total, Some(r), "spec.resources.requests")?;
-    } else {
-        for (i, c) in spec.containers.iter().enumerate() {
-            add_requests(
-                &mut total,
-                c.resources.as_ref(),
-                &format!("spec.containers[{i}].resources.requests"),
-            )?;
-        }
-        let mut sidecars = Resources::default();
-        let mut init_peak = Resources::default();
-        for (i, c) in spec.init_containers.iter().enumerate() {
-            let field = format!("spec.initContainers[{i}].resources.requests");
-            if c.restart_policy.as_deref() == Some("Always") {
-                add_requests(&mut sidecars, c.resources.as_ref(), &field)?;
-            } else {
-                let mut this = sidecars.clone();
-                add_requests(&mut this, c.resources.as_ref(), &field)?;
-                max_into(&mut init_peak, &this);
-            }
-        }
-        let regular = total.clone();
-        total = sidecars;
-        add_resources(&mut total, &regular);
-        max_into(&mut total, &init_peak);
-    }
-    let overhead = resources_of(Some(&spec.overhead), "spec.overhead")?;
-    add_resources(&mut total, &overhead);
-    total.pods = 1;
-    Ok(total)
-}
-
-fn add_resources(into: &mut Resources, other: &Resources) {
-    into.cpu_milli += other.cpu_milli;
-    into.memory += other.memory;
-    into.ephemeral_storage += other.ephemeral_storage;
-    for (k, v) in &other.extended {
-        *into.extended.entry(k.clone()).or_default() += v;
-    }
+    let default = core::PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default);
+    let parts = RequestParts {
+        pod_level: spec
+            .resources
+            .as_ref()
+            .filter(|r| !r.requests.is_empty())
+            .map(|r| requests_of(Some(r), "spec.resources.requests"))
+            .transpose()?,
+        containers: spec
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                requests_of(
+                    c.resources.as_ref(),
+                    &format!("spec.containers[{i}].resources.requests"),
+                )
+            })
+            .collect::<Result<_>>()?,
+        init: spec
+            .init_containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let r = requests_of(
+                    c.resources.as_ref(),
+                    &format!("spec.initContainers[{i}].resources.requests"),
+                )?;
+                Ok((r, c.restart_policy.as_deref() == Some("Always")))
+            })
+            .collect::<Result<_>>()?,
+        overhead: resources_of(Some(&spec.overhead), "spec.overhead")?,
+    };
+    Ok(parts.effective())
 }
 
 #[cfg(test)]

@@ -95,6 +95,73 @@ impl Resources {
     pub fn gpus(&self) -> i64 {
         self.extended.get(NVIDIA_GPU).copied().unwrap_or(0)
     }
+
+    /// Adds `other`, resource by resource.
+    pub fn add(&mut self, other: &Resources) {
+        self.cpu_milli += other.cpu_milli;
+        self.memory += other.memory;
+        self.pods += other.pods;
+        self.ephemeral_storage += other.ephemeral_storage;
+        for (k, v) in &other.extended {
+            *self.extended.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Raises each resource to at least `other`'s.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.cpu_milli = self.cpu_milli.max(other.cpu_milli);
+        self.memory = self.memory.max(other.memory);
+        self.pods = self.pods.max(other.pods);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        for (k, v) in &other.extended {
+            let e = self.extended.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+}
+
+/// The request parts of a pod spec, combined as the scheduler does (one rule for every adapter).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestParts {
+    /// Pod-level `spec.resources.requests`, which win over containers when set.
+    pub pod_level: Option<Resources>,
+    pub containers: Vec<Resources>,
+    /// Init containers in order, each with whether it is a sidecar (`restartPolicy: Always`).
+    pub init: Vec<(Resources, bool)>,
+    pub overhead: Resources,
+}
+
+impl RequestParts {
+    /// Effective requests: pod-level resources when set, else the sum of containers and sidecars, at least
+    /// each regular init container plus the sidecars started before it; then the runtime overhead; one
+    /// pod slot.
+    pub fn effective(&self) -> Resources {
+        let mut total = match &self.pod_level {
+            Some(r) => r.clone(),
+            None => {
+                let mut sidecars = Resources::default();
+                let mut init_peak = Resources::default();
+                for (r, sidecar) in &self.init {
+                    if *sidecar {
+                        sidecars.add(r);
+                    } else {
+                        let mut this = sidecars.clone();
+                        this.add(r);
+                        init_peak.max_with(&this);
+                    }
+                }
+                let mut total = sidecars;
+                for c in &self.containers {
+                    total.add(c);
+                }
+                total.max_with(&init_peak);
+                total
+            }
+        };
+        total.add(&self.overhead);
+        total.pods = 1;
+        total
+    }
 }
 
 /// Effect of a taint, as in Kubernetes.

@@ -215,12 +215,18 @@ mod tests {
         let l = labels(&[("zone", "a"), ("cores", "8")]);
         assert!(req("zone", SelectorOp::In, &["a", "b"]).matches(&l));
         assert!(!req("zone", SelectorOp::NotIn, &["a"]).matches(&l));
-        assert!(req("gpu", SelectorOp::NotIn, &["x"]).matches(&l), "absent key is NotIn");
+        assert!(
+            req("gpu", SelectorOp::NotIn, &["x"]).matches(&l),
+            "absent key is NotIn"
+        );
         assert!(req("zone", SelectorOp::Exists, &[]).matches(&l));
         assert!(req("gpu", SelectorOp::DoesNotExist, &[]).matches(&l));
         assert!(req("cores", SelectorOp::Gt, &["4"]).matches(&l));
         assert!(!req("cores", SelectorOp::Lt, &["8"]).matches(&l));
-        assert!(!req("zone", SelectorOp::Gt, &["1"]).matches(&l), "not a number");
+        assert!(
+            !req("zone", SelectorOp::Gt, &["1"]).matches(&l),
+            "not a number"
+        );
     }
 
     #[test]

@@ -70,9 +70,10 @@ impl Purchase {
 impl PriceBook {
     /// On-demand price of the group's instances after the price file's type entries.
     fn on_demand_price(&self, p: &Purchase, overrides: &PriceOverrides) -> Option<f64> {
-        let mut prices = p.instance_types.iter().filter_map(|t| {
-            overrides.on_demand(Some(t.as_str()), self.on_demand.get(t).copied())
-        });
+        let mut prices = p
+            .instance_types
+            .iter()
+            .filter_map(|t| overrides.on_demand(Some(t.as_str()), self.on_demand.get(t).copied()));
         if p.on_demand_lowest_price {
             prices.reduce(f64::min)
         } else {
@@ -137,10 +138,7 @@ mod tests {
             ("m5a.large", "us-east-1a", 0.038),
             ("m5a.large", "eu-west-1a", 0.001),
         ] {
-            b.spot
-                .entry(t.into())
-                .or_default()
-                .insert(z.into(), p);
+            b.spot.entry(t.into()).or_default().insert(z.into(), p);
         }
         b
     }

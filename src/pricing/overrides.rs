@@ -121,7 +121,10 @@ impl PriceOverrides {
     /// Reads and parses a price file; errors name the file and the key.
     pub fn load(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::Config(format!("cannot read --price-overrides {}: {e}", path.display()))
+            Error::Config(format!(
+                "cannot read --price-overrides {}: {e}",
+                path.display()
+            ))
         })?;
         Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
     }
@@ -177,8 +180,14 @@ nodeGroups:
     fn bad_entries_name_the_key() {
         for (text, wanted) in [
             ("nodeGroups:\n  g: {discount: 1.5}", "nodeGroups.g.discount"),
-            ("instanceTypes:\n  m5.large: {pricePerHour: -1}", "instanceTypes.m5.large.pricePerHour"),
-            ("instanceTypes:\n  m5.large: {pricePerHour: 1, discount: 0.1}", "instanceTypes.m5.large: give exactly one"),
+            (
+                "instanceTypes:\n  m5.large: {pricePerHour: -1}",
+                "instanceTypes.m5.large.pricePerHour",
+            ),
+            (
+                "instanceTypes:\n  m5.large: {pricePerHour: 1, discount: 0.1}",
+                "instanceTypes.m5.large: give exactly one",
+            ),
             ("nodeGroups:\n  g: {}", "nodeGroups.g: give exactly one"),
             ("discount: -0.1", "discount:"),
             ("instanceType: {}", "unknown field `instanceType`"),

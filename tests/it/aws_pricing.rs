@@ -95,7 +95,8 @@ impl PriceApi {
                 asked.lock().unwrap().push(filters.clone());
                 let json = [(header::CONTENT_TYPE, "application/x-amz-json-1.1")];
                 if down.load(Ordering::SeqCst) {
-                    let body = r#"{"__type":"InternalErrorException","Message":"the price list is down"}"#;
+                    let body =
+                        r#"{"__type":"InternalErrorException","Message":"the price list is down"}"#;
                     return (StatusCode::INTERNAL_SERVER_ERROR, json, body.to_string())
                         .into_response();
                 }
@@ -198,11 +199,23 @@ async fn on_demand_spot_and_mixed_groups_get_their_prices() {
     )
     .await;
 
-    assert!(close(price(&cloud, "od"), 0.096), "{:?}", price(&cloud, "od"));
-    assert!(close(price(&cloud, "spot"), MOTO_SPOT), "{:?}", price(&cloud, "spot"));
+    assert!(
+        close(price(&cloud, "od"), 0.096),
+        "{:?}",
+        price(&cloud, "od")
+    );
+    assert!(
+        close(price(&cloud, "spot"), MOTO_SPOT),
+        "{:?}",
+        price(&cloud, "spot")
+    );
     // 25% on-demand at the first override's price, 75% at the cheapest spot price.
     let mixed = 0.25 * 0.096 + 0.75 * MOTO_SPOT;
-    assert!(close(price(&cloud, "mixed"), mixed), "{:?}", price(&cloud, "mixed"));
+    assert!(
+        close(price(&cloud, "mixed"), mixed),
+        "{:?}",
+        price(&cloud, "mixed")
+    );
 
     // One GetProducts per instance type, with the documented filters.
     assert_eq!(api.asked_types(), vec!["c5.large", "m5.large"]);
@@ -221,9 +234,14 @@ async fn on_demand_spot_and_mixed_groups_get_their_prices() {
     assert!(api.asked().contains(&wanted), "{:?}", api.asked());
 
     // A node of no group is priced by its instance type.
-    let labels = [("node.kubernetes.io/instance-type".to_string(), "c5.large".to_string())].into();
-    let p = ferroscale::pricing::node_price_per_hour(&cloud.snapshot(), "aws:///x/i-1", &labels, "n")
-        .unwrap();
+    let labels = [(
+        "node.kubernetes.io/instance-type".to_string(),
+        "c5.large".to_string(),
+    )]
+    .into();
+    let p =
+        ferroscale::pricing::node_price_per_hour(&cloud.snapshot(), "aws:///x/i-1", &labels, "n")
+            .unwrap();
     assert!(close(Some(p), 0.085));
 }
 
@@ -288,10 +306,16 @@ async fn the_price_file_alone_never_asks_aws() {
         endpoint_url: Some(api.url.clone()),
         ..PricingSettings::default()
     };
-    let cloud = AwsCloud::connect(settings, Default::default()).await.unwrap();
+    let cloud = AwsCloud::connect(settings, Default::default())
+        .await
+        .unwrap();
     assert!(close(price(&cloud, "od"), 0.05));
     // No spot prices without AWS: the on-demand price stands in, then the group's discount applies.
-    assert!(close(price(&cloud, "spot"), 0.02), "{:?}", price(&cloud, "spot"));
+    assert!(
+        close(price(&cloud, "spot"), 0.02),
+        "{:?}",
+        price(&cloud, "spot")
+    );
     assert_eq!(price(&cloud, "c5"), None, "no price anywhere for c5.large");
     assert!(api.asked().is_empty());
     assert_eq!(cloud.price_age(), None);

@@ -196,12 +196,26 @@ fn bad_tls_and_price_flags_exit_2_naming_the_flag() {
     );
     for (args, wanted) in [
         (vec!["--pricing-source", "file"], "--price-overrides"),
-        (vec!["--price-overrides", &prices], "nodeGroups.batch.discount"),
-        (vec!["--tls-cert", &not_pem], "--tls-cert needs --tls-key"),
-        (vec!["--tls-client-ca", &not_pem], "--tls-client-ca needs --tls-cert"),
-        (vec!["--tls-cert", &not_pem, "--tls-key", &not_pem], "--tls-cert"),
         (
-            vec!["--expander-tls-cert", &bad_pem, "--expander-tls-key", &bad_pem],
+            vec!["--price-overrides", &prices],
+            "nodeGroups.batch.discount",
+        ),
+        (vec!["--tls-cert", &not_pem], "--tls-cert needs --tls-key"),
+        (
+            vec!["--tls-client-ca", &not_pem],
+            "--tls-client-ca needs --tls-cert",
+        ),
+        (
+            vec!["--tls-cert", &not_pem, "--tls-key", &not_pem],
+            "--tls-cert",
+        ),
+        (
+            vec![
+                "--expander-tls-cert",
+                &bad_pem,
+                "--expander-tls-key",
+                &bad_pem,
+            ],
             "--expander-tls-cert",
         ),
     ] {

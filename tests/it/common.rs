@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
+use ferroscale::grpc::expander::ExpanderSettings;
 use ferroscale::proto::externalgrpc as pb;
 use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use ferroscale::grpc::expander::ExpanderSettings;
 use tonic::transport::{Channel, ServerTlsConfig};
 
 /// Three groups: `general` (zone-labelled, options), `batch` (no zone, tainted), `gpu` (GPU, capacity 2).

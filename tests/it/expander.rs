@@ -7,12 +7,12 @@ use std::time::Duration;
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::engine::expander::{Priorities, Strategy};
 use ferroscale::grpc::expander::ExpanderSettings;
+use ferroscale::pricing::PriceOverrides;
 use ferroscale::proto::expander as pb;
 use ferroscale::proto::expander::expander_client::ExpanderClient;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use prost::Message;
-use ferroscale::pricing::PriceOverrides;
 use tonic::transport::ServerTlsConfig;
 
 use crate::common::{pod, Extras, Running};

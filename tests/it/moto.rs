@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_autoscaling::types::{
-    InstancesDistribution, LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification, MixedInstancesPolicy, Tag,
+    InstancesDistribution, LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification,
+    MixedInstancesPolicy, Tag,
 };
 use ferroscale::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use ferroscale::cloud::aws::{AwsCloud, AwsSettings, PricingSettings};
@@ -127,7 +128,12 @@ impl Moto {
     }
 
     /// A launch template launching `instance_type`, asking for spot capacity if `spot`.
-    pub async fn launch_template_with(&self, name: &str, instance_type: &str, spot: bool) -> String {
+    pub async fn launch_template_with(
+        &self,
+        name: &str,
+        instance_type: &str,
+        spot: bool,
+    ) -> String {
         let market = spot.then(|| {
             aws_sdk_ec2::types::LaunchTemplateInstanceMarketOptionsRequest::builder()
                 .market_type(aws_sdk_ec2::types::MarketType::Spot)

@@ -57,7 +57,11 @@ impl Pki {
                 &["localhost", "127.0.0.1"],
                 ExtendedKeyUsagePurpose::ServerAuth,
             ),
-            client: leaf(&issuer, &["cluster-autoscaler"], ExtendedKeyUsagePurpose::ClientAuth),
+            client: leaf(
+                &issuer,
+                &["cluster-autoscaler"],
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ),
             stranger: leaf(&other, &["intruder"], ExtendedKeyUsagePurpose::ClientAuth),
             dir: tempfile::tempdir().unwrap(),
         };

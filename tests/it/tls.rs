@@ -55,7 +55,10 @@ async fn mutual_tls_requires_a_client_certificate_from_the_trusted_ca() {
     );
     let plain = CloudProviderClient::connect(format!("http://{addr}")).await;
     if let Ok(mut c) = plain {
-        assert!(c.node_groups(pb::NodeGroupsRequest {}).await.is_err(), "plaintext");
+        assert!(
+            c.node_groups(pb::NodeGroupsRequest {}).await.is_err(),
+            "plaintext"
+        );
     }
 }
 
@@ -69,7 +72,10 @@ async fn server_only_tls_serves_any_client_that_trusts_it() {
     };
     let running = Running::spawn(cloud, Default::default(), extras).await;
     assert_eq!(
-        node_groups(&pki, running.grpc_addr, None).await.unwrap().len(),
+        node_groups(&pki, running.grpc_addr, None)
+            .await
+            .unwrap()
+            .len(),
         3
     );
 }
@@ -88,10 +94,23 @@ async fn the_binary_serves_both_listeners_over_tls() {
     let path = |n: &str| pki.path(n).to_str().unwrap().to_string();
     let mut child = std::process::Command::new(BIN)
         .args(["serve", "--memory-config"])
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"))
-        .args(["--listen", &grpc.to_string(), "--http-listen", &http.to_string()])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/memory-cloud.yaml"
+        ))
+        .args([
+            "--listen",
+            &grpc.to_string(),
+            "--http-listen",
+            &http.to_string(),
+        ])
         .args(["--expander-listen", &exp.to_string(), "--expander", "price"])
-        .args(["--tls-cert", &path("server.pem"), "--tls-key", &path("server-key.pem")])
+        .args([
+            "--tls-cert",
+            &path("server.pem"),
+            "--tls-key",
+            &path("server-key.pem"),
+        ])
         .args(["--tls-client-ca", &path("ca.pem")])
         .args(["--expander-tls-cert", &path("server.pem")])
         .args(["--expander-tls-key", &path("server-key.pem")])

@@ -66,9 +66,8 @@ impl Api {
         pricing_endpoint: Option<&str>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let mut pricing = aws_sdk_pricing::config::Builder::from(config).region(
-            aws_config::Region::new(super::prices::PRICING_REGION),
-        );
+        let mut pricing = aws_sdk_pricing::config::Builder::from(config)
+            .region(aws_config::Region::new(super::prices::PRICING_REGION));
         if let Some(url) = pricing_endpoint {
             pricing = pricing.endpoint_url(url);
         }

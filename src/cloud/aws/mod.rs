@@ -341,7 +341,11 @@ impl AwsCloud {
                 LaunchSource::Mixed {
                     template: Some(t), ..
                 } => (
-                    self.launch_facts(t).await?.instance_type.into_iter().collect(),
+                    self.launch_facts(t)
+                        .await?
+                        .instance_type
+                        .into_iter()
+                        .collect(),
                     false,
                 ),
                 other => {
@@ -496,10 +500,7 @@ impl AwsCloud {
 /// How a group buys capacity: its mixed-instances distribution, else spot when its launch template or
 /// configuration asks for spot, else on-demand.
 fn purchase(info: &AsgInfo) -> Purchase {
-    let (types, zones) = (
-        info.instance_types.clone(),
-        info.availability_zones.clone(),
-    );
+    let (types, zones) = (info.instance_types.clone(), info.availability_zones.clone());
     match &info.distribution {
         Some(d) => Purchase {
             on_demand_base: d.on_demand_base,

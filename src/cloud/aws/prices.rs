@@ -33,7 +33,12 @@ pub fn on_demand_price(price_list_item: &str) -> Result<Option<f64>> {
         .filter_map(|term| term.get("priceDimensions")?.as_object())
         .flat_map(|dims| dims.values())
         .filter(|d| d.get("unit").and_then(|u| u.as_str()) == Some("Hrs"))
-        .filter_map(|d| d.pointer("/pricePerUnit/USD")?.as_str()?.parse::<f64>().ok())
+        .filter_map(|d| {
+            d.pointer("/pricePerUnit/USD")?
+                .as_str()?
+                .parse::<f64>()
+                .ok()
+        })
         .filter(|p| p.is_finite() && *p > 0.0);
     Ok(prices.reduce(f64::min))
 }
