@@ -8,6 +8,7 @@ pub mod engine;
 pub mod error;
 pub mod grpc;
 pub mod http;
+pub mod kube;
 pub mod metrics;
 pub mod model;
 pub mod pricing;

@@ -323,6 +323,7 @@ mod tests {
                 ..Default::default()
             },
             unschedulable: false,
+            ..Default::default()
         })
     }
 

@@ -147,6 +147,26 @@ pub struct Pod {
     pub affinity: Vec<PodAffinityTerm>,
     pub anti_affinity: Vec<PodAffinityTerm>,
     pub spread: Vec<SpreadConstraint>,
+    /// Facts scale-up and scale-down rules read, not the scheduler.
+    pub meta: PodMeta,
+}
+
+/// What autoscaling rules (not the scheduler's filters) read of a pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodMeta {
+    /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job`, ...), if any.
+    pub controller: Option<String>,
+    pub priority: i32,
+    /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
+    pub unschedulable: bool,
+    /// Creation time, seconds since the epoch.
+    pub created: i64,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set.
+    pub safe_to_evict: Option<bool>,
+    /// Mounts an emptyDir (not in memory) or hostPath volume.
+    pub local_storage: bool,
+    /// A static pod's mirror (`kubernetes.io/config.mirror`).
+    pub mirror: bool,
 }
 
 impl Pod {
@@ -179,6 +199,11 @@ impl Pod {
             && self.labels == other.labels
             && self.node_name == other.node_name
     }
+
+    /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.
+    pub fn node_bound(&self) -> bool {
+        self.meta.mirror || self.meta.controller.as_deref() == Some("DaemonSet")
+    }
 }
 
 /// A node as the scheduler filters it.
@@ -190,6 +215,28 @@ pub struct Node {
     pub allocatable: Resources,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
+    pub provider_id: String,
+    pub ready: bool,
+    /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`.
+    pub scale_down_disabled: bool,
+    /// Creation time, seconds since the epoch.
+    pub created: i64,
+}
+
+/// A PodDisruptionBudget: how many of the pods it selects may be evicted now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pdb {
+    pub namespace: String,
+    pub name: String,
+    pub selector: LabelSelector,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+}
+
+impl Pdb {
+    pub fn covers(&self, pod: &Pod) -> bool {
+        pod.namespace == self.namespace && self.selector.matches(&pod.labels)
+    }
 }
 
 #[cfg(test)]

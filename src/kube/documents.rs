@@ -1,0 +1,76 @@
+//! Kubernetes objects from YAML: multi-document files and `List`s (what `kubectl get nodes,pods,pdb,ds
+//! -A -o yaml` writes). Unknown kinds and broken objects are errors naming the document and field.
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The objects of a cluster dump.
+#[derive(Debug, Default, Clone)]
+pub struct Objects {
+    pub nodes: Vec<core::Node>,
+    pub pods: Vec<core::Pod>,
+    pub pdbs: Vec<PodDisruptionBudget>,
+    pub daemonsets: Vec<DaemonSet>,
+}
+
+fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> {
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or_else(|| Error::Config(format!("{at}: no kind")))?
+        .to_string();
+    let name = value
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("")
+        .to_string();
+    let at = format!("{at} ({kind} {name})");
+    let bad = |e: serde_yaml::Error| Error::Config(format!("{at}: {e}"));
+    match kind.as_str() {
+        "List" | "NodeList" | "PodList" | "PodDisruptionBudgetList" | "DaemonSetList" => {
+            let items = match value.get("items") {
+                Some(serde_yaml::Value::Sequence(items)) => items.clone(),
+                None | Some(serde_yaml::Value::Null) => vec![],
+                Some(_) => return Err(Error::Config(format!("{at}: items is not a list"))),
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                add(objects, item, &format!("{at} items[{i}]"))?;
+            }
+        }
+        "Node" => objects
+            .nodes
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "Pod" => objects.pods.push(serde_yaml::from_value(value).map_err(bad)?),
+        "PodDisruptionBudget" => objects
+            .pdbs
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "DaemonSet" => objects
+            .daemonsets
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        other => {
+            return Err(Error::Config(format!(
+                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet or a List)"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Parses every document of `text`; `source` names the file in errors.
+pub fn parse(text: &str, source: &str) -> Result<Objects> {
+    let mut objects = Objects::default();
+    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = serde_yaml::Value::deserialize(doc)
+            .map_err(|e| Error::Config(format!("{source}: document {}: {e}", i + 1)))?;
+        if value.is_null() {
+            continue;
+        }
+        add(&mut objects, value, &format!("{source}: document {}", i + 1))?;
+    }
+    Ok(objects)
+}

@@ -1,0 +1,384 @@
+//! Kubernetes objects (k8s-openapi types, as `kubectl get -o yaml` and the API serve them) turned into the
+//! model's pods, nodes and PodDisruptionBudgets. Errors name the object and the field.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+use crate::error::{Error, Result};
+use crate::model::workload::{
+    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SelectorOp,
+    SpreadConstraint, Toleration,
+};
+use crate::model::{RequestParts, Resources, Taint, TaintEffect};
+
+const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+const MIRROR: &str = "kubernetes.io/config.mirror";
+
+fn time(t: &Option<meta::Time>) -> i64 {
+    t.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
+}
+
+fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
+    Resources::from_quantities(
+        field,
+        map.iter()
+            .flatten()
+            .map(|(k, q)| (k.as_str(), q.0.as_str())),
+    )
+}
+
+fn requests(r: &Option<core::ResourceRequirements>, field: &str) -> Result<Resources> {
+    resources(&r.as_ref().and_then(|r| r.requests.clone()), field)
+}
+
+fn effect(e: &str, field: &str) -> Result<TaintEffect> {
+    match e {
+        "NoSchedule" => Ok(TaintEffect::NoSchedule),
+        "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
+        "NoExecute" => Ok(TaintEffect::NoExecute),
+        other => Err(Error::invalid(field, format!("unknown taint effect {other:?}"))),
+    }
+}
+
+fn op(o: &str, field: &str) -> Result<SelectorOp> {
+    Ok(match o {
+        "In" => SelectorOp::In,
+        "NotIn" => SelectorOp::NotIn,
+        "Exists" => SelectorOp::Exists,
+        "DoesNotExist" => SelectorOp::DoesNotExist,
+        "Gt" => SelectorOp::Gt,
+        "Lt" => SelectorOp::Lt,
+        other => return Err(Error::invalid(field, format!("unknown operator {other:?}"))),
+    })
+}
+
+/// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
+pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelector> {
+    Ok(LabelSelector {
+        match_labels: s.match_labels.clone().unwrap_or_default(),
+        requirements: s
+            .match_expressions
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, e)| {
+                Ok(Requirement {
+                    key: e.key.clone(),
+                    op: op(&e.operator, &format!("{field}.matchExpressions[{i}].operator"))?,
+                    values: e.values.clone().unwrap_or_default(),
+                })
+            })
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn affinity_terms(
+    terms: &Option<Vec<core::PodAffinityTerm>>,
+    field: &str,
+) -> Result<Vec<PodAffinityTerm>> {
+    terms
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| {
+            Ok(PodAffinityTerm {
+                selector: match &t.label_selector {
+                    Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
+                    None => LabelSelector {
+                        // No selector matches no pod.
+                        match_labels: BTreeMap::new(),
+                        requirements: vec![Requirement {
+                            key: "ferroscale.io/matches-nothing".into(),
+                            op: SelectorOp::Exists,
+                            values: vec![],
+                        }],
+                    },
+                },
+                namespaces: t.namespaces.clone().unwrap_or_default(),
+                topology_key: t.topology_key.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Whether a pod is done (it needs no node).
+pub fn pod_terminal(p: &core::Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+/// A pod as the engine sees it.
+pub fn pod(p: &core::Pod) -> Result<Pod> {
+    let namespace = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let at = |field: &str| format!("pod {namespace}/{name}: {field}");
+    let default = core::PodSpec::default();
+    let spec = p.spec.as_ref().unwrap_or(&default);
+    let parts = RequestParts {
+        pod_level: match &spec.resources {
+            Some(r) if r.requests.as_ref().is_some_and(|m| !m.is_empty()) => {
+                Some(requests(&spec.resources, &at("spec.resources.requests"))?)
+            }
+            _ => None,
+        },
+        containers: spec
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                requests(
+                    &c.resources,
+                    &at(&format!("spec.containers[{i}].resources.requests")),
+                )
+            })
+            .collect::<Result<_>>()?,
+        init: spec
+            .init_containers
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| {
+                let r = requests(
+                    &c.resources,
+                    &at(&format!("spec.initContainers[{i}].resources.requests")),
+                )?;
+                Ok((r, c.restart_policy.as_deref() == Some("Always")))
+            })
+            .collect::<Result<_>>()?,
+        overhead: resources(&spec.overhead, &at("spec.overhead"))?,
+    };
+    let node_affinity = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|sel| {
+            sel.node_selector_terms
+                .iter()
+                .enumerate()
+                .map(|(t, term)| {
+                    term.match_expressions
+                        .iter()
+                        .flatten()
+                        .enumerate()
+                        .map(|(i, e)| {
+                            Ok(Requirement {
+                                key: e.key.clone(),
+                                op: op(
+                                    &e.operator,
+                                    &at(&format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{t}].matchExpressions[{i}].operator")),
+                                )?,
+                                values: e.values.clone().unwrap_or_default(),
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
+    let pod_affinity = spec.affinity.as_ref().and_then(|a| a.pod_affinity.as_ref());
+    let pod_anti = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref());
+    let tolerations = spec
+        .tolerations
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| {
+            Ok(Toleration {
+                key: t.key.clone().unwrap_or_default(),
+                value: match t.operator.as_deref() {
+                    Some("Exists") => None,
+                    _ => Some(t.value.clone().unwrap_or_default()),
+                },
+                effect: t
+                    .effect
+                    .as_deref()
+                    .filter(|e| !e.is_empty())
+                    .map(|e| effect(e, &at(&format!("spec.tolerations[{i}].effect"))))
+                    .transpose()?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let host_ports = spec
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            let port = u16::try_from(p.host_port?).ok().filter(|p| *p > 0)?;
+            Some(HostPort {
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                ip: p.host_ip.clone().unwrap_or_default(),
+                port,
+            })
+        })
+        .collect();
+    let spread = spec
+        .topology_spread_constraints
+        .iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, c)| c.when_unsatisfiable == "DoNotSchedule")
+        .map(|(i, c)| {
+            Ok(SpreadConstraint {
+                max_skew: c.max_skew,
+                topology_key: c.topology_key.clone(),
+                selector: match &c.label_selector {
+                    Some(s) => label_selector(
+                        s,
+                        &at(&format!("spec.topologySpreadConstraints[{i}].labelSelector")),
+                    )?,
+                    None => LabelSelector::default(),
+                },
+            })
+        })
+        .collect::<Result<_>>()?;
+    let annotations = p.metadata.annotations.clone().unwrap_or_default();
+    let unschedulable = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("Unschedulable")
+            })
+        });
+    let local_storage = spec.volumes.iter().flatten().any(|v| {
+        v.host_path.is_some()
+            || v
+                .empty_dir
+                .as_ref()
+                .is_some_and(|e| e.medium.as_deref() != Some("Memory"))
+    });
+    Ok(Pod {
+        labels: p.metadata.labels.clone().unwrap_or_default(),
+        requests: parts.effective(),
+        node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        node_affinity,
+        tolerations,
+        host_ports,
+        affinity: affinity_terms(
+            &pod_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.clone()),
+            &at("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        )?,
+        anti_affinity: affinity_terms(
+            &pod_anti.and_then(|a| a.required_during_scheduling_ignored_during_execution.clone()),
+            &at("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        )?,
+        spread,
+        meta: PodMeta {
+            controller: p
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.kind.clone()),
+            priority: spec.priority.unwrap_or(0),
+            unschedulable,
+            created: time(&p.metadata.creation_timestamp),
+            safe_to_evict: annotations.get(SAFE_TO_EVICT).map(|v| v == "true"),
+            local_storage,
+            mirror: annotations.contains_key(MIRROR),
+        },
+        namespace,
+        name,
+    })
+}
+
+/// A node as the engine sees it.
+pub fn node(n: &core::Node) -> Result<Node> {
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let spec = n.spec.clone().unwrap_or_default();
+    let status = n.status.clone().unwrap_or_default();
+    let mut allocatable = resources(
+        &status.allocatable.clone().or(status.capacity.clone()),
+        &format!("node {name}: status.allocatable"),
+    )?;
+    if allocatable.pods == 0 {
+        allocatable.pods = 110;
+    }
+    Ok(Node {
+        labels: n.metadata.labels.clone().unwrap_or_default(),
+        taints: spec
+            .taints
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, t)| {
+                Ok(Taint {
+                    key: t.key.clone(),
+                    value: t.value.clone().unwrap_or_default(),
+                    effect: effect(&t.effect, &format!("node {name}: spec.taints[{i}].effect"))?,
+                })
+            })
+            .collect::<Result<_>>()?,
+        allocatable,
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        provider_id: spec.provider_id.clone().unwrap_or_default(),
+        ready: status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        scale_down_disabled: n
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SCALE_DOWN_DISABLED))
+            .is_some_and(|v| v == "true"),
+        created: time(&n.metadata.creation_timestamp),
+        name,
+    })
+}
+
+/// A PodDisruptionBudget.
+pub fn pdb(p: &PodDisruptionBudget) -> Result<Pdb> {
+    let namespace = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let selector = match p.spec.as_ref().and_then(|s| s.selector.as_ref()) {
+        Some(s) => label_selector(s, &format!("pdb {namespace}/{name}: spec.selector"))?,
+        None => LabelSelector::default(),
+    };
+    Ok(Pdb {
+        disruptions_allowed: p
+            .status
+            .as_ref()
+            .and_then(|s| s.disruptions_allowed)
+            .unwrap_or(0),
+        selector,
+        namespace,
+        name,
+    })
+}
+
+/// The pod a DaemonSet would run on a new node (for the daemon overhead of templates).
+pub fn daemonset_pod(d: &DaemonSet) -> Result<Pod> {
+    let template = d.spec.template.clone();
+    let mut p = pod(&core::Pod {
+        metadata: meta::ObjectMeta {
+            namespace: d.metadata.namespace.clone(),
+            name: d.metadata.name.clone(),
+            labels: template.metadata.as_ref().and_then(|m| m.labels.clone()),
+            ..Default::default()
+        },
+        spec: template.spec,
+        status: None,
+    })?;
+    p.meta.controller = Some("DaemonSet".into());
+    Ok(p)
+}
