@@ -17,6 +17,7 @@ use crate::engine::expander::{Priorities, Strategy};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pricing::{PriceOverrides, PricingSource};
+use crate::engine::autoscaler::Settings;
 use crate::tls::TlsFiles;
 
 /// A node autoscaler for Kubernetes on AWS.
@@ -32,6 +33,147 @@ pub struct Cli {
 pub enum Command {
     /// Serve cluster-autoscaler's externalgrpc CloudProvider protocol (point CA's --cloud-config at it).
     Serve(ServeArgs),
+    /// What would the autoscaler do, and why? Runs the loop on a cluster snapshot with a virtual clock.
+    Simulate(SimulateArgs),
+}
+
+/// Flags of the autoscaling loop, upstream cluster-autoscaler's names and defaults.
+#[derive(Debug, Args, Clone)]
+pub struct EngineArgs {
+    /// Expander strategy chain: random, most-pods, least-waste, least-nodes, price, priority.
+    #[arg(long, value_name = "CHAIN", default_value = "least-waste")]
+    pub expander: String,
+    /// YAML of the priority strategy (upstream's `priorities` format).
+    #[arg(long, value_name = "FILE")]
+    pub priority_config: Option<PathBuf>,
+    /// The user's prices (see `serve --price-overrides`).
+    #[arg(long, value_name = "FILE")]
+    pub price_overrides: Option<PathBuf>,
+    /// Maximum nodes in all groups together (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_nodes_total: usize,
+    /// Minimum and maximum cores in the cluster, MIN:MAX.
+    #[arg(long, value_name = "MIN:MAX", default_value = "0:320000", value_parser = parse_range)]
+    pub cores_total: (i64, i64),
+    /// Minimum and maximum GiB of memory in the cluster, MIN:MAX.
+    #[arg(long, value_name = "MIN:MAX", default_value = "0:6400000", value_parser = parse_range)]
+    pub memory_total: (i64, i64),
+    /// Most nodes one scale-up adds.
+    #[arg(long, default_value_t = 1000)]
+    pub max_nodes_per_scaleup: usize,
+    /// Pods younger than this do not trigger a scale-up.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::model::parse_go_duration)]
+    pub new_pod_scale_up_delay: Duration,
+    /// Pods with priority below this never trigger a scale-up.
+    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
+    pub expendable_pods_priority_cutoff: i32,
+    /// Whether nodes are ever removed.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub scale_down_enabled: bool,
+    /// After a scale-up, scale-down waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::model::parse_go_duration)]
+    pub scale_down_delay_after_add: Duration,
+    /// A node below this share of requested cpu and memory may be removed (groups may override).
+    #[arg(long, default_value_t = 0.5)]
+    pub scale_down_utilization_threshold: f64,
+    /// How long a node must be unneeded before it is removed (groups may override).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::model::parse_go_duration)]
+    pub scale_down_unneeded_time: Duration,
+    /// Keep nodes with pods using emptyDir or hostPath.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub skip_nodes_with_local_storage: bool,
+    /// Keep nodes with kube-system pods that have no PodDisruptionBudget.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub skip_nodes_with_system_pods: bool,
+    /// Most empty nodes removed in one loop.
+    #[arg(long, default_value_t = 10)]
+    pub max_empty_bulk_delete: usize,
+    /// Split scale-ups across groups with the same template (zone aside).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub balance_similar_node_groups: bool,
+}
+
+fn parse_range(s: &str) -> std::result::Result<(i64, i64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: expected MIN:MAX"))?;
+    let n = |x: &str| x.trim().parse::<i64>().map_err(|e| format!("{x:?}: {e}"));
+    let (a, b) = (n(a)?, n(b)?);
+    if a > b {
+        return Err(format!("{s:?}: MIN above MAX"));
+    }
+    Ok((a, b))
+}
+
+impl EngineArgs {
+    /// The engine's settings; files are read here, errors name the flag.
+    pub fn settings(&self) -> Result<Settings> {
+        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
+            return Err(Error::Config(format!(
+                "--scale-down-utilization-threshold: must be in [0, 1], got {}",
+                self.scale_down_utilization_threshold
+            )));
+        }
+        let priorities = match &self.priority_config {
+            Some(path) => Priorities::parse(&std::fs::read_to_string(path).map_err(|e| {
+                Error::Config(format!("cannot read --priority-config {}: {e}", path.display()))
+            })?)
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
+            None => Priorities::default(),
+        };
+        let defaults = crate::model::OptionValues {
+            scale_down_utilization_threshold: self.scale_down_utilization_threshold,
+            scale_down_unneeded_time: self.scale_down_unneeded_time,
+            ..Default::default()
+        };
+        Ok(Settings {
+            expander: Strategy::parse_chain(&self.expander)?,
+            priorities,
+            max_nodes_total: self.max_nodes_total,
+            cores_total: self.cores_total,
+            memory_total_gib: self.memory_total,
+            max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+            new_pod_scale_up_delay: self.new_pod_scale_up_delay,
+            expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
+            scale_down_enabled: self.scale_down_enabled,
+            scale_down_delay_after_add: self.scale_down_delay_after_add,
+            skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
+            skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
+            max_empty_bulk_delete: self.max_empty_bulk_delete,
+            balance_similar_node_groups: self.balance_similar_node_groups,
+            defaults,
+        })
+    }
+
+    /// The price file, if given.
+    pub fn price_overrides(&self) -> Result<PriceOverrides> {
+        match &self.price_overrides {
+            Some(p) => PriceOverrides::load(p),
+            None => Ok(PriceOverrides::default()),
+        }
+    }
+}
+
+/// Flags of `ferroscale simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The cluster: what `kubectl get nodes,pods,pdb,ds -A -o yaml` writes, or multi-document YAML.
+    #[arg(long, value_name = "FILE")]
+    pub cluster: PathBuf,
+    /// The node groups, in the memory cloud's format (see examples/groups.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub node_groups: PathBuf,
+    /// Loops to run.
+    #[arg(long, default_value_t = 1)]
+    pub loops: u32,
+    /// Virtual time between loops.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::model::parse_go_duration)]
+    pub scan_interval: Duration,
+    /// Virtual time from a scale-up to the new node joining (0: the next loop).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::model::parse_go_duration)]
+    pub provision_delay: Duration,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Where node groups come from.

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod model;
 pub mod pricing;
 pub mod server;
+pub mod simulate;
 pub mod tls;
 
 pub use error::{Error, Result};

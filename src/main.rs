@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
 use clap::Parser;
-use ferroscale::cli::{Cli, Command, ServeArgs};
+use ferroscale::cli::{Cli, Command, ServeArgs, SimulateArgs};
 use ferroscale::grpc::expander::{watch_priority_file, ExpanderSettings};
 use ferroscale::metrics::Metrics;
 use ferroscale::Error;
@@ -37,6 +37,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
+            Command::Simulate(args) => simulate(args),
         }
     });
     match result {
@@ -99,4 +100,37 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
         settings.shutdown_grace_period,
     )
     .await
+}
+
+fn simulate(args: SimulateArgs) -> ferroscale::Result<()> {
+    let read = |path: &std::path::Path, flag: &str| {
+        std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("cannot read {flag} {}: {e}", path.display())))
+    };
+    let objects = ferroscale::kube::documents::parse(
+        &read(&args.cluster, "--cluster")?,
+        &args.cluster.display().to_string(),
+    )?;
+    let groups = ferroscale::cloud::memory::MemoryConfig::load(&args.node_groups)?;
+    let settings = args.engine.settings()?;
+    let mut sim = ferroscale::simulate::Simulation::new(
+        &objects,
+        &groups,
+        &args.engine.price_overrides()?,
+    )?;
+    let pacing = ferroscale::simulate::Pacing {
+        loops: args.loops,
+        scan_interval: args.scan_interval,
+        provision_delay: args.provision_delay,
+    };
+    for _ in 0..pacing.loops {
+        let report = sim.step(&settings, &pacing);
+        let line = serde_json::to_string(&report).map_err(|e| Error::Io {
+            context: "writing the report".into(),
+            source: std::io::Error::other(e),
+        })?;
+        println!("{line}");
+        eprintln!("{}", ferroscale::simulate::summary(&report));
+    }
+    Ok(())
 }

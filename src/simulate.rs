@@ -1,0 +1,373 @@
+//! `ferroscale simulate`: the autoscaling loop on a cluster snapshot with a virtual clock. The snapshot's
+//! nodes are adopted by the groups of a memory-cloud file (by provider id or the `ferroscale.io/node-group`
+//! label); each loop the simulated scheduler binds pending pods, the engine decides, and its decisions are
+//! applied: new nodes join after `--provision-delay`, removed nodes' pods go back to pending.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cloud::memory::{MemoryCloud, MemoryConfig};
+use crate::cloud::Cloud;
+use crate::engine::autoscaler::{run_once, template_node, Memory, Settings, World};
+use crate::engine::predicates::{fits, NodeInfo};
+use crate::error::{Error, Result};
+use crate::kube::documents::Objects;
+use crate::kube::objects;
+use crate::model::workload::{Node, Pdb, Pod};
+use crate::model::{NodeGroup, NODE_GROUP_LABEL};
+use crate::pricing::PriceOverrides;
+
+/// The clock and pacing of a simulation.
+#[derive(Debug, Clone)]
+pub struct Pacing {
+    pub loops: u32,
+    /// `--scan-interval`: virtual time between loops.
+    pub scan_interval: Duration,
+    /// `--provision-delay`: from scale-up to the node joining (0: at the next loop).
+    pub provision_delay: Duration,
+}
+
+/// One pod or node with why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Reasoned {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleUpReport {
+    pub group: String,
+    pub delta: i32,
+    /// Nodes the cloud could not launch (the group is backed off).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub failed: i32,
+    pub pods: Vec<String>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDownReport {
+    pub node: String,
+    pub group: String,
+    pub reason: String,
+    pub evicted: Vec<String>,
+}
+
+/// What one loop decided, as printed on stdout (one JSON object per loop).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopReport {
+    #[serde(rename = "loop")]
+    pub loop_number: u32,
+    /// Seconds of virtual time since the simulation started.
+    pub time: i64,
+    pub scale_up: Vec<ScaleUpReport>,
+    pub scale_down: Vec<ScaleDownReport>,
+    pub pending: Vec<Reasoned>,
+    pub unremovable: Vec<Reasoned>,
+    /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
+    pub nodes: BTreeMap<String, usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expander: Vec<String>,
+}
+
+/// A cluster and its groups under simulation.
+pub struct Simulation {
+    nodes: Vec<Node>,
+    node_groups: HashMap<String, String>,
+    pods: Vec<Pod>,
+    pdbs: Vec<Pdb>,
+    daemon_pods: Vec<Pod>,
+    groups: Vec<Arc<NodeGroup>>,
+    launch_left: HashMap<String, Option<i32>>,
+    joining: Vec<(i64, String)>,
+    memory: Memory,
+    start: i64,
+    now: i64,
+    loop_number: u32,
+    next_node: usize,
+}
+
+impl Simulation {
+    /// Builds the simulation; errors name the document, object or group at fault.
+    pub fn new(objects: &Objects, config: &MemoryConfig, prices: &PriceOverrides) -> Result<Self> {
+        let mut nodes = Vec::new();
+        for n in &objects.nodes {
+            nodes.push(objects::node(n)?);
+        }
+        let mut pods = Vec::new();
+        for p in objects.pods.iter().filter(|p| !objects::pod_terminal(p)) {
+            pods.push(objects::pod(p)?);
+        }
+        let pdbs = objects.pdbs.iter().map(objects::pdb).collect::<Result<_>>()?;
+        let daemon_pods = objects
+            .daemonsets
+            .iter()
+            .map(objects::daemonset_pod)
+            .collect::<Result<_>>()?;
+        // Templates, bounds, options and prices come from the memory cloud; sizes from the nodes adopted.
+        let mut bare = config.clone();
+        for g in &mut bare.node_groups {
+            g.instances.clear();
+            g.target_size = Some(g.min_size.max(0));
+            g.launch_capacity = None;
+        }
+        let cloud = MemoryCloud::with_prices(&bare, prices)?;
+        let snapshot = cloud.snapshot();
+        let mut node_groups = HashMap::new();
+        for n in &nodes {
+            let by_label = n.labels.get(NODE_GROUP_LABEL).cloned();
+            let by_instance = config.node_groups.iter().find(|g| {
+                g.instances
+                    .iter()
+                    .any(|i| !n.provider_id.is_empty() && n.provider_id.ends_with(&format!("/{}", i.id)))
+            });
+            let group = by_instance.map(|g| g.name.clone()).or(by_label);
+            if let Some(g) = group {
+                if snapshot.group(&g).is_err() {
+                    return Err(Error::Config(format!(
+                        "node {}: label {NODE_GROUP_LABEL}={g} names no group of the node-groups file",
+                        n.name
+                    )));
+                }
+                node_groups.insert(n.name.clone(), g);
+            }
+        }
+        let mut groups = Vec::new();
+        for gc in &config.node_groups {
+            let mut g = NodeGroup::clone(snapshot.group(&gc.name)?);
+            let adopted = node_groups.values().filter(|v| **v == gc.name).count() as i32;
+            g.target_size = gc.target_size.unwrap_or(adopted).max(adopted);
+            g.instances.clear();
+            groups.push(Arc::new(g));
+        }
+        let start = pods
+            .iter()
+            .map(|p| p.meta.created)
+            .chain(nodes.iter().map(|n| n.created))
+            .max()
+            .unwrap_or(0);
+        Ok(Simulation {
+            launch_left: config
+                .node_groups
+                .iter()
+                .map(|g| (g.name.clone(), g.launch_capacity))
+                .collect(),
+            nodes,
+            node_groups,
+            pods,
+            pdbs,
+            daemon_pods,
+            groups,
+            joining: Vec::new(),
+            memory: Memory::default(),
+            start,
+            now: start,
+            loop_number: 0,
+            next_node: 0,
+        })
+    }
+
+    fn group_mut(&mut self, id: &str) -> Option<&mut NodeGroup> {
+        self.groups
+            .iter_mut()
+            .find(|g| g.id == id)
+            .map(Arc::make_mut)
+    }
+
+    /// Nodes whose join time has come, with the DaemonSet pods that start on them.
+    fn join_nodes(&mut self) {
+        let now = self.now;
+        let (due, later): (Vec<_>, Vec<_>) = self.joining.drain(..).partition(|(at, _)| *at <= now);
+        self.joining = later;
+        for (_, group) in due {
+            let Some(g) = self.groups.iter().find(|g| g.id == group).cloned() else {
+                continue;
+            };
+            self.next_node += 1;
+            let name = format!("{group}-sim-{}", self.next_node);
+            let mut node = template_node(&g.template, &name, &group);
+            node.created = now;
+            let mut info = NodeInfo::new(node.clone());
+            for d in &self.daemon_pods {
+                if fits(d, &[], &info).is_ok() {
+                    let mut p = d.clone();
+                    p.name = format!("{}-{name}", d.name);
+                    p.node_name = Some(name.clone());
+                    p.meta.created = now;
+                    info.add(&p);
+                    self.pods.push(p);
+                }
+            }
+            self.node_groups.insert(name, group);
+            self.nodes.push(node);
+        }
+    }
+
+    /// The simulated scheduler: binds each pending pod to the first node it fits, by priority then age;
+    /// the others are marked unschedulable, as the real scheduler would.
+    fn schedule(&mut self) {
+        let mut infos: Vec<NodeInfo> = self.nodes.iter().cloned().map(NodeInfo::new).collect();
+        let index: HashMap<String, usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        for p in &self.pods {
+            if let Some(&i) = p.node_name.as_ref().and_then(|n| index.get(n)) {
+                infos[i].add(p);
+            }
+        }
+        let mut pending: Vec<usize> = (0..self.pods.len())
+            .filter(|&i| self.pods[i].node_name.is_none())
+            .collect();
+        pending.sort_by_key(|&i| (-self.pods[i].meta.priority, self.pods[i].meta.created));
+        for i in pending {
+            let pod = &self.pods[i];
+            let found = (0..infos.len())
+                .filter(|&n| self.nodes[n].ready)
+                .find(|&n| fits(pod, &infos, &infos[n]).is_ok());
+            match found {
+                Some(n) => {
+                    infos[n].add(pod);
+                    let name = self.nodes[n].name.clone();
+                    let p = &mut self.pods[i];
+                    p.node_name = Some(name);
+                    p.meta.unschedulable = false;
+                }
+                None => self.pods[i].meta.unschedulable = true,
+            }
+        }
+    }
+
+    /// Runs one loop and applies its decisions.
+    pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
+        self.loop_number += 1;
+        self.join_nodes();
+        self.schedule();
+        let world = World {
+            nodes: &self.nodes,
+            node_groups: &self.node_groups,
+            pods: &self.pods,
+            pdbs: &self.pdbs,
+            daemon_pods: &self.daemon_pods,
+            groups: &self.groups,
+        };
+        let now = self.now;
+        let d = run_once(&world, settings, &mut self.memory, now);
+        let mut report = LoopReport {
+            loop_number: self.loop_number,
+            time: now - self.start,
+            scale_up: Vec::new(),
+            scale_down: Vec::new(),
+            pending: d
+                .pending
+                .iter()
+                .map(|(p, r)| Reasoned {
+                    pod: Some(p.clone()),
+                    node: None,
+                    reason: r.clone(),
+                })
+                .collect(),
+            unremovable: d
+                .unremovable
+                .iter()
+                .map(|(n, r)| Reasoned {
+                    pod: None,
+                    node: Some(n.clone()),
+                    reason: r.clone(),
+                })
+                .collect(),
+            nodes: BTreeMap::new(),
+            expander: d.expander.clone(),
+        };
+        for up in &d.scale_up {
+            let left = self.launch_left.get(&up.group).copied().flatten();
+            let launched = left.map_or(up.delta, |l| up.delta.min(l.max(0)));
+            if let Some(Some(l)) = self.launch_left.get_mut(&up.group) {
+                *l -= launched;
+            }
+            if let Some(g) = self.group_mut(&up.group) {
+                g.target_size += launched;
+            }
+            let join_at = now + pacing.provision_delay.as_secs() as i64;
+            for _ in 0..launched {
+                self.joining.push((join_at, up.group.clone()));
+            }
+            if launched < up.delta {
+                self.memory.scale_up_failed(&up.group, now);
+            }
+            report.scale_up.push(ScaleUpReport {
+                group: up.group.clone(),
+                delta: up.delta,
+                failed: up.delta - launched,
+                pods: up.pods.clone(),
+            });
+        }
+        for down in &d.scale_down {
+            self.nodes.retain(|n| n.name != down.node);
+            self.node_groups.remove(&down.node);
+            if let Some(g) = self.group_mut(&down.group) {
+                g.target_size -= 1;
+            }
+            self.pods.retain(|p| {
+                !(p.node_name.as_deref() == Some(down.node.as_str()) && p.node_bound())
+            });
+            for p in &mut self.pods {
+                if p.node_name.as_deref() == Some(down.node.as_str()) {
+                    p.node_name = None;
+                }
+            }
+            report.scale_down.push(ScaleDownReport {
+                node: down.node.clone(),
+                group: down.group.clone(),
+                reason: down.reason.clone(),
+                evicted: down.evict.clone(),
+            });
+        }
+        for n in &self.nodes {
+            let g = self.node_groups.get(&n.name).cloned().unwrap_or_else(|| "-".into());
+            *report.nodes.entry(g).or_default() += 1;
+        }
+        self.now += pacing.scan_interval.as_secs().max(1) as i64;
+        report
+    }
+}
+
+/// A person's summary of one loop, for stderr.
+pub fn summary(r: &LoopReport) -> String {
+    let ups: Vec<String> = r
+        .scale_up
+        .iter()
+        .map(|u| {
+            let failed = if u.failed > 0 {
+                format!(" ({} failed)", u.failed)
+            } else {
+                String::new()
+            };
+            format!("+{} {}{failed} for {} pods", u.delta, u.group, u.pods.len())
+        })
+        .collect();
+    let downs: Vec<String> = r.scale_down.iter().map(|s| format!("-{}", s.node)).collect();
+    format!(
+        "loop {} at +{}s: scale-up [{}], scale-down [{}], {} pods pending, {} nodes",
+        r.loop_number,
+        r.time,
+        ups.join(", "),
+        downs.join(", "),
+        r.pending.len(),
+        r.nodes.values().sum::<usize>()
+    )
+}
