@@ -84,11 +84,12 @@ impl ExpanderService {
         }
     }
 
-    /// The tonic server, accepting requests up to [`super::MAX_MESSAGE_BYTES`] (CA sends every template).
+    /// The tonic server, accepting requests up to [`super::MAX_EXPANDER_MESSAGE_BYTES`] (CA sends every
+    /// option's pods and templates).
     pub fn into_server(self) -> ExpanderServer<Self> {
         ExpanderServer::new(self)
-            .max_decoding_message_size(super::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(super::MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(super::MAX_EXPANDER_MESSAGE_BYTES)
+            .max_encoding_message_size(super::MAX_EXPANDER_MESSAGE_BYTES)
     }
 
     /// The answer to one BestOptions request (the whole handler but the transport; public for benchmarks).

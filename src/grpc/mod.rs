@@ -14,8 +14,12 @@ use tonic::{Response, Status};
 use crate::error::Result;
 use crate::metrics::{Metrics, RpcLabels};
 
-/// Largest request accepted: CA's expander sends every group's template in one message.
+/// Largest CloudProvider request accepted (a DeleteNodes of many nodes is the biggest CA sends).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Largest BestOptions request accepted: CA sends every option's pods (200 options × 500 pods is about
+/// 30 MB) and its expander client allows 128 MiB answers, so the expander accepts as much.
+pub const MAX_EXPANDER_MESSAGE_BYTES: usize = 128 << 20;
 
 /// Runs a handler, maps its error, logs failures and records the RPC's count and latency.
 pub async fn instrument<T>(

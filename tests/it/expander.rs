@@ -285,3 +285,27 @@ async fn served_over_tls_to_a_client_that_verifies_the_server() {
         Ok(mut p) => assert!(p.best_options(new_generation()).await.is_err()),
     }
 }
+
+#[tokio::test]
+async fn requests_beyond_16_mib_are_accepted() {
+    // CA sends every option's pods: large scale-ups exceed the 16 MiB of the CloudProvider listener.
+    let (running, _) = start_with("price", "", "", None).await;
+    let addr = running.expander_addr.unwrap();
+    let mut big = pod("1", "2Gi");
+    big.metadata.as_mut().unwrap().annotations =
+        [("padding".to_string(), "x".repeat(10_000))].into();
+    let bytes = big.encode_to_vec();
+    let mut req = new_generation();
+    for o in &mut req.options {
+        o.pod_bytes = vec![bytes.clone(); 700];
+    }
+    assert!(req.encoded_len() > 20 << 20, "{}", req.encoded_len());
+    let mut c = ExpanderClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+        .max_encoding_message_size(128 << 20)
+        // CA's expander client accepts answers up to 128 MiB.
+        .max_decoding_message_size(128 << 20);
+    let r = c.best_options(req).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["spot"]);
+}
