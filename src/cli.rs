@@ -13,11 +13,11 @@ use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use crate::cloud::aws::{AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
+use crate::engine::autoscaler::Settings;
 use crate::engine::expander::{Priorities, Strategy};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pricing::{PriceOverrides, PricingSource};
-use crate::engine::autoscaler::Settings;
 use crate::tls::TlsFiles;
 
 /// A node autoscaler for Kubernetes on AWS.
@@ -116,7 +116,10 @@ impl EngineArgs {
         }
         let priorities = match &self.priority_config {
             Some(path) => Priorities::parse(&std::fs::read_to_string(path).map_err(|e| {
-                Error::Config(format!("cannot read --priority-config {}: {e}", path.display()))
+                Error::Config(format!(
+                    "cannot read --priority-config {}: {e}",
+                    path.display()
+                ))
             })?)
             .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
             None => Priorities::default(),

@@ -113,11 +113,8 @@ fn simulate(args: SimulateArgs) -> ferroscale::Result<()> {
     )?;
     let groups = ferroscale::cloud::memory::MemoryConfig::load(&args.node_groups)?;
     let settings = args.engine.settings()?;
-    let mut sim = ferroscale::simulate::Simulation::new(
-        &objects,
-        &groups,
-        &args.engine.price_overrides()?,
-    )?;
+    let mut sim =
+        ferroscale::simulate::Simulation::new(&objects, &groups, &args.engine.price_overrides()?)?;
     let pacing = ferroscale::simulate::Pacing {
         loops: args.loops,
         scan_interval: args.scan_interval,

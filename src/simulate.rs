@@ -110,7 +110,11 @@ impl Simulation {
         for p in objects.pods.iter().filter(|p| !objects::pod_terminal(p)) {
             pods.push(objects::pod(p)?);
         }
-        let pdbs = objects.pdbs.iter().map(objects::pdb).collect::<Result<_>>()?;
+        let pdbs = objects
+            .pdbs
+            .iter()
+            .map(objects::pdb)
+            .collect::<Result<_>>()?;
         let daemon_pods = objects
             .daemonsets
             .iter()
@@ -129,9 +133,9 @@ impl Simulation {
         for n in &nodes {
             let by_label = n.labels.get(NODE_GROUP_LABEL).cloned();
             let by_instance = config.node_groups.iter().find(|g| {
-                g.instances
-                    .iter()
-                    .any(|i| !n.provider_id.is_empty() && n.provider_id.ends_with(&format!("/{}", i.id)))
+                g.instances.iter().any(|i| {
+                    !n.provider_id.is_empty() && n.provider_id.ends_with(&format!("/{}", i.id))
+                })
             });
             let group = by_instance.map(|g| g.name.clone()).or(by_label);
             if let Some(g) = group {
@@ -338,7 +342,11 @@ impl Simulation {
             });
         }
         for n in &self.nodes {
-            let g = self.node_groups.get(&n.name).cloned().unwrap_or_else(|| "-".into());
+            let g = self
+                .node_groups
+                .get(&n.name)
+                .cloned()
+                .unwrap_or_else(|| "-".into());
             *report.nodes.entry(g).or_default() += 1;
         }
         self.now += pacing.scan_interval.as_secs().max(1) as i64;
@@ -360,7 +368,11 @@ pub fn summary(r: &LoopReport) -> String {
             format!("+{} {}{failed} for {} pods", u.delta, u.group, u.pods.len())
         })
         .collect();
-    let downs: Vec<String> = r.scale_down.iter().map(|s| format!("-{}", s.node)).collect();
+    let downs: Vec<String> = r
+        .scale_down
+        .iter()
+        .map(|s| format!("-{}", s.node))
+        .collect();
     format!(
         "loop {} at +{}s: scale-up [{}], scale-down [{}], {} pods pending, {} nodes",
         r.loop_number,

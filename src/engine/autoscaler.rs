@@ -102,7 +102,8 @@ impl Memory {
             Some(&(_, d, last)) if now - last < BACKOFF_RESET => (d * 2).min(BACKOFF_MAX),
             _ => BACKOFF_INITIAL,
         };
-        self.backoff.insert(group.to_string(), (now + next, next, now));
+        self.backoff
+            .insert(group.to_string(), (now + next, next, now));
     }
 
     fn backed_off(&self, group: &str, now: i64) -> Option<i64> {
@@ -186,7 +187,12 @@ fn summarize(reasons: &BTreeMap<String, usize>) -> String {
 fn similar(a: &TemplateNode, b: &TemplateNode) -> bool {
     let strip = |t: &TemplateNode| {
         let mut l = t.labels.clone();
-        for k in [ZONE_LABEL, HOSTNAME_LABEL, NODE_GROUP_LABEL, "topology.kubernetes.io/region"] {
+        for k in [
+            ZONE_LABEL,
+            HOSTNAME_LABEL,
+            NODE_GROUP_LABEL,
+            "topology.kubernetes.io/region",
+        ] {
             l.remove(k);
         }
         l
@@ -226,8 +232,11 @@ fn balance(groups: &[&NodeGroup], delta: i32) -> Vec<(String, i32)> {
 /// One loop at `now` (seconds since the epoch).
 pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i64) -> Decisions {
     let mut d = Decisions::default();
-    let group_by_id: HashMap<&str, &NodeGroup> =
-        world.groups.iter().map(|g| (g.id.as_str(), g.as_ref())).collect();
+    let group_by_id: HashMap<&str, &NodeGroup> = world
+        .groups
+        .iter()
+        .map(|g| (g.id.as_str(), g.as_ref()))
+        .collect();
     let options_of = |g: &NodeGroup| match &g.options {
         Some(o) => o.apply_to(&settings.defaults),
         None => settings.defaults.clone(),
@@ -254,19 +263,31 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
     for g in world.groups {
         let upcoming = g.target_size - registered.get(g.id.as_str()).copied().unwrap_or(0);
         for k in 0..upcoming.max(0) {
-            infos.push(new_node(g, &format!("{}-upcoming-{k}", g.id), world.daemon_pods));
+            infos.push(new_node(
+                g,
+                &format!("{}-upcoming-{k}", g.id),
+                world.daemon_pods,
+            ));
         }
     }
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
     let mut candidates: Vec<&Pod> = Vec::new();
-    for p in world.pods.iter().filter(|p| p.node_name.is_none() && p.meta.unschedulable) {
+    for p in world
+        .pods
+        .iter()
+        .filter(|p| p.node_name.is_none() && p.meta.unschedulable)
+    {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
-            d.pending.push((p.key(), "expendable: priority below --expendable-pods-priority-cutoff".into()));
+            d.pending.push((
+                p.key(),
+                "expendable: priority below --expendable-pods-priority-cutoff".into(),
+            ));
             continue;
         }
         if now - p.meta.created < settings.new_pod_scale_up_delay.as_secs() as i64 {
-            d.pending.push((p.key(), "younger than --new-pod-scale-up-delay".into()));
+            d.pending
+                .push((p.key(), "younger than --new-pod-scale-up-delay".into()));
             continue;
         }
         match (0..infos.len()).find(|&i| fits(p, &infos, &infos[i]).is_ok()) {
@@ -274,10 +295,14 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
                 let what = if i < existing {
                     format!("fits on node {}", infos[i].node.name)
                 } else {
-                    format!("fits on an upcoming node of {}", infos[i].node.labels[NODE_GROUP_LABEL])
+                    format!(
+                        "fits on an upcoming node of {}",
+                        infos[i].node.labels[NODE_GROUP_LABEL]
+                    )
                 };
                 infos[i].add(p);
-                d.pending.push((p.key(), format!("{what}; no scale-up needed")));
+                d.pending
+                    .push((p.key(), format!("{what}; no scale-up needed")));
             }
             None => candidates.push(p),
         }
@@ -379,7 +404,17 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
     }
 
     if settings.scale_down_enabled && d.scale_up.is_empty() {
-        scale_down(world, settings, memory, now, &group_by_id, &options_of, &mut infos, existing, &mut d);
+        scale_down(
+            world,
+            settings,
+            memory,
+            now,
+            &group_by_id,
+            &options_of,
+            &mut infos,
+            existing,
+            &mut d,
+        );
     }
     d
 }
@@ -466,7 +501,11 @@ fn options_for(
             round.options.push(ExpansionOption {
                 group: g.id.clone(),
                 node_count: e.nodes as i32,
-                pods: e.scheduled.iter().map(|&k| pods[k].requests.clone()).collect(),
+                pods: e
+                    .scheduled
+                    .iter()
+                    .map(|&k| pods[k].requests.clone())
+                    .collect(),
                 template: (*g.template).clone(),
                 price_per_hour: g.price_per_hour,
             });
@@ -501,7 +540,10 @@ fn blocker(p: &Pod, pdbs: &[Pdb], settings: &Settings) -> Option<String> {
         return Some(format!("pod {} has local storage", p.key()));
     }
     if settings.skip_nodes_with_system_pods && p.namespace == "kube-system" && pdb.is_none() {
-        return Some(format!("kube-system pod {} has no PodDisruptionBudget", p.key()));
+        return Some(format!(
+            "kube-system pod {} has no PodDisruptionBudget",
+            p.key()
+        ));
     }
     None
 }
@@ -527,12 +569,18 @@ fn scale_down(
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     for i in 0..existing {
         let node = infos[i].node.clone();
-        let Some(group) = world.node_groups.get(&node.name).and_then(|g| groups.get(g.as_str()))
+        let Some(group) = world
+            .node_groups
+            .get(&node.name)
+            .and_then(|g| groups.get(g.as_str()))
         else {
             continue;
         };
         if node.scale_down_disabled {
-            d.unremovable.push((node.name.clone(), "scale-down disabled by annotation".into()));
+            d.unremovable.push((
+                node.name.clone(),
+                "scale-down disabled by annotation".into(),
+            ));
             continue;
         }
         let opts = options_of(group);
@@ -547,8 +595,20 @@ fn scale_down(
             ));
             continue;
         }
-        let movable: Vec<Pod> = infos[i].pods.iter().filter(|p| !p.node_bound()).cloned().collect();
-        if let Some(why) = movable.iter().find_map(|p| blocker(p, world.pdbs, settings)) {
+        // The pods that would move, unbound from this node.
+        let movable: Vec<Pod> = infos[i]
+            .pods
+            .iter()
+            .filter(|p| !p.node_bound())
+            .map(|p| Pod {
+                node_name: None,
+                ..p.clone()
+            })
+            .collect();
+        if let Some(why) = movable
+            .iter()
+            .find_map(|p| blocker(p, world.pdbs, settings))
+        {
             d.unremovable.push((node.name.clone(), why));
             continue;
         }
@@ -572,7 +632,9 @@ fn scale_down(
             match target {
                 Some(j) => changed.entry(j).or_insert_with(|| infos[j].clone()).add(p),
                 None => {
-                    let why = last.map(|u: Unfit| u.to_string()).unwrap_or_else(|| "no other node".into());
+                    let why = last
+                        .map(|u: Unfit| u.to_string())
+                        .unwrap_or_else(|| "no other node".into());
                     no_room = Some(format!("pod {} fits no other node: {why}", p.key()));
                     break;
                 }
@@ -587,22 +649,32 @@ fn scale_down(
         let waited = now - since;
         let needed = opts.scale_down_unneeded_time.as_secs() as i64;
         if waited < needed {
-            d.unremovable.push((node.name.clone(), format!("unneeded for {waited}s of {needed}s")));
+            d.unremovable.push((
+                node.name.clone(),
+                format!("unneeded for {waited}s of {needed}s"),
+            ));
             continue;
         }
         if recent_add {
-            d.unremovable.push((node.name.clone(), "unneeded, but a scale-up happened within --scale-down-delay-after-add".into()));
+            d.unremovable.push((
+                node.name.clone(),
+                "unneeded, but a scale-up happened within --scale-down-delay-after-add".into(),
+            ));
             continue;
         }
         let going = removed_per_group.get(&group.id).copied().unwrap_or(0);
         if group.target_size - going <= group.min_size {
-            d.unremovable.push((node.name.clone(), format!("group {} at min size", group.id)));
+            d.unremovable
+                .push((node.name.clone(), format!("group {} at min size", group.id)));
             continue;
         }
         let empty = movable.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
         if (empty && empties >= settings.max_empty_bulk_delete) || (!empty && non_empty_removed) {
-            d.unremovable.push((node.name.clone(), "unneeded; waits for the next loop".into()));
+            d.unremovable.push((
+                node.name.clone(),
+                "unneeded; waits for the next loop".into(),
+            ));
             continue;
         }
         if !empty {
@@ -620,7 +692,11 @@ fn scale_down(
                 "utilization {:.2} below {:.2} for {waited}s{}",
                 util,
                 opts.scale_down_utilization_threshold,
-                if empty { ", empty" } else { ", its pods fit elsewhere" }
+                if empty {
+                    ", empty"
+                } else {
+                    ", its pods fit elsewhere"
+                }
             ),
             evict: movable.iter().map(Pod::key).collect(),
         });

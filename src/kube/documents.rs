@@ -70,7 +70,11 @@ pub fn parse(text: &str, source: &str) -> Result<Objects> {
         if value.is_null() {
             continue;
         }
-        add(&mut objects, value, &format!("{source}: document {}", i + 1))?;
+        add(
+            &mut objects,
+            value,
+            &format!("{source}: document {}", i + 1),
+        )?;
     }
     Ok(objects)
 }

@@ -42,7 +42,10 @@ fn effect(e: &str, field: &str) -> Result<TaintEffect> {
         "NoSchedule" => Ok(TaintEffect::NoSchedule),
         "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
         "NoExecute" => Ok(TaintEffect::NoExecute),
-        other => Err(Error::invalid(field, format!("unknown taint effect {other:?}"))),
+        other => Err(Error::invalid(
+            field,
+            format!("unknown taint effect {other:?}"),
+        )),
     }
 }
 
@@ -70,7 +73,10 @@ pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelec
             .map(|(i, e)| {
                 Ok(Requirement {
                     key: e.key.clone(),
-                    op: op(&e.operator, &format!("{field}.matchExpressions[{i}].operator"))?,
+                    op: op(
+                        &e.operator,
+                        &format!("{field}.matchExpressions[{i}].operator"),
+                    )?,
                     values: e.values.clone().unwrap_or_default(),
                 })
             })
@@ -117,7 +123,11 @@ pub fn pod_terminal(p: &core::Pod) -> bool {
 
 /// A pod as the engine sees it.
 pub fn pod(p: &core::Pod) -> Result<Pod> {
-    let namespace = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let namespace = p
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let name = p.metadata.name.clone().unwrap_or_default();
     let at = |field: &str| format!("pod {namespace}/{name}: {field}");
     let default = core::PodSpec::default();
@@ -237,7 +247,9 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 selector: match &c.label_selector {
                     Some(s) => label_selector(
                         s,
-                        &at(&format!("spec.topologySpreadConstraints[{i}].labelSelector")),
+                        &at(&format!(
+                            "spec.topologySpreadConstraints[{i}].labelSelector"
+                        )),
                     )?,
                     None => LabelSelector::default(),
                 },
@@ -258,8 +270,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         });
     let local_storage = spec.volumes.iter().flatten().any(|v| {
         v.host_path.is_some()
-            || v
-                .empty_dir
+            || v.empty_dir
                 .as_ref()
                 .is_some_and(|e| e.medium.as_deref() != Some("Memory"))
     });
@@ -272,11 +283,17 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         tolerations,
         host_ports,
         affinity: affinity_terms(
-            &pod_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.clone()),
+            &pod_affinity.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .clone()
+            }),
             &at("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         anti_affinity: affinity_terms(
-            &pod_anti.and_then(|a| a.required_during_scheduling_ignored_during_execution.clone()),
+            &pod_anti.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .clone()
+            }),
             &at("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         spread,
@@ -348,7 +365,11 @@ pub fn node(n: &core::Node) -> Result<Node> {
 
 /// A PodDisruptionBudget.
 pub fn pdb(p: &PodDisruptionBudget) -> Result<Pdb> {
-    let namespace = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let namespace = p
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let name = p.metadata.name.clone().unwrap_or_default();
     let selector = match p.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(s) => label_selector(s, &format!("pdb {namespace}/{name}: spec.selector"))?,

@@ -19,5 +19,6 @@ mod options;
 mod pki;
 mod pricing;
 mod resize;
+mod simulate;
 mod template;
 mod tls;

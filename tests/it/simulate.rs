@@ -1,0 +1,364 @@
+//! `ferroscale simulate` end to end: scale from zero on the only group that fits, routing by selector,
+//! taint and GPU, every scale-down blocker, limits, backoff to the next group, bad input; in-process on
+//! the same `Simulation` the command runs, plus the binary on the shipped example.
+
+use std::time::Duration;
+
+use ferroscale::cloud::memory::MemoryConfig;
+use ferroscale::engine::autoscaler::Settings;
+use ferroscale::kube::documents;
+use ferroscale::pricing::PriceOverrides;
+use ferroscale::simulate::{LoopReport, Pacing, Simulation};
+
+const GROUPS: &str = r#"
+nodeGroups:
+  - {name: small, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096,
+     labels: {size: small}}
+  - {name: big, minSize: 0, maxSize: 10, capacity: {cpu: 8, memory: 32Gi, pods: 50}, pricePerHour: 0.384,
+     labels: {size: big}}
+  - {name: gpu, minSize: 0, maxSize: 2, capacity: {cpu: 4, memory: 16Gi, pods: 20, nvidia.com/gpu: 1},
+     pricePerHour: 0.526, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+"#;
+
+fn node(name: &str, group: &str, cpu: &str, memory: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{ferroscale.io/node-group: {group}, kubernetes.io/hostname: {name}}}\n\
+         status:\n  allocatable: {{cpu: \"{cpu}\", memory: {memory}, pods: \"20\"}}\n  conditions: [{{type: Ready, status: \"True\"}}]\n"
+    )
+}
+
+/// A pod owned by a ReplicaSet unless `owner` says otherwise; `extra` is YAML under `spec`.
+fn pod(ns: &str, name: &str, cpu: &str, memory: &str, node: Option<&str>, extra: &str) -> String {
+    let node = node
+        .map(|n| format!("  nodeName: {n}\n"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {ns}\n  labels: {{app: {name}}}\n  \
+         ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u, controller: true}}]\n\
+         spec:\n{node}  containers: [{{name: c, resources: {{requests: {{cpu: \"{cpu}\", memory: {memory}}}}}}}]\n{extra}"
+    )
+}
+
+fn sim(cluster: &[String], groups: &str) -> Simulation {
+    let objects = documents::parse(&cluster.join("---\n"), "cluster.yaml").unwrap();
+    Simulation::new(
+        &objects,
+        &MemoryConfig::parse(groups).unwrap(),
+        &PriceOverrides::default(),
+    )
+    .unwrap()
+}
+
+fn pacing() -> Pacing {
+    Pacing {
+        loops: 1,
+        scan_interval: Duration::from_secs(10),
+        provision_delay: Duration::ZERO,
+    }
+}
+
+fn quick_scale_down() -> Settings {
+    let mut s = Settings::default();
+    s.defaults.scale_down_unneeded_time = Duration::ZERO;
+    s.scale_down_delay_after_add = Duration::ZERO;
+    s
+}
+
+fn ups(r: &LoopReport) -> Vec<(&str, i32)> {
+    r.scale_up
+        .iter()
+        .map(|u| (u.group.as_str(), u.delta))
+        .collect()
+}
+
+fn reason_of<'a>(r: &'a LoopReport, pod: &str) -> &'a str {
+    &r.pending
+        .iter()
+        .find(|p| p.pod.as_deref() == Some(pod))
+        .unwrap_or_else(|| panic!("{pod} not pending: {r:?}"))
+        .reason
+}
+
+fn unremovable<'a>(r: &'a LoopReport, node: &str) -> &'a str {
+    &r.unremovable
+        .iter()
+        .find(|n| n.node.as_deref() == Some(node))
+        .unwrap_or_else(|| panic!("{node} not listed: {r:?}"))
+        .reason
+}
+
+#[test]
+fn scale_from_zero_routes_by_size_selector_and_gpu() {
+    let gpu_pod = "  tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n  containers: [{name: c, resources: {requests: {cpu: \"1\", memory: 1Gi, nvidia.com/gpu: \"1\"}}}]\n";
+    let cluster = vec![
+        // 6 cpu: only `big` holds it.
+        pod("a", "wide", "6", "4Gi", None, ""),
+        // Selector pins it to `small`.
+        pod("a", "pinned", "500m", "1Gi", None, "  nodeSelector: {size: small}\n"),
+        // The GPU pod tolerates the taint; replace the containers line.
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: train, namespace: ml, ownerReferences: [{{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}}]}}\nspec:\n{gpu_pod}"
+        ),
+        pod("a", "enormous", "64", "1Gi", None, ""),
+    ];
+    let mut s = sim(&cluster, GROUPS);
+    let r = s.step(&Settings::default(), &pacing());
+    let mut got = ups(&r);
+    got.sort();
+    assert_eq!(got, vec![("big", 1), ("gpu", 1), ("small", 1)], "{r:?}");
+    assert_eq!(
+        reason_of(&r, "a/enormous"),
+        "no group fits: 2 insufficient cpu, 1 taint nvidia.com/gpu=true:NoSchedule not tolerated"
+    );
+    // Next loop the nodes joined and the scheduler placed the pods.
+    let r = s.step(&Settings::default(), &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+    assert_eq!(r.nodes.get("gpu"), Some(&1));
+    assert_eq!(r.pending.len(), 1, "only the enormous pod waits: {r:?}");
+}
+
+#[test]
+fn pods_that_fit_existing_or_upcoming_nodes_trigger_nothing() {
+    let cluster = vec![
+        node("n1", "small", "2", "8Gi"),
+        pod("a", "fits", "1", "1Gi", None, ""),
+    ];
+    let mut s = sim(&cluster, GROUPS);
+    let r = s.step(&Settings::default(), &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+    assert!(r.pending.is_empty(), "the scheduler bound it: {r:?}");
+}
+
+#[test]
+fn scale_down_removes_idle_nodes_and_explains_every_kept_one() {
+    let mut cluster = vec![];
+    let blockers: [(&str, String); 6] = [
+        ("pdb", pod("a", "guarded", "100m", "100Mi", Some("pdb"), "")),
+        ("system", pod("kube-system", "coredns", "100m", "100Mi", Some("system"), "")),
+        (
+            "bare",
+            pod("a", "bare", "100m", "100Mi", Some("bare"), "").replace(
+                "  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u, controller: true}]\n",
+                "",
+            ),
+        ),
+        (
+            "local",
+            pod("a", "cache", "100m", "100Mi", Some("local"), "  volumes: [{name: v, emptyDir: {}}]\n"),
+        ),
+        (
+            "pinned",
+            pod("a", "precious", "100m", "100Mi", Some("pinned"), "").replace(
+                "  labels: {app: precious}\n",
+                "  labels: {app: precious}\n  annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"}\n",
+            ),
+        ),
+        ("busy", pod("a", "busy", "1500m", "1Gi", Some("busy"), "")),
+    ];
+    for (n, p) in &blockers {
+        cluster.push(node(n, "small", "2", "8Gi"));
+        cluster.push(p.clone());
+    }
+    cluster.push(node("idle", "small", "2", "8Gi"));
+    cluster.push(
+        node("keep", "small", "2", "8Gi").replace(
+            "  labels:",
+            "  annotations: {cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"}\n  labels:",
+        ),
+    );
+    cluster.push(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: a}\n\
+         spec: {selector: {matchLabels: {app: guarded}}}\nstatus: {disruptionsAllowed: 0}\n"
+            .into(),
+    );
+    let mut s = sim(&cluster, GROUPS);
+    let r = s.step(&quick_scale_down(), &pacing());
+    let removed: Vec<&str> = r.scale_down.iter().map(|d| d.node.as_str()).collect();
+    assert_eq!(removed, vec!["idle"], "{r:?}");
+    assert!(unremovable(&r, "pdb").contains("PodDisruptionBudget a/guard allows no disruption"));
+    assert!(unremovable(&r, "system")
+        .contains("kube-system pod kube-system/coredns has no PodDisruptionBudget"));
+    assert!(unremovable(&r, "bare").contains("has no controller"));
+    assert!(unremovable(&r, "local").contains("has local storage"));
+    assert!(unremovable(&r, "pinned").contains("safe-to-evict=false"));
+    assert!(unremovable(&r, "busy").contains("not below threshold"));
+    assert_eq!(unremovable(&r, "keep"), "scale-down disabled by annotation");
+}
+
+#[test]
+fn a_node_whose_pods_fit_elsewhere_goes_after_the_unneeded_time_and_its_pods_move() {
+    let cluster = vec![
+        node("a", "small", "2", "8Gi"),
+        node("b", "small", "2", "8Gi"),
+        pod("x", "one", "500m", "1Gi", Some("a"), ""),
+        pod("x", "two", "500m", "1Gi", Some("b"), ""),
+    ];
+    let mut s = sim(&cluster, GROUPS);
+    let mut settings = quick_scale_down();
+    settings.defaults.scale_down_unneeded_time = Duration::from_secs(15);
+    let r = s.step(&settings, &pacing());
+    assert!(r.scale_down.is_empty());
+    assert_eq!(unremovable(&r, "a"), "unneeded for 0s of 15s");
+    let _ = s.step(&settings, &pacing());
+    let r = s.step(&settings, &pacing());
+    assert_eq!(r.scale_down.len(), 1, "one non-empty node per loop: {r:?}");
+    assert_eq!(r.scale_down[0].evicted.len(), 1);
+    let r = s.step(&settings, &pacing());
+    assert!(
+        r.pending.is_empty(),
+        "the evicted pod found the other node: {r:?}"
+    );
+    assert_eq!(r.nodes.get("small"), Some(&1));
+}
+
+#[test]
+fn min_size_and_a_pod_with_nowhere_to_go_keep_nodes() {
+    let groups = GROUPS.replace("{name: small, minSize: 0", "{name: small, minSize: 2");
+    let cluster = vec![
+        node("a", "small", "2", "8Gi"),
+        node("b", "small", "2", "8Gi"),
+        node("c", "big", "2", "8Gi"),
+        pod(
+            "x",
+            "lonely",
+            "500m",
+            "1Gi",
+            Some("c"),
+            "  nodeSelector: {size: big}\n",
+        ),
+    ];
+    let mut s = sim(&cluster, &groups);
+    let r = s.step(&quick_scale_down(), &pacing());
+    assert_eq!(unremovable(&r, "a"), "group small at min size");
+    assert!(
+        unremovable(&r, "c").contains("fits no other node: node selector not matched"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn limits_cap_the_scale_up() {
+    let cluster: Vec<String> = (0..10)
+        .map(|i| {
+            pod(
+                "a",
+                &format!("p{i}"),
+                "1500m",
+                "1Gi",
+                None,
+                "  nodeSelector: {size: small}\n",
+            )
+        })
+        .collect();
+    let mut s = sim(&cluster, GROUPS);
+    let mut settings = Settings::default();
+    settings.max_nodes_total = 4;
+    let r = s.step(&settings, &pacing());
+    assert_eq!(ups(&r), vec![("small", 4)]);
+    assert_eq!(r.pending.len(), 6);
+    assert!(
+        reason_of(&r, "a/p9").contains("would exceed a limit"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_group_that_cannot_launch_is_backed_off_and_the_next_best_used() {
+    let groups = GROUPS.replace(
+        "pricePerHour: 0.096,",
+        "pricePerHour: 0.096, launchCapacity: 0,",
+    );
+    let cluster = vec![pod("a", "web", "1", "1Gi", None, "")];
+    let mut s = sim(&cluster, &groups);
+    let mut settings = Settings::default();
+    settings.expander = ferroscale::engine::expander::Strategy::parse_chain("price").unwrap();
+    let r = s.step(&settings, &pacing());
+    assert_eq!(r.scale_up[0].group, "small", "cheapest first");
+    assert_eq!(r.scale_up[0].failed, 1);
+    let r = s.step(&settings, &pacing());
+    assert_eq!(ups(&r), vec![("big", 1)], "small is backed off: {r:?}");
+}
+
+#[test]
+fn bad_input_names_the_document_and_field() {
+    let e = documents::parse("kind: Service\nmetadata: {name: web}\n", "c.yaml").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("c.yaml: document 1 (Service web): unsupported kind"),
+        "{e}"
+    );
+    let e = documents::parse(
+        "kind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n",
+        "c.yaml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("c.yaml: document 1 (Pod p)"), "{e}");
+    let objects = documents::parse(&node("n", "nope", "2", "8Gi"), "c.yaml").unwrap();
+    let e = Simulation::new(
+        &objects,
+        &MemoryConfig::parse(GROUPS).unwrap(),
+        &PriceOverrides::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string().contains("ferroscale.io/node-group=nope"),
+        "{e}"
+    );
+    let bad_cpu = pod("a", "p", "lots", "1Gi", None, "");
+    let objects = documents::parse(&bad_cpu, "c.yaml").unwrap();
+    let e = Simulation::new(
+        &objects,
+        &MemoryConfig::parse(GROUPS).unwrap(),
+        &PriceOverrides::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("pod a/p: spec.containers[0].resources.requests.cpu"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_binary_runs_the_shipped_example() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["simulate", "--loops", "2"])
+        .arg("--cluster")
+        .arg(format!("{root}/examples/cluster.yaml"))
+        .arg("--node-groups")
+        .arg(format!("{root}/examples/groups.yaml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["loop"], 1);
+    let groups: Vec<&str> = lines[0]["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, vec!["general-a", "gpu"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loop 1 at +0s"));
+    let (code, err) = crate::cli::run_failing(&[
+        "simulate",
+        "--cluster",
+        "/nonexistent.yaml",
+        "--node-groups",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--cluster /nonexistent.yaml"), "{err}");
+}
