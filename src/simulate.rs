@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::engine::autoscaler::{run_once, template_node, Memory, Settings, World};
-use crate::engine::predicates::{fits, NodeInfo};
+use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::error::{Error, Result};
 use crate::kube::documents::Objects;
 use crate::kube::objects;
@@ -238,20 +238,19 @@ impl Simulation {
             .filter(|&i| self.pods[i].node_name.is_none())
             .collect();
         pending.sort_by_key(|&i| (-self.pods[i].meta.priority, self.pods[i].meta.created));
-        for i in pending {
-            let pod = &self.pods[i];
-            let found = (0..infos.len())
-                .filter(|&n| self.nodes[n].ready)
-                .find(|&n| fits(pod, &infos, &infos[n]).is_ok());
-            match found {
+        let ready: Vec<bool> = self.nodes.iter().map(|n| n.ready).collect();
+        let placed = {
+            let pods: Vec<&Pod> = pending.iter().map(|&i| &self.pods[i]).collect();
+            first_fit(&pods, &mut infos, |n| ready[n])
+        };
+        for (i, at) in pending.into_iter().zip(placed) {
+            let p = &mut self.pods[i];
+            match at {
                 Some(n) => {
-                    infos[n].add(pod);
-                    let name = self.nodes[n].name.clone();
-                    let p = &mut self.pods[i];
-                    p.node_name = Some(name);
+                    p.node_name = Some(self.nodes[n].name.clone());
                     p.meta.unschedulable = false;
                 }
-                None => self.pods[i].meta.unschedulable = true,
+                None => p.meta.unschedulable = true,
             }
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::estimator::{estimate, Unplaced};
 use super::expander::{self, Context, ExpansionOption, Priorities, Strategy};
-use super::predicates::{fits, NodeInfo, Unfit};
+use super::predicates::{first_fit, fits, fits_in, repelling, NodeInfo, Unfit};
 use crate::model::workload::{Node, Pdb, Pod, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::{NodeGroup, OptionValues, TemplateNode, NODE_GROUP_LABEL};
 
@@ -272,7 +272,7 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
     }
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
-    let mut candidates: Vec<&Pod> = Vec::new();
+    let mut waiting: Vec<&Pod> = Vec::new();
     for p in world
         .pods
         .iter()
@@ -290,7 +290,14 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
                 .push((p.key(), "younger than --new-pod-scale-up-delay".into()));
             continue;
         }
-        match (0..infos.len()).find(|&i| fits(p, &infos, &infos[i]).is_ok()) {
+        waiting.push(p);
+    }
+    let mut candidates: Vec<&Pod> = Vec::new();
+    for (p, placed) in waiting
+        .iter()
+        .zip(first_fit(&waiting, &mut infos, |_| true))
+    {
+        match placed {
             Some(i) => {
                 let what = if i < existing {
                     format!("fits on node {}", infos[i].node.name)
@@ -300,7 +307,6 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
                         infos[i].node.labels[NODE_GROUP_LABEL]
                     )
                 };
-                infos[i].add(p);
                 d.pending
                     .push((p.key(), format!("{what}; no scale-up needed")));
             }
@@ -567,6 +573,7 @@ fn scale_down(
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
     let mut non_empty_removed = false;
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
+    let any_repelling = repelling(&infos[..existing]);
     for i in 0..existing {
         let node = infos[i].node.clone();
         let Some(group) = world
@@ -615,13 +622,14 @@ fn scale_down(
         // Every pod must fit somewhere else (not on nodes going away this loop); only the nodes that
         // receive pods are copied.
         let mut changed: HashMap<usize, NodeInfo> = HashMap::new();
+        let repels = any_repelling || movable.iter().any(|p| !p.anti_affinity.is_empty());
         let mut no_room = None;
         for p in &movable {
             let others = (0..existing).filter(|&j| j != i && !removed.contains(&j));
             let mut last = None;
             let target = others.clone().find(|&j| {
                 let n = changed.get(&j).unwrap_or(&infos[j]);
-                match fits(p, &infos[..existing], n) {
+                match fits_in(p, &infos[..existing], n, repels) {
                     Ok(()) => true,
                     Err(u) => {
                         last.get_or_insert(u);

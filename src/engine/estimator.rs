@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::predicates::{fits_neighbours, fits_node, NodeInfo, Unfit};
+use super::predicates::{fits_in, NodeInfo, Unfit};
 use crate::model::workload::{Node, Pod, HOSTNAME_LABEL};
 
 /// What the estimate found.
@@ -103,17 +103,7 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
     let mut limit_hit = false;
     // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
     let mut any_anti = false;
-    let fits = |pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, any_anti: bool| {
-        fits_node(pod, node)?;
-        if any_anti
-            || !pod.affinity.is_empty()
-            || !pod.anti_affinity.is_empty()
-            || !pod.spread.is_empty()
-        {
-            fits_neighbours(pod, nodes, node)?;
-        }
-        Ok::<(), Unfit>(())
-    };
+    let fits = fits_in;
     let empty = new_node(template, 0);
     for group in groups {
         if limit_hit {

@@ -283,19 +283,73 @@ fn fits_node_placement(pod: &Pod, node: &Node) -> bool {
                 .any(|t| t.iter().all(|r| r.matches(&node.labels))))
 }
 
+/// Whether any pod placed on `nodes` has required anti-affinity, which every new pod must then be
+/// checked against.
+pub fn repelling(nodes: &[NodeInfo]) -> bool {
+    nodes
+        .iter()
+        .any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
+}
+
+/// Every filter, for callers that track [`repelling`] as they place pods instead of rescanning.
+pub fn fits_in(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    node: &NodeInfo,
+    repelling: bool,
+) -> Result<(), Unfit> {
+    fits_node(pod, node)?;
+    if repelling
+        || !pod.affinity.is_empty()
+        || !pod.anti_affinity.is_empty()
+        || !pod.spread.is_empty()
+    {
+        fits_neighbours(pod, nodes, node)?;
+    }
+    Ok(())
+}
+
 /// Every filter.
 pub fn fits(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit> {
-    fits_node(pod, node)?;
-    if pod.affinity.is_empty()
-        && pod.anti_affinity.is_empty()
-        && pod.spread.is_empty()
-        && !nodes
-            .iter()
-            .any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
-    {
-        return Ok(());
+    fits_in(pod, nodes, node, repelling(nodes))
+}
+
+/// Places each pod on the first eligible node it fits, in order, updating the nodes; `None` for pods
+/// that fit nowhere. Identical pods whose placement only gets harder as nodes fill skip the nodes the
+/// previous one did not fit, so a batch of replicas costs O(pods + nodes) checks.
+pub fn first_fit(
+    pods: &[&Pod],
+    nodes: &mut [NodeInfo],
+    eligible: impl Fn(usize) -> bool,
+) -> Vec<Option<usize>> {
+    let mut out = vec![None; pods.len()];
+    let mut repels = repelling(nodes);
+    let groups = super::estimator::equivalence_groups(pods);
+    let mut group_of = vec![0usize; pods.len()];
+    for (g, members) in groups.iter().enumerate() {
+        for &i in members {
+            group_of[i] = g;
+        }
     }
-    fits_neighbours(pod, nodes, node)
+    let mut start = vec![0usize; groups.len()];
+    for (i, pod) in pods.iter().enumerate() {
+        let g = group_of[i];
+        let monotone = pod.affinity.is_empty() && pod.spread.is_empty();
+        let from = if monotone { start[g] } else { 0 };
+        let found = (from..nodes.len())
+            .filter(|&n| eligible(n))
+            .find(|&n| fits_in(pod, nodes, &nodes[n], repels).is_ok());
+        match found {
+            Some(n) => {
+                nodes[n].add(pod);
+                repels |= !pod.anti_affinity.is_empty();
+                start[g] = n;
+                out[i] = Some(n);
+            }
+            None => start[g] = nodes.len(),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
