@@ -157,7 +157,7 @@ fn handler(bencher: Bencher, chain: &str) {
     let svc = service(chain);
     let req = request();
     let answer = svc.answer(req.clone()).unwrap();
-    assert_eq!(answer.options.len(), 1, "one winner");
+    assert!(!answer.options.is_empty(), "a winner (ties are all kept)");
     bencher
         .with_inputs(|| req.clone())
         .bench_local_values(|r| black_box(svc.answer(r).unwrap()));
@@ -188,7 +188,7 @@ fn grpc_round_trip(bencher: Bencher) {
     bencher.with_inputs(|| req.clone()).bench_local_values(|r| {
         rt.block_on(async {
             let a = client.best_options(r).await.unwrap().into_inner();
-            assert_eq!(a.options.len(), 1);
+            assert!(!a.options.is_empty());
             black_box(a)
         })
     });

@@ -93,6 +93,20 @@ pub struct EngineArgs {
     pub balance_similar_node_groups: bool,
 }
 
+/// The tiers of `--priority-config`, or none; errors name the flag and file.
+fn load_priorities(path: Option<&Path>) -> Result<Priorities> {
+    let Some(path) = path else {
+        return Ok(Priorities::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::Config(format!(
+            "cannot read --priority-config {}: {e}",
+            path.display()
+        ))
+    })?;
+    Priorities::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}
+
 fn parse_range(s: &str) -> std::result::Result<(i64, i64), String> {
     let (a, b) = s
         .split_once(':')
@@ -114,16 +128,7 @@ impl EngineArgs {
                 self.scale_down_utilization_threshold
             )));
         }
-        let priorities = match &self.priority_config {
-            Some(path) => Priorities::parse(&std::fs::read_to_string(path).map_err(|e| {
-                Error::Config(format!(
-                    "cannot read --priority-config {}: {e}",
-                    path.display()
-                ))
-            })?)
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
-            None => Priorities::default(),
-        };
+        let priorities = load_priorities(self.priority_config.as_deref())?;
         let defaults = crate::model::OptionValues {
             scale_down_utilization_threshold: self.scale_down_utilization_threshold,
             scale_down_unneeded_time: self.scale_down_unneeded_time,
@@ -452,16 +457,7 @@ impl ServeArgs {
                     .or(file.expander.as_deref())
                     .unwrap_or("least-waste"),
             )?,
-            priorities: match &priority_config {
-                Some(path) => Priorities::parse(&std::fs::read_to_string(path).map_err(|e| {
-                    Error::Config(format!(
-                        "cannot read --priority-config {}: {e}",
-                        path.display()
-                    ))
-                })?)
-                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?,
-                None => Priorities::default(),
-            },
+            priorities: load_priorities(priority_config.as_deref())?,
             priority_config,
             price_overrides,
             tls,

@@ -98,6 +98,9 @@ impl ExpanderService {
         let snapshot = self.cloud.snapshot();
         let mut candidates = Vec::new();
         let mut originals = Vec::new();
+        // CA sends the same pending pods in every option: each distinct pod is decoded once.
+        let mut decoded: std::collections::HashMap<&[u8], crate::model::Resources> =
+            std::collections::HashMap::new();
         for (i, o) in req.options.iter().enumerate() {
             let id = &o.node_group_id;
             let bytes = req.node_bytes_map.get(id).map(Vec::as_slice);
@@ -120,11 +123,16 @@ impl ExpanderService {
                     .iter()
                     .enumerate()
                     .map(|(k, b)| {
-                        convert::pod_requests(&convert::pod(
+                        if let Some(r) = decoded.get(b.as_slice()) {
+                            return Ok(r.clone());
+                        }
+                        let r = convert::pod_requests(&convert::pod(
                             b,
                             None,
                             &format!("options[{i}].podBytes[{k}]"),
-                        )?)
+                        )?)?;
+                        decoded.insert(b.as_slice(), r.clone());
+                        Ok(r)
                     })
                     .collect::<Result<Vec<_>>>()?
             };

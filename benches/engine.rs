@@ -1,0 +1,194 @@
+//! The engine at the sizes where peers are slow (issue: CA takes 15 minutes for 3,000 pending pods,
+//! Karpenter 33 for 40,000). divan's allocation profiler reports the bytes each run allocates.
+//!
+//! * `estimate_51000`: upstream's biggest binpacking case, 50,000 pods of 50m/100B plus 1,000 of 95m/190B
+//!   onto 1000m/5000Mi/100-pod nodes → 2,595 nodes.
+//! * `loop_50000_pending`: one `run_once` with 1,000 full nodes × 50 pods and 50,000 pending pods of five
+//!   deployments over five groups.
+//! * `anti_affinity_5000`: 5,000 pending replicas with hostname anti-affinity (one per node).
+//! * `scale_down_2000`: scale-down evaluation of 2,000 lightly used nodes.
+//!
+//! Run with `cargo bench --bench engine`.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::Arc;
+
+use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
+use ferroscale::cloud::Cloud;
+use ferroscale::engine::autoscaler::{run_once, Memory, Settings, World};
+use ferroscale::engine::estimator::estimate;
+use ferroscale::model::workload::{
+    LabelSelector, Node, Pod, PodAffinityTerm, PodMeta, HOSTNAME_LABEL,
+};
+use ferroscale::model::{NodeGroup, Resources};
+
+#[global_allocator]
+static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
+
+fn main() {
+    divan::main();
+}
+
+const MIB: i64 = 1 << 20;
+const GIB: i64 = 1 << 30;
+
+fn pod(name: String, app: &str, cpu_milli: i64, memory: i64) -> Pod {
+    Pod {
+        namespace: "default".into(),
+        name,
+        labels: [("app".to_string(), app.to_string())].into(),
+        requests: Resources {
+            cpu_milli,
+            memory,
+            pods: 1,
+            ..Default::default()
+        },
+        meta: PodMeta {
+            controller: Some("ReplicaSet".into()),
+            unschedulable: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn template(cpu_milli: i64, memory: i64, pods: i64) -> Node {
+    Node {
+        name: "t".into(),
+        allocatable: Resources {
+            cpu_milli,
+            memory,
+            pods,
+            ..Default::default()
+        },
+        ready: true,
+        ..Default::default()
+    }
+}
+
+#[divan::bench(sample_count = 20)]
+fn estimate_51000(bencher: divan::Bencher) {
+    let mut pods: Vec<Pod> = (0..50_000)
+        .map(|i| pod(format!("a-{i}"), "a", 50, 100))
+        .collect();
+    pods.extend((0..1_000).map(|i| pod(format!("b-{i}"), "b", 95, 190)));
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let t = template(1000, 5000 * MIB, 100);
+    assert_eq!(estimate(&refs, &t, 3000).nodes, 2595);
+    bencher.bench_local(|| black_box(estimate(black_box(&refs), &t, 3000)));
+}
+
+#[divan::bench(sample_count = 20)]
+fn anti_affinity_5000(bencher: divan::Bencher) {
+    let pods: Vec<Pod> = (0..5_000)
+        .map(|i| {
+            let mut p = pod(format!("db-{i}"), "db", 500, GIB);
+            p.anti_affinity.push(PodAffinityTerm {
+                selector: LabelSelector {
+                    match_labels: [("app".to_string(), "db".to_string())].into(),
+                    requirements: vec![],
+                },
+                namespaces: vec![],
+                topology_key: HOSTNAME_LABEL.into(),
+            });
+            p
+        })
+        .collect();
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let t = template(4000, 16 * GIB, 110);
+    assert_eq!(estimate(&refs, &t, 5000).nodes, 5000);
+    bencher.bench_local(|| black_box(estimate(black_box(&refs), &t, 5000)));
+}
+
+/// A cluster of `nodes` nodes in group `general` with `per_node` pods each of `cpu` millicores, plus
+/// `pending` pods over five deployments, and five groups.
+struct Cluster {
+    nodes: Vec<Node>,
+    node_groups: HashMap<String, String>,
+    pods: Vec<Pod>,
+    groups: Vec<Arc<NodeGroup>>,
+}
+
+fn cluster(nodes: usize, per_node: usize, cpu: i64, pending: usize) -> Cluster {
+    let mut yaml = String::from("nodeGroups:\n");
+    for (name, cpu, mem, price) in [
+        ("general", 4, 16, 0.192),
+        ("large", 8, 32, 0.384),
+        ("xlarge", 16, 64, 0.768),
+        ("memory", 4, 32, 0.252),
+        ("compute", 8, 16, 0.34),
+    ] {
+        yaml.push_str(&format!(
+            "  - {{name: {name}, minSize: 0, maxSize: 100000, capacity: {{cpu: {cpu}, memory: {mem}Gi, pods: 110}}, pricePerHour: {price}}}\n"
+        ));
+    }
+    let cloud = MemoryCloud::new(&MemoryConfig::parse(&yaml).unwrap()).unwrap();
+    let snapshot = cloud.snapshot();
+    let mut groups: Vec<Arc<NodeGroup>> = snapshot.groups().cloned().collect();
+    let general = groups.iter().position(|g| g.id == "general").unwrap();
+    Arc::make_mut(&mut groups[general]).target_size = nodes as i32;
+    let mut out = Cluster {
+        nodes: Vec::new(),
+        node_groups: HashMap::new(),
+        pods: Vec::new(),
+        groups,
+    };
+    for n in 0..nodes {
+        let name = format!("node-{n}");
+        let mut node = template(4000, 16 * GIB, 110);
+        node.name = name.clone();
+        node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
+        out.node_groups.insert(name.clone(), "general".into());
+        out.nodes.push(node);
+        for k in 0..per_node {
+            let mut p = pod(format!("bound-{n}-{k}"), "bound", cpu, 64 * MIB);
+            p.node_name = Some(name.clone());
+            p.meta.unschedulable = false;
+            out.pods.push(p);
+        }
+    }
+    for i in 0..pending {
+        let app = format!("web-{}", i % 5);
+        out.pods.push(pod(
+            format!("{app}-{i}"),
+            &app,
+            250 * (1 + (i % 5) as i64),
+            512 * MIB,
+        ));
+    }
+    out
+}
+
+fn run(c: &Cluster) -> usize {
+    let world = World {
+        nodes: &c.nodes,
+        node_groups: &c.node_groups,
+        pods: &c.pods,
+        pdbs: &[],
+        daemon_pods: &[],
+        groups: &c.groups,
+    };
+    let mut memory = Memory::default();
+    let mut settings = Settings::default();
+    settings.defaults.scale_down_unneeded_time = std::time::Duration::ZERO;
+    settings.scale_down_delay_after_add = std::time::Duration::ZERO;
+    let d = run_once(&world, &settings, &mut memory, 0);
+    d.scale_up.iter().map(|u| u.delta as usize).sum::<usize>() + d.scale_down.len()
+}
+
+#[divan::bench(sample_count = 10)]
+fn loop_50000_pending(bencher: divan::Bencher) {
+    // 50 pods × 80m fill the 4-core nodes: no pending pod fits an existing node.
+    let c = cluster(1_000, 50, 80, 50_000);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 10)]
+fn scale_down_2000(bencher: divan::Bencher) {
+    // 5 pods × 100m: every node is under the threshold; their pods fit elsewhere.
+    let c = cluster(2_000, 5, 100, 0);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
