@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::estimator::{estimate, Unplaced};
 use super::expander::{self, Context, ExpansionOption, Priorities, Strategy};
-use super::predicates::{first_fit, fits, fits_in, repelling, NodeInfo, Unfit};
+use super::predicates::{first_fit, fits, fits_in, repelling, NodeInfo, Repel, Unfit};
 use crate::model::workload::{Node, Pdb, Pod, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::{NodeGroup, OptionValues, TemplateNode, NODE_GROUP_LABEL};
 
@@ -622,7 +622,10 @@ fn scale_down(
         // Every pod must fit somewhere else (not on nodes going away this loop); only the nodes that
         // receive pods are copied.
         let mut changed: HashMap<usize, NodeInfo> = HashMap::new();
-        let repels = any_repelling || movable.iter().any(|p| !p.anti_affinity.is_empty());
+        let repels = movable
+            .iter()
+            .map(Repel::of)
+            .fold(any_repelling, Repel::max);
         let mut no_room = None;
         for p in &movable {
             let others = (0..existing).filter(|&j| j != i && !removed.contains(&j));

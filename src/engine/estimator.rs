@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::predicates::{fits_in, NodeInfo, Unfit};
+use super::predicates::{fits_in, NodeInfo, Repel, Unfit};
 use crate::model::workload::{Node, Pod, HOSTNAME_LABEL};
 
 /// What the estimate found.
@@ -22,7 +22,7 @@ pub struct Estimate {
     pub scheduled: Vec<usize>,
     /// Pods not placed, with why: they fit no empty template node, or the node limit was reached.
     pub unplaced: Vec<(usize, Unplaced)>,
-    /// The new nodes with their pods, for the simulator.
+    /// The new nodes with their pods (only their sums when no pod has inter-pod constraints).
     pub placements: Vec<NodeInfo>,
 }
 
@@ -56,15 +56,25 @@ fn shape_hash(p: &Pod) -> u64 {
 pub fn equivalence_groups(pods: &[&Pod]) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut last: Option<usize> = None;
     for (i, p) in pods.iter().enumerate() {
+        // Replicas usually come one after another: try the previous pod's group before hashing.
+        if let Some(g) = last.filter(|&g| pods[groups[g][0]].same_shape(p)) {
+            groups[g].push(i);
+            continue;
+        }
         let candidates = by_hash.entry(shape_hash(p)).or_default();
         match candidates
             .iter()
             .find(|&&g| pods[groups[g][0]].same_shape(p))
         {
-            Some(&g) => groups[g].push(i),
+            Some(&g) => {
+                groups[g].push(i);
+                last = Some(g);
+            }
             None => {
                 candidates.push(groups.len());
+                last = Some(groups.len());
                 groups.push(vec![i]);
             }
         }
@@ -102,7 +112,11 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
     let mut unplaced = Vec::new();
     let mut limit_hit = false;
     // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
-    let mut any_anti = false;
+    let mut any_anti = Repel::None;
+    // Without inter-pod constraints no check reads the pods on a node: only their sum is kept.
+    let keep_pods = pods
+        .iter()
+        .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
     let fits = fits_in;
     let empty = new_node(template, 0);
     for group in groups {
@@ -111,7 +125,7 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
             continue;
         }
         let first = pods[group[0]];
-        if let Err(why) = fits(first, &[], &empty, false) {
+        if let Err(why) = fits(first, &[], &empty, Repel::None) {
             unplaced.extend(group.iter().map(|&i| (i, Unplaced::NoFit(why.clone()))));
             continue;
         }
@@ -140,8 +154,12 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
                     break;
                 }
             };
-            nodes[n].add(pod);
-            any_anti |= !pod.anti_affinity.is_empty();
+            if keep_pods {
+                nodes[n].add(pod);
+            } else {
+                nodes[n].add_counted(pod);
+            }
+            any_anti = any_anti.max(Repel::of(pod));
             scheduled.push(i);
             start = n;
         }

@@ -30,9 +30,15 @@ impl NodeInfo {
 
     /// Places a pod (no checks: call [`fits`] first).
     pub fn add(&mut self, pod: &Pod) {
+        self.add_counted(pod);
+        self.pods.push(pod.clone());
+    }
+
+    /// Counts a pod's requests and ports without keeping the pod: for simulations where no check reads
+    /// the pods on a node (no inter-pod constraint anywhere).
+    pub fn add_counted(&mut self, pod: &Pod) {
         self.requested.add(&pod.requests);
         self.ports.extend(pod.host_ports.iter().cloned());
-        self.pods.push(pod.clone());
     }
 
     /// Share of allocatable cpu and memory requested, the larger of the two (upstream's utilization).
@@ -189,9 +195,45 @@ fn term_matches_in(
     )
 }
 
+/// How far the anti-affinity of pods already placed reaches: callers track it as they place pods so
+/// that a check looks at other nodes only when some term spans more than one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Repel {
+    /// No placed pod has required anti-affinity.
+    #[default]
+    None,
+    /// Every such term is per node (`kubernetes.io/hostname`).
+    OnNode,
+    /// Some term spans a wider topology (zone, ...).
+    Anywhere,
+}
+
+impl Repel {
+    /// The reach of one pod's anti-affinity.
+    pub fn of(pod: &Pod) -> Repel {
+        pod.anti_affinity
+            .iter()
+            .map(|t| {
+                if t.topology_key == HOSTNAME_LABEL {
+                    Repel::OnNode
+                } else {
+                    Repel::Anywhere
+                }
+            })
+            .max()
+            .unwrap_or(Repel::None)
+    }
+}
+
 /// Filters over pods elsewhere: pod affinity and anti-affinity (both ways) and topology spread. `nodes`
-/// is every node the scheduler may consider, `node` among them or being added.
-pub fn fits_neighbours(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result<(), Unfit> {
+/// is every node the scheduler may consider, `node` among them or being added; `repel` is how far the
+/// placed pods' anti-affinity reaches.
+pub fn fits_neighbours(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    node: &NodeInfo,
+    repel: Repel,
+) -> Result<(), Unfit> {
     for term in &pod.affinity {
         match term_matches_in(pod, term, nodes, node) {
             Some(true) => {}
@@ -234,10 +276,11 @@ pub fn fits_neighbours(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo) -> Result
             })
         })
     };
-    if repelled(node)
-        || nodes
-            .iter()
-            .any(|n| n.node.name != node.node.name && repelled(n))
+    if (repel >= Repel::OnNode && repelled(node))
+        || (repel == Repel::Anywhere
+            && nodes
+                .iter()
+                .any(|n| n.node.name != node.node.name && repelled(n)))
     {
         return Err(Unfit::ExistingAntiAffinity);
     }
@@ -283,28 +326,24 @@ fn fits_node_placement(pod: &Pod, node: &Node) -> bool {
                 .any(|t| t.iter().all(|r| r.matches(&node.labels))))
 }
 
-/// Whether any pod placed on `nodes` has required anti-affinity, which every new pod must then be
-/// checked against.
-pub fn repelling(nodes: &[NodeInfo]) -> bool {
+/// How far the anti-affinity of the pods placed on `nodes` reaches.
+pub fn repelling(nodes: &[NodeInfo]) -> Repel {
     nodes
         .iter()
-        .any(|n| n.pods.iter().any(|p| !p.anti_affinity.is_empty()))
+        .flat_map(|n| n.pods.iter().map(Repel::of))
+        .max()
+        .unwrap_or(Repel::None)
 }
 
 /// Every filter, for callers that track [`repelling`] as they place pods instead of rescanning.
-pub fn fits_in(
-    pod: &Pod,
-    nodes: &[NodeInfo],
-    node: &NodeInfo,
-    repelling: bool,
-) -> Result<(), Unfit> {
+pub fn fits_in(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
     fits_node(pod, node)?;
-    if repelling
+    if repel > Repel::None
         || !pod.affinity.is_empty()
         || !pod.anti_affinity.is_empty()
         || !pod.spread.is_empty()
     {
-        fits_neighbours(pod, nodes, node)?;
+        fits_neighbours(pod, nodes, node, repel)?;
     }
     Ok(())
 }
@@ -342,7 +381,7 @@ pub fn first_fit(
         match found {
             Some(n) => {
                 nodes[n].add(pod);
-                repels |= !pod.anti_affinity.is_empty();
+                repels = repels.max(Repel::of(pod));
                 start[g] = n;
                 out[i] = Some(n);
             }
