@@ -88,7 +88,7 @@ fn pod(i: usize) -> core::Pod {
 fn shape(g: usize) -> (usize, f64) {
     let cpu = 2 << (g % 5);
     let mut price = 0.048 * cpu as f64;
-    if g % 10 == 0 {
+    if g.is_multiple_of(10) {
         price *= 0.7;
     }
     (cpu, price)

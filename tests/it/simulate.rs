@@ -251,8 +251,10 @@ fn limits_cap_the_scale_up() {
         })
         .collect();
     let mut s = sim(&cluster, GROUPS);
-    let mut settings = Settings::default();
-    settings.max_nodes_total = 4;
+    let settings = Settings {
+        max_nodes_total: 4,
+        ..Settings::default()
+    };
     let r = s.step(&settings, &pacing());
     assert_eq!(ups(&r), vec![("small", 4)]);
     assert_eq!(r.pending.len(), 6);
@@ -270,8 +272,10 @@ fn a_group_that_cannot_launch_is_backed_off_and_the_next_best_used() {
     );
     let cluster = vec![pod("a", "web", "1", "1Gi", None, "")];
     let mut s = sim(&cluster, &groups);
-    let mut settings = Settings::default();
-    settings.expander = ferroscale::engine::expander::Strategy::parse_chain("price").unwrap();
+    let settings = Settings {
+        expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
+        ..Settings::default()
+    };
     let r = s.step(&settings, &pacing());
     assert_eq!(r.scale_up[0].group, "small", "cheapest first");
     assert_eq!(r.scale_up[0].failed, 1);
