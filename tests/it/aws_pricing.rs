@@ -266,6 +266,17 @@ async fn prices_are_read_once_per_interval_and_a_new_type_alone() {
     );
     assert!(close(price(&cloud, "memory"), 0.126));
     assert!(cloud.price_age().is_some());
+    // The age of the prices in use is exported.
+    let server = crate::common::TestServer::start_with(cloud.clone()).await;
+    let (status, metrics) = server.get("/metrics").await;
+    assert_eq!(status, 200);
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("ferroscale_price_age_seconds "))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    let age: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((0.0..60.0).contains(&age), "{line}");
+    server.stop().await;
 }
 
 #[tokio::test]
