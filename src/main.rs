@@ -7,11 +7,15 @@ use clap::Parser;
 use ferroscale::cli::{Cli, Command, ServeArgs, SimulateArgs};
 use ferroscale::grpc::expander::{watch_priority_file, ExpanderSettings};
 use ferroscale::metrics::Metrics;
+use ferroscale::tls::ReloadingTls;
 use ferroscale::Error;
 use tracing_subscriber::EnvFilter;
 
 /// How often the priority file is checked for changes.
 const PRIORITY_FILE_POLL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often TLS certificate files are checked for changes (rotation without a restart).
+const TLS_FILE_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Exit code for bad configuration or flags (as clap uses for usage errors).
 const EXIT_CONFIG: u8 = 2;
@@ -55,14 +59,16 @@ fn main() -> ExitCode {
 async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
     let settings = args.resolve()?;
     // Certificates are read before anything starts, so a bad one stops start-up naming its flag.
-    let grpc_tls = match &settings.tls {
-        Some(files) => Some(files.server_config(&ferroscale::tls::PROVIDER_FLAGS)?),
-        None => None,
+    let load_tls = |files: &Option<ferroscale::tls::TlsFiles>, flags| match files {
+        Some(files) => {
+            let tls = ReloadingTls::load(files.clone(), flags)?;
+            tls.watch(TLS_FILE_POLL);
+            Ok::<_, Error>(Some(tls))
+        }
+        None => Ok(None),
     };
-    let expander_tls = match &settings.expander_tls {
-        Some(files) => Some(files.server_config(&ferroscale::tls::EXPANDER_FLAGS)?),
-        None => None,
-    };
+    let grpc_tls = load_tls(&settings.tls, &ferroscale::tls::PROVIDER_FLAGS)?;
+    let expander_tls = load_tls(&settings.expander_tls, &ferroscale::tls::EXPANDER_FLAGS)?;
     let metrics = Arc::new(Metrics::default());
     let cloud = settings.build_cloud(metrics.clone()).await?;
     let bind = |addr| async move {

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Server, ServerTlsConfig};
+use tonic::transport::Server;
 
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::grpc::expander::{ExpanderService, ExpanderSettings};
 use crate::grpc::provider::CloudProviderService;
 use crate::metrics::Metrics;
+use crate::tls::ReloadingTls;
 
 /// How long in-flight requests may finish after the shutdown signal when none is configured: CA's
 /// default per-call deadline, after which its request has failed anyway.
@@ -28,18 +29,32 @@ pub struct Listeners {
     /// The expander service and its strategies, when `--expander-listen` is set.
     pub expander: Option<(TcpListener, Arc<ExpanderSettings>)>,
     /// TLS of the CloudProvider listener (mutual when it names a client CA); None: plaintext.
-    pub grpc_tls: Option<ServerTlsConfig>,
+    pub grpc_tls: Option<Arc<ReloadingTls>>,
     /// TLS of the expander listener; None: plaintext (CA's expander client cannot use that).
-    pub expander_tls: Option<ServerTlsConfig>,
+    pub expander_tls: Option<Arc<ReloadingTls>>,
 }
 
-/// A tonic server builder with TLS when configured.
-fn builder(tls: Option<ServerTlsConfig>, listener: &str) -> Result<Server> {
+/// Serves a router on a listener, over TLS when configured, until `stop` resolves.
+async fn serve_on(
+    router: tonic::transport::server::Router,
+    listener: TcpListener,
+    tls: Option<Arc<ReloadingTls>>,
+    stop: impl Future<Output = ()>,
+) -> std::result::Result<(), tonic::transport::Error> {
     match tls {
-        Some(tls) => Server::builder()
-            .tls_config(tls)
-            .map_err(|e| Error::Config(format!("TLS of the {listener} listener: {e}"))),
-        None => Ok(Server::builder()),
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(crate::tls::incoming(listener, tls), stop)
+                .await
+        }
+        None => {
+            router
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    stop,
+                )
+                .await
+        }
     }
 }
 
@@ -65,8 +80,6 @@ pub async fn serve(
     if expander.is_some() && expander_tls.is_none() {
         tracing::warn!("expander listener is plaintext: cluster-autoscaler's grpc expander client always uses TLS; pass --expander-tls-cert/--expander-tls-key");
     }
-    let mut grpc_builder = builder(grpc_tls, "CloudProvider")?;
-    let mut expander_builder = builder(expander_tls, "expander")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
         let mut rx = stop_rx.clone();
@@ -82,22 +95,25 @@ pub async fn serve(
     let provider = CloudProviderService::new(cloud.clone(), metrics.clone()).into_server();
     let grpc_addr = grpc.local_addr().ok();
     let http_addr = http.local_addr().ok();
-    let grpc_server = grpc_builder
-        .add_service(provider)
-        .serve_with_incoming_shutdown(TcpIncoming::from(grpc).with_nodelay(Some(true)), stopped());
+    let grpc_server = serve_on(
+        Server::builder().add_service(provider),
+        grpc,
+        grpc_tls,
+        stopped(),
+    );
     let expander_addr = expander.as_ref().and_then(|(l, _)| l.local_addr().ok());
     let expander_server = async {
         match expander {
             Some((listener, settings)) => {
                 let service =
                     ExpanderService::new(cloud.clone(), metrics.clone(), settings).into_server();
-                expander_builder
-                    .add_service(service)
-                    .serve_with_incoming_shutdown(
-                        TcpIncoming::from(listener).with_nodelay(Some(true)),
-                        stopped(),
-                    )
-                    .await
+                serve_on(
+                    Server::builder().add_service(service),
+                    listener,
+                    expander_tls,
+                    stopped(),
+                )
+                .await
             }
             None => Ok(()),
         }

@@ -216,7 +216,7 @@ fn bad_tls_and_price_flags_exit_2_naming_the_flag() {
                 "--expander-tls-key",
                 &bad_pem,
             ],
-            "--expander-tls-cert",
+            "--expander-tls-key /",
         ),
     ] {
         let mut all = vec!["serve", "--memory-config", example];

@@ -8,9 +8,10 @@ use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::grpc::expander::ExpanderSettings;
 use ferroscale::proto::externalgrpc as pb;
 use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use ferroscale::tls::ReloadingTls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tonic::transport::{Channel, ServerTlsConfig};
+use tonic::transport::Channel;
 
 /// Three groups: `general` (zone-labelled, options), `batch` (no zone, tainted), `gpu` (GPU, capacity 2).
 pub const GROUPS: &str = r#"
@@ -51,8 +52,8 @@ nodeGroups:
 #[derive(Default)]
 pub struct Extras {
     pub expander: Option<Arc<ExpanderSettings>>,
-    pub grpc_tls: Option<ServerTlsConfig>,
-    pub expander_tls: Option<ServerTlsConfig>,
+    pub grpc_tls: Option<Arc<ReloadingTls>>,
+    pub expander_tls: Option<Arc<ReloadingTls>>,
 }
 
 /// A server task on loopback listeners, stopped by sending on `stop`.

@@ -10,10 +10,10 @@ use ferroscale::grpc::expander::ExpanderSettings;
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::proto::expander as pb;
 use ferroscale::proto::expander::expander_client::ExpanderClient;
+use ferroscale::tls::ReloadingTls;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use prost::Message;
-use tonic::transport::ServerTlsConfig;
 
 use crate::common::{pod, Extras, Running};
 
@@ -46,7 +46,7 @@ async fn start_with(
     chain: &str,
     priorities: &str,
     overrides: &str,
-    tls: Option<ServerTlsConfig>,
+    tls: Option<Arc<ReloadingTls>>,
 ) -> (Running, Arc<ExpanderSettings>) {
     let cloud = Arc::new(
         MemoryCloud::with_prices(

@@ -3,6 +3,9 @@
 //! to a temporary directory too, for the flags.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use ferroscale::tls::ReloadingTls;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -79,16 +82,20 @@ impl Pki {
         self.dir.path().join(name)
     }
 
-    /// The server's TLS settings: mutual when `client_ca`.
-    pub fn server_tls(&self, client_ca: bool) -> tonic::transport::ServerTlsConfig {
+    /// The server's TLS settings from the files: mutual when `client_ca`.
+    pub fn server_tls(&self, client_ca: bool) -> Arc<ReloadingTls> {
         let files = ferroscale::tls::TlsFiles {
             cert: self.path("server.pem"),
             key: self.path("server-key.pem"),
             client_ca: client_ca.then(|| self.path("ca.pem")),
         };
-        files
-            .server_config(&ferroscale::tls::PROVIDER_FLAGS)
-            .unwrap()
+        ReloadingTls::load(files, &ferroscale::tls::PROVIDER_FLAGS).unwrap()
+    }
+
+    /// Replaces the server certificate and key files with `other`'s (a rotation to another CA).
+    pub fn rotate_to(&self, other: &Pki) {
+        std::fs::write(self.path("server.pem"), &other.server.cert).unwrap();
+        std::fs::write(self.path("server-key.pem"), &other.server.key).unwrap();
     }
 
     /// A channel to `addr` that verifies the server against our CA, presenting `identity` if given.

@@ -154,3 +154,40 @@ async fn the_binary_serves_both_listeners_over_tls() {
     assert!((price - 1.0).abs() < 1e-9, "2 h at 0.5/h: {price}");
     assert!(terminate(&mut child).success());
 }
+
+#[tokio::test]
+async fn rotated_certificates_are_served_without_a_restart() {
+    let pki = Pki::new();
+    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
+    let tls = pki.server_tls(false);
+    let watcher = tls.watch(std::time::Duration::from_millis(20));
+    let extras = Extras {
+        grpc_tls: Some(tls.clone()),
+        ..Extras::default()
+    };
+    let running = Running::spawn(cloud, Default::default(), extras).await;
+    let addr = running.grpc_addr;
+    assert!(node_groups(&pki, addr, None).await.is_ok());
+    // cert-manager renews the certificate in place, here from another CA.
+    let renewed = Pki::new();
+    std::fs::write(pki.path("server-key.pem"), "not a key").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(
+        node_groups(&pki, addr, None).await.is_ok(),
+        "a half-written pair keeps the old certificate"
+    );
+    pki.rotate_to(&renewed);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while node_groups(&renewed, addr, None).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new certificate not served"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        node_groups(&pki, addr, None).await.is_err(),
+        "clients trusting only the old CA no longer verify the server"
+    );
+    watcher.abort();
+}
