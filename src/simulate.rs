@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::kube::documents::Objects;
 use crate::kube::objects;
 use crate::model::workload::{Node, Pdb, Pod};
-use crate::model::{NodeGroup, NODE_GROUP_LABEL};
+use crate::model::{Instance, InstanceState, NodeGroup, NODE_GROUP_LABEL};
 use crate::pricing::PriceOverrides;
 
 /// The clock and pacing of a simulation.
@@ -64,6 +64,14 @@ pub struct ScaleDownReport {
     pub evicted: Vec<String>,
 }
 
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteReport {
+    pub group: String,
+    pub instance: String,
+    pub reason: String,
+}
+
 /// What one loop decided, as printed on stdout (one JSON object per loop).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -74,6 +82,9 @@ pub struct LoopReport {
     pub time: i64,
     pub scale_up: Vec<ScaleUpReport>,
     pub scale_down: Vec<ScaleDownReport>,
+    /// Instances deleted because they failed or never registered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delete_instances: Vec<DeleteReport>,
     pub pending: Vec<Reasoned>,
     pub unremovable: Vec<Reasoned>,
     /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
@@ -91,7 +102,8 @@ pub struct Simulation {
     daemon_pods: Vec<Pod>,
     groups: Vec<Arc<NodeGroup>>,
     launch_left: HashMap<String, Option<i32>>,
-    joining: Vec<(i64, String)>,
+    /// (join time, group, instance provider id) of launched instances without a node yet.
+    joining: Vec<(i64, String, String)>,
     memory: Memory,
     start: i64,
     now: i64,
@@ -151,9 +163,34 @@ impl Simulation {
         let mut groups = Vec::new();
         for gc in &config.node_groups {
             let mut g = NodeGroup::clone(snapshot.group(&gc.name)?);
-            let adopted = node_groups.values().filter(|v| **v == gc.name).count() as i32;
-            g.target_size = gc.target_size.unwrap_or(adopted).max(adopted);
+            // The group's instances are its nodes, plus listed instances no node has (never registered).
             g.instances.clear();
+            for n in nodes.iter_mut() {
+                if node_groups.get(&n.name) == Some(&gc.name) {
+                    if n.provider_id.is_empty() {
+                        n.provider_id = format!("sim:///{}/{}", gc.name, n.name);
+                    }
+                    g.instances.push(Instance {
+                        id: n.provider_id.clone(),
+                        state: InstanceState::Running,
+                        error: None,
+                    });
+                }
+            }
+            for i in &gc.instances {
+                if !nodes
+                    .iter()
+                    .any(|n| n.provider_id.ends_with(&format!("/{}", i.id)))
+                {
+                    g.instances.push(Instance {
+                        id: format!("sim:///{}/{}", gc.name, i.id),
+                        state: i.state,
+                        error: i.error.clone(),
+                    });
+                }
+            }
+            let known = g.instances.len() as i32;
+            g.target_size = gc.target_size.unwrap_or(known).max(known);
             groups.push(Arc::new(g));
         }
         let start = pods
@@ -193,16 +230,23 @@ impl Simulation {
     /// Nodes whose join time has come, with the DaemonSet pods that start on them.
     fn join_nodes(&mut self) {
         let now = self.now;
-        let (due, later): (Vec<_>, Vec<_>) = self.joining.drain(..).partition(|(at, _)| *at <= now);
+        let (due, later): (Vec<_>, Vec<_>) =
+            self.joining.drain(..).partition(|(at, _, _)| *at <= now);
         self.joining = later;
-        for (_, group) in due {
+        for (_, group, instance) in due {
             let Some(g) = self.groups.iter().find(|g| g.id == group).cloned() else {
                 continue;
             };
-            self.next_node += 1;
-            let name = format!("{group}-sim-{}", self.next_node);
+            let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
             let mut node = template_node(&g.template, &name, &group);
             node.created = now;
+            node.provider_id = instance.clone();
+            if let Some(i) = self
+                .group_mut(&group)
+                .and_then(|g| g.instances.iter_mut().find(|i| i.id == instance))
+            {
+                i.state = InstanceState::Running;
+            }
             let mut info = NodeInfo::new(node.clone());
             for d in &self.daemon_pods {
                 if fits(d, &[], &info).is_ok() {
@@ -275,6 +319,7 @@ impl Simulation {
             time: now - self.start,
             scale_up: Vec::new(),
             scale_down: Vec::new(),
+            delete_instances: Vec::new(),
             pending: d
                 .pending
                 .iter()
@@ -296,18 +341,37 @@ impl Simulation {
             nodes: BTreeMap::new(),
             expander: d.expander.clone(),
         };
+        for del in &d.delete_instances {
+            if let Some(g) = self.group_mut(&del.group) {
+                g.instances.retain(|i| i.id != del.instance);
+                g.target_size -= 1;
+            }
+            self.joining.retain(|(_, _, id)| *id != del.instance);
+            report.delete_instances.push(DeleteReport {
+                group: del.group.clone(),
+                instance: del.instance.clone(),
+                reason: del.reason.clone(),
+            });
+        }
         for up in &d.scale_up {
             let left = self.launch_left.get(&up.group).copied().flatten();
             let launched = left.map_or(up.delta, |l| up.delta.min(l.max(0)));
             if let Some(Some(l)) = self.launch_left.get_mut(&up.group) {
                 *l -= launched;
             }
-            if let Some(g) = self.group_mut(&up.group) {
-                g.target_size += launched;
-            }
             let join_at = now + pacing.provision_delay.as_secs() as i64;
             for _ in 0..launched {
-                self.joining.push((join_at, up.group.clone()));
+                self.next_node += 1;
+                let id = format!("sim:///{}/i-sim-{}", up.group, self.next_node);
+                if let Some(g) = self.group_mut(&up.group) {
+                    g.target_size += 1;
+                    g.instances.push(Instance {
+                        id: id.clone(),
+                        state: InstanceState::Creating,
+                        error: None,
+                    });
+                }
+                self.joining.push((join_at, up.group.clone(), id));
             }
             if launched < up.delta {
                 self.memory.scale_up_failed(&up.group, now);
@@ -320,11 +384,17 @@ impl Simulation {
             });
         }
         for down in &d.scale_down {
-            self.nodes.retain(|n| n.name != down.node);
-            self.node_groups.remove(&down.node);
+            let provider_id = self
+                .nodes
+                .iter()
+                .find(|n| n.name == down.node)
+                .map(|n| n.provider_id.clone());
             if let Some(g) = self.group_mut(&down.group) {
                 g.target_size -= 1;
+                g.instances.retain(|i| Some(&i.id) != provider_id.as_ref());
             }
+            self.nodes.retain(|n| n.name != down.node);
+            self.node_groups.remove(&down.node);
             self.pods.retain(|p| {
                 !(p.node_name.as_deref() == Some(down.node.as_str()) && p.node_bound())
             });

@@ -10,7 +10,7 @@ use super::estimator::{estimate, Unplaced};
 use super::expander::{self, Context, ExpansionOption, Priorities, Strategy};
 use super::predicates::{first_fit, fits, fits_in, repelling, NodeInfo, Repel, Unfit};
 use crate::model::workload::{Node, Pdb, Pod, HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::{NodeGroup, OptionValues, TemplateNode, NODE_GROUP_LABEL};
+use crate::model::{InstanceState, NodeGroup, OptionValues, TemplateNode, NODE_GROUP_LABEL};
 
 /// Upstream's flags of the loop, with upstream's defaults.
 #[derive(Debug, Clone)]
@@ -88,6 +88,8 @@ pub struct Memory {
     pub last_scale_up: Option<i64>,
     /// Group → (backed off until, current backoff, last failure).
     pub backoff: HashMap<String, (i64, i64, i64)>,
+    /// Instance (provider id) → when it was first seen without a node.
+    pub unregistered_since: HashMap<String, i64>,
 }
 
 /// First backoff after a failed scale-up, doubled per failure up to the max; forgotten after the reset.
@@ -133,9 +135,20 @@ pub struct ScaleDown {
     pub evict: Vec<String>,
 }
 
+/// A cloud instance to delete because it never became a usable node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteInstance {
+    pub group: String,
+    /// Provider id.
+    pub instance: String,
+    pub reason: String,
+}
+
 /// The loop's decisions and explanations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
+    /// Instances that failed to launch or never registered within `--max-node-provision-time`.
+    pub delete_instances: Vec<DeleteInstance>,
     pub scale_up: Vec<ScaleUp>,
     pub scale_down: Vec<ScaleDown>,
     /// Pods left pending, with why.
@@ -242,7 +255,15 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
         None => settings.defaults.clone(),
     };
 
-    // Cluster state: existing nodes with their pods, then the nodes asked for but not registered yet.
+    // Cluster state: instances that failed or never registered go, and their group backs off.
+    cleanup_instances(world, &options_of, memory, now, &mut d);
+    let deleting: HashMap<&str, i32> =
+        d.delete_instances.iter().fold(HashMap::new(), |mut m, x| {
+            *m.entry(x.group.as_str()).or_default() += 1;
+            m
+        });
+
+    // Existing nodes with their pods, then the nodes asked for but not registered yet.
     let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
     let index: HashMap<&str, usize> = world
         .nodes
@@ -261,7 +282,9 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
         *registered.entry(g.as_str()).or_default() += 1;
     }
     for g in world.groups {
-        let upcoming = g.target_size - registered.get(g.id.as_str()).copied().unwrap_or(0);
+        let upcoming = g.target_size
+            - registered.get(g.id.as_str()).copied().unwrap_or(0)
+            - deleting.get(g.id.as_str()).copied().unwrap_or(0);
         for k in 0..upcoming.max(0) {
             infos.push(new_node(
                 g,
@@ -423,6 +446,57 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
         );
     }
     d
+}
+
+/// Failed launches are deleted at once and back their group off; instances without a node after the
+/// group's `maxNodeProvisionTime` (15m) are deleted too (upstream's unregistered-node cleanup).
+fn cleanup_instances(
+    world: &World,
+    options_of: &dyn Fn(&NodeGroup) -> OptionValues,
+    memory: &mut Memory,
+    now: i64,
+    d: &mut Decisions,
+) {
+    let registered: std::collections::HashSet<&str> = world
+        .nodes
+        .iter()
+        .map(|n| n.provider_id.as_str())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut still: HashMap<String, i64> = HashMap::new();
+    for g in world.groups {
+        let limit = options_of(g).max_node_provision_time.as_secs() as i64;
+        let mut failed = false;
+        for i in &g.instances {
+            if registered.contains(i.id.as_str()) || i.state == InstanceState::Deleting {
+                continue;
+            }
+            if let Some(e) = &i.error {
+                failed = true;
+                d.delete_instances.push(DeleteInstance {
+                    group: g.id.clone(),
+                    instance: i.id.clone(),
+                    reason: format!("launch failed: {}", e.code),
+                });
+                continue;
+            }
+            let since = *memory.unregistered_since.get(&i.id).unwrap_or(&now);
+            if now - since >= limit {
+                failed = true;
+                d.delete_instances.push(DeleteInstance {
+                    group: g.id.clone(),
+                    instance: i.id.clone(),
+                    reason: format!("no node registered within {limit}s"),
+                });
+            } else {
+                still.insert(i.id.clone(), since);
+            }
+        }
+        if failed {
+            memory.scale_up_failed(&g.id, now);
+        }
+    }
+    memory.unregistered_since = still;
 }
 
 /// Nodes, cores and memory the cluster has, counting this loop's scale-ups.

@@ -366,3 +366,61 @@ fn the_binary_runs_the_shipped_example() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--cluster /nonexistent.yaml"), "{err}");
 }
+
+#[test]
+fn instances_that_never_register_are_deleted_and_the_next_group_used() {
+    let cluster = vec![pod("a", "web", "1", "1Gi", None, "")];
+    let mut s = sim(&cluster, GROUPS);
+    let settings = Settings {
+        expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
+        ..Settings::default()
+    };
+    // Nodes take 30m to join; the default max node provision time is 15m, counted from the first loop
+    // that sees the instance without a node (t=5m).
+    let slow = Pacing {
+        loops: 1,
+        scan_interval: Duration::from_secs(300),
+        provision_delay: Duration::from_secs(1800),
+    };
+    let r = s.step(&settings, &slow);
+    assert_eq!(ups(&r), vec![("small", 1)]);
+    for _ in 0..3 {
+        let r = s.step(&settings, &slow);
+        assert!(r.scale_up.is_empty(), "{r:?}");
+        assert!(
+            reason_of(&r, "a/web").starts_with("fits on an upcoming node of small"),
+            "{r:?}"
+        );
+    }
+    // At t=20m: the instance goes, small backs off, big takes the pod.
+    let r = s.step(&settings, &slow);
+    assert_eq!(r.delete_instances.len(), 1, "{r:?}");
+    assert_eq!(r.delete_instances[0].group, "small");
+    assert_eq!(
+        r.delete_instances[0].reason,
+        "no node registered within 900s"
+    );
+    assert_eq!(ups(&r), vec![("big", 1)], "{r:?}");
+}
+
+#[test]
+fn listed_instances_without_a_node_count_as_unregistered() {
+    let groups = GROUPS.replace(
+        "labels: {size: small}}",
+        "labels: {size: small}, instances: [{id: i-0123456789abcdef0}]}",
+    );
+    let mut s = sim(&[], &groups);
+    let r = s.step(&Settings::default(), &pacing());
+    assert!(r.delete_instances.is_empty(), "not yet 15m: {r:?}");
+    let mut later = pacing();
+    later.scan_interval = Duration::from_secs(900);
+    let _ = s.step(&Settings::default(), &later);
+    let r = s.step(&Settings::default(), &later);
+    assert_eq!(
+        r.delete_instances
+            .iter()
+            .map(|d| d.instance.as_str())
+            .collect::<Vec<_>>(),
+        vec!["sim:///small/i-0123456789abcdef0"]
+    );
+}
