@@ -107,8 +107,8 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
     let mut groups = equivalence_groups(pods);
     groups.sort_by(|a, b| score(pods[b[0]]).total_cmp(&score(pods[a[0]])));
 
-    let mut nodes: Vec<NodeInfo> = Vec::new();
-    let mut scheduled = Vec::new();
+    let mut nodes: Vec<NodeInfo> = Vec::with_capacity(max_nodes.min(pods.len()));
+    let mut scheduled = Vec::with_capacity(pods.len());
     let mut unplaced = Vec::new();
     let mut limit_hit = false;
     // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
