@@ -205,6 +205,9 @@ fn similar(a: &TemplateNode, b: &TemplateNode) -> bool {
             HOSTNAME_LABEL,
             NODE_GROUP_LABEL,
             "topology.kubernetes.io/region",
+            // Per-group names on EKS, which upstream ignores too.
+            "eks.amazonaws.com/nodegroup",
+            "alpha.eksctl.io/nodegroup-name",
         ] {
             l.remove(k);
         }

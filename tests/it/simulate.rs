@@ -424,3 +424,83 @@ fn listed_instances_without_a_node_count_as_unregistered() {
         vec!["sim:///small/i-0123456789abcdef0"]
     );
 }
+
+#[test]
+fn daemonset_pods_take_their_share_of_a_new_node() {
+    // A 1.5-cpu pod fits an empty 2-cpu `small` node, but not next to a 1-cpu DaemonSet pod.
+    let ds = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: kube-system}\n\
+              spec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    \
+              spec: {containers: [{name: a, resources: {requests: {cpu: \"1\", memory: 100Mi}}}]}\n";
+    let cluster = vec![pod("a", "web", "1500m", "1Gi", None, ""), ds.to_string()];
+    let mut s = sim(&cluster, GROUPS);
+    let settings = Settings {
+        expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
+        ..Settings::default()
+    };
+    let r = s.step(&settings, &pacing());
+    assert_eq!(ups(&r), vec![("big", 1)], "{r:?}");
+    // The new node starts the DaemonSet pod too.
+    let r = s.step(&settings, &pacing());
+    assert!(r.pending.is_empty(), "{r:?}");
+}
+
+#[test]
+fn similar_groups_share_a_scale_up() {
+    let groups = r#"
+nodeGroups:
+  - {name: zone-a, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi}, labels: {topology.kubernetes.io/zone: a, size: s, node.kubernetes.io/instance-type: m5.large}}
+  - {name: zone-b, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi}, labels: {topology.kubernetes.io/zone: b, size: s, node.kubernetes.io/instance-type: m5.large}}
+  - {name: other, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi}, labels: {size: other}}
+"#;
+    let cluster: Vec<String> = (0..4)
+        .map(|i| {
+            pod(
+                "a",
+                &format!("p{i}"),
+                "1500m",
+                "1Gi",
+                None,
+                "  nodeSelector: {size: s}\n",
+            )
+        })
+        .collect();
+    let settings = Settings {
+        balance_similar_node_groups: true,
+        ..Settings::default()
+    };
+    let r = sim(&cluster, groups).step(&settings, &pacing());
+    let mut got = ups(&r);
+    got.sort();
+    assert_eq!(got, vec![("zone-a", 2), ("zone-b", 2)], "{r:?}");
+    let r = sim(&cluster, groups).step(&Settings::default(), &pacing());
+    assert_eq!(
+        r.scale_up.len(),
+        1,
+        "without balancing one group takes all: {r:?}"
+    );
+    assert_eq!(r.scale_up[0].delta, 4);
+}
+
+#[test]
+fn expendable_and_new_pods_wait() {
+    let low = pod("a", "batch", "1", "1Gi", None, "  priority: -100\n");
+    let cluster = vec![low, pod("a", "web", "1", "1Gi", None, "")];
+    let settings = Settings {
+        new_pod_scale_up_delay: Duration::from_secs(30),
+        ..Settings::default()
+    };
+    let mut s = sim(&cluster, GROUPS);
+    let r = s.step(&settings, &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+    assert!(reason_of(&r, "a/batch").starts_with("expendable"));
+    assert_eq!(
+        reason_of(&r, "a/web"),
+        "younger than --new-pod-scale-up-delay"
+    );
+    let _ = s.step(&settings, &pacing());
+    let _ = s.step(&settings, &pacing());
+    let r = s.step(&settings, &pacing());
+    assert_eq!(r.scale_up.len(), 1, "30s later: {r:?}");
+    assert_eq!(r.scale_up[0].pods, vec!["a/web".to_string()]);
+    assert!(reason_of(&r, "a/batch").starts_with("expendable"));
+}
