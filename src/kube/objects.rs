@@ -61,6 +61,20 @@ fn op(o: &str, field: &str) -> Result<SelectorOp> {
     })
 }
 
+/// One label or node selector requirement; `field` names the operator in errors.
+fn requirement(
+    key: &str,
+    operator: &str,
+    values: &Option<Vec<String>>,
+    field: &str,
+) -> Result<Requirement> {
+    Ok(Requirement {
+        key: key.to_string(),
+        op: op(operator, field)?,
+        values: values.clone().unwrap_or_default(),
+    })
+}
+
 /// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
 pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelector> {
     Ok(LabelSelector {
@@ -71,14 +85,12 @@ pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelec
             .flatten()
             .enumerate()
             .map(|(i, e)| {
-                Ok(Requirement {
-                    key: e.key.clone(),
-                    op: op(
-                        &e.operator,
-                        &format!("{field}.matchExpressions[{i}].operator"),
-                    )?,
-                    values: e.values.clone().unwrap_or_default(),
-                })
+                requirement(
+                    &e.key,
+                    &e.operator,
+                    &e.values,
+                    &format!("{field}.matchExpressions[{i}].operator"),
+                )
             })
             .collect::<Result<_>>()?,
     })
@@ -180,14 +192,12 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                         .flatten()
                         .enumerate()
                         .map(|(i, e)| {
-                            Ok(Requirement {
-                                key: e.key.clone(),
-                                op: op(
-                                    &e.operator,
-                                    &at(&format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{t}].matchExpressions[{i}].operator")),
-                                )?,
-                                values: e.values.clone().unwrap_or_default(),
-                            })
+                            requirement(
+                                &e.key,
+                                &e.operator,
+                                &e.values,
+                                &at(&format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{t}].matchExpressions[{i}].operator")),
+                            )
                         })
                         .collect::<Result<Vec<_>>>()
                 })

@@ -297,30 +297,22 @@ fn bad_input_names_the_document_and_field() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("c.yaml: document 1 (Pod p)"), "{e}");
-    let objects = documents::parse(&node("n", "nope", "2", "8Gi"), "c.yaml").unwrap();
-    let e = Simulation::new(
-        &objects,
-        &MemoryConfig::parse(GROUPS).unwrap(),
-        &PriceOverrides::default(),
-    )
-    .err()
-    .unwrap();
+    let refused = |cluster: &str| {
+        let objects = documents::parse(cluster, "c.yaml").unwrap();
+        Simulation::new(
+            &objects,
+            &MemoryConfig::parse(GROUPS).unwrap(),
+            &PriceOverrides::default(),
+        )
+        .err()
+        .unwrap()
+        .to_string()
+    };
+    let e = refused(&node("n", "nope", "2", "8Gi"));
+    assert!(e.contains("ferroscale.io/node-group=nope"), "{e}");
+    let e = refused(&pod("a", "p", "lots", "1Gi", None, ""));
     assert!(
-        e.to_string().contains("ferroscale.io/node-group=nope"),
-        "{e}"
-    );
-    let bad_cpu = pod("a", "p", "lots", "1Gi", None, "");
-    let objects = documents::parse(&bad_cpu, "c.yaml").unwrap();
-    let e = Simulation::new(
-        &objects,
-        &MemoryConfig::parse(GROUPS).unwrap(),
-        &PriceOverrides::default(),
-    )
-    .err()
-    .unwrap();
-    assert!(
-        e.to_string()
-            .contains("pod a/p: spec.containers[0].resources.requests.cpu"),
+        e.contains("pod a/p: spec.containers[0].resources.requests.cpu"),
         "{e}"
     );
 }

@@ -31,15 +31,20 @@ async fn node_groups(
         .collect())
 }
 
+/// The CloudProvider on the memory cloud with `GROUPS`, over `tls`.
+async fn serve(tls: Option<Arc<ferroscale::tls::ReloadingTls>>) -> Running {
+    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
+    let extras = Extras {
+        grpc_tls: tls,
+        ..Extras::default()
+    };
+    Running::spawn(cloud, Default::default(), extras).await
+}
+
 #[tokio::test]
 async fn mutual_tls_requires_a_client_certificate_from_the_trusted_ca() {
     let pki = Pki::new();
-    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
-    let extras = Extras {
-        grpc_tls: Some(pki.server_tls(true)),
-        ..Extras::default()
-    };
-    let running = Running::spawn(cloud, Default::default(), extras).await;
+    let running = serve(Some(pki.server_tls(true))).await;
     let addr = running.grpc_addr;
     assert_eq!(
         node_groups(&pki, addr, Some(&pki.client)).await.unwrap(),
@@ -65,12 +70,7 @@ async fn mutual_tls_requires_a_client_certificate_from_the_trusted_ca() {
 #[tokio::test]
 async fn server_only_tls_serves_any_client_that_trusts_it() {
     let pki = Pki::new();
-    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
-    let extras = Extras {
-        grpc_tls: Some(pki.server_tls(false)),
-        ..Extras::default()
-    };
-    let running = Running::spawn(cloud, Default::default(), extras).await;
+    let running = serve(Some(pki.server_tls(false))).await;
     assert_eq!(
         node_groups(&pki, running.grpc_addr, None)
             .await
@@ -158,14 +158,9 @@ async fn the_binary_serves_both_listeners_over_tls() {
 #[tokio::test]
 async fn rotated_certificates_are_served_without_a_restart() {
     let pki = Pki::new();
-    let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(GROUPS).unwrap()).unwrap());
     let tls = pki.server_tls(false);
     let watcher = tls.watch(std::time::Duration::from_millis(20));
-    let extras = Extras {
-        grpc_tls: Some(tls.clone()),
-        ..Extras::default()
-    };
-    let running = Running::spawn(cloud, Default::default(), extras).await;
+    let running = serve(Some(tls.clone())).await;
     let addr = running.grpc_addr;
     assert!(node_groups(&pki, addr, None).await.is_ok());
     // cert-manager renews the certificate in place, here from another CA.
