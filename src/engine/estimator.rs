@@ -117,7 +117,6 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
     let keep_pods = pods
         .iter()
         .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
-    let fits = fits_in;
     let empty = new_node(template, 0);
     for group in groups {
         if limit_hit {
@@ -125,7 +124,7 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
             continue;
         }
         let first = pods[group[0]];
-        if let Err(why) = fits(first, &[], &empty, Repel::None) {
+        if let Err(why) = fits_in(first, &[], &empty, Repel::None) {
             unplaced.extend(group.iter().map(|&i| (i, Unplaced::NoFit(why.clone()))));
             continue;
         }
@@ -135,12 +134,12 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
             let pod = pods[i];
             let from = if monotone { start } else { 0 };
             let found =
-                (from..nodes.len()).find(|&n| fits(pod, &nodes, &nodes[n], any_anti).is_ok());
+                (from..nodes.len()).find(|&n| fits_in(pod, &nodes, &nodes[n], any_anti).is_ok());
             let n = match found {
                 Some(n) => n,
                 None if nodes.len() < max_nodes => {
                     let node = new_node(template, nodes.len());
-                    if let Err(why) = fits(pod, &nodes, &node, any_anti) {
+                    if let Err(why) = fits_in(pod, &nodes, &node, any_anti) {
                         // Only neighbours (spread, anti-affinity) can refuse an empty node.
                         unplaced.push((i, Unplaced::NoFit(why)));
                         continue;

@@ -108,21 +108,7 @@ pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
     if node.unschedulable {
         return Err(Unfit::Unschedulable);
     }
-    if !pod
-        .node_selector
-        .iter()
-        .all(|(k, v)| node.labels.get(k) == Some(v))
-    {
-        return Err(Unfit::NodeSelector);
-    }
-    if !pod.node_affinity.is_empty()
-        && !pod
-            .node_affinity
-            .iter()
-            .any(|term| term.iter().all(|r| r.matches(&node.labels)))
-    {
-        return Err(Unfit::NodeAffinity);
-    }
+    placement(pod, node)?;
     for t in &node.taints {
         if t.effect == TaintEffect::PreferNoSchedule {
             continue;
@@ -293,7 +279,7 @@ pub fn fits_neighbours(
             .iter()
             .chain((!nodes.iter().any(|n| n.node.name == node.node.name)).then_some(node));
         for n in eligible {
-            if fits_node_placement(pod, &n.node) {
+            if placement(pod, &n.node).is_ok() {
                 if let Some(v) = n.node.labels.get(&c.topology_key) {
                     let count = n
                         .pods
@@ -314,16 +300,25 @@ pub fn fits_neighbours(
     Ok(())
 }
 
-/// Whether the pod's node selector and affinity admit a node (which domains topology spread counts).
-fn fits_node_placement(pod: &Pod, node: &Node) -> bool {
-    pod.node_selector
+/// Whether the pod's node selector and required node affinity admit a node (also which domains
+/// topology spread counts).
+fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
+    if !pod
+        .node_selector
         .iter()
         .all(|(k, v)| node.labels.get(k) == Some(v))
-        && (pod.node_affinity.is_empty()
-            || pod
-                .node_affinity
-                .iter()
-                .any(|t| t.iter().all(|r| r.matches(&node.labels))))
+    {
+        return Err(Unfit::NodeSelector);
+    }
+    if !pod.node_affinity.is_empty()
+        && !pod
+            .node_affinity
+            .iter()
+            .any(|term| term.iter().all(|r| r.matches(&node.labels)))
+    {
+        return Err(Unfit::NodeAffinity);
+    }
+    Ok(())
 }
 
 /// How far the anti-affinity of the pods placed on `nodes` reaches.

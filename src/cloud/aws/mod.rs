@@ -75,9 +75,8 @@ impl Default for PricingSettings {
 #[derive(Default)]
 struct PriceState {
     book: Arc<PriceBook>,
-    /// When every type in use was last priced.
-    full_at: Option<Instant>,
-    /// Types priced (or found to have no price) since then, so a new type costs one read, not a full one.
+    /// Types priced (or found to have no price) since the last full read (`AwsCloud::prices_at`), so a
+    /// new type costs one read, not a full one.
     asked: BTreeSet<String>,
     /// No price call before this instant after a failure.
     retry_at: Option<Instant>,
@@ -105,6 +104,7 @@ pub struct AwsCloud {
     group_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     last_scale_up: Mutex<HashMap<String, SystemTime>>,
     prices: tokio::sync::Mutex<PriceState>,
+    /// When every type in use was last priced (also the exported price age).
     prices_at: Mutex<Option<Instant>>,
 }
 
@@ -257,9 +257,9 @@ impl AwsCloud {
         if st.retry_at.is_some_and(|t| now < t) {
             return st.book.clone();
         }
-        let stale = st
-            .full_at
-            .is_none_or(|t| now.duration_since(t) >= self.settings.pricing.refresh_interval);
+        let stale = self
+            .price_age()
+            .is_none_or(|age| age >= self.settings.pricing.refresh_interval);
         let wanted: BTreeSet<String> = if stale {
             in_use.clone()
         } else {
@@ -287,7 +287,6 @@ impl AwsCloud {
                 tracing::info!(types = wanted.len(), full = stale, "prices read from AWS");
                 st.book = Arc::new(book);
                 if stale {
-                    st.full_at = Some(now);
                     st.asked = wanted;
                     *self.prices_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
                 } else {
