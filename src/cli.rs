@@ -33,6 +33,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve cluster-autoscaler's externalgrpc CloudProvider protocol (point CA's --cloud-config at it).
     Serve(ServeArgs),
+    /// The whole autoscaler: watches the cluster and scales node groups through --cloud.
+    Run(RunArgs),
     /// What would the autoscaler do, and why? Runs the loop on a cluster snapshot with a virtual clock.
     Simulate(SimulateArgs),
 }
@@ -91,6 +93,10 @@ pub struct EngineArgs {
     /// Split scale-ups across groups with the same template (zone aside).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,
+    /// Instances without a node after this long are deleted and their group backs off (groups may
+    /// override).
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = crate::model::parse_go_duration)]
+    pub max_node_provision_time: Duration,
 }
 
 /// The tiers of `--priority-config`, or none; errors name the flag and file.
@@ -132,6 +138,7 @@ impl EngineArgs {
         let defaults = crate::model::OptionValues {
             scale_down_utilization_threshold: self.scale_down_utilization_threshold,
             scale_down_unneeded_time: self.scale_down_unneeded_time,
+            max_node_provision_time: self.max_node_provision_time,
             ..Default::default()
         };
         Ok(Settings {
@@ -182,6 +189,161 @@ pub struct SimulateArgs {
     pub provision_delay: Duration,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// Flags of `ferroscale run`: upstream cluster-autoscaler's names and defaults.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig to use [default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address of the HTTP listener for /metrics and /health-check.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8085")]
+    pub address: SocketAddr,
+    /// Time between loops.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::model::parse_go_duration)]
+    pub scan_interval: Duration,
+    /// Decide and report (logs, metrics), but change nothing: no cloud calls, taints, evictions,
+    /// events, status or Lease.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub dry_run: bool,
+    /// Namespace of the status ConfigMap and the Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub namespace: String,
+    /// Write the status ConfigMap.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub write_status_configmap: bool,
+    /// Name of the status ConfigMap.
+    #[arg(long, default_value = "cluster-autoscaler-status")]
+    pub status_config_map_name: String,
+    /// Take a Lease before acting, so only one replica acts.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How long followers wait after the leader's last renewal.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::model::parse_go_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps acting while renewals fail.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::model::parse_go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// Time between attempts to take or renew the Lease.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::model::parse_go_duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Name of the Lease.
+    #[arg(long, default_value = "cluster-autoscaler")]
+    pub leader_elect_resource_name: String,
+    /// How long evictions of a node's pods are retried (a PodDisruptionBudget may block them).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::model::parse_go_duration)]
+    pub max_pod_eviction_time: Duration,
+    /// The most seconds a pod is given to terminate on scale-down.
+    #[arg(long, default_value_t = 600)]
+    pub max_graceful_termination_sec: u64,
+    /// /health-check fails when no loop started for this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::model::parse_go_duration)]
+    pub max_inactivity: Duration,
+    /// /health-check fails when no loop succeeded for this long.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = crate::model::parse_go_duration)]
+    pub max_failing_time: Duration,
+    /// Cloud backend.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub cloud: CloudKind,
+    /// Node groups of the memory cloud (see examples/memory-cloud.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub memory_config: Option<PathBuf>,
+    /// AWS: discover Auto Scaling groups by tags (see `serve --help`).
+    #[arg(long, value_name = "SPEC")]
+    pub node_group_auto_discovery: Vec<String>,
+    /// AWS: manage an Auto Scaling group by name with these bounds, MIN:MAX:NAME (repeatable).
+    #[arg(long, value_name = "MIN:MAX:NAME")]
+    pub nodes: Vec<String>,
+    /// AWS: region [default: the SDK's chain, e.g. AWS_REGION].
+    #[arg(long, value_name = "REGION")]
+    pub aws_region: Option<String>,
+    /// AWS: minimum time between two reads of the Auto Scaling groups [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
+    pub aws_refresh_interval: Option<Duration>,
+    /// AWS: where prices come from: aws or file [default: aws].
+    #[arg(long, value_enum)]
+    pub pricing_source: Option<PricingSource>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl RunArgs {
+    /// The cloud flags as `serve` reads them, so both commands build clouds the same way.
+    pub fn cloud_settings(&self) -> Result<ServeSettings> {
+        ServeArgs {
+            cloud: Some(self.cloud),
+            memory_config: self.memory_config.clone(),
+            node_group_auto_discovery: self.node_group_auto_discovery.clone(),
+            nodes: self.nodes.clone(),
+            aws_region: self.aws_region.clone(),
+            aws_refresh_interval: self.aws_refresh_interval,
+            pricing_source: self.pricing_source,
+            price_overrides: self.engine.price_overrides.clone(),
+            ..Default::default()
+        }
+        .resolve()
+    }
+
+    /// The loop's own settings; `identity` names this replica in the Lease and on events.
+    pub fn run_settings(&self, identity: &str) -> Result<crate::run::RunSettings> {
+        if self.scan_interval.is_zero() {
+            return Err(Error::Config("--scan-interval: must be above 0".into()));
+        }
+        if self.leader_elect
+            && (self.leader_elect_renew_deadline >= self.leader_elect_lease_duration
+                || self.leader_elect_retry_period.is_zero())
+        {
+            return Err(Error::Config(
+                "--leader-elect-renew-deadline must be below --leader-elect-lease-duration, and --leader-elect-retry-period above 0".into(),
+            ));
+        }
+        Ok(crate::run::RunSettings {
+            scan_interval: self.scan_interval,
+            dry_run: self.dry_run,
+            namespace: self.namespace.clone(),
+            status_config_map: self
+                .write_status_configmap
+                .then(|| self.status_config_map_name.clone()),
+            lease: (self.leader_elect && !self.dry_run).then(|| {
+                crate::kube::lease::LeaseSettings {
+                    namespace: self.namespace.clone(),
+                    name: self.leader_elect_resource_name.clone(),
+                    identity: identity.to_string(),
+                    lease_duration: self.leader_elect_lease_duration,
+                    renew_deadline: self.leader_elect_renew_deadline,
+                    retry_period: self.leader_elect_retry_period,
+                }
+            }),
+            drain: crate::kube::drain::DrainSettings {
+                max_pod_eviction_time: self.max_pod_eviction_time,
+                max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),
+            },
+            max_inactivity: self.max_inactivity,
+            max_failing_time: self.max_failing_time,
+            instance: identity.to_string(),
+        })
+    }
+
+    /// A client from --kubeconfig, else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+    pub async fn client(&self) -> Result<kube::Client> {
+        let config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                    Error::Config(format!("--kubeconfig {}: {e}", path.display()))
+                })?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                    .await
+                    .map_err(|e| Error::Config(format!("--kubeconfig {}: {e}", path.display())))?
+            }
+            None => kube::Config::infer().await.map_err(|e| {
+                Error::Config(format!(
+                    "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
+                ))
+            })?,
+        };
+        kube::Client::try_from(config).map_err(|e| Error::Config(format!("Kubernetes client: {e}")))
+    }
 }
 
 /// Where node groups come from.

@@ -59,6 +59,14 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// A Kubernetes API call failed (`ferroscale run`); the context names the call and object.
+    #[error("{context}: {source}")]
+    Kubernetes {
+        context: String,
+        #[source]
+        source: kube::Error,
+    },
+
     /// An I/O failure outside of request handling (binding a port, reading a file).
     #[error("{context}: {source}")]
     Io {
@@ -69,6 +77,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// Wraps a Kubernetes API error with what was being done.
+    pub fn kube(context: impl Into<String>, source: kube::Error) -> Self {
+        Error::Kubernetes {
+            context: context.into(),
+            source,
+        }
+    }
+
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {

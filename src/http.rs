@@ -1,5 +1,6 @@
 //! The operations listener (`--http-listen`): `/metrics` (OpenMetrics text), `/healthz` (the process
-//! answers) and `/readyz` (the cloud's state is loaded; 503 with the reason otherwise).
+//! answers) and `/readyz` (the cloud's state is loaded; 503 with the reason otherwise); `ferroscale run`
+//! adds `/health-check`.
 
 use std::sync::Arc;
 
@@ -25,6 +26,30 @@ pub fn router(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .with_state(Ops { cloud, metrics })
+}
+
+/// The router of `ferroscale run`: the same endpoints plus upstream's `/health-check`.
+pub fn run_router(
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+    health: Arc<crate::run::Health>,
+) -> Router {
+    router(cloud, metrics).route(
+        "/health-check",
+        get(move || {
+            let health = health.clone();
+            async move {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0);
+                match health.check(now) {
+                    Ok(()) => (StatusCode::OK, "OK\n".to_string()),
+                    Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n")),
+                }
+            }
+        }),
+    )
 }
 
 async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {

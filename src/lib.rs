@@ -12,6 +12,7 @@ pub mod kube;
 pub mod metrics;
 pub mod model;
 pub mod pricing;
+pub mod run;
 pub mod server;
 pub mod simulate;
 pub mod tls;

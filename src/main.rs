@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
 use clap::Parser;
-use ferroscale::cli::{Cli, Command, ServeArgs, SimulateArgs};
+use ferroscale::cli::{Cli, Command, RunArgs, ServeArgs, SimulateArgs};
 use ferroscale::grpc::expander::{watch_priority_file, ExpanderSettings};
 use ferroscale::metrics::Metrics;
 use ferroscale::tls::ReloadingTls;
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
+            Command::Run(args) => run(args).await,
             Command::Simulate(args) => simulate(args),
         }
     });
@@ -105,6 +106,64 @@ async fn serve(args: ServeArgs) -> ferroscale::Result<()> {
         ferroscale::server::termination_signal(),
         settings.shutdown_grace_period,
     )
+    .await
+}
+
+/// How long `run` waits for the first lists of pods, nodes, PDBs and DaemonSets.
+const INITIAL_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// This replica's name: the pod's host name plus a suffix unique to this start, as client-go does.
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ferroscale".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ std::process::id())
+        .unwrap_or_default();
+    format!("{host}_{nanos:08x}")
+}
+
+async fn run(args: RunArgs) -> ferroscale::Result<()> {
+    let settings = args.engine.settings()?;
+    let identity = identity();
+    let run_settings = args.run_settings(&identity)?;
+    let metrics = Arc::new(Metrics::for_run());
+    let cloud = args.cloud_settings()?.build_cloud(metrics.clone()).await?;
+    let client = args.client().await?;
+    let health = Arc::new(ferroscale::run::Health::new(
+        run_settings.max_inactivity,
+        run_settings.max_failing_time,
+    ));
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .map_err(|source| Error::Io {
+            context: format!("binding --address {}", args.address),
+            source,
+        })?;
+    let router = ferroscale::http::run_router(cloud.clone(), metrics.clone(), health.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(error = %e, "HTTP listener stopped");
+        }
+    });
+    let watches = ferroscale::kube::watch::Watches::start(&client);
+    watches
+        .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
+        .await?;
+    tracing::info!(
+        identity,
+        dry_run = run_settings.dry_run,
+        "watching the cluster"
+    );
+    ferroscale::run::Runner::new(
+        cloud,
+        client,
+        watches,
+        settings,
+        run_settings,
+        metrics,
+        health,
+    )
+    .run(ferroscale::server::termination_signal())
     .await
 }
 

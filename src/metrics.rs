@@ -39,6 +39,151 @@ fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
 
+/// Label of `cluster_autoscaler_function_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FunctionLabel {
+    pub function: &'static str,
+}
+
+/// Label of `cluster_autoscaler_nodes_count`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: &'static str,
+}
+
+/// Label of `cluster_autoscaler_scaled_down_nodes_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+/// Label of `cluster_autoscaler_evicted_pods_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvictionLabel {
+    pub eviction_result: &'static str,
+}
+
+/// Label of `cluster_autoscaler_last_activity`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActivityLabel {
+    pub activity: &'static str,
+}
+
+/// Upper bounds in seconds of loop phases, from 10ms to 5 minutes.
+const FUNCTION_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0,
+];
+
+fn function_histogram() -> Histogram {
+    Histogram::new(FUNCTION_BUCKETS)
+}
+
+/// The autoscaling loop's metrics (`ferroscale run`), under upstream cluster-autoscaler's names so its
+/// dashboards and alerts apply unchanged.
+#[derive(Clone)]
+pub struct LoopMetrics {
+    pub function_duration: Family<FunctionLabel, Histogram, fn() -> Histogram>,
+    pub unschedulable_pods: Gauge,
+    pub nodes: Family<StateLabel, Gauge>,
+    pub node_groups: Gauge,
+    pub unneeded_nodes: Gauge,
+    pub scaled_up_nodes: Counter,
+    pub scaled_down_nodes: Family<ReasonLabel, Counter>,
+    pub failed_scale_ups: Family<ReasonLabel, Counter>,
+    pub evicted_pods: Family<EvictionLabel, Counter>,
+    pub errors: Family<ReasonLabel, Counter>,
+    pub last_activity: Family<ActivityLabel, Gauge>,
+}
+
+impl LoopMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let m = LoopMetrics {
+            function_duration: Family::new_with_constructor(function_histogram),
+            unschedulable_pods: Gauge::default(),
+            nodes: Family::default(),
+            node_groups: Gauge::default(),
+            unneeded_nodes: Gauge::default(),
+            scaled_up_nodes: Counter::default(),
+            scaled_down_nodes: Family::default(),
+            failed_scale_ups: Family::default(),
+            evicted_pods: Family::default(),
+            errors: Family::default(),
+            last_activity: Family::default(),
+        };
+        let p = "cluster_autoscaler_";
+        registry.register(
+            format!("{p}function_duration_seconds"),
+            "Time taken by the phases of the autoscaling loop",
+            m.function_duration.clone(),
+        );
+        registry.register(
+            format!("{p}unschedulable_pods_count"),
+            "Pods the scheduler could not place, after filtering those existing or upcoming nodes take",
+            m.unschedulable_pods.clone(),
+        );
+        registry.register(
+            format!("{p}nodes_count"),
+            "Nodes by state: ready, unready, notStarted, unregistered, longUnregistered",
+            m.nodes.clone(),
+        );
+        registry.register(
+            format!("{p}node_groups_count"),
+            "Node groups the autoscaler manages",
+            m.node_groups.clone(),
+        );
+        registry.register(
+            format!("{p}unneeded_nodes_count"),
+            "Nodes currently considered for removal",
+            m.unneeded_nodes.clone(),
+        );
+        registry.register(
+            format!("{p}scaled_up_nodes"),
+            "Nodes added by scale-ups",
+            m.scaled_up_nodes.clone(),
+        );
+        registry.register(
+            format!("{p}scaled_down_nodes"),
+            "Nodes removed, by reason: empty, underutilized, unregistered",
+            m.scaled_down_nodes.clone(),
+        );
+        registry.register(
+            format!("{p}failed_scale_ups"),
+            "Scale-ups that failed, by reason",
+            m.failed_scale_ups.clone(),
+        );
+        registry.register(
+            format!("{p}evicted_pods"),
+            "Pods evicted for scale-downs, by result",
+            m.evicted_pods.clone(),
+        );
+        registry.register(
+            format!("{p}errors"),
+            "Loop errors, by type",
+            m.errors.clone(),
+        );
+        registry.register(
+            format!("{p}last_activity"),
+            "Unix time of the last activity: main (a loop), autoscaling (a successful loop), scaleUp, scaleDown",
+            m.last_activity.clone(),
+        );
+        m
+    }
+
+    /// Observes one phase of the loop.
+    pub fn observe(&self, function: &'static str, elapsed: Duration) {
+        self.function_duration
+            .get_or_create(&FunctionLabel { function })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Sets an activity's time.
+    pub fn activity(&self, activity: &'static str, unix: i64) {
+        self.last_activity
+            .get_or_create(&ActivityLabel { activity })
+            .set(unix);
+    }
+}
+
 /// The process's metrics registry and the handles the services record into.
 pub struct Metrics {
     registry: Registry,
@@ -47,6 +192,8 @@ pub struct Metrics {
     aws_request_seconds: Family<AwsLabels, Histogram, fn() -> Histogram>,
     state_age_seconds: Gauge<f64, AtomicU64>,
     price_age_seconds: Gauge<f64, AtomicU64>,
+    /// The loop's metrics, registered by [`Metrics::for_run`] only.
+    pub autoscaler: Option<LoopMetrics>,
 }
 
 impl Default for Metrics {
@@ -95,11 +242,19 @@ impl Default for Metrics {
             handling_seconds,
             aws_request_seconds,
             state_age_seconds,
+            autoscaler: None,
         }
     }
 }
 
 impl Metrics {
+    /// The metrics of `ferroscale run`: the cloud's and the loop's.
+    pub fn for_run() -> Self {
+        let mut m = Metrics::default();
+        m.autoscaler = Some(LoopMetrics::register(&mut m.registry));
+        m
+    }
+
     /// Records one finished RPC.
     pub fn observe_rpc(&self, labels: RpcLabels, elapsed: Duration) {
         self.handled.get_or_create(&labels).inc();

@@ -15,7 +15,7 @@ use crate::engine::autoscaler::{run_once, template_node, Memory, Settings, World
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::error::{Error, Result};
 use crate::kube::documents::Objects;
-use crate::kube::objects;
+use crate::kube::objects::Inputs;
 use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{Instance, InstanceState, NodeGroup, NODE_GROUP_LABEL};
 use crate::pricing::PriceOverrides;
@@ -114,24 +114,18 @@ pub struct Simulation {
 impl Simulation {
     /// Builds the simulation; errors name the document, object or group at fault.
     pub fn new(objects: &Objects, config: &MemoryConfig, prices: &PriceOverrides) -> Result<Self> {
-        let mut nodes = Vec::new();
-        for n in &objects.nodes {
-            nodes.push(objects::node(n)?);
-        }
-        let mut pods = Vec::new();
-        for p in objects.pods.iter().filter(|p| !objects::pod_terminal(p)) {
-            pods.push(objects::pod(p)?);
-        }
-        let pdbs = objects
-            .pdbs
-            .iter()
-            .map(objects::pdb)
-            .collect::<Result<_>>()?;
-        let daemon_pods = objects
-            .daemonsets
-            .iter()
-            .map(objects::daemonset_pod)
-            .collect::<Result<_>>()?;
+        let Inputs {
+            mut nodes,
+            pods,
+            pdbs,
+            daemon_pods,
+        } = Inputs::convert(
+            &objects.nodes,
+            &objects.pods,
+            &objects.pdbs,
+            &objects.daemonsets,
+            Err,
+        )?;
         // Templates, bounds, options and prices come from the memory cloud; sizes from the nodes adopted.
         let mut bare = config.clone();
         for g in &mut bare.node_groups {

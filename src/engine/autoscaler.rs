@@ -67,6 +67,16 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// A group's options: its own overrides on top of the flags' defaults.
+    pub fn options_of(&self, g: &NodeGroup) -> OptionValues {
+        match &g.options {
+            Some(o) => o.apply_to(&self.defaults),
+            None => self.defaults.clone(),
+        }
+    }
+}
+
 /// What the loop sees.
 pub struct World<'a> {
     pub nodes: &'a [Node],
@@ -253,10 +263,7 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
         .iter()
         .map(|g| (g.id.as_str(), g.as_ref()))
         .collect();
-    let options_of = |g: &NodeGroup| match &g.options {
-        Some(o) => o.apply_to(&settings.defaults),
-        None => settings.defaults.clone(),
-    };
+    let options_of = |g: &NodeGroup| settings.options_of(g);
 
     // Cluster state: instances that failed or never registered go, and their group backs off.
     cleanup_instances(world, &options_of, memory, now, &mut d);

@@ -14,7 +14,7 @@ pub fn code(err: &Error) -> Code {
         | Error::WouldDeleteExisting { .. } => Code::FailedPrecondition,
         // UNIMPLEMENTED is how the protocol says "keep your defaults" for optional RPCs.
         Error::NotConfigured { .. } => Code::Unimplemented,
-        Error::Unavailable(_) => Code::Unavailable,
+        Error::Unavailable(_) | Error::Kubernetes { .. } => Code::Unavailable,
         Error::Config(_) | Error::Io { .. } => Code::Internal,
     }
 }

@@ -1,6 +1,10 @@
-//! The Kubernetes side: turning Kubernetes objects into the model (`objects`) and reading them from
-//! YAML documents as `kubectl get -o yaml` writes them (`documents`), for the simulator; the live
-//! watchers, evictions, events and leases of `ferroscale run` come next.
+//! The Kubernetes side: turning Kubernetes objects into the model (`objects`), reading them from YAML
+//! as `kubectl get -o yaml` writes them (`documents`), and what `ferroscale run` does live: the watches
+//! (`watch`), taints and evictions (`drain`), the status ConfigMap (`status`) and the Lease (`lease`).
 
 pub mod documents;
+pub mod drain;
+pub mod lease;
 pub mod objects;
+pub mod status;
+pub mod watch;

@@ -413,3 +413,47 @@ pub fn daemonset_pod(d: &DaemonSet) -> Result<Pod> {
     p.meta.controller = Some("DaemonSet".into());
     Ok(p)
 }
+
+/// The engine's view of a set of Kubernetes objects: what `ferroscale simulate` reads from a file and
+/// `ferroscale run` from its watches. Terminal pods are left out.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub nodes: Vec<Node>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<Pdb>,
+    /// The pods DaemonSets would start on a new node.
+    pub daemon_pods: Vec<Pod>,
+}
+
+impl Inputs {
+    /// Converts every object. An object that cannot be converted goes to `bad`: the simulator stops on
+    /// it (returns the error), the live loop logs it and goes on without the object.
+    pub fn convert<'a>(
+        nodes: impl IntoIterator<Item = &'a core::Node>,
+        pods: impl IntoIterator<Item = &'a core::Pod>,
+        pdbs: impl IntoIterator<Item = &'a PodDisruptionBudget>,
+        daemonsets: impl IntoIterator<Item = &'a DaemonSet>,
+        mut bad: impl FnMut(Error) -> Result<()>,
+    ) -> Result<Inputs> {
+        fn each<'a, T: 'a, U>(
+            items: impl IntoIterator<Item = &'a T>,
+            convert: impl Fn(&T) -> Result<U>,
+            bad: &mut impl FnMut(Error) -> Result<()>,
+        ) -> Result<Vec<U>> {
+            let mut out = Vec::new();
+            for item in items {
+                match convert(item) {
+                    Ok(u) => out.push(u),
+                    Err(e) => bad(e)?,
+                }
+            }
+            Ok(out)
+        }
+        Ok(Inputs {
+            nodes: each(nodes, node, &mut bad)?,
+            pods: each(pods.into_iter().filter(|p| !pod_terminal(p)), pod, &mut bad)?,
+            pdbs: each(pdbs, pdb, &mut bad)?,
+            daemon_pods: each(daemonsets, daemonset_pod, &mut bad)?,
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! Removing a node's workload the way upstream does before a scale-down: the node gets the
+//! `ToBeDeletedByClusterAutoscaler:NoSchedule` taint so nothing new lands on it, its pods go through the
+//! Eviction API (which honours PodDisruptionBudgets, answering 429 while one allows no disruption) with
+//! retries up to `--max-pod-eviction-time`, and the autoscaler waits for them to terminate, at most
+//! `--max-graceful-termination-sec`. On failure the taint is taken off again.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use kube::Client;
+use serde_json::json;
+
+use crate::error::{Error, Result};
+
+/// The taint upstream puts on nodes it is removing; the value is the Unix time of marking.
+pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Time the API server may take to delete a pod after its grace period.
+const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
+
+/// Attempts at a taint patch when other writers change the node meanwhile.
+const PATCH_ATTEMPTS: usize = 5;
+
+/// Upstream's drain flags.
+#[derive(Debug, Clone)]
+pub struct DrainSettings {
+    /// `--max-pod-eviction-time`: how long evictions are retried (a PDB may block them).
+    pub max_pod_eviction_time: Duration,
+    /// `--max-graceful-termination-sec`: the most a pod is given to terminate.
+    pub max_graceful_termination: Duration,
+}
+
+impl DrainSettings {
+    /// Pause between attempts: a twelfth of the eviction time, between 100ms and 5s.
+    pub fn retry(&self) -> Duration {
+        (self.max_pod_eviction_time / 12).clamp(Duration::from_millis(100), Duration::from_secs(5))
+    }
+}
+
+fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// Adds (`mark`) or removes the deletion taint, keeping every other taint. The patch carries the
+/// resourceVersion it was computed from, so a concurrent change of the node (the kubelet, another
+/// controller) is never overwritten: on a conflict the node is read again.
+pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: i64) -> Result<()> {
+    let context = || {
+        format!(
+            "{} node {name}",
+            if mark { "tainting" } else { "untainting" }
+        )
+    };
+    for _ in 0..PATCH_ATTEMPTS {
+        let node = nodes
+            .get(name)
+            .await
+            .map_err(|e| Error::kube(context(), e))?;
+        let mut taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let has = taints.iter().any(|t| t.key == TO_BE_DELETED_TAINT);
+        if has == mark {
+            return Ok(());
+        }
+        if mark {
+            taints.push(Taint {
+                key: TO_BE_DELETED_TAINT.into(),
+                value: Some(now.to_string()),
+                effect: "NoSchedule".into(),
+                time_added: None,
+            });
+        } else {
+            taints.retain(|t| t.key != TO_BE_DELETED_TAINT);
+        }
+        let patch = json!({
+            "metadata": { "resourceVersion": node.metadata.resource_version },
+            "spec": { "taints": taints },
+        });
+        match nodes
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) if status_code(&e) == Some(409) => continue,
+            Err(e) => return Err(Error::kube(context(), e)),
+        }
+    }
+    Err(Error::Unavailable(format!(
+        "{}: the node kept changing ({PATCH_ATTEMPTS} conflicts)",
+        context()
+    )))
+}
+
+/// Evicts one pod, retrying while the API answers 429 (a PodDisruptionBudget allows no disruption now)
+/// or fails, until `--max-pod-eviction-time`; then waits until the pod is gone. A pod already gone
+/// counts as evicted.
+pub async fn evict(client: &Client, pod: &Pod, settings: &DrainSettings) -> Result<()> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let grace = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30)
+        .min(settings.max_graceful_termination.as_secs() as i64);
+    let params = EvictParams {
+        delete_options: Some(DeleteParams {
+            grace_period_seconds: Some(grace.max(0) as u32),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    loop {
+        let last = match pods.evict(name, &params).await {
+            Ok(_) => break,
+            Err(e) if status_code(&e) == Some(404) => return Ok(()),
+            Err(e) if status_code(&e) == Some(429) => {
+                format!("a disruption budget forbids it: {e}")
+            }
+            Err(e) => e.to_string(),
+        };
+        if started.elapsed() + settings.retry() > settings.max_pod_eviction_time {
+            return Err(Error::Unavailable(format!(
+                "evicting pod {namespace}/{name}: gave up after {:?}: {last}",
+                settings.max_pod_eviction_time
+            )));
+        }
+        tokio::time::sleep(settings.retry()).await;
+    }
+    // Evicted: wait for the pod (this incarnation of it) to be deleted.
+    let uid = pod.metadata.uid.clone();
+    let deadline = Duration::from_secs(grace.max(0) as u64) + TERMINATION_HEADROOM;
+    let waited = Instant::now();
+    loop {
+        match pods.get_opt(name).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(p)) if p.metadata.uid != uid => return Ok(()),
+            Ok(Some(_)) | Err(_) if waited.elapsed() >= deadline => {
+                return Err(Error::Unavailable(format!(
+                    "pod {namespace}/{name} still exists {deadline:?} after its eviction"
+                )))
+            }
+            _ => tokio::time::sleep(settings.retry()).await,
+        }
+    }
+}
