@@ -342,6 +342,10 @@ impl RunArgs {
                 ))
             })?,
         };
+        let mut config = config;
+        // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
+        // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
+        config.default_retry = false;
         kube::Client::try_from(config).map_err(|e| Error::Config(format!("Kubernetes client: {e}")))
     }
 }

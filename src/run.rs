@@ -458,6 +458,17 @@ impl Runner {
         let t = Instant::now();
         let decisions = run_once(&world, &self.settings, &mut self.memory, now);
         self.observe("engine", t);
+        let result = if self.run.dry_run {
+            Ok(())
+        } else {
+            self.act(&decisions, &pods, &nodes, now).await
+        };
+        // The status shows the groups as the loop left them.
+        let groups: Vec<_> = self.cloud.snapshot().groups().cloned().collect();
+        let world = World {
+            groups: &groups,
+            ..world
+        };
         let status = Status::build(
             &world,
             &decisions,
@@ -467,11 +478,6 @@ impl Runner {
             self.status.as_ref(),
         );
         self.report(&decisions, &status, groups.len());
-        let result = if self.run.dry_run {
-            Ok(())
-        } else {
-            self.act(&decisions, &pods, &nodes, now).await
-        };
         if let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) {
             if let Err(e) = status::write(&self.client, &self.run.namespace, name, &status).await {
                 tracing::warn!(error = %e, "status ConfigMap not written");
@@ -743,5 +749,29 @@ impl Runner {
             e.release().await;
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_check_follows_upstream() {
+        let h = Health::new(Duration::from_secs(600), Duration::from_secs(900));
+        // A follower (not yet acting) is healthy however long it waits.
+        assert!(h.check(1_000_000).is_ok());
+        h.start(0);
+        assert!(h.check(600).is_ok());
+        let err = h.check(601).unwrap_err();
+        assert!(err.contains("--max-inactivity"), "{err}");
+        // Loops keep starting but fail: unhealthy once none succeeded for --max-failing-time.
+        for t in (0..=1000).step_by(10) {
+            h.activity(t);
+        }
+        let err = h.check(1000).unwrap_err();
+        assert!(err.contains("--max-failing-time"), "{err}");
+        h.success(1000);
+        assert!(h.check(1000).is_ok());
     }
 }

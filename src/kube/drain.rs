@@ -120,13 +120,18 @@ pub async fn evict(client: &Client, pod: &Pod, settings: &DrainSettings) -> Resu
     };
     let started = Instant::now();
     loop {
-        let last = match pods.evict(name, &params).await {
-            Ok(_) => break,
-            Err(e) if status_code(&e) == Some(404) => return Ok(()),
-            Err(e) if status_code(&e) == Some(429) => {
+        // A client that retries 429 itself (kube's default) could outlive the flag: bound each attempt.
+        let left = settings
+            .max_pod_eviction_time
+            .saturating_sub(started.elapsed());
+        let last = match tokio::time::timeout(left, pods.evict(name, &params)).await {
+            Ok(Ok(_)) => break,
+            Ok(Err(e)) if status_code(&e) == Some(404) => return Ok(()),
+            Ok(Err(e)) if status_code(&e) == Some(429) => {
                 format!("a disruption budget forbids it: {e}")
             }
-            Err(e) => e.to_string(),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "still refused when the time ran out (a disruption budget forbids it, or the API is throttling)".into(),
         };
         if started.elapsed() + settings.retry() > settings.max_pod_eviction_time {
             return Err(Error::Unavailable(format!(

@@ -249,11 +249,13 @@ impl Status {
         let prev = previous.map(|p| &p.cluster_wide);
         let mut health = condition("Healthy", now, prev.map(|p| &p.health));
         health.node_counts = Some(total);
-        let up = if any_in_progress {
+        let up = if any_in_progress || !decisions.scale_up.is_empty() {
             "InProgress"
-        } else if !decisions.scale_up.is_empty() {
-            "InProgress"
-        } else if decisions.pending.is_empty() {
+        } else if decisions
+            .pending
+            .iter()
+            .all(|(_, why)| why.ends_with("no scale-up needed"))
+        {
             "NoActivity"
         } else {
             "Needed"

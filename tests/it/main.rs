@@ -1,5 +1,6 @@
 //! Integration tests: one module per behaviour, all in one binary so the suite builds once. Every test
-//! talks to a real server over a loopback socket with tonic's generated client.
+//! talks to a real server over a loopback socket: tonic's generated client, moto, or the Kubernetes API
+//! of `kube_api`.
 
 mod aws_discovery;
 mod aws_faults;
@@ -12,6 +13,8 @@ mod common;
 mod concurrency;
 mod expander;
 mod instances;
+mod kube_api;
+mod lease;
 mod misc;
 mod moto;
 mod node_groups;
@@ -19,6 +22,7 @@ mod options;
 mod pki;
 mod pricing;
 mod resize;
+mod run;
 mod simulate;
 mod template;
 mod tls;

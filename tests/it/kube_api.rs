@@ -1,0 +1,527 @@
+//! A Kubernetes API server on loopback for `ferroscale run` tests, following the real API's semantics
+//! for what ferroscale uses: list and watch with resourceVersions (watch events after the version asked
+//! for, then live ones), create (409 AlreadyExists), replace and JSON merge patch (409 Conflict when the
+//! body carries a stale `metadata.resourceVersion`), delete, and the Eviction subresource (429 while a
+//! PodDisruptionBudget selecting the pod has `status.disruptionsAllowed` 0; otherwise the budget is
+//! decremented and the pod deleted). Every request is recorded so tests can assert the exact calls.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+/// One watch event: (resourceVersion, collection, namespace, type, object).
+type Change = (u64, String, String, &'static str, Value);
+
+#[derive(Default)]
+struct Store {
+    rv: u64,
+    /// (collection, namespace, name) → object. The collection is the API path of the resource, e.g.
+    /// `/api/v1/pods`.
+    objects: BTreeMap<(String, String, String), Value>,
+    log: Vec<Change>,
+    requests: Vec<String>,
+}
+
+/// The API server; cheap to clone.
+#[derive(Clone)]
+pub struct KubeApi {
+    pub addr: SocketAddr,
+    store: Arc<Mutex<Store>>,
+    changes: broadcast::Sender<Change>,
+}
+
+/// Collection paths of the resources ferroscale uses.
+pub const PODS: &str = "/api/v1/pods";
+pub const NODES: &str = "/api/v1/nodes";
+pub const CONFIGMAPS: &str = "/api/v1/configmaps";
+pub const PDBS: &str = "/apis/policy/v1/poddisruptionbudgets";
+pub const DAEMONSETS: &str = "/apis/apps/v1/daemonsets";
+pub const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
+pub const EVENTS: &str = "/apis/events.k8s.io/v1/events";
+
+fn kind_of(collection: &str) -> &'static str {
+    match collection {
+        PODS => "Pod",
+        NODES => "Node",
+        CONFIGMAPS => "ConfigMap",
+        PDBS => "PodDisruptionBudget",
+        DAEMONSETS => "DaemonSet",
+        LEASES => "Lease",
+        EVENTS => "Event",
+        _ => "Unknown",
+    }
+}
+
+fn api_version_of(collection: &str) -> String {
+    let rest = collection
+        .strip_prefix("/apis/")
+        .or_else(|| collection.strip_prefix("/api/"))
+        .unwrap_or(collection);
+    let mut parts: Vec<&str> = rest.split('/').collect();
+    parts.pop();
+    parts.join("/")
+}
+
+fn status(code: u16, reason: &str, message: String) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": if code < 300 { "Success" } else { "Failure" },
+        "message": message, "reason": reason, "code": code,
+    });
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn json_response(code: u16, v: &Value) -> Response {
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Body::from(v.to_string()))
+        .unwrap()
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge(target: &mut Value, patch: &Value) {
+    match patch {
+        Value::Object(p) => {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            let t = target.as_object_mut().unwrap();
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        other => *target = other.clone(),
+    }
+}
+
+/// The parts of a request path: collection, namespace, name, subresource.
+struct Target {
+    collection: String,
+    namespace: String,
+    name: Option<String>,
+    sub: Option<String>,
+}
+
+fn parse_path(path: &str) -> Option<Target> {
+    let (prefix, rest) = if let Some(r) = path.strip_prefix("/api/v1/") {
+        ("/api/v1".to_string(), r)
+    } else {
+        let r = path.strip_prefix("/apis/")?;
+        let mut it = r.splitn(3, '/');
+        let (g, v, rest) = (it.next()?, it.next()?, it.next()?);
+        (format!("/apis/{g}/{v}"), rest)
+    };
+    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let (namespace, parts) = match parts.as_slice() {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (ns.to_string(), rest.to_vec()),
+        _ => (String::new(), parts),
+    };
+    Some(Target {
+        collection: format!("{prefix}/{}", parts.first()?),
+        namespace,
+        name: parts.get(1).map(|s| s.to_string()),
+        sub: parts.get(2).map(|s| s.to_string()),
+    })
+}
+
+fn query(uri: &Uri) -> BTreeMap<String, String> {
+    uri.query()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn selects(pdb: &Value, pod: &Value) -> bool {
+    let Some(want) = pdb
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+    else {
+        return false;
+    };
+    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
+    want.iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+impl Store {
+    fn record(&mut self, collection: &str, namespace: &str, kind: &'static str, obj: Value) {
+        self.log
+            .push((self.rv, collection.into(), namespace.into(), kind, obj));
+    }
+
+    /// Stores `obj` with a new resourceVersion (and uid, creationTimestamp on create).
+    fn write(&mut self, collection: &str, namespace: &str, mut obj: Value) -> Value {
+        self.rv += 1;
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let key = (collection.to_string(), namespace.to_string(), name.clone());
+        let existed = self.objects.contains_key(&key);
+        let meta = obj["metadata"].as_object_mut().unwrap();
+        meta.insert("resourceVersion".into(), json!(self.rv.to_string()));
+        if !namespace.is_empty() {
+            meta.insert("namespace".into(), json!(namespace));
+        }
+        if !existed {
+            meta.entry("uid")
+                .or_insert(json!(format!("uid-{name}-{}", self.rv)));
+            meta.entry("creationTimestamp")
+                .or_insert(json!("2026-11-23T00:00:00Z"));
+        }
+        obj["kind"] = json!(kind_of(collection));
+        obj["apiVersion"] = json!(api_version_of(collection));
+        self.objects.insert(key, obj.clone());
+        let kind = if existed { "MODIFIED" } else { "ADDED" };
+        self.record(collection, namespace, kind, obj.clone());
+        obj
+    }
+
+    fn delete(&mut self, collection: &str, namespace: &str, name: &str) -> Option<Value> {
+        let obj = self
+            .objects
+            .remove(&(collection.into(), namespace.into(), name.into()))?;
+        self.rv += 1;
+        self.record(collection, namespace, "DELETED", obj.clone());
+        Some(obj)
+    }
+}
+
+impl KubeApi {
+    /// Starts the server on a free loopback port.
+    pub async fn start() -> KubeApi {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (changes, _) = broadcast::channel(4096);
+        let api = KubeApi {
+            addr: listener.local_addr().unwrap(),
+            store: Arc::default(),
+            changes,
+        };
+        let served = api.clone();
+        let router = Router::new().fallback(move |method: Method, uri: Uri, body: Bytes| {
+            let api = served.clone();
+            async move { api.handle(method, uri, body).await }
+        });
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        api
+    }
+
+    /// A kubeconfig file pointing at this server.
+    pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: test\n",
+                self.addr
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// A kube client for this server.
+    pub fn client(&self) -> kube::Client {
+        let mut config = kube::Config::new(format!("http://{}", self.addr).parse().unwrap());
+        config.default_retry = false; // as `ferroscale run` builds its client
+        kube::Client::try_from(config).unwrap()
+    }
+
+    /// Creates or replaces an object as a controller or the kubelet would (watchers see it).
+    pub fn put(&self, collection: &str, obj: Value) -> Value {
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut s = self.store.lock().unwrap();
+        let out = s.write(collection, &ns, obj);
+        let change = s.log.last().cloned().unwrap();
+        drop(s);
+        let _ = self.changes.send(change);
+        out
+    }
+
+    /// Changes an object in place (as a JSON merge patch would).
+    pub fn update(&self, collection: &str, namespace: &str, name: &str, patch: Value) -> Value {
+        let mut obj = self
+            .get(collection, namespace, name)
+            .expect("object to update");
+        merge(&mut obj, &patch);
+        self.put(collection, obj)
+    }
+
+    /// An object, if it exists.
+    pub fn get(&self, collection: &str, namespace: &str, name: &str) -> Option<Value> {
+        let s = self.store.lock().unwrap();
+        s.objects
+            .get(&(collection.into(), namespace.into(), name.into()))
+            .cloned()
+    }
+
+    /// Every object of a collection.
+    pub fn list(&self, collection: &str) -> Vec<Value> {
+        let s = self.store.lock().unwrap();
+        s.objects
+            .iter()
+            .filter(|((c, _, _), _)| c == collection)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Requests received so far, as `METHOD path?query`.
+    pub fn requests(&self) -> Vec<String> {
+        self.store.lock().unwrap().requests.clone()
+    }
+
+    /// Waits until `pred` holds, up to 10 seconds.
+    pub async fn wait_for(&self, what: &str, pred: impl Fn(&KubeApi) -> bool) {
+        for _ in 0..200 {
+            if pred(self) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "timed out waiting for {what}; requests: {:#?}",
+            self.requests()
+        );
+    }
+
+    /// Events (events.k8s.io) with this reason, as (regarding name, note).
+    pub fn events(&self, reason: &str) -> Vec<(String, String)> {
+        self.list(EVENTS)
+            .into_iter()
+            .filter(|e| e["reason"] == reason)
+            .map(|e| {
+                (
+                    e["regarding"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    e["note"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    async fn handle(&self, method: Method, uri: Uri, body: Bytes) -> Response {
+        self.store
+            .lock()
+            .unwrap()
+            .requests
+            .push(format!("{method} {uri}"));
+        let Some(t) = parse_path(uri.path()) else {
+            return status(404, "NotFound", format!("no route {}", uri.path()));
+        };
+        let q = query(&uri);
+        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+        match (method, t.name.as_deref(), t.sub.as_deref()) {
+            (Method::GET, None, _) if q.get("watch").map(String::as_str) == Some("true") => {
+                self.watch(&t, &q)
+            }
+            (Method::GET, None, _) => self.list_response(&t),
+            (Method::GET, Some(name), None) => match self.get(&t.collection, &t.namespace, name) {
+                Some(v) => json_response(200, &v),
+                None => status(
+                    404,
+                    "NotFound",
+                    format!("{} {name:?} not found", t.collection),
+                ),
+            },
+            (Method::POST, None, _) => {
+                let Some(obj) = parsed else {
+                    return status(400, "BadRequest", "body is not JSON".into());
+                };
+                let name = obj["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if self.get(&t.collection, &t.namespace, &name).is_some() {
+                    return status(409, "AlreadyExists", format!("{name:?} already exists"));
+                }
+                json_response(201, &self.put_in(&t, obj))
+            }
+            (Method::POST, Some(name), Some("eviction")) => self.evict(&t.namespace, name),
+            (Method::PUT, Some(name), None) => {
+                let Some(obj) = parsed else {
+                    return status(400, "BadRequest", "body is not JSON".into());
+                };
+                let Some(current) = self.get(&t.collection, &t.namespace, name) else {
+                    return status(404, "NotFound", format!("{name:?} not found"));
+                };
+                if let Some(rv) = obj["metadata"]["resourceVersion"].as_str() {
+                    if Some(rv) != current["metadata"]["resourceVersion"].as_str() {
+                        return status(409, "Conflict", format!("Operation cannot be fulfilled on {name:?}: the object has been modified; please apply your changes to the latest version and try again"));
+                    }
+                }
+                json_response(200, &self.put_in(&t, obj))
+            }
+            (Method::PATCH, Some(name), None) => {
+                let Some(patch) = parsed else {
+                    return status(400, "BadRequest", "body is not JSON".into());
+                };
+                let Some(mut current) = self.get(&t.collection, &t.namespace, name) else {
+                    return status(404, "NotFound", format!("{name:?} not found"));
+                };
+                if let Some(rv) = patch["metadata"]["resourceVersion"].as_str() {
+                    if Some(rv) != current["metadata"]["resourceVersion"].as_str() {
+                        return status(409, "Conflict", format!("Operation cannot be fulfilled on {name:?}: the object has been modified"));
+                    }
+                }
+                merge(&mut current, &patch);
+                json_response(200, &self.put_in(&t, current))
+            }
+            (Method::DELETE, Some(name), None) => {
+                let removed = {
+                    let mut s = self.store.lock().unwrap();
+                    let r = s.delete(&t.collection, &t.namespace, name);
+                    r.map(|o| (o, s.log.last().cloned().unwrap()))
+                };
+                match removed {
+                    Some((o, change)) => {
+                        let _ = self.changes.send(change);
+                        json_response(200, &o)
+                    }
+                    None => status(404, "NotFound", format!("{name:?} not found")),
+                }
+            }
+            (m, _, _) => status(405, "MethodNotAllowed", format!("{m} not supported here")),
+        }
+    }
+
+    fn put_in(&self, t: &Target, mut obj: Value) -> Value {
+        if !t.namespace.is_empty() {
+            obj["metadata"]["namespace"] = json!(t.namespace);
+        }
+        self.put(&t.collection, obj)
+    }
+
+    fn list_response(&self, t: &Target) -> Response {
+        let s = self.store.lock().unwrap();
+        let items: Vec<Value> = s
+            .objects
+            .iter()
+            .filter(|((c, ns, _), _)| {
+                *c == t.collection && (t.namespace.is_empty() || *ns == t.namespace)
+            })
+            .map(|(_, v)| v.clone())
+            .collect();
+        let body = json!({
+            "kind": format!("{}List", kind_of(&t.collection)),
+            "apiVersion": api_version_of(&t.collection),
+            "metadata": { "resourceVersion": s.rv.to_string() },
+            "items": items,
+        });
+        json_response(200, &body)
+    }
+
+    /// Events of the collection after `resourceVersion`, then live ones, one JSON object per line.
+    fn watch(&self, t: &Target, q: &BTreeMap<String, String>) -> Response {
+        let from: u64 = q
+            .get("resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut live = self.changes.subscribe();
+        let backlog: Vec<Change> = {
+            let s = self.store.lock().unwrap();
+            s.log.iter().filter(|c| c.0 > from).cloned().collect()
+        };
+        let (collection, namespace) = (t.collection.clone(), t.namespace.clone());
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(256);
+        tokio::spawn(async move {
+            let wanted =
+                |c: &Change| c.1 == collection && (namespace.is_empty() || c.2 == namespace);
+            let line = |c: &Change| {
+                Ok(Bytes::from(format!(
+                    "{}\n",
+                    json!({ "type": c.3, "object": c.4 })
+                )))
+            };
+            let mut last = from;
+            for c in backlog.iter().filter(|c| wanted(c)) {
+                last = c.0;
+                if tx.send(line(c)).await.is_err() {
+                    return;
+                }
+            }
+            while let Ok(c) = live.recv().await {
+                if c.0 > last && wanted(&c) {
+                    last = c.0;
+                    if tx.send(line(&c)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(Body::from_stream(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            ))
+            .unwrap()
+    }
+
+    fn evict(&self, namespace: &str, name: &str) -> Response {
+        let Some(pod) = self.get(PODS, namespace, name) else {
+            return status(404, "NotFound", format!("pods {name:?} not found"));
+        };
+        let budgets: Vec<Value> = self
+            .list(PDBS)
+            .into_iter()
+            .filter(|b| b["metadata"]["namespace"] == namespace && selects(b, &pod))
+            .collect();
+        if budgets.iter().any(|b| {
+            b.pointer("/status/disruptionsAllowed")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                < 1
+        }) {
+            return status(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.".into(),
+            );
+        }
+        for b in budgets {
+            let allowed = b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
+            let bname = b["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            self.update(
+                PDBS,
+                namespace,
+                &bname,
+                json!({"status": {"disruptionsAllowed": allowed - 1}}),
+            );
+        }
+        let change = {
+            let mut s = self.store.lock().unwrap();
+            s.delete(PODS, namespace, name);
+            s.log.last().cloned().unwrap()
+        };
+        let _ = self.changes.send(change);
+        status(201, "", "evicted".into())
+    }
+}
