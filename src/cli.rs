@@ -63,6 +63,9 @@ pub struct EngineArgs {
     /// Most nodes one scale-up adds.
     #[arg(long, default_value_t = 1000)]
     pub max_nodes_per_scaleup: usize,
+    /// Time budget of one node group's binpacking estimate.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::model::parse_go_duration)]
+    pub max_nodegroup_binpacking_duration: Duration,
     /// Pods younger than this do not trigger a scale-up.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::model::parse_go_duration)]
     pub new_pod_scale_up_delay: Duration,
@@ -148,6 +151,7 @@ impl EngineArgs {
             cores_total: self.cores_total,
             memory_total_gib: self.memory_total,
             max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+            max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay,
             expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
             scale_down_enabled: self.scale_down_enabled,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::estimator::{estimate, Unplaced};
+use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption, Priorities, Strategy};
 use super::predicates::{first_fit, fits, fits_in, repelling, NodeInfo, Repel, Unfit};
 use crate::model::workload::{Node, Pdb, Pod, HOSTNAME_LABEL, ZONE_LABEL};
@@ -25,6 +25,8 @@ pub struct Settings {
     pub memory_total_gib: (i64, i64),
     /// `--max-nodes-per-scaleup`.
     pub max_nodes_per_scaleup: usize,
+    /// `--max-nodegroup-binpacking-duration`: time budget of one group's estimate.
+    pub max_nodegroup_binpacking_duration: Duration,
     /// `--new-pod-scale-up-delay`.
     pub new_pod_scale_up_delay: Duration,
     /// `--expendable-pods-priority-cutoff`: pods below it never trigger a scale-up.
@@ -54,6 +56,7 @@ impl Default for Settings {
             cores_total: (0, 320_000),
             memory_total_gib: (0, 6_400_000),
             max_nodes_per_scaleup: 1000,
+            max_nodegroup_binpacking_duration: Duration::from_secs(10),
             new_pod_scale_up_delay: Duration::ZERO,
             expendable_pods_priority_cutoff: -10,
             scale_down_enabled: true,
@@ -579,11 +582,16 @@ fn options_for(
         node.allocatable.cpu_milli -= template.requested.cpu_milli;
         node.allocatable.memory -= template.requested.memory;
         node.allocatable.pods -= template.requested.pods;
-        let e = estimate(pods, &node, limit);
+        let deadline = std::time::Instant::now() + settings.max_nodegroup_binpacking_duration;
+        let e = estimate_within(pods, &node, limit, Some(deadline));
         for (k, why) in &e.unplaced {
             let reason = match why {
                 Unplaced::NoFit(u) => u.to_string(),
                 Unplaced::Limit => format!("group {} would exceed a limit", g.id),
+                Unplaced::TimeBudget => format!(
+                    "group {}: binpacking ran out of --max-nodegroup-binpacking-duration",
+                    g.id
+                ),
             };
             *round.refusals[*k].entry(reason).or_default() += 1;
         }

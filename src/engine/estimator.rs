@@ -33,7 +33,12 @@ pub enum Unplaced {
     NoFit(Unfit),
     /// The node limit (max size, `--max-nodes-per-scaleup`, ...) was reached first.
     Limit,
+    /// The time budget (`--max-nodegroup-binpacking-duration`) ran out first.
+    TimeBudget,
 }
+
+/// Pods between two reads of the clock inside one equivalence group.
+const CLOCK_EVERY: usize = 256;
 
 fn shape_hash(p: &Pod) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -93,6 +98,18 @@ fn new_node(template: &Node, n: usize) -> NodeInfo {
 
 /// Estimates the new nodes of `template` that `pods` need, adding at most `max_nodes`.
 pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
+    estimate_within(pods, template, max_nodes, None)
+}
+
+/// [`estimate`] that stops at `deadline`: pods not looked at by then are [`Unplaced::TimeBudget`], so one
+/// pathological group cannot stall the loop (upstream's `--max-nodegroup-binpacking-duration`).
+pub fn estimate_within(
+    pods: &[&Pod],
+    template: &Node,
+    max_nodes: usize,
+    deadline: Option<std::time::Instant>,
+) -> Estimate {
+    let out_of_time = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
     let alloc = &template.allocatable;
     let score = |p: &Pod| {
         let share = |want: i64, have: i64| {
@@ -118,9 +135,15 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
         .iter()
         .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
     let empty = new_node(template, 0);
+    let mut time_up = false;
     for group in groups {
         if limit_hit {
             unplaced.extend(group.iter().map(|&i| (i, Unplaced::Limit)));
+            continue;
+        }
+        time_up = time_up || out_of_time();
+        if time_up {
+            unplaced.extend(group.iter().map(|&i| (i, Unplaced::TimeBudget)));
             continue;
         }
         let first = pods[group[0]];
@@ -131,6 +154,11 @@ pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
         let monotone = first.affinity.is_empty() && first.spread.is_empty();
         let mut start = 0;
         for (k, &i) in group.iter().enumerate() {
+            if k > 0 && k % CLOCK_EVERY == 0 && out_of_time() {
+                time_up = true;
+                unplaced.extend(group[k..].iter().map(|&i| (i, Unplaced::TimeBudget)));
+                break;
+            }
             let pod = pods[i];
             let from = if monotone { start } else { 0 };
             let found =
@@ -240,6 +268,32 @@ mod tests {
         }
         let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 1000);
         assert_eq!((e.nodes, e.scheduled.len()), (8, 8));
+    }
+
+    #[test]
+    fn the_time_budget_stops_the_estimate() {
+        let p = pods(500, 100, 20);
+        let spent = std::time::Instant::now();
+        let e = estimate_within(
+            &refs(&p),
+            &template(1000, 5000 * MIB, 10),
+            1000,
+            Some(spent),
+        );
+        assert_eq!(e.nodes, 0);
+        assert_eq!(e.unplaced.len(), 20);
+        assert!(e
+            .unplaced
+            .iter()
+            .all(|(_, why)| *why == Unplaced::TimeBudget));
+        let later = spent + std::time::Duration::from_secs(60);
+        let e = estimate_within(
+            &refs(&p),
+            &template(1000, 5000 * MIB, 10),
+            1000,
+            Some(later),
+        );
+        assert_eq!((e.nodes, e.unplaced.len()), (10, 0));
     }
 
     #[test]

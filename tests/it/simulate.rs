@@ -496,3 +496,16 @@ fn expendable_and_new_pods_wait() {
     assert_eq!(r.scale_up[0].pods, vec!["a/web".to_string()]);
     assert!(reason_of(&r, "a/batch").starts_with("expendable"));
 }
+
+#[test]
+fn a_spent_binpacking_budget_scales_nothing_and_says_so() {
+    let cluster = vec![pod("a", "wide", "6", "4Gi", None, "")];
+    let settings = Settings {
+        max_nodegroup_binpacking_duration: Duration::ZERO,
+        ..Default::default()
+    };
+    let r = sim(&cluster, GROUPS).step(&settings, &pacing());
+    assert!(ups(&r).is_empty(), "{r:?}");
+    let why = reason_of(&r, "a/wide");
+    assert!(why.contains("--max-nodegroup-binpacking-duration"), "{why}");
+}
