@@ -7,6 +7,8 @@
 //!   deployments over five groups.
 //! * `anti_affinity_5000`: 5,000 pending replicas with hostname anti-affinity (one per node).
 //! * `scale_down_2000`: scale-down evaluation of 2,000 lightly used nodes.
+//! * `convert_51000`: what `ferroscale run` does first every loop, turning the watch caches' Kubernetes
+//!   objects (1,000 nodes, 51,000 pods) into the engine's model.
 //!
 //! Run with `cargo bench --bench engine`.
 
@@ -191,4 +193,48 @@ fn scale_down_2000(bencher: divan::Bencher) {
     let c = cluster(2_000, 5, 100, 0);
     assert!(run(&c) > 0);
     bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 10)]
+fn convert_51000(bencher: divan::Bencher) {
+    use k8s_openapi::api::core::v1 as core;
+    let nodes: Vec<core::Node> = (0..1_000)
+        .map(|i| {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("n-{i}"), "labels": {"kubernetes.io/hostname": format!("n-{i}")}},
+                "spec": {"providerID": format!("aws:///us-east-1a/i-{i:017x}")},
+                "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                           "conditions": [{"type": "Ready", "status": "True"}]},
+            }))
+            .unwrap()
+        })
+        .collect();
+    let pods: Vec<core::Pod> = (0..51_000)
+        .map(|i| {
+            let bound = i < 50_000;
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("p-{i}"), "namespace": "default",
+                    "labels": {"app": format!("app-{}", i % 50)},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                        "uid": "u", "controller": true}]},
+                "spec": {"nodeName": if bound { Some(format!("n-{}", i % 1_000)) } else { None },
+                    "containers": [{"name": "c", "image": "app",
+                        "resources": {"requests": {"cpu": "50m", "memory": "100Mi"}}}]},
+                "status": if bound { serde_json::json!({"phase": "Running"}) } else {
+                    serde_json::json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                        "status": "False", "reason": "Unschedulable"}]}) },
+            }))
+            .unwrap()
+        })
+        .collect();
+    bencher.bench(|| {
+        ferroscale::kube::objects::Inputs::convert(
+            black_box(&nodes),
+            black_box(&pods),
+            [],
+            [],
+            Err,
+        )
+        .unwrap()
+    });
 }
