@@ -228,13 +228,7 @@ fn convert_51000(bencher: divan::Bencher) {
         })
         .collect();
     bencher.bench(|| {
-        ferroscale::kube::objects::Inputs::convert(
-            black_box(&nodes),
-            black_box(&pods),
-            [],
-            [],
-            Err,
-        )
-        .unwrap()
+        ferroscale::kube::objects::Inputs::convert(black_box(&nodes), black_box(&pods), [], [], Err)
+            .unwrap()
     });
 }

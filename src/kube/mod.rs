@@ -8,3 +8,28 @@ pub mod lease;
 pub mod objects;
 pub mod status;
 pub mod watch;
+
+/// Every Kubernetes API call `ferroscale run` makes, as (API group, resource, verb). The chart's RBAC
+/// grants exactly these (checked by the chart tests), and the run tests check every request they see
+/// against it.
+pub const PERMISSIONS: &[(&str, &str, &str)] = &[
+    ("", "pods", "get"),
+    ("", "pods", "list"),
+    ("", "pods", "watch"),
+    ("", "pods/eviction", "create"),
+    ("", "nodes", "get"),
+    ("", "nodes", "list"),
+    ("", "nodes", "watch"),
+    ("", "nodes", "patch"),
+    ("policy", "poddisruptionbudgets", "list"),
+    ("policy", "poddisruptionbudgets", "watch"),
+    ("apps", "daemonsets", "list"),
+    ("apps", "daemonsets", "watch"),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    ("", "configmaps", "create"),
+    ("", "configmaps", "patch"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "update"),
+];

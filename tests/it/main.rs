@@ -8,6 +8,7 @@ mod aws_pricing;
 mod aws_proxy;
 mod aws_scaling;
 mod aws_templates;
+mod chart;
 mod cli;
 mod common;
 mod concurrency;

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{free_addr, terminate, BIN};
 use crate::common::http_get;
-use crate::kube_api::{KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
+use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
 
 const GROUPS: &str = r#"
 nodeGroups:
@@ -255,6 +255,7 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
             "no watch of {kind}: {requests:#?}"
         );
     }
+    assert_permitted(&h.api);
 }
 
 /// Pool of two nodes: `pool-a` half used (kept), `pool-b` with two small web pods under a budget that
@@ -350,6 +351,7 @@ async fn scale_down_taints_evicts_through_the_budget_then_deletes() {
         .requests()
         .iter()
         .any(|r| r.starts_with("PATCH /api/v1/nodes/pool-b")));
+    assert_permitted(&h.api);
 }
 
 #[tokio::test]
@@ -384,6 +386,7 @@ async fn a_drain_the_budget_never_allows_untaints_and_keeps_the_node() {
         metrics.contains(r#"cluster_autoscaler_evicted_pods_total{eviction_result="failed"} 1"#),
         "{metrics}"
     );
+    assert_permitted(&h.api);
 }
 
 #[tokio::test]
@@ -470,4 +473,5 @@ async fn the_binary_leads_scales_and_reports() {
         .get(LEASES, "kube-system", "cluster-autoscaler")
         .unwrap();
     assert!(lease["spec"]["holderIdentity"].is_null(), "{lease}");
+    assert_permitted(&api);
 }

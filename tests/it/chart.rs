@@ -1,0 +1,268 @@
+//! The Helm chart, rendered by Helm's own Go SDK (helm-python-sdk from PyPI, `scripts/render_chart.py`;
+//! `FERROSCALE_HELM_PYTHON` names its Python, as `scripts/test.sh` sets): every mode and every
+//! `charts/ferroscale/ci/*.yaml` renders; each object parses as its kind (k8s-openapi types, with a round
+//! trip that catches misspelt or misplaced fields); the ferroscale container's flags parse with the
+//! binary's own command line and its config files with the binary's parsers; secure defaults hold;
+//! `values.schema.json` rejects bad values naming the field; the standalone RBAC is exactly
+//! `kube::PERMISSIONS`, and serve gets none.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Parser;
+use ferroscale::cli::{Cli, Command as Cmd};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde_json::Value;
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/ferroscale");
+
+fn python() -> String {
+    std::env::var("FERROSCALE_HELM_PYTHON").expect(
+        "FERROSCALE_HELM_PYTHON must name a Python with helm-python-sdk (scripts/test.sh installs it)",
+    )
+}
+
+/// The rendered objects, or Helm's error.
+fn render(values: Option<&Path>) -> Result<Vec<Value>, String> {
+    let mut cmd = Command::new(python());
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/render_chart.py"
+    ))
+    .arg(CHART);
+    if let Some(v) = values {
+        cmd.arg(v);
+    }
+    let out = cmd.output().expect("running the chart renderer");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let docs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    Ok(docs.into_iter().map(|d| d["object"].clone()).collect())
+}
+
+fn values_files() -> Vec<Option<PathBuf>> {
+    let mut files: Vec<Option<PathBuf>> = std::fs::read_dir(format!("{CHART}/ci"))
+        .unwrap()
+        .map(|e| Some(e.unwrap().path()))
+        .collect();
+    files.sort();
+    files.insert(0, None);
+    files
+}
+
+/// Drops nulls and empty maps/lists, which serializers may or may not write.
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), normalize(v)))
+                .filter(|(_, v)| {
+                    !(v.is_null()
+                        || v == &Value::Object(Default::default())
+                        || v == &Value::Array(vec![]))
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Parses `doc` as `T` and checks nothing was lost on the way (an unknown or misplaced field would be).
+fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> T {
+    let t: T = serde_json::from_value(doc.clone())
+        .unwrap_or_else(|e| panic!("{} {}: {e}", doc["kind"], doc["metadata"]["name"]));
+    let back = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        normalize(&back),
+        normalize(doc),
+        "{} {} has fields its kind does not know",
+        doc["kind"],
+        doc["metadata"]["name"]
+    );
+    t
+}
+
+fn check_ferroscale(d: &Deployment, objects: &[Value]) {
+    let spec = d.spec.template.spec.as_ref().unwrap();
+    let pod_sc = spec.security_context.as_ref().unwrap();
+    assert_eq!(pod_sc.run_as_non_root, Some(true));
+    assert_eq!(
+        pod_sc.seccomp_profile.as_ref().unwrap().type_,
+        "RuntimeDefault"
+    );
+    let c = &spec.containers[0];
+    let sc = c.security_context.as_ref().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert!(c.resources.as_ref().unwrap().requests.is_some());
+    assert!(c.liveness_probe.is_some() && c.readiness_probe.is_some());
+    assert!(
+        c.env
+            .iter()
+            .flatten()
+            .all(|e| !e.name.starts_with("AWS_SECRET")),
+        "no AWS keys in the pod"
+    );
+    // The flags are the binary's own.
+    let args = c.args.clone().unwrap();
+    let cli = Cli::try_parse_from(std::iter::once("ferroscale".to_string()).chain(args.clone()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    // The config files it names parse with the binary's parsers.
+    let config = objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap"
+                && o["metadata"]["name"] == d.metadata.name.clone().unwrap().as_str()
+        })
+        .expect("the ferroscale ConfigMap");
+    let cm: ConfigMap = typed(config);
+    let data = cm.data.unwrap_or_default();
+    for (key, parse) in [
+        (
+            "memory-cloud.yaml",
+            (|t: &str| ferroscale::cloud::memory::MemoryConfig::parse(t).map(|_| ()))
+                as fn(&str) -> ferroscale::Result<()>,
+        ),
+        ("price-overrides.yaml", |t| {
+            ferroscale::pricing::PriceOverrides::parse(t).map(|_| ())
+        }),
+        ("priorities.yaml", |t| {
+            ferroscale::engine::expander::Priorities::parse(t).map(|_| ())
+        }),
+    ] {
+        let named = args.iter().any(|a| a.ends_with(key));
+        assert_eq!(
+            named,
+            data.contains_key(key),
+            "{key}: flag and file go together"
+        );
+        if let Some(text) = data.get(key) {
+            parse(text).unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+    }
+    match cli.command {
+        Cmd::Serve(_) => assert_eq!(spec.automount_service_account_token, Some(false)),
+        Cmd::Run(_) => assert_eq!(spec.automount_service_account_token, Some(true)),
+        Cmd::Simulate(_) => panic!("the chart runs serve or run"),
+    }
+}
+
+#[test]
+fn every_mode_and_ci_values_render_to_valid_objects() {
+    for file in values_files() {
+        let objects = render(file.as_deref()).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+        let mut ferroscale = 0;
+        for o in &objects {
+            match o["kind"].as_str().unwrap() {
+                "Deployment" => {
+                    let d: Deployment = typed(o);
+                    let name = d.metadata.name.clone().unwrap();
+                    if name.ends_with("cluster-autoscaler") {
+                        let c = &d.spec.template.spec.unwrap().containers[0];
+                        let args = c.args.clone().unwrap().join(" ");
+                        assert!(args.contains("--cloud-provider=externalgrpc"), "{args}");
+                        assert!(
+                            args.contains("--expander=grpc --grpc-expander-url="),
+                            "{args}"
+                        );
+                    } else {
+                        ferroscale += 1;
+                        check_ferroscale(&d, &objects);
+                    }
+                }
+                "Service" => drop(typed::<Service>(o)),
+                "ServiceAccount" => drop(typed::<ServiceAccount>(o)),
+                "ConfigMap" => drop(typed::<ConfigMap>(o)),
+                "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(o)),
+                "ClusterRole" => drop(typed::<ClusterRole>(o)),
+                "ClusterRoleBinding" => drop(typed::<ClusterRoleBinding>(o)),
+                "Role" => drop(typed::<Role>(o)),
+                "RoleBinding" => drop(typed::<RoleBinding>(o)),
+                // CRDs not in k8s-openapi: their required fields.
+                "Certificate" => {
+                    assert_eq!(o["apiVersion"], "cert-manager.io/v1");
+                    assert!(
+                        o["spec"]["secretName"].is_string()
+                            && o["spec"]["issuerRef"]["name"].is_string(),
+                        "{o}"
+                    );
+                }
+                "ServiceMonitor" => {
+                    assert_eq!(o["apiVersion"], "monitoring.coreos.com/v1");
+                    assert_eq!(o["spec"]["endpoints"][0]["port"], "http", "{o}");
+                }
+                other => panic!("{file:?}: unexpected kind {other}"),
+            }
+        }
+        assert_eq!(ferroscale, 1, "{file:?}: one ferroscale Deployment");
+    }
+}
+
+/// The (group, resource, verb) triples the rendered RBAC grants ferroscale's ServiceAccount.
+fn granted(objects: &[Value]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for o in objects.iter().filter(|o| {
+        (o["kind"] == "ClusterRole" || o["kind"] == "Role")
+            && !o["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .ends_with("cluster-autoscaler")
+    }) {
+        for rule in o["rules"].as_array().unwrap() {
+            for g in rule["apiGroups"].as_array().unwrap() {
+                for r in rule["resources"].as_array().unwrap() {
+                    for v in rule["verbs"].as_array().unwrap() {
+                        out.insert((
+                            g.as_str().unwrap().into(),
+                            r.as_str().unwrap().into(),
+                            v.as_str().unwrap().into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rbac_grants_exactly_what_the_code_uses() {
+    let used: BTreeSet<(String, String, String)> = ferroscale::kube::PERMISSIONS
+        .iter()
+        .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
+        .collect();
+    for file in ["standalone-memory.yaml", "standalone-aws.yaml"] {
+        let objects = render(Some(&Path::new(CHART).join("ci").join(file))).unwrap();
+        assert_eq!(granted(&objects), used, "{file}");
+    }
+    // serve never calls the Kubernetes API: no rules for its ServiceAccount.
+    let objects = render(None).unwrap();
+    assert!(granted(&objects).is_empty());
+    assert!(!objects
+        .iter()
+        .any(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding"));
+}
+
+#[test]
+fn the_schema_rejects_bad_values_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bad, field) in [
+        ("mode: sideways\n", "mode"),
+        ("replicas: two\n", "replicas"),
+        ("replica: 2\n", "replica"),
+        ("expander: cheapest\n", "expander"),
+        ("tls: {enabled: true}\n", "serverSecret"),
+        ("standalone: {scanInterval: soon}\n", "scanInterval"),
+    ] {
+        let path = dir.path().join("values.yaml");
+        std::fs::write(&path, bad).unwrap();
+        let err = render(Some(&path)).expect_err(bad);
+        assert!(err.contains(field), "{bad:?}: {err}");
+    }
+}
