@@ -368,7 +368,11 @@ impl Simulation {
                 self.joining.push((join_at, up.group.clone(), id));
             }
             if launched < up.delta {
-                self.memory.scale_up_failed(&up.group, now);
+                // launchCapacity is the AWS group out of capacity (InsufficientInstanceCapacity).
+                match self.groups.iter().find(|g| g.id == up.group).cloned() {
+                    Some(g) => self.memory.capacity_exhausted(&g, now),
+                    None => self.memory.scale_up_failed(&up.group, now),
+                }
             }
             report.scale_up.push(ScaleUpReport {
                 group: up.group.clone(),

@@ -103,6 +103,19 @@ pub struct Memory {
     pub backoff: HashMap<String, (i64, i64, i64)>,
     /// Instance (provider id) → when it was first seen without a node.
     pub unregistered_since: HashMap<String, i64>,
+    /// (instance type, zone) → until when it is taken as out of capacity: a launch that failed for lack
+    /// of capacity keeps every group of that type in that zone out, not only the group that tried.
+    pub out_of_capacity: HashMap<(String, String), i64>,
+}
+
+const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+
+/// The (instance type, zone) of a template, when its labels say.
+fn type_and_zone(t: &TemplateNode) -> Option<(String, String)> {
+    Some((
+        t.labels.get(INSTANCE_TYPE_LABEL)?.clone(),
+        t.labels.get(ZONE_LABEL)?.clone(),
+    ))
 }
 
 /// First backoff after a failed scale-up, doubled per failure up to the max; forgotten after the reset.
@@ -119,6 +132,24 @@ impl Memory {
         };
         self.backoff
             .insert(group.to_string(), (now + next, next, now));
+    }
+
+    /// Records that `group` could not launch for lack of capacity: it backs off, and its instance type
+    /// in its zone is avoided by every group for as long.
+    pub fn capacity_exhausted(&mut self, group: &NodeGroup, now: i64) {
+        self.scale_up_failed(&group.id, now);
+        if let (Some(key), Some(&(until, _, _))) =
+            (type_and_zone(&group.template), self.backoff.get(&group.id))
+        {
+            self.out_of_capacity.insert(key, until);
+        }
+    }
+
+    /// Until when a template's instance type and zone are out of capacity, if they are.
+    fn capacity_out(&self, t: &TemplateNode, now: i64) -> Option<(String, String, i64)> {
+        let (ty, zone) = type_and_zone(t)?;
+        let until = *self.out_of_capacity.get(&(ty.clone(), zone.clone()))?;
+        (now < until).then_some((ty, zone, until))
     }
 
     fn backed_off(&self, group: &str, now: i64) -> Option<i64> {
@@ -412,7 +443,8 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
                 .filter(|g| {
                     g.id == chosen.id
                         || (similar(&g.template, &chosen.template)
-                            && memory.backed_off(&g.id, now).is_none())
+                            && memory.backed_off(&g.id, now).is_none()
+                            && memory.capacity_out(&g.template, now).is_none())
                 })
                 .collect();
             balance(&peers, option.node_count)
@@ -480,12 +512,14 @@ fn cleanup_instances(
     for g in world.groups {
         let limit = options_of(g).max_node_provision_time.as_secs() as i64;
         let mut failed = false;
+        let mut out_of_resources = false;
         for i in &g.instances {
             if registered.contains(i.id.as_str()) || i.state == InstanceState::Deleting {
                 continue;
             }
             if let Some(e) = &i.error {
                 failed = true;
+                out_of_resources |= e.class == crate::model::ErrorClass::OutOfResources;
                 d.delete_instances.push(DeleteInstance {
                     group: g.id.clone(),
                     instance: i.id.clone(),
@@ -505,7 +539,9 @@ fn cleanup_instances(
                 still.insert(i.id.clone(), since);
             }
         }
-        if failed {
+        if out_of_resources {
+            memory.capacity_exhausted(g, now);
+        } else if failed {
             memory.scale_up_failed(&g.id, now);
         }
     }
@@ -547,6 +583,12 @@ fn options_for(
         let mut why_not = None;
         if let Some(until) = memory.backed_off(&g.id, now) {
             why_not = Some(format!("group {} backed off for {}s", g.id, until - now));
+        } else if let Some((ty, zone, until)) = memory.capacity_out(&g.template, now) {
+            why_not = Some(format!(
+                "group {}: {ty} in {zone} out of capacity for {}s",
+                g.id,
+                until - now
+            ));
         } else if room == 0 {
             why_not = Some(format!("group {} at max size", g.id));
         }

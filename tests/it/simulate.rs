@@ -509,3 +509,34 @@ fn a_spent_binpacking_budget_scales_nothing_and_says_so() {
     let why = reason_of(&r, "a/wide");
     assert!(why.contains("--max-nodegroup-binpacking-duration"), "{why}");
 }
+
+#[test]
+fn an_instance_type_out_of_capacity_in_a_zone_is_avoided_by_every_group() {
+    // Two groups of m5.large in us-east-1a (the cheaper cannot launch), one in us-east-1b.
+    let groups = r#"
+nodeGroups:
+  - {name: a-cheap, minSize: 0, maxSize: 5, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.08,
+     launchCapacity: 0, labels: {node.kubernetes.io/instance-type: m5.large, topology.kubernetes.io/zone: us-east-1a}}
+  - {name: a-other, minSize: 0, maxSize: 5, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.09,
+     labels: {node.kubernetes.io/instance-type: m5.large, topology.kubernetes.io/zone: us-east-1a}}
+  - {name: b, minSize: 0, maxSize: 5, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.10,
+     labels: {node.kubernetes.io/instance-type: m5.large, topology.kubernetes.io/zone: us-east-1b}}
+"#;
+    let cluster = vec![pod("a", "web", "1", "1Gi", None, "")];
+    let mut s = sim(&cluster, groups);
+    let settings = Settings {
+        expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
+        ..Settings::default()
+    };
+    let r = s.step(&settings, &pacing());
+    assert_eq!(
+        (r.scale_up[0].group.as_str(), r.scale_up[0].failed),
+        ("a-cheap", 1)
+    );
+    let r = s.step(&settings, &pacing());
+    assert_eq!(
+        ups(&r),
+        vec![("b", 1)],
+        "a-other shares the exhausted type and zone: {r:?}"
+    );
+}
