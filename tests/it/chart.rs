@@ -266,3 +266,122 @@ fn the_schema_rejects_bad_values_naming_the_field() {
         assert!(err.contains(field), "{bad:?}: {err}");
     }
 }
+
+/// Splits a shell command line into words: single quotes literal, double quotes keep backslashes
+/// except before `"`, `\` and `$`, an unquoted backslash escapes the next character.
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(n @ ('"' | '\\' | '$')) => word.push(n),
+                            Some(n) => {
+                                word.push('\\');
+                                word.push(n);
+                            }
+                            None => {}
+                        },
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next());
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+#[test]
+fn the_readmes_helm_install_commands_render() {
+    let mut commands = 0;
+    for readme in ["README.md", "charts/ferroscale/README.md"] {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(readme)).unwrap();
+        let joined = text.replace("\\\n", " ");
+        for line in joined
+            .lines()
+            .filter(|l| l.trim_start().starts_with("helm install"))
+        {
+            let words = shell_words(line);
+            let sets: Vec<&String> = words
+                .iter()
+                .zip(words.iter().skip(1))
+                .filter(|(flag, _)| *flag == "--set")
+                .map(|(_, v)| v)
+                .collect();
+            let mut cmd = Command::new(python());
+            cmd.arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/render_chart.py"
+            ))
+            .arg(CHART);
+            for s in &sets {
+                cmd.arg("--set").arg(s);
+            }
+            let out = cmd.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{readme}: {line}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let objects: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+            // What the command sets arrives where it should.
+            let ours = |kind: &str| {
+                objects
+                    .iter()
+                    .find(|o| {
+                        o["object"]["kind"] == kind
+                            && !o["object"]["metadata"]["name"]
+                                .as_str()
+                                .unwrap()
+                                .ends_with("cluster-autoscaler")
+                    })
+                    .unwrap()
+            };
+            let sa = ours("ServiceAccount");
+            assert_eq!(
+                sa["object"]["metadata"]["annotations"]["eks.amazonaws.com/role-arn"],
+                "arn:aws:iam::111122223333:role/ferroscale",
+                "{readme}: {line}"
+            );
+            let deployment = ours("Deployment");
+            let args = deployment["object"]["spec"]["template"]["spec"]["containers"][0]["args"]
+                .to_string();
+            assert!(
+                args.contains("--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/my-cluster"),
+                "{readme}: {line}: {args}"
+            );
+            commands += 1;
+        }
+    }
+    assert!(
+        commands >= 3,
+        "the READMEs show helm install ({commands} found)"
+    );
+}

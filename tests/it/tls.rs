@@ -129,6 +129,17 @@ async fn the_binary_serves_both_listeners_over_tls() {
         .unwrap()
         .into_inner();
     assert!(answer.options.is_empty());
+    // The expander listener is TLS-only: a plaintext client (CA without --grpc-expander-cert) is refused.
+    let plaintext = tonic::transport::Endpoint::from_shared(format!("http://{exp}"))
+        .unwrap()
+        .connect()
+        .await;
+    if let Ok(channel) = plaintext {
+        let refused = ExpanderClient::new(channel)
+            .best_options(ferroscale::proto::expander::BestOptionsRequest::default())
+            .await;
+        assert!(refused.is_err(), "plaintext BestOptions must fail");
+    }
     // An m5.xlarge node of no group costs what `general` (m5.xlarge) costs after the price file.
     let channel = pki.channel(grpc, Some(&pki.client)).await.unwrap();
     let price = CloudProviderClient::new(channel)
