@@ -29,6 +29,8 @@ struct Store {
     objects: BTreeMap<(String, String, String), Value>,
     log: Vec<Change>,
     requests: Vec<String>,
+    /// A write another client makes just before the next PATCH of (collection, namespace, name).
+    interference: Option<((String, String, String), Value)>,
 }
 
 /// The API server; cheap to clone.
@@ -288,6 +290,19 @@ impl KubeApi {
             .collect()
     }
 
+    /// Makes another client's change (a merge patch) land just before the next PATCH of the object, as a
+    /// kubelet status update racing a controller would: that PATCH then carries a stale resourceVersion.
+    pub fn interfere_before_next_patch(
+        &self,
+        collection: &str,
+        namespace: &str,
+        name: &str,
+        change: Value,
+    ) {
+        self.store.lock().unwrap().interference =
+            Some(((collection.into(), namespace.into(), name.into()), change));
+    }
+
     /// Requests received so far, as `METHOD path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.store.lock().unwrap().requests.clone()
@@ -377,6 +392,20 @@ impl KubeApi {
                 json_response(200, &self.put_in(&t, obj))
             }
             (Method::PATCH, Some(name), None) => {
+                let key = (t.collection.clone(), t.namespace.clone(), name.to_string());
+                let racing = {
+                    let mut s = self.store.lock().unwrap();
+                    match s.interference.take() {
+                        Some((k, change)) if k == key => Some(change),
+                        other => {
+                            s.interference = other;
+                            None
+                        }
+                    }
+                };
+                if let Some(change) = racing {
+                    self.update(&t.collection, &t.namespace, name, change);
+                }
                 let Some(patch) = parsed else {
                     return status(400, "BadRequest", "body is not JSON".into());
                 };

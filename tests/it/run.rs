@@ -475,3 +475,65 @@ async fn the_binary_leads_scales_and_reports() {
     assert!(lease["spec"]["holderIdentity"].is_null(), "{lease}");
     assert_permitted(&api);
 }
+
+#[tokio::test]
+async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
+    let api = KubeApi::start().await;
+    let mut n = node("busy", "memory:///pool/i-a", "4", "16Gi");
+    n["spec"]["taints"] = json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
+    api.put(NODES, n);
+    // The node controller taints the node between our read and our patch: a patch computed from the
+    // stale taint list would drop its taint.
+    let unreachable = json!({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"});
+    let dedicated = json!({"key": "dedicated", "value": "db", "effect": "NoSchedule"});
+    api.interfere_before_next_patch(
+        NODES,
+        "",
+        "busy",
+        json!({"metadata": {"labels": {"kubelet-was-here": "true"}},
+               "spec": {"taints": [dedicated.clone(), unreachable.clone()]}}),
+    );
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(api.client());
+    ferroscale::kube::drain::set_deletion_taint(&nodes, "busy", true, 1_700_000_000)
+        .await
+        .unwrap();
+    let got = api.get(NODES, "", "busy").unwrap();
+    assert_eq!(
+        got["metadata"]["labels"]["kubelet-was-here"], "true",
+        "the other write survives"
+    );
+    let taints: Vec<&str> = got["spec"]["taints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        taints,
+        [
+            "dedicated",
+            "node.kubernetes.io/unreachable",
+            "ToBeDeletedByClusterAutoscaler"
+        ]
+    );
+    assert_eq!(
+        got["spec"]["taints"][2]["value"], "1700000000",
+        "upstream's value: the Unix time of marking"
+    );
+    let patches = api
+        .requests()
+        .iter()
+        .filter(|r| r.starts_with("PATCH /api/v1/nodes/busy"))
+        .count();
+    assert_eq!(
+        patches, 2,
+        "the first patch conflicted and was computed again"
+    );
+    // Untainting keeps the other taints.
+    ferroscale::kube::drain::set_deletion_taint(&nodes, "busy", false, 0)
+        .await
+        .unwrap();
+    let got = api.get(NODES, "", "busy").unwrap();
+    assert_eq!(got["spec"]["taints"], json!([dedicated, unreachable]));
+    assert_permitted(&api);
+}
