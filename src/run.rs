@@ -701,6 +701,34 @@ impl Runner {
         }
     }
 
+    /// Takes the deletion taint off every node that has it: left by a replica that stopped mid-drain (or
+    /// by a leader before this one), as upstream cleans up when it starts acting. Not in dry-run.
+    pub async fn clean_stale_taints(&self) {
+        if self.run.dry_run {
+            return;
+        }
+        let api: Api<KubeNode> = Api::all(self.client.clone());
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for n in self.watches.nodes.state() {
+            let tainted = n
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|ts| ts.iter().any(|t| t.key == drain::TO_BE_DELETED_TAINT));
+            let name = n.metadata.name.clone().unwrap_or_default();
+            if tainted && !in_flight.contains(&name) {
+                match drain::set_deletion_taint(&api, &name, false, 0).await {
+                    Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
+                    Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
+                }
+            }
+        }
+    }
+
     /// Runs loops every `--scan-interval` until `shutdown` completes. With a Lease, loops run only while
     /// this replica leads; losing the lease ends the run with an error (the process restarts as a
     /// follower, as upstream's does).
@@ -716,6 +744,7 @@ impl Runner {
             campaign.spawn(async move { e.lead(leading_tx).await });
         } else {
             self.health.start(unix_now());
+            self.clean_stale_taints().await;
         }
         let mut tick = tokio::time::interval(self.run.scan_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -732,6 +761,7 @@ impl Runner {
                     let is_leading = *leading.borrow();
                     if is_leading && !was_leading {
                         self.health.start(unix_now());
+                        self.clean_stale_taints().await;
                     }
                     was_leading = is_leading;
                     if !is_leading {

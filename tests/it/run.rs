@@ -537,3 +537,20 @@ async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
     assert_eq!(got["spec"]["taints"], json!([dedicated, unreachable]));
     assert_permitted(&api);
 }
+
+#[tokio::test]
+async fn a_new_leader_removes_deletion_taints_left_behind() {
+    let api = KubeApi::start().await;
+    let mut n = node("small-a", "memory:///small/i-a", "2", "8Gi");
+    n["spec"]["taints"] = json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
+                                  "effect": "NoSchedule"}]);
+    api.put(NODES, n);
+    let h = Harness::new(api, GROUPS, Settings::default(), run_settings()).await;
+    let api = h.api.clone();
+    h.runner
+        .run(tokio::time::sleep(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    assert!(!has_deletion_taint(&api, "small-a"));
+    assert_permitted(&api);
+}
