@@ -78,6 +78,12 @@ pub struct EngineArgs {
     /// After a scale-up, scale-down waits this long.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::model::parse_go_duration)]
     pub scale_down_delay_after_add: Duration,
+    /// After a node was removed, the next removal waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::model::parse_go_duration)]
+    pub scale_down_delay_after_delete: Duration,
+    /// After a removal failed, scale-down waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::model::parse_go_duration)]
+    pub scale_down_delay_after_failure: Duration,
     /// A node below this share of requested cpu and memory may be removed (groups may override).
     #[arg(long, default_value_t = 0.5)]
     pub scale_down_utilization_threshold: f64,
@@ -156,6 +162,8 @@ impl EngineArgs {
             expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
             scale_down_enabled: self.scale_down_enabled,
             scale_down_delay_after_add: self.scale_down_delay_after_add,
+            scale_down_delay_after_delete: self.scale_down_delay_after_delete,
+            scale_down_delay_after_failure: self.scale_down_delay_after_failure,
             skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
             skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
             max_empty_bulk_delete: self.max_empty_bulk_delete,

@@ -211,6 +211,8 @@ struct DrainContext {
     settings: DrainSettings,
     /// Nodes being drained or deleted: not candidates again until done.
     in_flight: Arc<Mutex<HashSet<String>>>,
+    /// Removals finished since the loop last looked: true for removed, false for failed.
+    outcomes: Arc<Mutex<Vec<bool>>>,
 }
 
 /// A node to take down: its group, provider id, and the pods to evict first.
@@ -304,6 +306,10 @@ impl DrainContext {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&r.node);
+        self.outcomes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(result.is_ok());
         result
     }
 }
@@ -322,6 +328,7 @@ pub struct Runner {
     health: Arc<Health>,
     drains: JoinSet<Result<()>>,
     in_flight: Arc<Mutex<HashSet<String>>>,
+    outcomes: Arc<Mutex<Vec<bool>>>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
     not_triggered: HashMap<String, (String, i64)>,
 }
@@ -361,6 +368,7 @@ impl Runner {
             health,
             drains: JoinSet::new(),
             in_flight: Arc::default(),
+            outcomes: Arc::default(),
             not_triggered: HashMap::new(),
         }
     }
@@ -396,6 +404,15 @@ impl Runner {
         self.health.activity(now);
         if let Some(m) = self.loop_metrics() {
             m.activity("main", now);
+        }
+        // Removals that finished since the last loop start the scale-down delays.
+        for removed in std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|p| p.into_inner()))
+        {
+            if removed {
+                self.memory.last_scale_down_delete = Some(now);
+            } else {
+                self.memory.last_scale_down_failure = Some(now);
+            }
         }
         let t = Instant::now();
         self.cloud.refresh().await.inspect_err(|_| {
@@ -654,6 +671,7 @@ impl Runner {
             metrics: self.loop_metrics().cloned(),
             settings: self.run.drain.clone(),
             in_flight: self.in_flight.clone(),
+            outcomes: self.outcomes.clone(),
         };
         for s in &d.scale_down {
             let node = nodes

@@ -381,6 +381,9 @@ impl Simulation {
                 pods: up.pods.clone(),
             });
         }
+        if !d.scale_down.is_empty() {
+            self.memory.last_scale_down_delete = Some(now);
+        }
         for down in &d.scale_down {
             let provider_id = self
                 .nodes

@@ -35,6 +35,10 @@ pub struct Settings {
     pub scale_down_enabled: bool,
     /// `--scale-down-delay-after-add`.
     pub scale_down_delay_after_add: Duration,
+    /// `--scale-down-delay-after-delete`: after a node was removed, the next removal waits this long.
+    pub scale_down_delay_after_delete: Duration,
+    /// `--scale-down-delay-after-failure`: after a removal failed, scale-down waits this long.
+    pub scale_down_delay_after_failure: Duration,
     /// `--skip-nodes-with-local-storage`.
     pub skip_nodes_with_local_storage: bool,
     /// `--skip-nodes-with-system-pods`.
@@ -61,6 +65,8 @@ impl Default for Settings {
             expendable_pods_priority_cutoff: -10,
             scale_down_enabled: true,
             scale_down_delay_after_add: Duration::from_secs(600),
+            scale_down_delay_after_delete: Duration::ZERO,
+            scale_down_delay_after_failure: Duration::from_secs(180),
             skip_nodes_with_local_storage: true,
             skip_nodes_with_system_pods: true,
             max_empty_bulk_delete: 10,
@@ -99,6 +105,9 @@ pub struct Memory {
     /// Node → when it was first seen unneeded (seconds).
     pub unneeded_since: HashMap<String, i64>,
     pub last_scale_up: Option<i64>,
+    /// When a node was last removed, and when a removal last failed (set by whoever carries them out).
+    pub last_scale_down_delete: Option<i64>,
+    pub last_scale_down_failure: Option<i64>,
     /// Group → (backed off until, current backoff, last failure).
     pub backoff: HashMap<String, (i64, i64, i64)>,
     /// Instance (provider id) → when it was first seen without a node.
@@ -700,9 +709,22 @@ fn scale_down(
     existing: usize,
     d: &mut Decisions,
 ) {
-    let recent_add = memory
-        .last_scale_up
-        .is_some_and(|t| now - t < settings.scale_down_delay_after_add.as_secs() as i64);
+    let within = |t: Option<i64>, d: Duration| t.is_some_and(|t| now - t < d.as_secs() as i64);
+    let paused = if within(memory.last_scale_up, settings.scale_down_delay_after_add) {
+        Some("unneeded, but a scale-up happened within --scale-down-delay-after-add")
+    } else if within(
+        memory.last_scale_down_failure,
+        settings.scale_down_delay_after_failure,
+    ) {
+        Some("unneeded, but a removal failed within --scale-down-delay-after-failure")
+    } else if within(
+        memory.last_scale_down_delete,
+        settings.scale_down_delay_after_delete,
+    ) {
+        Some("unneeded, but a node was removed within --scale-down-delay-after-delete")
+    } else {
+        None
+    };
     let mut removed: Vec<usize> = Vec::new();
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
     let mut non_empty_removed = false;
@@ -800,11 +822,8 @@ fn scale_down(
             ));
             continue;
         }
-        if recent_add {
-            d.unremovable.push((
-                node.name.clone(),
-                "unneeded, but a scale-up happened within --scale-down-delay-after-add".into(),
-            ));
+        if let Some(why) = paused {
+            d.unremovable.push((node.name.clone(), why.into()));
             continue;
         }
         let going = removed_per_group.get(&group.id).copied().unwrap_or(0);

@@ -386,6 +386,29 @@ async fn a_drain_the_budget_never_allows_untaints_and_keeps_the_node() {
         metrics.contains(r#"cluster_autoscaler_evicted_pods_total{eviction_result="failed"} 1"#),
         "{metrics}"
     );
+    // The failure pauses scale-down for --scale-down-delay-after-failure (3m), even once the budget
+    // allows a disruption again.
+    h.api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    h.synced(2, 2).await;
+    for _ in 0..200 {
+        let allowed = h.watches.pdbs.state()[0]
+            .status
+            .as_ref()
+            .and_then(|s| s.disruptions_allowed);
+        if allowed == Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let d = h.runner.run_once(now()).await.unwrap();
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    let why = &d.unremovable.iter().find(|(n, _)| n == "pool-b").unwrap().1;
+    assert!(why.contains("--scale-down-delay-after-failure"), "{why}");
     assert_permitted(&h.api);
 }
 

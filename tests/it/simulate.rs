@@ -540,3 +540,32 @@ nodeGroups:
         "a-other shares the exhausted type and zone: {r:?}"
     );
 }
+
+#[test]
+fn after_a_removal_the_next_waits_for_the_delay_after_delete() {
+    let cluster = vec![
+        node("idle-1", "small", "2", "8Gi"),
+        node("idle-2", "small", "2", "8Gi"),
+    ];
+    let mut settings = quick_scale_down();
+    settings.max_empty_bulk_delete = 1;
+    settings.scale_down_delay_after_delete = Duration::from_secs(60);
+    let mut s = sim(&cluster, GROUPS);
+    let r = s.step(&settings, &pacing());
+    assert_eq!(r.scale_down.len(), 1, "{r:?}");
+    let kept = if r.scale_down[0].node == "idle-1" {
+        "idle-2"
+    } else {
+        "idle-1"
+    };
+    // 10s later: still within the delay.
+    let r = s.step(&settings, &pacing());
+    assert!(r.scale_down.is_empty(), "{r:?}");
+    assert!(unremovable(&r, kept).contains("--scale-down-delay-after-delete"));
+    // Past it (six more loops of 10s), the other goes.
+    let mut gone = false;
+    for _ in 0..6 {
+        gone |= !s.step(&settings, &pacing()).scale_down.is_empty();
+    }
+    assert!(gone, "removed once the delay passed");
+}
