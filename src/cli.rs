@@ -255,27 +255,8 @@ pub struct RunArgs {
     /// /health-check fails when no loop succeeded for this long.
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = crate::model::parse_go_duration)]
     pub max_failing_time: Duration,
-    /// Cloud backend.
-    #[arg(long, value_enum, default_value = "memory")]
-    pub cloud: CloudKind,
-    /// Node groups of the memory cloud (see examples/memory-cloud.yaml).
-    #[arg(long, value_name = "FILE")]
-    pub memory_config: Option<PathBuf>,
-    /// AWS: discover Auto Scaling groups by tags (see `serve --help`).
-    #[arg(long, value_name = "SPEC")]
-    pub node_group_auto_discovery: Vec<String>,
-    /// AWS: manage an Auto Scaling group by name with these bounds, MIN:MAX:NAME (repeatable).
-    #[arg(long, value_name = "MIN:MAX:NAME")]
-    pub nodes: Vec<String>,
-    /// AWS: region [default: the SDK's chain, e.g. AWS_REGION].
-    #[arg(long, value_name = "REGION")]
-    pub aws_region: Option<String>,
-    /// AWS: minimum time between two reads of the Auto Scaling groups [default: 60s].
-    #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
-    pub aws_refresh_interval: Option<Duration>,
-    /// AWS: where prices come from: aws or file [default: aws].
-    #[arg(long, value_enum)]
-    pub pricing_source: Option<PricingSource>,
+    #[command(flatten)]
+    pub cloud: CloudFlags,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -284,13 +265,7 @@ impl RunArgs {
     /// The cloud flags as `serve` reads them, so both commands build clouds the same way.
     pub fn cloud_settings(&self) -> Result<ServeSettings> {
         ServeArgs {
-            cloud: Some(self.cloud),
-            memory_config: self.memory_config.clone(),
-            node_group_auto_discovery: self.node_group_auto_discovery.clone(),
-            nodes: self.nodes.clone(),
-            aws_region: self.aws_region.clone(),
-            aws_refresh_interval: self.aws_refresh_interval,
-            pricing_source: self.pricing_source,
+            cloud: self.cloud.clone(),
             price_overrides: self.engine.price_overrides.clone(),
             ..Default::default()
         }
@@ -372,18 +347,9 @@ pub enum CloudKind {
     Aws,
 }
 
-/// Flags of `ferroscale serve`.
-#[derive(Debug, Args, Default)]
-pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig, priceOverrides, pricingSource, pricingRefreshInterval, tlsCert, tlsKey, tlsClientCa, expanderTlsCert, expanderTlsKey).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Option<SocketAddr>,
-    /// Address of the HTTP listener for /metrics, /healthz and /readyz [default: 127.0.0.1:8085].
-    #[arg(long, value_name = "ADDR")]
-    pub http_listen: Option<SocketAddr>,
+/// Where node groups come from and how they are read: the flags `serve` and `run` share.
+#[derive(Debug, Args, Default, Clone)]
+pub struct CloudFlags {
     /// Cloud backend [default: memory].
     #[arg(long, value_enum)]
     pub cloud: Option<CloudKind>,
@@ -403,6 +369,26 @@ pub struct ServeArgs {
     /// AWS: minimum time between two reads of the Auto Scaling groups, jittered ±10% [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub aws_refresh_interval: Option<Duration>,
+    /// AWS: where prices come from: aws (Pricing API and spot price history) or file (--price-overrides
+    /// alone, for isolated clusters) [default: aws].
+    #[arg(long, value_enum)]
+    pub pricing_source: Option<PricingSource>,
+}
+
+/// Flags of `ferroscale serve`.
+#[derive(Debug, Args, Default)]
+pub struct ServeArgs {
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig, priceOverrides, pricingSource, pricingRefreshInterval, tlsCert, tlsKey, tlsClientCa, expanderTlsCert, expanderTlsKey).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Address of the HTTP listener for /metrics, /healthz and /readyz [default: 127.0.0.1:8085].
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
+    #[command(flatten)]
+    pub cloud: CloudFlags,
     /// Address of the grpc expander listener for CA's --expander=grpc (off when not set).
     #[arg(long, value_name = "ADDR")]
     pub expander_listen: Option<SocketAddr>,
@@ -417,10 +403,6 @@ pub struct ServeArgs {
     /// Plans, reserved instances, negotiated rates).
     #[arg(long, value_name = "FILE")]
     pub price_overrides: Option<PathBuf>,
-    /// AWS: where prices come from: aws (Pricing API and spot price history) or file (--price-overrides
-    /// alone, for isolated clusters) [default: aws].
-    #[arg(long, value_enum)]
-    pub pricing_source: Option<PricingSource>,
     /// AWS: prices older than this are read again [default: 12h].
     #[arg(long, value_name = "DURATION", value_parser = crate::model::parse_go_duration)]
     pub pricing_refresh_interval: Option<Duration>,
@@ -557,6 +539,7 @@ impl ServeArgs {
             None => None,
         };
         let pricing_source = self
+            .cloud
             .pricing_source
             .or(file.pricing_source)
             .unwrap_or_default();
@@ -587,8 +570,8 @@ impl ServeArgs {
                 .http_listen
                 .or(file.http_listen)
                 .unwrap_or(([127, 0, 0, 1], 8085).into()),
-            cloud: self.cloud.or(file.cloud).unwrap_or(CloudKind::Memory),
-            memory_config: self.memory_config.clone().or(file.memory_config),
+            cloud: self.cloud.cloud.or(file.cloud).unwrap_or(CloudKind::Memory),
+            memory_config: self.cloud.memory_config.clone().or(file.memory_config),
             shutdown_grace_period: go_duration(
                 self.shutdown_grace_period,
                 &file.shutdown_grace_period,
@@ -596,20 +579,20 @@ impl ServeArgs {
                 crate::server::DEFAULT_SHUTDOWN_GRACE,
             )?,
             aws: AwsSettings {
-                region: self.aws_region.clone().or(file.aws_region),
+                region: self.cloud.aws_region.clone().or(file.aws_region),
                 auto_discovery: list_or(
-                    &self.node_group_auto_discovery,
+                    &self.cloud.node_group_auto_discovery,
                     file.node_group_auto_discovery,
                 )
                 .iter()
                 .map(|s| TagDiscovery::parse(s))
                 .collect::<Result<_>>()?,
-                nodes: list_or(&self.nodes, file.nodes)
+                nodes: list_or(&self.cloud.nodes, file.nodes)
                     .iter()
                     .map(|s| NamedGroup::parse(s))
                     .collect::<Result<_>>()?,
                 refresh_interval: go_duration(
-                    self.aws_refresh_interval,
+                    self.cloud.aws_refresh_interval,
                     &file.aws_refresh_interval,
                     "awsRefreshInterval",
                     crate::cloud::aws::ttl::DEFAULT_REFRESH_INTERVAL,

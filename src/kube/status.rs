@@ -124,6 +124,19 @@ fn condition(status: &str, now: i64, previous: Option<&Condition>) -> Condition 
     }
 }
 
+/// `CandidatesPresent` with the count, or `NoCandidates`.
+fn scale_down_condition(candidates: usize, now: i64, previous: Option<&Condition>) -> Condition {
+    let status = if candidates > 0 {
+        "CandidatesPresent"
+    } else {
+        "NoCandidates"
+    };
+    Condition {
+        candidates,
+        ..condition(status, now, previous)
+    }
+}
+
 impl Status {
     /// The status after one loop. Upstream counts: registered nodes that are ready, not started (unready
     /// and younger than maxNodeStartupTime) or unready; instances without a node (unregistered, and
@@ -208,16 +221,7 @@ impl Status {
                 .filter(|n| world.node_groups.get(*n) == Some(&g.id))
                 .count();
             candidates_total += candidates;
-            let mut scale_down = condition(
-                if candidates > 0 {
-                    "CandidatesPresent"
-                } else {
-                    "NoCandidates"
-                },
-                now,
-                prev.map(|p| &p.scale_down),
-            );
-            scale_down.candidates = candidates;
+            let scale_down = scale_down_condition(candidates, now, prev.map(|p| &p.scale_down));
             total.registered.total += counts.registered.total;
             total.registered.ready += counts.registered.ready;
             total.registered.not_started += counts.registered.not_started;
@@ -260,16 +264,7 @@ impl Status {
         } else {
             "Needed"
         };
-        let mut scale_down = condition(
-            if candidates_total > 0 {
-                "CandidatesPresent"
-            } else {
-                "NoCandidates"
-            },
-            now,
-            prev.map(|p| &p.scale_down),
-        );
-        scale_down.candidates = candidates_total;
+        let scale_down = scale_down_condition(candidates_total, now, prev.map(|p| &p.scale_down));
         Status {
             time: rfc3339(now),
             autoscaler_status: "Running".into(),
