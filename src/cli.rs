@@ -314,7 +314,7 @@ impl RunArgs {
 
     /// A client from --kubeconfig, else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
     pub async fn client(&self) -> Result<kube::Client> {
-        let config = match &self.kubeconfig {
+        let mut config = match &self.kubeconfig {
             Some(path) => {
                 let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
                     Error::Config(format!("--kubeconfig {}: {e}", path.display()))
@@ -329,7 +329,6 @@ impl RunArgs {
                 ))
             })?,
         };
-        let mut config = config;
         // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
         // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
         config.default_retry = false;

@@ -39,11 +39,7 @@ pub fn run_router(
         get(move || {
             let health = health.clone();
             async move {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0);
-                match health.check(now) {
+                match health.check(crate::run::unix_now()) {
                     Ok(()) => (StatusCode::OK, "OK\n".to_string()),
                     Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n")),
                 }

@@ -333,7 +333,8 @@ pub struct Runner {
     not_triggered: HashMap<String, (String, i64)>,
 }
 
-fn unix_now() -> i64 {
+/// The wall clock in Unix seconds, as the engine and `/health-check` count time.
+pub fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -528,12 +529,7 @@ impl Runner {
         let Some(m) = self.loop_metrics() else {
             return;
         };
-        m.unschedulable_pods.set(
-            d.pending
-                .iter()
-                .filter(|(_, r)| !r.ends_with("no scale-up needed"))
-                .count() as i64,
-        );
+        m.unschedulable_pods.set(d.unschedulable().count() as i64);
         m.unneeded_nodes
             .set(self.memory.unneeded_since.len() as i64);
         m.node_groups.set(groups as i64);
@@ -640,10 +636,7 @@ impl Runner {
 
         // Pods no scale-up helps.
         let mut seen = HashSet::new();
-        for (key, reason) in &d.pending {
-            if reason.ends_with("no scale-up needed") || reason.starts_with("younger than") {
-                continue;
-            }
+        for (key, reason) in d.not_triggered() {
             seen.insert(key.clone());
             let repeat = match self.not_triggered.get(key) {
                 Some((r, at)) => r != reason || now - at >= NOT_TRIGGERED_REPEAT,

@@ -161,7 +161,8 @@ impl Memory {
         (now < until).then_some((ty, zone, until))
     }
 
-    fn backed_off(&self, group: &str, now: i64) -> Option<i64> {
+    /// Until when `group` is backed off after failed scale-ups, if it is at `now`.
+    pub fn backed_off(&self, group: &str, now: i64) -> Option<i64> {
         self.backoff
             .get(group)
             .map(|&(until, _, _)| until)
@@ -210,6 +211,27 @@ pub struct Decisions {
     pub unremovable: Vec<(String, String)>,
     /// The expander's scores, when it chose.
     pub expander: Vec<String>,
+}
+
+/// The end of the reason of a pending pod that existing or upcoming capacity will take.
+const NO_SCALE_UP_NEEDED: &str = "no scale-up needed";
+
+/// The reason of a pod waiting out `--new-pod-scale-up-delay`.
+const TOO_NEW: &str = "younger than --new-pod-scale-up-delay";
+
+impl Decisions {
+    /// Pending pods no existing or upcoming node will take (upstream's unschedulable pods).
+    pub fn unschedulable(&self) -> impl Iterator<Item = &(String, String)> {
+        self.pending
+            .iter()
+            .filter(|(_, why)| !why.ends_with(NO_SCALE_UP_NEEDED))
+    }
+
+    /// Of those, the pods that could have triggered a scale-up and did not (upstream's
+    /// NotTriggerScaleUp), leaving out those only too new to count yet.
+    pub fn not_triggered(&self) -> impl Iterator<Item = &(String, String)> {
+        self.unschedulable().filter(|(_, why)| why != TOO_NEW)
+    }
 }
 
 /// A node of a template, for simulations.
@@ -362,8 +384,7 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
             continue;
         }
         if now - p.meta.created < settings.new_pod_scale_up_delay.as_secs() as i64 {
-            d.pending
-                .push((p.key(), "younger than --new-pod-scale-up-delay".into()));
+            d.pending.push((p.key(), TOO_NEW.into()));
             continue;
         }
         waiting.push(p);
@@ -384,7 +405,7 @@ pub fn run_once(world: &World, settings: &Settings, memory: &mut Memory, now: i6
                     )
                 };
                 d.pending
-                    .push((p.key(), format!("{what}; no scale-up needed")));
+                    .push((p.key(), format!("{what}; {NO_SCALE_UP_NEEDED}")));
             }
             None => candidates.push(p),
         }

@@ -11,6 +11,7 @@ use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use kube::Client;
 use serde_json::json;
 
+use super::status_code;
 use crate::error::{Error, Result};
 
 /// The taint upstream puts on nodes it is removing; the value is the Unix time of marking.
@@ -35,13 +36,6 @@ impl DrainSettings {
     /// Pause between attempts: a twelfth of the eviction time, between 100ms and 5s.
     pub fn retry(&self) -> Duration {
         (self.max_pod_eviction_time / 12).clamp(Duration::from_millis(100), Duration::from_secs(5))
-    }
-}
-
-fn status_code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
     }
 }
 

@@ -14,6 +14,7 @@ use kube::api::{Api, PostParams};
 use kube::Client;
 use tokio::sync::watch;
 
+use super::status_code;
 use crate::error::{Error, Result};
 
 /// Upstream's `--leader-elect-*` flags.
@@ -43,10 +44,6 @@ pub struct Elector {
     api: Api<Lease>,
     settings: LeaseSettings,
     observed: Mutex<Option<Observed>>,
-}
-
-fn conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
 impl Elector {
@@ -97,7 +94,7 @@ impl Elector {
             };
             return match self.api.create(&PostParams::default(), &lease).await {
                 Ok(_) => Ok(true),
-                Err(e) if conflict(&e) => Ok(false),
+                Err(e) if status_code(&e) == Some(409) => Ok(false),
                 Err(e) => Err(Error::kube(context(), e)),
             };
         };
@@ -141,7 +138,7 @@ impl Elector {
             .await
         {
             Ok(_) => Ok(true),
-            Err(e) if conflict(&e) => Ok(false),
+            Err(e) if status_code(&e) == Some(409) => Ok(false),
             Err(e) => Err(Error::kube(context(), e)),
         }
     }

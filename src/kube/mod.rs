@@ -9,6 +9,14 @@ pub mod objects;
 pub mod status;
 pub mod watch;
 
+/// The HTTP status the API server answered with, when the error is its answer (409 Conflict, 404...).
+pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
 /// Every Kubernetes API call `ferroscale run` makes, as (API group, resource, verb). The chart's RBAC
 /// grants exactly these (checked by the chart tests), and the run tests check every request they see
 /// against it.

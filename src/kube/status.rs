@@ -196,10 +196,7 @@ impl Status {
             health.cloud_provider_target = Some(g.target_size);
             health.min_size = Some(g.min_size);
             health.max_size = Some(g.max_size);
-            let backoff = memory
-                .backoff
-                .get(&g.id)
-                .filter(|(until, _, _)| now < *until);
+            let backoff = memory.backed_off(&g.id, now);
             let up_status = if backoff.is_some() {
                 "Backoff"
             } else if g.target_size as usize > counts.registered.total {
@@ -209,10 +206,10 @@ impl Status {
                 "NoActivity"
             };
             let mut scale_up = condition(up_status, now, prev.map(|p| &p.scale_up));
-            if let Some((until, _, _)) = backoff {
+            if let Some(until) = backoff {
                 scale_up.backoff_info = Some(BackoffInfo {
                     error_code: "scaleUpFailed".into(),
-                    error_message: format!("backed off until {}", rfc3339(*until)),
+                    error_message: format!("backed off until {}", rfc3339(until)),
                 });
             }
             let candidates = memory
@@ -255,11 +252,7 @@ impl Status {
         health.node_counts = Some(total);
         let up = if any_in_progress || !decisions.scale_up.is_empty() {
             "InProgress"
-        } else if decisions
-            .pending
-            .iter()
-            .all(|(_, why)| why.ends_with("no scale-up needed"))
-        {
+        } else if decisions.unschedulable().next().is_none() {
             "NoActivity"
         } else {
             "Needed"
@@ -300,7 +293,7 @@ pub async fn write(client: &Client, namespace: &str, name: &str, status: &Status
         .await
     {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => {
+        Err(e) if super::status_code(&e) == Some(404) => {
             let cm = ConfigMap {
                 metadata: ObjectMeta {
                     name: Some(name.into()),

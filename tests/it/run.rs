@@ -12,7 +12,7 @@ use ferroscale::engine::autoscaler::Settings;
 use ferroscale::kube::status::Status;
 use ferroscale::kube::watch::Watches;
 use ferroscale::metrics::Metrics;
-use ferroscale::run::{Health, RunSettings, Runner};
+use ferroscale::run::{unix_now as now, Health, RunSettings, Runner};
 use serde_json::{json, Value};
 
 use crate::cli::{free_addr, terminate, BIN};
@@ -157,13 +157,6 @@ impl Harness {
 
 fn group_status<'a>(s: &'a Status, name: &str) -> &'a ferroscale::kube::status::NodeGroupStatus {
     s.node_groups.iter().find(|g| g.name == name).unwrap()
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
 }
 
 #[tokio::test]
