@@ -377,7 +377,7 @@ pub struct CloudFlags {
 /// Flags of `ferroscale serve`.
 #[derive(Debug, Args, Default)]
 pub struct ServeArgs {
-    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig, priceOverrides, pricingSource, pricingRefreshInterval, tlsCert, tlsKey, tlsClientCa, expanderTlsCert, expanderTlsKey).
+    /// YAML file with any of the settings below (camelCase keys: listen, httpListen, cloud, memoryConfig, shutdownGracePeriod, nodeGroupAutoDiscovery, nodes, awsRegion, awsRefreshInterval, expanderListen, expander, priorityConfig, priceOverrides, pricingSource, pricingRefreshInterval, tlsCert, tlsKey, tlsClientCa, tlsClientSan, allowPlaintext, expanderTlsCert, expanderTlsKey).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address of the CloudProvider gRPC listener [default: 127.0.0.1:8086].
@@ -415,6 +415,14 @@ pub struct ServeArgs {
     /// CA's cloud-config cert/key/cacert).
     #[arg(long, value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Accept only client certificates naming this DNS name or IP address (repeatable; needs
+    /// --tls-client-ca), e.g. the name of cluster-autoscaler's certificate.
+    #[arg(long, value_name = "NAME")]
+    pub tls_client_san: Vec<String>,
+    /// Serve the CloudProvider listener without TLS on an address other than loopback (refused
+    /// otherwise: any pod could call its write RPCs).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_plaintext: bool,
     /// PEM certificate of the expander listener (CA's --grpc-expander-cert must verify it).
     #[arg(long, value_name = "FILE")]
     pub expander_tls_cert: Option<PathBuf>,
@@ -450,6 +458,9 @@ struct ServeFile {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
+    #[serde(default)]
+    tls_client_san: Vec<String>,
+    allow_plaintext: Option<bool>,
     expander_tls_cert: Option<PathBuf>,
     expander_tls_key: Option<PathBuf>,
 }
@@ -472,6 +483,8 @@ pub struct ServeSettings {
     pub price_overrides: PriceOverrides,
     /// TLS of the CloudProvider listener.
     pub tls: Option<TlsFiles>,
+    /// `--allow-plaintext`: the CloudProvider listener may be plaintext on a non-loopback address.
+    pub allow_plaintext: bool,
     /// TLS of the expander listener.
     pub expander_tls: Option<TlsFiles>,
 }
@@ -552,19 +565,28 @@ impl ServeArgs {
             self.tls_cert.clone().or(file.tls_cert),
             self.tls_key.clone().or(file.tls_key),
             self.tls_client_ca.clone().or(file.tls_client_ca),
+            list_or(&self.tls_client_san, file.tls_client_san),
             &crate::tls::PROVIDER_FLAGS,
         )?;
         let expander_tls = TlsFiles::from_flags(
             self.expander_tls_cert.clone().or(file.expander_tls_cert),
             self.expander_tls_key.clone().or(file.expander_tls_key),
             None,
+            Vec::new(),
             &crate::tls::EXPANDER_FLAGS,
         )?;
+        let listen = self
+            .listen
+            .or(file.listen)
+            .unwrap_or(([127, 0, 0, 1], 8086).into());
+        let allow_plaintext = self.allow_plaintext || file.allow_plaintext.unwrap_or(false);
+        if tls.is_none() && !allow_plaintext && !listen.ip().is_loopback() {
+            return Err(Error::Config(format!(
+                "--listen {listen}: the CloudProvider listener would accept write RPCs in plaintext from anyone who can reach it; pass --tls-cert/--tls-key/--tls-client-ca (mutual TLS) or, to accept that, --allow-plaintext"
+            )));
+        }
         Ok(ServeSettings {
-            listen: self
-                .listen
-                .or(file.listen)
-                .unwrap_or(([127, 0, 0, 1], 8086).into()),
+            listen,
             http_listen: self
                 .http_listen
                 .or(file.http_listen)
@@ -621,6 +643,7 @@ impl ServeArgs {
             priority_config,
             price_overrides,
             tls,
+            allow_plaintext,
             expander_tls,
         })
     }
@@ -630,9 +653,7 @@ impl ServeSettings {
     /// Builds the configured cloud.
     pub async fn build_cloud(&self, metrics: Arc<Metrics>) -> Result<Arc<dyn Cloud>> {
         match self.cloud {
-            CloudKind::Aws => Ok(Arc::new(
-                AwsCloud::connect(self.aws.clone(), metrics).await?,
-            )),
+            CloudKind::Aws => Ok(AwsCloud::connect(self.aws.clone(), metrics).await?),
             CloudKind::Memory => {
                 let path = self.memory_config.as_ref().ok_or_else(|| {
                     Error::Config("--memory-config FILE is required with --cloud memory".into())

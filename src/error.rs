@@ -55,6 +55,36 @@ pub enum Error {
     #[error("cloud unavailable: {0}")]
     Unavailable(String),
 
+    /// The cloud refused a call for lack of permission (AWS `AccessDenied`, `UnauthorizedOperation`):
+    /// the operator must grant `action`; retrying does not help.
+    #[error("{action}: permission denied ({code}): {message}")]
+    PermissionDenied {
+        action: String,
+        code: String,
+        message: String,
+    },
+
+    /// The cloud refused a change in its current state (AWS `ValidationError`: a size outside the
+    /// group's bounds, an instance no longer in the group).
+    #[error("{action}: refused ({code}): {message}")]
+    CloudRefused {
+        action: String,
+        code: String,
+        message: String,
+    },
+
+    /// DeleteNodes terminated some instances before one failed: what happened to each, so the caller
+    /// knows exactly what is gone (a retry of the same call skips what is already terminating).
+    #[error("node group {group:?}: deleted {deleted:?}; failed {failed:?}: {cause}; not attempted {not_attempted:?}")]
+    PartiallyDeleted {
+        group: String,
+        deleted: Vec<String>,
+        failed: String,
+        #[source]
+        cause: Box<Error>,
+        not_attempted: Vec<String>,
+    },
+
     /// A configuration file or flag is wrong; the message names the file and field.
     #[error("{0}")]
     Config(String),

@@ -139,9 +139,10 @@ async fn run(args: RunArgs) -> ferroscale::Result<()> {
             context: format!("binding --address {}", args.address),
             source,
         })?;
+    tracing::info!(http = ?listener.local_addr().ok(), cloud = cloud.name(), "serving");
     let router = ferroscale::http::run_router(cloud.clone(), metrics.clone(), health.clone());
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
+        if let Err(e) = ferroscale::http::serve(listener, router, std::future::pending()).await {
             tracing::error!(error = %e, "HTTP listener stopped");
         }
     });

@@ -25,8 +25,9 @@ pub struct RpcLabels {
 pub struct AwsLabels {
     /// The AWS operation, e.g. `autoscaling/DescribeAutoScalingGroups`.
     pub endpoint: &'static str,
-    /// `success` or `error`.
-    pub status: &'static str,
+    /// `success`, or the AWS error code (`Throttling`, `AccessDenied`, `ValidationError`, ...), or
+    /// `timeout` / `error` when AWS gave no code.
+    pub status: String,
 }
 
 /// Upper bounds in seconds, from 50µs (a cached read) to 5s (CA's default deadline).

@@ -20,6 +20,43 @@ use crate::tls::ReloadingTls;
 /// default per-call deadline, after which its request has failed anyway.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Most RPCs one gRPC listener handles at once, over all connections; more wait their turn.
+pub const GRPC_CONCURRENCY_LIMIT: usize = 256;
+/// Most concurrent HTTP/2 streams per connection.
+pub const GRPC_MAX_CONCURRENT_STREAMS: u32 = 128;
+/// HTTP/2 pings on idle connections, so dead peers (a CA pod gone without a FIN) are noticed...
+pub const GRPC_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// ...and dropped when a ping is not answered in this time.
+pub const GRPC_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest time one RPC may take (CA's own deadline is shorter; writes run on as tasks of their own).
+pub const GRPC_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A gRPC router with the listener's limits.
+type LimitedRouter = tonic::transport::server::Router<
+    tower::layer::util::Stack<
+        tower::limit::GlobalConcurrencyLimitLayer,
+        tower::layer::util::Identity,
+    >,
+>;
+
+/// A tonic server with the limits every gRPC listener of `serve` has: a concurrency limit shared by all
+/// connections, bounded streams per connection, keepalive and a per-request timeout.
+fn limited() -> Server<
+    tower::layer::util::Stack<
+        tower::limit::GlobalConcurrencyLimitLayer,
+        tower::layer::util::Identity,
+    >,
+> {
+    Server::builder()
+        .max_concurrent_streams(Some(GRPC_MAX_CONCURRENT_STREAMS))
+        .http2_keepalive_interval(Some(GRPC_KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(GRPC_KEEPALIVE_TIMEOUT))
+        .timeout(GRPC_REQUEST_TIMEOUT)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+            GRPC_CONCURRENCY_LIMIT,
+        ))
+}
+
 /// The bound sockets of `serve`.
 pub struct Listeners {
     /// The CloudProvider service.
@@ -36,7 +73,7 @@ pub struct Listeners {
 
 /// Serves a router on a listener, over TLS when configured, until `stop` resolves.
 async fn serve_on(
-    router: tonic::transport::server::Router,
+    router: LimitedRouter,
     listener: TcpListener,
     tls: Option<Arc<ReloadingTls>>,
     stop: impl Future<Output = ()>,
@@ -95,12 +132,7 @@ pub async fn serve(
     let provider = CloudProviderService::new(cloud.clone(), metrics.clone()).into_server();
     let grpc_addr = grpc.local_addr().ok();
     let http_addr = http.local_addr().ok();
-    let grpc_server = serve_on(
-        Server::builder().add_service(provider),
-        grpc,
-        grpc_tls,
-        stopped(),
-    );
+    let grpc_server = serve_on(limited().add_service(provider), grpc, grpc_tls, stopped());
     let expander_addr = expander.as_ref().and_then(|(l, _)| l.local_addr().ok());
     let expander_server = async {
         match expander {
@@ -108,7 +140,7 @@ pub async fn serve(
                 let service =
                     ExpanderService::new(cloud.clone(), metrics.clone(), settings).into_server();
                 serve_on(
-                    Server::builder().add_service(service),
+                    limited().add_service(service),
                     listener,
                     expander_tls,
                     stopped(),
@@ -118,11 +150,14 @@ pub async fn serve(
             None => Ok(()),
         }
     };
-    let http_server = axum::serve(http, crate::http::router(cloud.clone(), metrics.clone()))
-        .with_graceful_shutdown(stopped());
+    let http_server = crate::http::serve(
+        http,
+        crate::http::router(cloud.clone(), metrics.clone()),
+        stopped(),
+    );
     tracing::info!(grpc = ?grpc_addr, expander = ?expander_addr, http = ?http_addr, cloud = cloud.name(), "serving");
     let both = async {
-        let (g, e, h) = tokio::join!(grpc_server, expander_server, async { http_server.await });
+        let (g, e, h) = tokio::join!(grpc_server, expander_server, http_server);
         (g.and(e), h)
     };
     let deadline = async {

@@ -9,10 +9,15 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
-use tokio_rustls::rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::rustls::{
+    self as rustls, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig,
+    SignatureScheme,
+};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
@@ -26,6 +31,9 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// Client certificates are required and must chain to this CA bundle.
     pub client_ca: Option<PathBuf>,
+    /// When not empty, a client certificate must also name one of these (DNS or IP subject alternative
+    /// names), so a certificate of the same CA issued to another workload is refused.
+    pub client_sans: Vec<String>,
 }
 
 /// Flag names of one listener's TLS files, for messages.
@@ -33,6 +41,7 @@ pub struct TlsFlags {
     pub cert: &'static str,
     pub key: &'static str,
     pub client_ca: &'static str,
+    pub client_san: &'static str,
 }
 
 /// The CloudProvider listener's flags.
@@ -40,6 +49,7 @@ pub const PROVIDER_FLAGS: TlsFlags = TlsFlags {
     cert: "--tls-cert",
     key: "--tls-key",
     client_ca: "--tls-client-ca",
+    client_san: "--tls-client-san",
 };
 
 /// The expander listener's flags (it has no client CA: CA's expander client sends no certificate).
@@ -47,21 +57,39 @@ pub const EXPANDER_FLAGS: TlsFlags = TlsFlags {
     cert: "--expander-tls-cert",
     key: "--expander-tls-key",
     client_ca: "",
+    client_san: "",
 };
 
 impl TlsFiles {
-    /// The files of one listener from its flags: none, or both certificate and key; a client CA needs them.
+    /// The files of one listener from its flags: none, or both certificate and key; a client CA needs them,
+    /// and client names need a client CA.
     pub fn from_flags(
         cert: Option<PathBuf>,
         key: Option<PathBuf>,
         client_ca: Option<PathBuf>,
+        client_sans: Vec<String>,
         flags: &TlsFlags,
     ) -> Result<Option<TlsFiles>> {
+        if !client_sans.is_empty() && client_ca.is_none() {
+            return Err(Error::Config(format!(
+                "{} needs {} (only verified client certificates carry names to check)",
+                flags.client_san, flags.client_ca
+            )));
+        }
+        for name in &client_sans {
+            ServerName::try_from(name.as_str()).map_err(|e| {
+                Error::Config(format!(
+                    "{} {name:?}: not a DNS name or IP address: {e}",
+                    flags.client_san
+                ))
+            })?;
+        }
         match (cert, key) {
             (Some(cert), Some(key)) => Ok(Some(TlsFiles {
                 cert,
                 key,
                 client_ca,
+                client_sans,
             })),
             (None, None) if client_ca.is_none() => Ok(None),
             (None, None) => Err(Error::Config(format!(
@@ -117,7 +145,14 @@ impl TlsFiles {
                 let verifier = WebPkiClientVerifier::builder(Arc::new(roots))
                     .build()
                     .map_err(|e| pem_error(flags.client_ca, ca, &e))?;
-                builder.with_client_cert_verifier(verifier)
+                if self.client_sans.is_empty() {
+                    builder.with_client_cert_verifier(verifier)
+                } else {
+                    builder.with_client_cert_verifier(Arc::new(NamedClients {
+                        inner: verifier,
+                        names: self.client_sans.clone(),
+                    }))
+                }
             }
             None => builder.with_no_client_auth(),
         };
@@ -132,6 +167,78 @@ impl TlsFiles {
         })?;
         config.alpn_protocols = vec![b"h2".to_vec()];
         Ok((fingerprint, config))
+    }
+}
+
+/// Client certificates that chain to the client CA *and* name one of `names` (`--tls-client-san`): the
+/// chain check is rustls's own, the name check webpki's (the same matching a client does for a server).
+#[derive(Debug)]
+struct NamedClients {
+    inner: Arc<dyn ClientCertVerifier>,
+    names: Vec<String>,
+}
+
+impl ClientCertVerifier for NamedClients {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> std::result::Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        let cert = webpki::EndEntityCert::try_from(end_entity).map_err(|e| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+                Arc::new(e),
+            )))
+        })?;
+        let named = self.names.iter().any(|n| {
+            ServerName::try_from(n.as_str())
+                .is_ok_and(|name| cert.verify_is_valid_for_subject_name(&name).is_ok())
+        });
+        if named {
+            Ok(verified)
+        } else {
+            tracing::warn!(allowed = ?self.names, "client certificate refused: it names none of --tls-client-san");
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }
 
@@ -196,16 +303,25 @@ impl ReloadingTls {
 
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most TLS handshakes in progress at once (each costs a public-key operation); further connections
+/// wait to be accepted.
+pub const MAX_CONCURRENT_HANDSHAKES: usize = 64;
 
 /// TLS connections accepted on `listener` with the configuration current at each accept. Handshakes
-/// run concurrently, so a slow or failing client does not hold up the others; failures are logged.
+/// run concurrently, so a slow or failing client does not hold up the others, at most
+/// [`MAX_CONCURRENT_HANDSHAKES`] at once; failures are logged.
 pub fn incoming(
     listener: TcpListener,
     tls: Arc<ReloadingTls>,
 ) -> ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let handshakes = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_HANDSHAKES));
     tokio::spawn(async move {
         loop {
+            let permit = tokio::select! {
+                p = handshakes.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+                () = tx.closed() => return,
+            };
             let (tcp, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(a) => a,
@@ -221,7 +337,9 @@ pub fn incoming(
             let acceptor = TlsAcceptor::from(tls.current());
             let tx = tx.clone();
             tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await;
+                drop(permit);
+                match handshake {
                     Ok(Ok(stream)) => {
                         let _ = tx.send(Ok(stream)).await;
                     }

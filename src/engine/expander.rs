@@ -161,7 +161,9 @@ fn preferred_cpus(nodes: usize) -> f64 {
 
 /// Score of the price strategy (lower is better): unfitness × (node cost + X) / (pod cost + X), where X is
 /// the cost of a 0.5 CPU / 500 MiB pod, unfitness compares the node with the preferred size (damped by the
-/// node count) and a GPU node for pods that need no GPU is heavily penalised. Costs are hourly.
+/// node count) and a GPU node for pods that need no GPU is heavily penalised. Costs are hourly. When the
+/// cheapest option is free (a group priced 0, say reserved capacity), every rate and so the pod cost and
+/// X are 0: the node cost alone then ranks the options, and the free one wins.
 fn price_score(o: &ExpansionOption, ctx: &Context, rates: (f64, f64)) -> Option<f64> {
     let node_price = o.price_per_hour?;
     let (cpu, mem, gpus) = pod_sum(o);
@@ -171,14 +173,19 @@ fn price_score(o: &ExpansionOption, ctx: &Context, rates: (f64, f64)) -> Option<
     let node_cost = node_price * f64::from(o.node_count.max(1));
     let node_cpus = o.template.capacity.cpu_milli as f64 / 1000.0;
     let pref = preferred_cpus(ctx.cluster_nodes);
-    let unfitness = if o.template.capacity.gpus() > 0 && gpus == 0 {
+    let unfitness = if (o.template.capacity.gpus() > 0 && gpus == 0) || node_cpus <= 0.0 {
         1000.0
     } else {
         let u = (pref / node_cpus).max(node_cpus / pref);
         let n = f64::from(o.node_count.max(1));
         (u - 1.0) * (1.0 - ((n - 1.0) / 15.0).tanh()) + 1.0
     };
-    Some(unfitness * (node_cost + stabilizer) / (pod_cost + stabilizer))
+    let value = pod_cost + stabilizer;
+    Some(if value > 0.0 {
+        unfitness * (node_cost + stabilizer) / value
+    } else {
+        unfitness * node_cost
+    })
 }
 
 /// Cheapest per-vCPU-hour and per-GiB-hour rates among the options (half the node price to each).
@@ -271,6 +278,11 @@ pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) ->
                     .collect()
             }
         };
+        // A score that is not a finite number (a bad price or template) ranks nothing: it drops out.
+        let scores: Vec<(usize, Option<f64>)> = scores
+            .into_iter()
+            .map(|(i, s)| (i, s.filter(|x| x.is_finite())))
+            .collect();
         let lower = matches!(
             strategy,
             Strategy::LeastNodes | Strategy::LeastWaste | Strategy::Price
@@ -425,6 +437,65 @@ mod tests {
             groups(&choose(&[Strategy::Price], &options, &ctx), &options),
             vec!["cpu"]
         );
+    }
+
+    #[test]
+    fn a_free_group_is_the_cheapest_and_no_score_is_nan() {
+        let ctx = Context {
+            cluster_nodes: 10,
+            ..Default::default()
+        };
+        let options = vec![
+            option("on-demand", 4, 16, 0, 1, 6, 0.192),
+            option("reserved", 4, 16, 0, 1, 6, 0.0),
+            option("big", 16, 64, 0, 1, 6, 0.768),
+        ];
+        let d = choose(&[Strategy::Price], &options, &ctx);
+        assert_eq!(groups(&d, &options), vec!["reserved"]);
+        let scores = d.explanation.join(" ");
+        assert!(
+            !scores.contains("NaN") && !scores.contains("inf"),
+            "{scores}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Every strategy scores any non-negative prices and sizes with finite numbers, and keeps at
+        /// least one option.
+        #[test]
+        fn scores_are_finite_and_something_is_kept(
+            shapes in proptest::collection::vec(
+                (0i64..200, 0i64..2000, 0i64..9, 0i32..1000, 0usize..50, proptest::option::of(0.0f64..1e6)),
+                1..8,
+            ),
+            cluster_nodes in 0usize..100_000,
+        ) {
+            let options: Vec<ExpansionOption> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, &(cpu, mem, gpus, nodes, pods, price))| {
+                    let mut o = option(&format!("g{i}"), cpu, mem, gpus, nodes, pods, 0.0);
+                    o.price_per_hour = price;
+                    o
+                })
+                .collect();
+            let ctx = Context { cluster_nodes, ..Default::default() };
+            for chain in [
+                vec![Strategy::Price],
+                vec![Strategy::LeastWaste],
+                vec![Strategy::MostPods, Strategy::LeastNodes],
+            ] {
+                let d = choose(&chain, &options, &ctx);
+                proptest::prop_assert!(!d.kept.is_empty());
+                let r = rates(&options.iter().collect::<Vec<_>>());
+                for o in &options {
+                    proptest::prop_assert!(waste(o).is_finite());
+                    if let Some(s) = price_score(o, &ctx, r) {
+                        proptest::prop_assert!(s.is_finite() && s >= 0.0, "{s}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

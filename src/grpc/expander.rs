@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use super::{convert, instrument};
 use crate::cloud::Cloud;
 use crate::engine::expander::{self, Context, ExpansionOption, Priorities, Strategy};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::proto::expander as pb;
 use crate::proto::expander::expander_server::{Expander, ExpanderServer};
@@ -69,6 +69,17 @@ pub struct ExpanderService {
     cloud: Arc<dyn Cloud>,
     metrics: Arc<Metrics>,
     settings: Arc<ExpanderSettings>,
+    /// BestOptions answers being computed; the rest wait their turn.
+    workers: Arc<tokio::sync::Semaphore>,
+}
+
+/// BestOptions answers computed at once: all CPUs but one, so that decoding and scoring a flood of
+/// 100 MB requests always leaves a core to the async workers answering CA's CloudProvider calls.
+fn expander_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
 }
 
 impl ExpanderService {
@@ -81,6 +92,7 @@ impl ExpanderService {
             cloud,
             metrics,
             settings,
+            workers: Arc::new(tokio::sync::Semaphore::new(expander_workers())),
         }
     }
 
@@ -197,7 +209,22 @@ impl Expander for ExpanderService {
         req: Request<pb::BestOptionsRequest>,
     ) -> std::result::Result<Response<pb::BestOptionsResponse>, Status> {
         instrument(&self.metrics, SERVICE, "BestOptions", async {
-            self.answer(req.into_inner())
+            // Decoding and scoring take CPU for as long as the request is big: on a blocking thread,
+            // behind the worker limit, never on the async workers.
+            let permit = self
+                .workers
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| Error::Unavailable(format!("expander stopped: {e}")))?;
+            let me = self.clone();
+            let req = req.into_inner();
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                me.answer(req)
+            })
+            .await
+            .map_err(|e| Error::Unavailable(format!("BestOptions task failed: {e}")))?
         })
         .await
     }

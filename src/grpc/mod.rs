@@ -21,6 +21,31 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// 30 MB) and its expander client allows 128 MiB answers, so the expander accepts as much.
 pub const MAX_EXPANDER_MESSAGE_BYTES: usize = 128 << 20;
 
+/// Longest node group id, node name or provider id accepted: real ones are under 300 bytes, and a bound
+/// keeps a caller from making the server hold (or log) megabytes per request.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Refuses an id over [`MAX_ID_BYTES`] with INVALID_ARGUMENT naming the field.
+pub fn bounded(field: &str, value: &str) -> Result<()> {
+    if value.len() > MAX_ID_BYTES {
+        return Err(crate::error::Error::invalid(
+            field,
+            format!("{} bytes, more than {MAX_ID_BYTES}", value.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a cloud write as a task of its own: when CA's deadline cancels the RPC, the write still
+/// completes and publishes what AWS accepted, instead of stopping between two AWS calls unrecorded.
+pub async fn detached<T: Send + 'static>(
+    write: impl Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
+    tokio::spawn(write)
+        .await
+        .map_err(|e| crate::error::Error::Unavailable(format!("write task failed: {e}")))?
+}
+
 /// Runs a handler, maps its error, logs failures and records the RPC's count and latency.
 pub async fn instrument<T>(
     metrics: &Metrics,

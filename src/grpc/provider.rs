@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{convert, instrument};
+use super::{bounded, convert, detached, instrument};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -61,6 +61,7 @@ impl CloudProvider for CloudProviderService {
     ) -> Reply<pb::NodeGroupForNodeResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupForNode", async {
             let node = req.into_inner().node.unwrap_or_default();
+            bounded("node.providerID", &node.provider_id)?;
             let s = self.cloud.snapshot();
             // An unmanaged or foreign node is not an error: an empty id tells CA to leave it alone.
             let group = s
@@ -84,6 +85,8 @@ impl CloudProvider for CloudProviderService {
             let node = r
                 .node
                 .ok_or_else(|| Error::invalid("node", "is required"))?;
+            bounded("node.providerID", &node.provider_id)?;
+            bounded("node.name", &node.name)?;
             let start = convert::seconds(
                 r.start_timestamp.as_ref(),
                 r.start_time.as_ref(),
@@ -196,6 +199,7 @@ impl CloudProvider for CloudProviderService {
         req: Request<pb::NodeGroupTargetSizeRequest>,
     ) -> Reply<pb::NodeGroupTargetSizeResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupTargetSize", async {
+            bounded("id", &req.get_ref().id)?;
             let s = self.cloud.snapshot();
             Ok(pb::NodeGroupTargetSizeResponse {
                 target_size: s.group(&req.get_ref().id)?.target_size,
@@ -210,8 +214,14 @@ impl CloudProvider for CloudProviderService {
     ) -> Reply<pb::NodeGroupIncreaseSizeResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupIncreaseSize", async {
             let r = req.into_inner();
-            self.cloud.increase_size(&r.id, r.delta).await?;
-            tracing::info!(group = %r.id, delta = r.delta, "increased node group size");
+            bounded("id", &r.id)?;
+            let cloud = self.cloud.clone();
+            detached(async move {
+                cloud.increase_size(&r.id, r.delta).await?;
+                tracing::info!(group = %r.id, delta = r.delta, "increased node group size");
+                Ok(())
+            })
+            .await?;
             Ok(pb::NodeGroupIncreaseSizeResponse {})
         })
         .await
@@ -223,11 +233,14 @@ impl CloudProvider for CloudProviderService {
     ) -> Reply<pb::NodeGroupDeleteNodesResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupDeleteNodes", async {
             let r = req.into_inner();
+            bounded("id", &r.id)?;
             let ids = r
                 .nodes
                 .iter()
                 .enumerate()
                 .map(|(i, n)| {
+                    bounded(&format!("nodes[{i}].providerID"), &n.provider_id)?;
+                    bounded(&format!("nodes[{i}].name"), &n.name)?;
                     if n.provider_id.is_empty() {
                         Err(Error::invalid(
                             format!("nodes[{i}].providerID"),
@@ -238,8 +251,19 @@ impl CloudProvider for CloudProviderService {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            self.cloud.delete_nodes(&r.id, &ids).await?;
-            tracing::info!(group = %r.id, nodes = ?ids, "deleted nodes");
+            let cloud = self.cloud.clone();
+            detached(async move {
+                let outcome = cloud.delete_nodes(&r.id, &ids).await;
+                match &outcome {
+                    Ok(()) => tracing::info!(group = %r.id, nodes = ?ids, "deleted nodes"),
+                    Err(e @ Error::PartiallyDeleted { .. }) => {
+                        tracing::warn!(group = %r.id, error = %e, "deleted some nodes")
+                    }
+                    Err(_) => {}
+                }
+                outcome
+            })
+            .await?;
             Ok(pb::NodeGroupDeleteNodesResponse {})
         })
         .await
@@ -255,8 +279,14 @@ impl CloudProvider for CloudProviderService {
             "NodeGroupDecreaseTargetSize",
             async {
                 let r = req.into_inner();
-                self.cloud.decrease_target_size(&r.id, r.delta).await?;
-                tracing::info!(group = %r.id, delta = r.delta, "decreased node group target size");
+                bounded("id", &r.id)?;
+                let cloud = self.cloud.clone();
+                detached(async move {
+                    cloud.decrease_target_size(&r.id, r.delta).await?;
+                    tracing::info!(group = %r.id, delta = r.delta, "decreased node group target size");
+                    Ok(())
+                })
+                .await?;
                 Ok(pb::NodeGroupDecreaseTargetSizeResponse {})
             },
         )
@@ -268,6 +298,7 @@ impl CloudProvider for CloudProviderService {
         req: Request<pb::NodeGroupNodesRequest>,
     ) -> Reply<pb::NodeGroupNodesResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupNodes", async {
+            bounded("id", &req.get_ref().id)?;
             let s = self.cloud.snapshot();
             let g = s.group(&req.get_ref().id)?;
             Ok(pb::NodeGroupNodesResponse {
@@ -287,6 +318,7 @@ impl CloudProvider for CloudProviderService {
         req: Request<pb::NodeGroupTemplateNodeInfoRequest>,
     ) -> Reply<pb::NodeGroupTemplateNodeInfoResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupTemplateNodeInfo", async {
+            bounded("id", &req.get_ref().id)?;
             let s = self.cloud.snapshot();
             let node = convert::template_node(&s.group(&req.get_ref().id)?.template);
             Ok(pb::NodeGroupTemplateNodeInfoResponse {
@@ -304,6 +336,7 @@ impl CloudProvider for CloudProviderService {
     ) -> Reply<pb::NodeGroupAutoscalingOptionsResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupGetOptions", async {
             let r = req.into_inner();
+            bounded("id", &r.id)?;
             let s = self.cloud.snapshot();
             let g = s.group(&r.id)?;
             // No options of its own: UNIMPLEMENTED makes CA keep its defaults. Any OK answer is taken

@@ -11,7 +11,11 @@ pub fn code(err: &Error) -> Code {
         Error::InvalidArgument { .. } | Error::NodeNotInGroup { .. } => Code::InvalidArgument,
         Error::IncreaseTooLarge { .. }
         | Error::BelowMinSize { .. }
-        | Error::WouldDeleteExisting { .. } => Code::FailedPrecondition,
+        | Error::WouldDeleteExisting { .. }
+        | Error::CloudRefused { .. } => Code::FailedPrecondition,
+        Error::PermissionDenied { .. } => Code::PermissionDenied,
+        // What failed decides: a throttled termination is worth retrying, a forbidden one is not.
+        Error::PartiallyDeleted { cause, .. } => code(cause),
         // UNIMPLEMENTED is how the protocol says "keep your defaults" for optional RPCs.
         Error::NotConfigured { .. } => Code::Unimplemented,
         Error::Unavailable(_) | Error::Kubernetes { .. } => Code::Unavailable,

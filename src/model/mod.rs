@@ -358,8 +358,10 @@ const PLACEHOLDER_MARKER: &str = "i-placeholder-";
 pub struct DeletePlan {
     /// Provider ids of real instances to terminate.
     pub instances: Vec<String>,
-    /// Number of placeholders cancelled (they lower the target without terminating anything).
-    pub placeholders: usize,
+    /// Placeholders cancelled (they lower the target without terminating anything).
+    pub placeholders: Vec<String>,
+    /// Instances named that are already being deleted (a retried call): nothing is done for them.
+    pub already_deleting: Vec<String>,
     /// Target size once done.
     pub new_target: i32,
 }
@@ -463,26 +465,36 @@ impl NodeGroup {
     }
 
     /// Checks a DeleteNodes request: every node must be an instance or placeholder of this group and the
-    /// group must stay at or above its min size. Duplicates count once.
+    /// group must stay at or above its min size. Duplicates count once; instances already deleting are
+    /// left alone and not counted again, so a retried call is safe.
     pub fn plan_delete(&self, provider_ids: &[String]) -> Result<DeletePlan> {
         if provider_ids.is_empty() {
             return Err(Error::invalid("nodes", "no node to delete"));
         }
-        let known: BTreeSet<&str> = self.instances.iter().map(|i| i.id.as_str()).collect();
+        let known: BTreeMap<&str, InstanceState> = self
+            .instances
+            .iter()
+            .map(|i| (i.id.as_str(), i.state))
+            .collect();
         let mut seen = BTreeSet::new();
         let mut plan = DeletePlan {
             instances: Vec::new(),
-            placeholders: 0,
+            placeholders: Vec::new(),
+            already_deleting: Vec::new(),
             new_target: self.target_size,
         };
         for id in provider_ids {
             if !seen.insert(id.as_str()) {
                 continue;
             }
-            if known.contains(id.as_str()) {
-                plan.instances.push(id.clone());
+            if let Some(state) = known.get(id.as_str()) {
+                if *state == InstanceState::Deleting {
+                    plan.already_deleting.push(id.clone());
+                } else {
+                    plan.instances.push(id.clone());
+                }
             } else if self.is_placeholder(id) {
-                plan.placeholders += 1;
+                plan.placeholders.push(id.clone());
             } else {
                 return Err(Error::NodeNotInGroup {
                     node: id.clone(),
@@ -490,7 +502,7 @@ impl NodeGroup {
                 });
             }
         }
-        let count = plan.instances.len() + plan.placeholders;
+        let count = plan.instances.len() + plan.placeholders.len();
         let new_target = i64::from(self.target_size) - count as i64;
         if new_target < i64::from(self.min_size) {
             return Err(Error::BelowMinSize {
@@ -544,6 +556,17 @@ impl Snapshot {
             self.by_provider_id.insert(i.id.clone(), group.id.clone());
         }
         self.groups.insert(group.id.clone(), Arc::new(group));
+    }
+
+    /// Removes one group; false if there was none.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let Some(old) = self.groups.remove(id) else {
+            return false;
+        };
+        for i in &old.instances {
+            self.by_provider_id.remove(&i.id);
+        }
+        true
     }
 
     /// Sets the on-demand prices of instance types (shared, not copied, between snapshots).
@@ -686,7 +709,11 @@ mod tests {
             .plan_delete(&["aws:///z/i-placeholder-g-0".into(), "aws:///z/i-0".into()])
             .unwrap();
         assert_eq!(plan.instances, vec!["aws:///z/i-0".to_string()]);
-        assert_eq!((plan.placeholders, plan.new_target), (1, 1));
+        assert_eq!(
+            plan.placeholders,
+            vec!["aws:///z/i-placeholder-g-0".to_string()]
+        );
+        assert_eq!(plan.new_target, 1);
         assert!(matches!(
             g.plan_delete(&[
                 "aws:///z/i-0".into(),

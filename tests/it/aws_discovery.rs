@@ -1,7 +1,6 @@
 //! `--cloud aws` discovery and caching against moto: groups by tags and by name, changes made outside
 //! seen after a refresh, and reads between refreshes costing no AWS call.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ferroscale::cloud::aws::AwsCloud;
@@ -127,11 +126,9 @@ async fn instances_resolve_and_refresh_sees_outside_changes() {
     // The same changes seen by a cloud whose interval has elapsed, then a group deleted outside is dropped.
     let mut settings = moto.settings(&[DISCOVERY], &[]);
     settings.refresh_interval = Duration::from_millis(200);
-    let eager = Arc::new(
-        AwsCloud::connect(settings, Default::default())
-            .await
-            .unwrap(),
-    );
+    let eager = AwsCloud::connect(settings, Default::default())
+        .await
+        .unwrap();
     assert_eq!(ids(eager.as_ref()), vec!["late", "workers"]);
     assert_eq!(eager.snapshot().group("workers").unwrap().target_size, 4);
     moto.asg

@@ -26,7 +26,7 @@ async fn cloud_with_metrics(
     let mut settings = moto.settings(&[DISCOVERY], &[]);
     settings.endpoint_url = Some(proxy.url.clone());
     settings.refresh_interval = interval;
-    Arc::new(AwsCloud::connect(settings, metrics).await.unwrap())
+    AwsCloud::connect(settings, metrics).await.unwrap()
 }
 
 fn now() -> i64 {

@@ -29,6 +29,9 @@ struct PriceApi {
     url: String,
     asked: Arc<Mutex<Vec<Asked>>>,
     down: Arc<AtomicBool>,
+    /// While set, requests are held unanswered until `release` is notified.
+    hang: Arc<AtomicBool>,
+    release: Arc<tokio::sync::Notify>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -66,9 +69,12 @@ impl PriceApi {
             prices.iter().map(|(t, p)| (t.to_string(), *p)).collect();
         let asked = Arc::new(Mutex::new(Vec::new()));
         let down = Arc::new(AtomicBool::new(false));
-        let (a, d) = (asked.clone(), down.clone());
+        let hang = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(tokio::sync::Notify::new());
+        let (a, d, h, r) = (asked.clone(), down.clone(), hang.clone(), release.clone());
         let handler = move |headers: HeaderMap, body: Bytes| {
             let (asked, down, prices) = (a.clone(), d.clone(), prices.clone());
+            let (hang, release) = (h.clone(), r.clone());
             async move {
                 let target = headers
                     .get("x-amz-target")
@@ -93,6 +99,9 @@ impl PriceApi {
                     req["ServiceCode"].as_str().unwrap().to_string(),
                 );
                 asked.lock().unwrap().push(filters.clone());
+                if hang.load(Ordering::SeqCst) {
+                    release.notified().await;
+                }
                 let json = [(header::CONTENT_TYPE, "application/x-amz-json-1.1")];
                 if down.load(Ordering::SeqCst) {
                     let body =
@@ -125,6 +134,8 @@ impl PriceApi {
             url,
             asked,
             down,
+            hang,
+            release,
             _stop: stop,
         }
     }
@@ -158,11 +169,9 @@ async fn priced_cloud(
         endpoint_url: Some(api.url.clone()),
         ..PricingSettings::default()
     };
-    Arc::new(
-        AwsCloud::connect(settings, Default::default())
-            .await
-            .unwrap(),
-    )
+    AwsCloud::connect(settings, Default::default())
+        .await
+        .unwrap()
 }
 
 fn price(cloud: &AwsCloud, group: &str) -> Option<f64> {
@@ -259,12 +268,21 @@ async fn prices_are_read_once_per_interval_and_a_new_type_alone() {
     assert_eq!(api.asked().len(), 1, "prices are fresh: no new read");
     moto.group("memory", "r5.large", 0, 10, 0, &[]).await;
     cloud.refresh().await.unwrap();
+    // The price task reads it at once, off the Refresh path.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !close(price(&cloud, "memory"), 0.126) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            price(&cloud, "memory")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(
         api.asked_types(),
         vec!["m5.large", "r5.large"],
         "the new type alone is read"
     );
-    assert!(close(price(&cloud, "memory"), 0.126));
     assert!(cloud.price_age().is_some());
     // The age of the prices in use is exported.
     let server = crate::common::TestServer::start_with(cloud.clone()).await;
@@ -279,25 +297,77 @@ async fn prices_are_read_once_per_interval_and_a_new_type_alone() {
     server.stop().await;
 }
 
+/// Waits until the Pricing API has been asked `n` times.
+async fn until_asked(api: &PriceApi, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while api.asked().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "asked {:?}",
+            api.asked()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_failing_pricing_api_keeps_the_last_good_prices() {
     let moto = Moto::start().await;
     moto.group("od", "m5.large", 0, 10, 0, &[]).await;
     let api = PriceApi::start(&[("m5.large", 0.096)]).await;
-    // Prices always stale: every Refresh reads them again.
+    // Prices always stale: the price task reads them again every second.
     let cloud = priced_cloud(&moto, &api, Duration::ZERO, Duration::ZERO).await;
-    cloud.refresh().await.unwrap();
-    assert_eq!(api.asked().len(), 2);
+    until_asked(&api, 2).await;
     api.down.store(true, Ordering::SeqCst);
+    let asked = api.asked().len();
+    until_asked(&api, asked + 1).await;
+    // One failed read, then none until the retry delay (minutes): no retry storm.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(api.asked().len(), asked + 1);
     cloud.refresh().await.unwrap();
     assert!(close(price(&cloud, "od"), 0.096), "last good price kept");
-    let asked = api.asked().len();
-    assert_eq!(asked, 3, "one failed read");
-    for _ in 0..3 {
-        cloud.refresh().await.unwrap();
-    }
-    assert_eq!(api.asked().len(), asked, "no retry storm after a failure");
+    assert_eq!(api.asked().len(), asked + 1, "a Refresh never reads prices");
+}
+
+#[tokio::test]
+async fn a_hung_pricing_api_never_delays_refresh_or_writes() {
+    let moto = Moto::start().await;
+    moto.group("od", "m5.large", 0, 10, 0, &[]).await;
+    let api = PriceApi::start(&[("m5.large", 0.096), ("r5.large", 0.126)]).await;
+    let cloud = priced_cloud(&moto, &api, Duration::ZERO, Duration::from_secs(3600)).await;
     assert!(close(price(&cloud, "od"), 0.096));
+    // The Pricing API stops answering; a new instance type needs a price.
+    api.hang.store(true, Ordering::SeqCst);
+    moto.group("memory", "r5.large", 0, 10, 0, &[]).await;
+    let bound = Duration::from_secs(5);
+    tokio::time::timeout(bound, cloud.refresh())
+        .await
+        .unwrap()
+        .unwrap();
+    until_asked(&api, 2).await;
+    // The price read hangs (its client waits up to 10 s); Refresh and writes go on regardless.
+    tokio::time::timeout(bound, cloud.refresh())
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::timeout(bound, cloud.increase_size("memory", 1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cloud.snapshot().group("memory").unwrap().target_size, 1);
+    assert_eq!(price(&cloud, "memory"), None, "not priced yet");
+    // The Pricing API answers again: the group gets its price without a Refresh.
+    api.hang.store(false, Ordering::SeqCst);
+    api.release.notify_waiters();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !close(price(&cloud, "memory"), 0.126) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            price(&cloud, "memory")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

@@ -10,6 +10,33 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// An AWS error the proxy answers in place of moto.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The action failed, e.g. `TerminateInstanceInAutoScalingGroup`.
+    pub action: String,
+    /// Requests of that action let through before the failures start.
+    pub skip: u32,
+    /// Requests that fail, then the rule is spent.
+    pub times: u32,
+    /// HTTP status and AWS error code, e.g. (400, "Throttling"), (403, "AccessDenied").
+    pub status: u16,
+    pub code: String,
+}
+
+impl Failure {
+    /// The next `times` requests of `action` fail with `code`.
+    pub fn new(action: &str, status: u16, code: &str) -> Failure {
+        Failure {
+            action: action.into(),
+            skip: 0,
+            times: u32::MAX,
+            status,
+            code: code.into(),
+        }
+    }
+}
+
 /// What the proxy does to the next requests.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
@@ -23,6 +50,11 @@ pub struct Faults {
     pub failed_activity_start: i64,
     /// DescribeAutoScalingGroups answers with no instances, as if AWS had not launched any.
     pub hide_instances: bool,
+    /// AWS errors in place of moto's answers.
+    pub failures: Vec<Failure>,
+    /// The next request of this action is sent to moto, then its answer held until
+    /// [`FaultProxy::release`] (a call AWS carried out whose answer is slow to come back).
+    pub hold: Option<String>,
 }
 
 #[derive(Clone)]
@@ -30,6 +62,14 @@ struct Proxy {
     upstream: SocketAddr,
     faults: Arc<Mutex<Faults>>,
     requests: Arc<Mutex<Vec<String>>>,
+    held: Arc<Held>,
+}
+
+/// The answer being held, if any.
+#[derive(Default)]
+pub struct Held {
+    holding: std::sync::atomic::AtomicBool,
+    release: tokio::sync::Notify,
 }
 
 /// A running proxy: its URL and the knobs.
@@ -38,6 +78,7 @@ pub struct FaultProxy {
     pub faults: Arc<Mutex<Faults>>,
     /// The AWS actions seen, in order.
     pub requests: Arc<Mutex<Vec<String>>>,
+    held: Arc<Held>,
 }
 
 impl FaultProxy {
@@ -49,19 +90,49 @@ impl FaultProxy {
             upstream,
             faults: Arc::default(),
             requests: Arc::default(),
+            held: Arc::default(),
         };
-        let (faults, requests) = (state.faults.clone(), state.requests.clone());
+        let (faults, requests, held) = (
+            state.faults.clone(),
+            state.requests.clone(),
+            state.held.clone(),
+        );
         let app = axum::Router::new().fallback(handle).with_state(state);
         tokio::spawn(async move { axum::serve(listener, app).await });
         FaultProxy {
             url,
             faults,
             requests,
+            held,
         }
     }
 
     pub fn set(&self, change: impl FnOnce(&mut Faults)) {
         change(&mut self.faults.lock().unwrap());
+    }
+
+    /// Waits until the answer of the `hold` action is being held (moto has carried the call out).
+    pub async fn until_held(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.held.holding.load(std::sync::atomic::Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "no request was held");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Lets the held answer go.
+    pub fn release(&self) {
+        self.held.release.notify_one();
+    }
+
+    /// How many requests of `action` the proxy saw.
+    pub fn count(&self, action: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == action)
+            .count()
     }
 }
 
@@ -81,14 +152,30 @@ async fn handle(State(p): State<Proxy>, req: Request) -> Response {
     let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
     let action = action(&body, &parts.headers);
     p.requests.lock().unwrap().push(action.clone());
-    let faults = {
+    let (faults, failure, hold) = {
         let mut f = p.faults.lock().unwrap();
         let snapshot = f.clone();
         if f.throttle > 0 {
             f.throttle -= 1;
         }
-        snapshot
+        let mut failure = None;
+        if let Some(rule) = f.failures.iter_mut().find(|r| r.action == action) {
+            if rule.skip > 0 {
+                rule.skip -= 1;
+            } else if rule.times > 0 {
+                rule.times -= 1;
+                failure = Some(rule.clone());
+            }
+        }
+        let hold = f.hold.as_deref() == Some(action.as_str());
+        if hold {
+            f.hold = None;
+        }
+        (snapshot, failure, hold)
     };
+    if let Some(rule) = failure {
+        return aws_error(&body, rule.status, &rule.code);
+    }
     if faults.down {
         return (StatusCode::SERVICE_UNAVAILABLE, "").into_response();
     }
@@ -107,6 +194,15 @@ async fn handle(State(p): State<Proxy>, req: Request) -> Response {
         }
     }
     let (status, content_type, mut answer) = forward(p.upstream, &parts, &body).await;
+    if hold {
+        p.held
+            .holding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        p.held.release.notified().await;
+        p.held
+            .holding
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
     if action == "DescribeAutoScalingGroups" && faults.hide_instances {
         answer = strip_instances(&answer);
     }
@@ -116,6 +212,19 @@ async fn handle(State(p): State<Proxy>, req: Request) -> Response {
         r.headers_mut().insert("content-type", ct.parse().unwrap());
     }
     r
+}
+
+/// An AWS error answer in the protocol of the service asked: EC2's `<Response><Errors>` or the query
+/// protocol's `<ErrorResponse>` (Auto Scaling).
+fn aws_error(body: &[u8], status: u16, code: &str) -> Response {
+    let message = format!("injected by the test proxy: {code}");
+    let ec2 = String::from_utf8_lossy(body).contains("Version=2016-11-15");
+    let text = if ec2 {
+        format!("<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>ferroscale-test</RequestID></Response>")
+    } else {
+        format!("<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>ferroscale-test</RequestId></ErrorResponse>")
+    };
+    xml(StatusCode::from_u16(status).unwrap(), text)
 }
 
 fn xml(status: StatusCode, body: String) -> Response {

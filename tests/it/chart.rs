@@ -4,7 +4,8 @@
 //! trip that catches misspelt or misplaced fields); the ferroscale container's flags parse with the
 //! binary's own command line and its config files with the binary's parsers; secure defaults hold;
 //! `values.schema.json` rejects bad values naming the field; the standalone RBAC is exactly
-//! `kube::PERMISSIONS`, and serve gets none.
+//! `kube::PERMISSIONS`, and serve gets none. Provider mode's safety (mutual TLS: `chart_security`; one
+//! replica, the NetworkPolicy, the READMEs' IAM policy: `chart_policy`) has its own modules.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,8 @@ use std::process::Command;
 use clap::Parser;
 use ferroscale::cli::{Cli, Command as Cmd};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde_json::Value;
@@ -26,23 +28,53 @@ fn python() -> String {
     )
 }
 
-/// The rendered objects, or Helm's error.
-fn render(values: Option<&Path>) -> Result<Vec<Value>, String> {
+/// What `scripts/render_chart.py` prints for the chart with `args` (a values file, `--set K=V`), or Helm's
+/// error; `notes`: the rendered NOTES.txt instead of the objects.
+fn renderer(notes: bool, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>, String> {
     let mut cmd = Command::new(python());
     cmd.arg(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/scripts/render_chart.py"
-    ))
-    .arg(CHART);
-    if let Some(v) = values {
-        cmd.arg(v);
+    ));
+    if notes {
+        cmd.arg("--notes");
     }
-    let out = cmd.output().expect("running the chart renderer");
+    let out = cmd
+        .arg(CHART)
+        .args(args)
+        .output()
+        .expect("running the chart renderer");
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let docs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    Ok(docs.into_iter().map(|d| d["object"].clone()).collect())
+    Ok(out.stdout)
+}
+
+fn objects(stdout: &[u8]) -> Vec<Value> {
+    let docs: Vec<Value> = serde_json::from_slice(stdout).unwrap();
+    docs.into_iter().map(|d| d["object"].clone()).collect()
+}
+
+/// The rendered objects, or Helm's error.
+pub(crate) fn render(values: Option<&Path>) -> Result<Vec<Value>, String> {
+    let args: Vec<&std::ffi::OsStr> = values.iter().map(|v| v.as_os_str()).collect();
+    renderer(false, &args).map(|out| objects(&out))
+}
+
+fn set_args<'a>(sets: &'a [&'a str]) -> Vec<&'a std::ffi::OsStr> {
+    sets.iter()
+        .flat_map(|s| ["--set".as_ref(), s.as_ref()])
+        .collect()
+}
+
+/// The objects rendered with `--set` each of `sets` over the defaults, or Helm's error.
+pub(crate) fn render_set(sets: &[&str]) -> Result<Vec<Value>, String> {
+    renderer(false, &set_args(sets)).map(|out| objects(&out))
+}
+
+/// The NOTES.txt `helm install` would print with `--set` each of `sets`.
+pub(crate) fn notes(sets: &[&str]) -> String {
+    String::from_utf8(renderer(true, &set_args(sets)).unwrap()).unwrap()
 }
 
 fn values_files() -> Vec<Option<PathBuf>> {
@@ -74,7 +106,7 @@ fn normalize(v: &Value) -> Value {
 }
 
 /// Parses `doc` as `T` and checks nothing was lost on the way (an unknown or misplaced field would be).
-fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> T {
+pub(crate) fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> T {
     let t: T = serde_json::from_value(doc.clone())
         .unwrap_or_else(|e| panic!("{} {}: {e}", doc["kind"], doc["metadata"]["name"]));
     let back = serde_json::to_value(&t).unwrap();
@@ -167,9 +199,11 @@ fn every_mode_and_ci_values_render_to_valid_objects() {
                         let c = &d.spec.template.spec.unwrap().containers[0];
                         let args = c.args.clone().unwrap().join(" ");
                         assert!(args.contains("--cloud-provider=externalgrpc"), "{args}");
-                        assert!(
+                        // CA's grpc expander exits without a certificate to verify ferroscale's.
+                        assert_eq!(
                             args.contains("--expander=grpc --grpc-expander-url="),
-                            "{args}"
+                            args.contains("--grpc-expander-cert="),
+                            "{file:?}: {args}"
                         );
                     } else {
                         ferroscale += 1;
@@ -179,6 +213,8 @@ fn every_mode_and_ci_values_render_to_valid_objects() {
                 "Service" => drop(typed::<Service>(o)),
                 "ServiceAccount" => drop(typed::<ServiceAccount>(o)),
                 "ConfigMap" => drop(typed::<ConfigMap>(o)),
+                "Secret" => drop(typed::<Secret>(o)),
+                "NetworkPolicy" => drop(typed::<NetworkPolicy>(o)),
                 "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(o)),
                 "ClusterRole" => drop(typed::<ClusterRole>(o)),
                 "ClusterRoleBinding" => drop(typed::<ClusterRoleBinding>(o)),
@@ -255,9 +291,18 @@ fn the_schema_rejects_bad_values_naming_the_field() {
     for (bad, field) in [
         ("mode: sideways\n", "mode"),
         ("replicas: two\n", "replicas"),
+        // provider mode runs one replica (chart_policy).
+        ("replicas: 2\n", "replicas"),
         ("replica: 2\n", "replica"),
         ("expander: cheapest\n", "expander"),
-        ("tls: {enabled: true}\n", "serverSecret"),
+        // An existing client Secret needs the existing server Secret of the same CA.
+        ("tls: {clientSecret: mine}\n", "serverSecret"),
+        (
+            "tls: {serverSecret: mine}\nprovider: {clusterAutoscaler: {enabled: true}}\n",
+            "clientSecret",
+        ),
+        ("tls: {clientNames: [\"not a name\"]}\n", "clientNames"),
+        ("networkPolicy: {enable: false}\n", "enable"),
         ("standalone: {scanInterval: soon}\n", "scanInterval"),
     ] {
         let path = dir.path().join("values.yaml");

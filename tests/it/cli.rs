@@ -1,71 +1,30 @@
 //! The `ferroscale` binary: starts on the shipped example, answers, stops cleanly on SIGTERM, and
 //! refuses bad configuration with exit code 2 and a message naming the field.
 
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferroscale::proto::externalgrpc as pb;
 
 use crate::common::{connect, http_get};
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_ferroscale");
-
-pub fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-pub async fn wait_ready(http: SocketAddr, child: &mut std::process::Child) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("ferroscale exited early: {status}");
-        }
-        if tokio::net::TcpStream::connect(http).await.is_ok()
-            && http_get(http, "/readyz").await.0 == 200
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not ready in time");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-pub fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    child.wait().unwrap()
-}
+use crate::process::Served;
 
 #[tokio::test]
 async fn serves_the_example_and_stops_on_sigterm() {
-    let (grpc, http) = (free_addr(), free_addr());
-    let mut child = Command::new(BIN)
-        .args(["serve", "--cloud", "memory", "--memory-config"])
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/memory-cloud.yaml"
-        ))
-        .args([
-            "--listen",
-            &grpc.to_string(),
-            "--http-listen",
-            &http.to_string(),
+    let mut served = Served::start(
+        &[
+            "--cloud",
+            "memory",
+            "--memory-config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"),
             "--shutdown-grace-period",
             "300ms",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_ready(http, &mut child).await;
-    let mut c = connect(grpc).await;
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(http_get(served.http, "/readyz").await.0, 200);
+    let mut c = connect(served.grpc).await;
     let groups = c
         .node_groups(pb::NodeGroupsRequest {})
         .await
@@ -74,12 +33,12 @@ async fn serves_the_example_and_stops_on_sigterm() {
         .node_groups;
     let ids: Vec<_> = groups.iter().map(|g| g.id.as_str()).collect();
     assert_eq!(ids, vec!["general", "gpu", "memory-optimised", "spot-arm"]);
-    let (status, metrics) = http_get(http, "/metrics").await;
+    let (status, metrics) = http_get(served.http, "/metrics").await;
     assert_eq!(status, 200);
     assert!(metrics.contains("grpc_method=\"NodeGroups\""), "{metrics}");
     // CA never closes its connection: the stop must not wait for it beyond the grace period.
     let started = Instant::now();
-    let status = terminate(&mut child);
+    let status = served.terminate();
     assert!(status.success(), "graceful stop: {status}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -92,7 +51,6 @@ async fn serves_the_example_and_stops_on_sigterm() {
 #[tokio::test]
 async fn config_file_carries_the_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let (grpc, http) = (free_addr(), free_addr());
     std::fs::copy(
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"),
         dir.path().join("groups.yaml"),
@@ -101,17 +59,11 @@ async fn config_file_carries_the_flags() {
     let cfg = dir.path().join("ferroscale.yaml");
     std::fs::write(
         &cfg,
-        format!("listen: {grpc}\nhttpListen: {http}\ncloud: memory\nmemoryConfig: groups.yaml\nshutdownGracePeriod: 300ms\n"),
+        "listen: 127.0.0.1:0\nhttpListen: 127.0.0.1:0\ncloud: memory\nmemoryConfig: groups.yaml\nshutdownGracePeriod: 300ms\n",
     )
     .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&cfg)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_ready(http, &mut child).await;
-    let mut c = connect(grpc).await;
+    let mut served = Served::spawn(&["serve", "--config", cfg.to_str().unwrap()], &[]).await;
+    let mut c = connect(served.grpc).await;
     let target = c
         .node_group_target_size(pb::NodeGroupTargetSizeRequest {
             id: "spot-arm".into(),
@@ -122,11 +74,14 @@ async fn config_file_carries_the_flags() {
         .target_size;
     assert_eq!(target, 3);
     drop(c);
-    assert!(terminate(&mut child).success());
+    assert!(served.terminate().success());
 }
 
 pub fn run_failing(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN).args(args).output().unwrap();
+    let out = Command::new(crate::process::BIN)
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -160,10 +115,13 @@ fn bad_configuration_exits_2_naming_the_field() {
 
 #[test]
 fn help_lists_every_command_and_flag() {
-    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let out = Command::new(crate::process::BIN)
+        .arg("--help")
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("serve"), "{text}");
-    let out = Command::new(BIN)
+    let out = Command::new(crate::process::BIN)
         .args(["serve", "--help"])
         .output()
         .unwrap();
@@ -205,6 +163,11 @@ fn bad_tls_and_price_flags_exit_2_naming_the_flag() {
             vec!["--tls-client-ca", &not_pem],
             "--tls-client-ca needs --tls-cert",
         ),
+        (
+            vec!["--tls-client-san", "cluster-autoscaler"],
+            "--tls-client-san needs --tls-client-ca",
+        ),
+        (vec!["--listen", "0.0.0.0:0"], "--allow-plaintext"),
         (
             vec!["--tls-cert", &not_pem, "--tls-key", &not_pem],
             "--tls-cert",

@@ -267,6 +267,26 @@ async fn the_price_file_changes_the_winner() {
 }
 
 #[tokio::test]
+async fn a_group_priced_zero_is_the_cheapest_and_no_score_is_nan() {
+    // Reserved capacity already paid for: the price file sets the group's price to 0.
+    let (running, _) = start_with(
+        "price",
+        "",
+        "nodeGroups:\n  on-demand: {pricePerHour: 0}\n",
+        None,
+    )
+    .await;
+    let addr = running.expander_addr.unwrap();
+    let mut c = ExpanderClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    assert_eq!(ids(&r), vec!["on-demand"], "{}", r.options[0].debug);
+    let debug = &r.options[0].debug;
+    assert!(!debug.contains("NaN") && !debug.contains("inf"), "{debug}");
+}
+
+#[tokio::test]
 async fn served_over_tls_to_a_client_that_verifies_the_server() {
     let pki = crate::pki::Pki::new();
     let (running, _) = start_with("price", "", "", Some(pki.server_tls(false))).await;

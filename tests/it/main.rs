@@ -2,13 +2,17 @@
 //! talks to a real server over a loopback socket: tonic's generated client, moto, or the Kubernetes API
 //! of `kube_api`.
 
+mod abuse;
 mod aws_discovery;
 mod aws_faults;
 mod aws_pricing;
 mod aws_proxy;
+mod aws_safety;
 mod aws_scaling;
 mod aws_templates;
 mod chart;
+mod chart_policy;
+mod chart_security;
 mod cli;
 mod common;
 mod concurrency;
@@ -22,6 +26,8 @@ mod node_groups;
 mod options;
 mod pki;
 mod pricing;
+mod process;
+mod props;
 mod resize;
 mod run;
 mod simulate;

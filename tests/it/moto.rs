@@ -1,7 +1,7 @@
 //! A moto server (AWS API emulator) on loopback, one per test, reached through the real aws-sdk clients.
 //! `.ci/run` installs moto into `.venv`; `FERROSCALE_MOTO_SERVER` may point at another `moto_server`.
 
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,31 +54,42 @@ fn test_environment() {
 }
 
 impl Moto {
+    /// Starts moto on 127.0.0.1 port 0 and reads the port it bound from its start-up line, so two tests
+    /// (or another program) can never end up sharing one server.
     pub async fn start() -> Moto {
         test_environment();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let server = moto_server();
-        let child = Command::new(&server)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let mut child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", "0"])
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("cannot start {server} (run .ci/run, or pip install 'moto[server]'): {e}")
             });
-        let url = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "moto did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        // Keep reading: moto logs every request there, and a full pipe would stall it.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if let Some(url) = line.split("Running on ").nth(1) {
+                    let _ = tx.send(url.trim().to_string());
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let url = loop {
+            if let Ok(url) = rx.try_recv() {
+                break url;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("moto exited at start: {status}");
+            }
+            assert!(Instant::now() < deadline, "moto did not start in 60 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(REGION))
             .endpoint_url(&url)
@@ -115,11 +126,9 @@ impl Moto {
     }
 
     pub async fn cloud(&self, discovery: &[&str], nodes: &[&str]) -> Arc<AwsCloud> {
-        Arc::new(
-            AwsCloud::connect(self.settings(discovery, nodes), Default::default())
-                .await
-                .unwrap(),
-        )
+        AwsCloud::connect(self.settings(discovery, nodes), Default::default())
+            .await
+            .unwrap()
     }
 
     /// A launch template whose default version launches `instance_type`; returns its id.

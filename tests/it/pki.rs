@@ -24,6 +24,8 @@ pub struct Pki {
     pub client: Pair,
     /// Signed by another CA.
     pub stranger: Pair,
+    /// Signed by the trusted CA for another workload (`some-other-app`).
+    pub neighbour: Pair,
     pub dir: tempfile::TempDir,
 }
 
@@ -66,6 +68,11 @@ impl Pki {
                 ExtendedKeyUsagePurpose::ClientAuth,
             ),
             stranger: leaf(&other, &["intruder"], ExtendedKeyUsagePurpose::ClientAuth),
+            neighbour: leaf(
+                &issuer,
+                &["some-other-app"],
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ),
             dir: tempfile::tempdir().unwrap(),
         };
         for (name, text) in [
@@ -84,11 +91,29 @@ impl Pki {
 
     /// The server's TLS settings from the files: mutual when `client_ca`.
     pub fn server_tls(&self, client_ca: bool) -> Arc<ReloadingTls> {
-        let files = ferroscale::tls::TlsFiles {
-            cert: self.path("server.pem"),
-            key: self.path("server-key.pem"),
-            client_ca: client_ca.then(|| self.path("ca.pem")),
-        };
+        let files = ferroscale::tls::TlsFiles::from_flags(
+            Some(self.path("server.pem")),
+            Some(self.path("server-key.pem")),
+            client_ca.then(|| self.path("ca.pem")),
+            Vec::new(),
+            &ferroscale::tls::PROVIDER_FLAGS,
+        )
+        .unwrap()
+        .unwrap();
+        ReloadingTls::load(files, &ferroscale::tls::PROVIDER_FLAGS).unwrap()
+    }
+
+    /// Mutual TLS that also requires the client certificate to name one of `names` (`--tls-client-san`).
+    pub fn server_tls_naming(&self, names: &[&str]) -> Arc<ReloadingTls> {
+        let files = ferroscale::tls::TlsFiles::from_flags(
+            Some(self.path("server.pem")),
+            Some(self.path("server-key.pem")),
+            Some(self.path("ca.pem")),
+            names.iter().map(|n| n.to_string()).collect(),
+            &ferroscale::tls::PROVIDER_FLAGS,
+        )
+        .unwrap()
+        .unwrap();
         ReloadingTls::load(files, &ferroscale::tls::PROVIDER_FLAGS).unwrap()
     }
 

@@ -15,9 +15,9 @@ use ferroscale::metrics::Metrics;
 use ferroscale::run::{unix_now as now, Health, RunSettings, Runner};
 use serde_json::{json, Value};
 
-use crate::cli::{free_addr, terminate, BIN};
 use crate::common::http_get;
 use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
+use crate::process::Served;
 
 const GROUPS: &str = r#"
 nodeGroups:
@@ -440,23 +440,30 @@ async fn the_binary_leads_scales_and_reports() {
     let groups = dir.path().join("groups.yaml");
     std::fs::write(&groups, GROUPS).unwrap();
     let kubeconfig = api.kubeconfig(dir.path());
-    let http = free_addr();
-    let mut child = std::process::Command::new(BIN)
-        .args(["run", "--cloud", "memory", "--scan-interval", "500ms"])
-        .args([
+    let mut served = Served::spawn(
+        &[
+            "run",
+            "--cloud",
+            "memory",
+            "--scan-interval",
+            "500ms",
             "--leader-elect-lease-duration",
             "3s",
             "--leader-elect-renew-deadline",
             "2s",
-        ])
-        .args(["--leader-elect-retry-period", "200ms"])
-        .arg("--memory-config")
-        .arg(&groups)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--address", &http.to_string()])
-        .spawn()
-        .unwrap();
+            "--leader-elect-retry-period",
+            "200ms",
+            "--memory-config",
+            groups.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--address",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .await;
+    let http = served.http;
     api.wait_for("the Lease", |a| {
         a.get(LEASES, "kube-system", "cluster-autoscaler")
             .is_some_and(|l| l["spec"]["holderIdentity"].is_string())
@@ -483,7 +490,7 @@ async fn the_binary_leads_scales_and_reports() {
     );
     let (code, body) = http_get(http, "/health-check").await;
     assert_eq!((code, body.as_str()), (200, "OK\n"));
-    assert!(terminate(&mut child).success());
+    assert!(served.terminate().success());
     // Leaving gives the Lease up, so a follower need not wait for it to expire.
     let lease = api
         .get(LEASES, "kube-system", "cluster-autoscaler")

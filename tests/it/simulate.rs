@@ -320,7 +320,7 @@ fn bad_input_names_the_document_and_field() {
 #[test]
 fn the_binary_runs_the_shipped_example() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new(crate::cli::BIN)
+    let out = std::process::Command::new(crate::process::BIN)
         .args(["simulate", "--loops", "2"])
         .arg("--cluster")
         .arg(format!("{root}/examples/cluster.yaml"))

@@ -68,6 +68,29 @@ async fn mutual_tls_requires_a_client_certificate_from_the_trusted_ca() {
 }
 
 #[tokio::test]
+async fn client_names_refuse_a_certificate_of_the_same_ca_issued_to_another_workload() {
+    let pki = Pki::new();
+    let running = serve(Some(pki.server_tls_naming(&["cluster-autoscaler"]))).await;
+    let addr = running.grpc_addr;
+    assert_eq!(
+        node_groups(&pki, addr, Some(&pki.client))
+            .await
+            .unwrap()
+            .len(),
+        3,
+        "cluster-autoscaler's certificate is accepted"
+    );
+    assert!(
+        node_groups(&pki, addr, Some(&pki.neighbour)).await.is_err(),
+        "same CA, another name: refused"
+    );
+    assert!(
+        node_groups(&pki, addr, None).await.is_err(),
+        "no certificate"
+    );
+}
+
+#[tokio::test]
 async fn server_only_tls_serves_any_client_that_trusts_it() {
     let pki = Pki::new();
     let running = serve(Some(pki.server_tls(false))).await;
@@ -84,41 +107,38 @@ async fn server_only_tls_serves_any_client_that_trusts_it() {
 /// `--price-overrides`, as the Helm chart and CA's cloud-config and `--grpc-expander-cert` use them.
 #[tokio::test]
 async fn the_binary_serves_both_listeners_over_tls() {
-    use crate::cli::{free_addr, terminate, wait_ready, BIN};
+    use crate::process::Served;
     use ferroscale::proto::expander::expander_client::ExpanderClient;
 
     let pki = Pki::new();
     let prices = pki.path("prices.yaml");
     std::fs::write(&prices, "nodeGroups:\n  general: {pricePerHour: 0.5}\n").unwrap();
-    let (grpc, http, exp) = (free_addr(), free_addr(), free_addr());
     let path = |n: &str| pki.path(n).to_str().unwrap().to_string();
-    let mut child = std::process::Command::new(BIN)
-        .args(["serve", "--memory-config"])
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/memory-cloud.yaml"
-        ))
-        .args([
-            "--listen",
-            &grpc.to_string(),
-            "--http-listen",
-            &http.to_string(),
-        ])
-        .args(["--expander-listen", &exp.to_string(), "--expander", "price"])
-        .args([
+    let mut served = Served::start(
+        &[
+            "--memory-config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"),
+            "--expander-listen",
+            "127.0.0.1:0",
+            "--expander",
+            "price",
             "--tls-cert",
             &path("server.pem"),
             "--tls-key",
             &path("server-key.pem"),
-        ])
-        .args(["--tls-client-ca", &path("ca.pem")])
-        .args(["--expander-tls-cert", &path("server.pem")])
-        .args(["--expander-tls-key", &path("server-key.pem")])
-        .args(["--price-overrides", &path("prices.yaml")])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_ready(http, &mut child).await;
+            "--tls-client-ca",
+            &path("ca.pem"),
+            "--expander-tls-cert",
+            &path("server.pem"),
+            "--expander-tls-key",
+            &path("server-key.pem"),
+            "--price-overrides",
+            &path("prices.yaml"),
+        ],
+        &[],
+    )
+    .await;
+    let (grpc, exp) = (served.grpc, served.expander.unwrap());
     let groups = node_groups(&pki, grpc, Some(&pki.client)).await.unwrap();
     assert!(groups.contains(&"general".to_string()), "{groups:?}");
     assert!(node_groups(&pki, grpc, None).await.is_err(), "mutual TLS");
@@ -163,7 +183,7 @@ async fn the_binary_serves_both_listeners_over_tls() {
         .into_inner()
         .price;
     assert!((price - 1.0).abs() < 1e-9, "2 h at 0.5/h: {price}");
-    assert!(terminate(&mut child).success());
+    assert!(served.terminate().success());
 }
 
 #[tokio::test]

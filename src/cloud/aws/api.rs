@@ -10,10 +10,11 @@ use std::time::{Instant, SystemTime};
 
 use aws_sdk_autoscaling::types::{Filter, LifecycleState, ScalingActivityStatusCode};
 use aws_sdk_ec2::types::InstanceType;
-use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use super::types::{AsgInfo, AsgInstance, Distribution, InstanceTypeInfo, LaunchFacts};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::{AwsLabels, Metrics};
 
 /// Maximum names per DescribeAutoScalingGroups call.
@@ -66,8 +67,15 @@ impl Api {
         pricing_endpoint: Option<&str>,
         metrics: Arc<Metrics>,
     ) -> Self {
+        // Prices are read off CA's path: a slow Pricing API may take longer than the Auto Scaling calls.
         let mut pricing = aws_sdk_pricing::config::Builder::from(config)
-            .region(aws_config::Region::new(super::prices::PRICING_REGION));
+            .region(aws_config::Region::new(super::prices::PRICING_REGION))
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .operation_timeout(super::ttl::PRICE_OPERATION_TIMEOUT)
+                    .operation_attempt_timeout(super::ttl::PRICE_ATTEMPT_TIMEOUT)
+                    .build(),
+            );
         if let Some(url) = pricing_endpoint {
             pricing = pricing.endpoint_url(url);
         }
@@ -85,18 +93,26 @@ impl Api {
         self.calls.load(Ordering::Relaxed)
     }
 
-    pub(super) async fn call<T, E, F>(&self, endpoint: &'static str, fut: F) -> Result<T>
+    /// Makes one AWS call: counted, timed into the metric with its outcome (the AWS error code when it
+    /// failed), and its error classified ([`super::errors::classify`]).
+    pub(super) async fn call<T, E, R, F>(&self, endpoint: &'static str, fut: F) -> Result<T>
     where
-        F: Future<Output = std::result::Result<T, E>>,
-        E: std::error::Error + Send + Sync + 'static,
+        F: Future<Output = std::result::Result<T, SdkError<E, R>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug,
     {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
-        let out = fut.await;
-        let status = if out.is_ok() { "success" } else { "error" };
+        let (out, status) = match fut.await {
+            Ok(v) => (Ok(v), "success".to_string()),
+            Err(e) => {
+                let (status, error) = super::errors::classify(endpoint, &e);
+                (Err(error), status)
+            }
+        };
         self.metrics
             .observe_aws(AwsLabels { endpoint, status }, started.elapsed());
-        out.map_err(|e| Error::Unavailable(format!("{endpoint}: {}", DisplayErrorContext(&e))))
+        out
     }
 
     /// Groups matching all tag conditions (server-side filters), every page.

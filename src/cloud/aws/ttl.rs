@@ -24,3 +24,20 @@ pub const FAILED_ACTIVITY_LOOKBACK: Duration = Duration::from_secs(15 * 60);
 pub const DEFAULT_PRICE_REFRESH_INTERVAL: Duration = Duration::from_secs(12 * 3600);
 /// After a failed price read, prices are not asked for again this soon (the last good ones are served).
 pub const PRICE_RETRY_AFTER_FAILURE: Duration = Duration::from_secs(300);
+/// Deadline of one Pricing API call: prices are read off CA's path, so a slow answer may take longer.
+pub const PRICE_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Deadline of one attempt of a Pricing API call.
+pub const PRICE_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The price task never sleeps less than this between reads (a zero interval does not spin).
+pub const PRICE_TASK_MIN_SLEEP: Duration = Duration::from_secs(1);
+/// The background refresh checks the state's age at least this rarely.
+pub const MIN_BACKGROUND_INTERVAL: Duration = Duration::from_secs(10);
+/// Without CA's Refresh calls, the state is read again in the background once it is this many refresh
+/// intervals old, so a lone replica taken out of its Service by a failing readiness probe recovers.
+pub const BACKGROUND_REFRESH_AFTER: u32 = 2;
+/// `/readyz` fails once the served state is this many refresh intervals old.
+pub const STALE_AFTER_INTERVALS: u32 = 5;
+/// Refresh intervals below this count as this for staleness (tests refresh on every call).
+pub const MIN_STALENESS_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a terminated instance is remembered, so a retried DeleteNodes of it succeeds.
+pub const TERMINATED_MEMORY: Duration = Duration::from_secs(3600);

@@ -1,0 +1,203 @@
+//! CloudProvider latency while the expander is flooded, measured against the release binary as an
+//! operator runs it: `ferroscale serve` with `--expander-listen`, on a memory cloud of 200 groups.
+//!
+//! A probe client sends CA's CloudProvider calls (NodeGroupTargetSize, NodeGroupNodes, Refresh) every
+//! 10 ms, first with the server idle, then while F clients (default 4) each send the ~30 MB BestOptions
+//! request of a large scale-up (200 options × 500 pods) back to back. It prints the probe's p50/p99/max
+//! in both phases and the BestOptions throughput: a flood of expander work must not starve CA's
+//! Refresh and writes.
+//!
+//! The server binds port 0 and its "serving" log line reports the addresses, so no port is guessed.
+//! Knobs: `FERROSCALE_FLOOD_CLIENTS` (default 4), `FERROSCALE_FLOOD_SECS` (flood phase, default 20).
+//! Run with `cargo bench --bench flood`.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferroscale::proto::expander::expander_client::ExpanderClient;
+use ferroscale::proto::externalgrpc as pb;
+use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+
+#[path = "support/best_options_request.rs"]
+mod fixture;
+
+/// The server process, killed when dropped.
+struct Server {
+    child: Child,
+    grpc: SocketAddr,
+    expander: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes ANSI colour sequences (the log may be coloured).
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The address after `key=Some(` in the "serving" log line.
+fn address(line: &str, key: &str) -> SocketAddr {
+    let start = line
+        .find(&format!("{key}=Some("))
+        .unwrap_or_else(|| panic!("no {key} address in {line:?}"))
+        + key.len()
+        + 6;
+    let end = start + line[start..].find(')').expect("closing parenthesis");
+    line[start..end].parse().expect("a socket address")
+}
+
+fn start(config: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroscale"))
+        .args(["serve", "--cloud", "memory", "--memory-config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+        .args(["--expander-listen", "127.0.0.1:0", "--expander", "price"])
+        .env("RUST_LOG", "info,ferroscale::grpc::expander=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the ferroscale binary");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let serving = loop {
+        let line = plain(
+            &lines
+                .next()
+                .expect("the server exited")
+                .expect("read stderr"),
+        );
+        if line.contains(" serving") {
+            break line;
+        }
+    };
+    // Keep reading so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server {
+        grpc: address(&serving, "grpc"),
+        expander: address(&serving, "expander"),
+        child,
+    }
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn summary(mut l: Vec<Duration>) -> String {
+    l.sort();
+    format!(
+        "{} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        l.len(),
+        percentile(&l, 0.5).as_secs_f64() * 1e3,
+        percentile(&l, 0.99).as_secs_f64() * 1e3,
+        l[l.len() - 1].as_secs_f64() * 1e3
+    )
+}
+
+/// CA's CloudProvider calls every 10 ms until `until`; the latency of each.
+async fn probe(addr: SocketAddr, until: Instant) -> Vec<Duration> {
+    let mut c = CloudProviderClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connect the CloudProvider");
+    let mut out = Vec::new();
+    let mut n = 0usize;
+    while Instant::now() < until {
+        let started = Instant::now();
+        let id = format!("group-{:03}", n % fixture::OPTIONS);
+        match n % 3 {
+            0 => drop(
+                c.node_group_target_size(pb::NodeGroupTargetSizeRequest { id })
+                    .await,
+            ),
+            1 => drop(c.node_group_nodes(pb::NodeGroupNodesRequest { id }).await),
+            _ => drop(c.refresh(pb::RefreshRequest {}).await.expect("Refresh")),
+        }
+        out.push(started.elapsed());
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() {
+    let flooders: usize = std::env::var("FERROSCALE_FLOOD_CLIENTS")
+        .map_or(4, |v| v.parse().expect("FERROSCALE_FLOOD_CLIENTS: a count"));
+    let secs: u64 = std::env::var("FERROSCALE_FLOOD_SECS")
+        .map_or(20, |v| v.parse().expect("FERROSCALE_FLOOD_SECS: seconds"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("groups.yaml");
+    std::fs::write(&config, fixture::groups_yaml()).expect("write the groups");
+    let server = start(&config);
+    let request = fixture::request();
+    let size = prost::Message::encoded_len(&request);
+    println!(
+        "server pid {}; BestOptions request {:.1} MB; {} CPUs shared by server and clients",
+        server.child.id(),
+        size as f64 / 1e6,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+
+    let idle = probe(server.grpc, Instant::now() + Duration::from_secs(5)).await;
+    println!("CloudProvider, idle:              {}", summary(idle));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..flooders {
+        let (stop, answered, request) = (stop.clone(), answered.clone(), request.clone());
+        let addr = server.expander;
+        tasks.push(tokio::spawn(async move {
+            let mut c = ExpanderClient::connect(format!("http://{addr}"))
+                .await
+                .expect("connect the expander")
+                .max_encoding_message_size(128 << 20)
+                .max_decoding_message_size(128 << 20);
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                c.best_options(request.clone()).await.expect("BestOptions");
+                latencies.push(started.elapsed());
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+            latencies
+        }));
+    }
+    let flooded = probe(server.grpc, Instant::now() + Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut best = Vec::new();
+    for t in tasks {
+        best.extend(t.await.expect("flood task"));
+    }
+    println!(
+        "CloudProvider, {flooders} BestOptions floods: {}",
+        summary(flooded)
+    );
+    println!(
+        "BestOptions: {} answered in {secs} s; {}",
+        answered.load(Ordering::Relaxed),
+        summary(best)
+    );
+}

@@ -1,0 +1,127 @@
+//! Which instance types a group launches: its launch configuration, launch template version or
+//! mixed-instances policy, resolved through AWS and cached ([`super::ttl`]: numbered template versions and
+//! configurations never change, `$Default`/`$Latest` are re-read every 10 minutes). A group whose launch
+//! data cannot be read gets its error alone; the other groups are resolved as usual.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::api::{Api, LaunchSource, RawGroup};
+use super::ttl;
+use super::types::LaunchFacts;
+use crate::error::Error;
+
+/// Cached launch facts.
+pub struct LaunchCache {
+    fixed: moka::future::Cache<LaunchSource, LaunchFacts>,
+    moving: moka::future::Cache<LaunchSource, LaunchFacts>,
+}
+
+impl Default for LaunchCache {
+    fn default() -> Self {
+        LaunchCache {
+            fixed: moka::future::Cache::builder()
+                .time_to_live(ttl::LAUNCH_TEMPLATE_FIXED_VERSION_TTL)
+                .build(),
+            moving: moka::future::Cache::builder()
+                .time_to_live(ttl::LAUNCH_TEMPLATE_MOVING_VERSION_TTL)
+                .build(),
+        }
+    }
+}
+
+impl LaunchCache {
+    /// Fills each group's `instance_types` and `spot_launch`; returns the groups whose launch data could
+    /// not be read, with why.
+    pub async fn resolve(
+        &self,
+        api: &Api,
+        raw: &mut BTreeMap<String, RawGroup>,
+    ) -> BTreeMap<String, Error> {
+        let mut failed = BTreeMap::new();
+        let configs_error = self.load_configurations(api, raw).await.err();
+        for (name, g) in raw.iter_mut() {
+            if let (LaunchSource::Configuration(_), Some(e)) = (&g.launch, &configs_error) {
+                failed.insert(name.clone(), Error::Unavailable(e.to_string()));
+                continue;
+            }
+            let resolved = match &g.launch {
+                // A mixed policy's InstancesDistribution, not its template, decides spot or on-demand.
+                LaunchSource::Mixed { overrides, .. } if !overrides.is_empty() => {
+                    Ok((overrides.clone(), false))
+                }
+                LaunchSource::Mixed {
+                    template: Some(t), ..
+                } => self
+                    .facts(api, t)
+                    .await
+                    .map(|f| (f.instance_type.into_iter().collect(), false)),
+                other => self
+                    .facts(api, other)
+                    .await
+                    .map(|f| (f.instance_type.into_iter().collect(), f.spot)),
+            };
+            match resolved {
+                Ok((types, spot)) => (g.info.instance_types, g.info.spot_launch) = (types, spot),
+                Err(e) => {
+                    failed.insert(name.clone(), e);
+                }
+            }
+        }
+        failed
+    }
+
+    /// Reads the launch configurations not cached yet, 50 per call.
+    async fn load_configurations(
+        &self,
+        api: &Api,
+        raw: &BTreeMap<String, RawGroup>,
+    ) -> crate::error::Result<()> {
+        let configs: BTreeSet<&String> = raw
+            .values()
+            .filter_map(|g| match &g.launch {
+                LaunchSource::Configuration(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        let mut missing = Vec::new();
+        for name in configs {
+            let key = LaunchSource::Configuration(name.clone());
+            if self.fixed.get(&key).await.is_none() {
+                missing.push(name.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let found = api.launch_configurations(&missing).await?;
+        for name in missing {
+            let t = found.get(&name).cloned().unwrap_or_default();
+            self.fixed
+                .insert(LaunchSource::Configuration(name), t)
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn facts(&self, api: &Api, source: &LaunchSource) -> crate::error::Result<LaunchFacts> {
+        match source {
+            LaunchSource::Configuration(_) => Ok(self.fixed.get(source).await.unwrap_or_default()),
+            LaunchSource::Template { id, name, version } => {
+                let cache = if version.parse::<u64>().is_ok() {
+                    &self.fixed
+                } else {
+                    &self.moving
+                };
+                if let Some(t) = cache.get(source).await {
+                    return Ok(t);
+                }
+                let t = api
+                    .launch_template(id.as_deref(), name.as_deref(), version)
+                    .await?;
+                cache.insert(source.clone(), t.clone()).await;
+                Ok(t)
+            }
+            LaunchSource::Mixed { .. } | LaunchSource::Unknown => Ok(LaunchFacts::default()),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Reading every managed group from AWS into a new snapshot. DescribeAutoScalingGroups decides which
+//! groups exist (a group disappears only when AWS no longer lists it); a group whose other data cannot
+//! be read this time (its launch template, instance types, scaling activities) keeps its last good data
+//! with the sizes and instances just read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::api::RawGroup;
+use super::group::{instances_of, purchase, with_sizes};
+use super::instance_types::TypeFacts;
+use super::price_keeper::{self, Purchases};
+use super::types::{AsgInfo, InstanceTypeInfo};
+use super::{activities, template, ttl, AwsCloud};
+use crate::error::{Error, Result};
+use crate::model::{InstanceError, NodeGroup, Snapshot};
+
+impl AwsCloud {
+    /// The managed groups as AWS lists them, with `--nodes` bounds applied.
+    async fn discover(&self) -> Result<BTreeMap<String, RawGroup>> {
+        let mut raw: BTreeMap<String, RawGroup> = BTreeMap::new();
+        for d in &self.settings.auto_discovery {
+            for g in self.api.groups_by_tags(&d.tags).await? {
+                if d.matches(&g.info.tags) {
+                    raw.insert(g.info.name.clone(), g);
+                }
+            }
+        }
+        let names: Vec<String> = self.settings.nodes.iter().map(|n| n.name.clone()).collect();
+        if !names.is_empty() {
+            for g in self.api.groups_by_name(&names).await? {
+                raw.insert(g.info.name.clone(), g);
+            }
+        }
+        for g in raw.values_mut() {
+            self.apply_bounds(&mut g.info);
+        }
+        for n in &self.settings.nodes {
+            if !raw.contains_key(&n.name) {
+                tracing::warn!(group = %n.name, "--nodes names an Auto Scaling group that does not exist");
+            }
+        }
+        Ok(raw)
+    }
+
+    /// `--nodes MIN:MAX:NAME` bounds win over the group's own.
+    pub(super) fn apply_bounds(&self, info: &mut AsgInfo) {
+        if let Some(n) = self.settings.nodes.iter().find(|n| n.name == info.name) {
+            info.min_size = n.min;
+            info.max_size = n.max;
+        }
+    }
+
+    /// Reads every managed group from AWS and builds a new snapshot, priced with the prices at hand.
+    pub(super) async fn load(&self) -> Result<(Snapshot, Purchases)> {
+        let mut raw = self.discover().await?;
+        let previous = self.state.load();
+        let mut failed = self.launch.resolve(&self.api, &mut raw).await;
+        let (types, types_error) = self.instance_types.facts(&self.api, &raw).await;
+        if let Some(e) = &types_error {
+            tracing::warn!(error = %e, "reading instance types failed; groups using new types keep their last good template");
+        }
+        let in_use: BTreeSet<String> = raw
+            .values()
+            .flat_map(|g| g.info.instance_types.iter().cloned())
+            .collect();
+        self.prices.want(in_use);
+        let last_purchases = self.purchases();
+        let mut purchases = Purchases::new();
+        let mut groups = Vec::with_capacity(raw.len());
+        for (name, g) in raw {
+            let last = previous.group(&name).ok();
+            let built = match failed.remove(&name) {
+                Some(e) => Err(e),
+                None => {
+                    let last_error = last.and_then(|l| l.launch_error.clone());
+                    self.node_group(&g.info, &types, last_error).await
+                }
+            };
+            match (built, last) {
+                (Ok(group), _) => {
+                    purchases.insert(name, purchase(&g.info));
+                    groups.push(group);
+                }
+                (Err(e), Some(last)) => {
+                    tracing::warn!(group = %name, error = %e, "could not read all of the group's data; keeping its last good template");
+                    groups.push(with_sizes(last, &g.info));
+                    if let Some(p) = last_purchases.get(&name) {
+                        purchases.insert(name, p.clone());
+                    }
+                }
+                (Err(e), None) => {
+                    tracing::warn!(group = %name, error = %e, "Auto Scaling group left out of this snapshot")
+                }
+            }
+        }
+        let mut snapshot = Snapshot::new(groups);
+        price_keeper::apply(
+            &mut snapshot,
+            &self.prices.book(),
+            &purchases,
+            &self.settings.pricing,
+        );
+        Ok((snapshot, purchases))
+    }
+
+    /// One group from AWS's data. A failed read of its scaling activities keeps `last_error` (the
+    /// group's last known launch error) rather than dropping the group.
+    async fn node_group(
+        &self,
+        info: &AsgInfo,
+        types: &TypeFacts,
+        last_error: Option<InstanceError>,
+    ) -> Result<NodeGroup> {
+        let known: Vec<&InstanceTypeInfo> = info
+            .instance_types
+            .iter()
+            .filter_map(|t| types.get(t).map(Arc::as_ref))
+            .collect();
+        if known.is_empty() {
+            return Err(Error::Unavailable(format!(
+                "Auto Scaling group {:?}: no known instance type (launch types: {:?})",
+                info.name, info.instance_types
+            )));
+        }
+        let template = template::build_template(info, &self.region, &known)
+            .map_err(|e| Error::Unavailable(format!("Auto Scaling group {:?}: {e}", info.name)))?;
+        let options = template::options_from_tags(&info.name, &info.tags);
+        let zone = info
+            .availability_zones
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("{}a", self.region));
+        let instances = instances_of(info);
+        let launch_error = if (info.desired_capacity.max(0) as usize) > instances.len() {
+            let since = self
+                .last_scale_up
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&info.name)
+                .copied()
+                .unwrap_or_else(|| SystemTime::now() - ttl::FAILED_ACTIVITY_LOOKBACK);
+            match self.api.failed_launch_since(&info.name, since).await {
+                Ok(message) => message.map(|m| activities::classify(&m)),
+                Err(e) => {
+                    tracing::warn!(group = %info.name, error = %e, "reading scaling activities failed; keeping the last known launch error");
+                    last_error
+                }
+            }
+        } else {
+            None
+        };
+        Ok(NodeGroup {
+            id: info.name.clone(),
+            min_size: info.min_size,
+            max_size: info.max_size,
+            target_size: info.desired_capacity,
+            instances,
+            template: Arc::new(template),
+            options,
+            price_per_hour: None,
+            launch_error,
+            provider_id_prefix: format!("aws:///{zone}/"),
+        })
+    }
+}

@@ -1,0 +1,102 @@
+//! What a caller can make `serve` do is bounded: oversized ids are refused before they cost anything.
+
+use ferroscale::proto::externalgrpc as pb;
+use tonic::Code;
+
+use crate::common::connect;
+use crate::moto::{Moto, DISCOVERY, REGION};
+use crate::process::Served;
+
+#[tokio::test]
+async fn a_hundred_one_mebibyte_ids_are_refused_and_cost_no_memory() {
+    let moto = Moto::start().await;
+    moto.group("workers", "m5.large", 0, 10, 1, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.yaml");
+    std::fs::write(
+        &prices,
+        "instanceTypes:\n  m5.large: {pricePerHour: 0.096}\n",
+    )
+    .unwrap();
+    let served = Served::start(
+        &[
+            "--cloud",
+            "aws",
+            "--aws-region",
+            REGION,
+            "--node-group-auto-discovery",
+            DISCOVERY,
+            "--pricing-source",
+            "file",
+            "--price-overrides",
+            prices.to_str().unwrap(),
+        ],
+        &[("AWS_ENDPOINT_URL", &moto.url)],
+    )
+    .await;
+    let mut c = connect(served.grpc)
+        .await
+        .max_encoding_message_size(16 << 20);
+    // Warm up the server's buffers with requests of the same size.
+    let id = "x".repeat(1 << 20);
+    let _ = c
+        .node_group_target_size(pb::NodeGroupTargetSizeRequest { id: id.clone() })
+        .await;
+    let before = served.rss_kib();
+    for i in 0..100 {
+        let id = format!("{i:03}{}", &id[3..]);
+        let e = match i % 4 {
+            0 => c
+                .node_group_increase_size(pb::NodeGroupIncreaseSizeRequest { delta: 1, id })
+                .await
+                .map(|_| ()),
+            1 => c
+                .node_group_decrease_target_size(pb::NodeGroupDecreaseTargetSizeRequest {
+                    delta: -1,
+                    id,
+                })
+                .await
+                .map(|_| ()),
+            2 => c
+                .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
+                    nodes: vec![crate::common::node("aws:///us-east-1a/i-1")],
+                    id,
+                })
+                .await
+                .map(|_| ()),
+            _ => c
+                .node_group_for_node(pb::NodeGroupForNodeRequest {
+                    node: Some(pb::ExternalGrpcNode {
+                        provider_id: id,
+                        ..Default::default()
+                    }),
+                })
+                .await
+                .map(|_| ()),
+        }
+        .unwrap_err();
+        assert_eq!(
+            e.code(),
+            Code::InvalidArgument,
+            "{}",
+            &e.message()[..80.min(e.message().len())]
+        );
+        assert!(e.message().len() < 200, "the answer does not echo the id");
+    }
+    let after = served.rss_kib();
+    assert!(
+        after < before + 32 * 1024,
+        "RSS grew from {before} KiB to {after} KiB"
+    );
+    // The server still answers.
+    assert_eq!(
+        c.node_group_target_size(pb::NodeGroupTargetSizeRequest {
+            id: "workers".into()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .target_size,
+        1
+    );
+}
