@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Renders a Helm chart with Helm's own Go SDK (helm-python-sdk, from PyPI; no helm binary needed).
 
-usage: render_chart.py CHART [VALUES.yaml] [--set K=V ...] -> JSON list of the rendered objects on stdout; values that
-values.schema.json rejects, or a template error, exit 1 with Helm's message on stderr.
+usage: render_chart.py [--notes] CHART [VALUES.yaml] [--set K=V ...] -> JSON list of the rendered objects on stdout
+(with --notes: the rendered NOTES.txt instead); values that values.schema.json rejects, or a template error, exit 1
+with Helm's message on stderr.
 """
 import json
 import sys
@@ -20,7 +21,11 @@ def _deep(base, extra):
 
 
 def main() -> int:
-    chart_dir, rest = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    notes = args[0] == "--notes"
+    if notes:
+        args = args[1:]
+    chart_dir, rest = args[0], args[1:]
     values = {}
     if rest and rest[0] != "--set":
         with open(rest.pop(0)) as f:
@@ -35,6 +40,9 @@ def main() -> int:
         except Exception as e:  # Helm's error names the template or the values field
             print(e, file=sys.stderr)
             return 1
+    if notes:
+        sys.stdout.write(next((text for name, text in manifests.items() if name.endswith("/NOTES.txt")), ""))
+        return 0
     objects = []
     for name in sorted(manifests):
         if not name.endswith((".yaml", ".yml")):
