@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::grpc::expander::{ExpanderService, ExpanderSettings};
 use crate::grpc::provider::CloudProviderService;
 use crate::metrics::Metrics;
+use crate::proto::expander::expander_server::ExpanderServer;
 use crate::tls::ReloadingTls;
 
 /// How long in-flight requests may finish after the shutdown signal when none is configured: CA's
@@ -95,6 +96,43 @@ async fn serve_on(
     }
 }
 
+/// Serves the expander on a runtime of its own (one async worker; scoring on its blocking threads), so
+/// that decoding a flood of 100 MB BestOptions requests never occupies the workers that answer CA's
+/// CloudProvider calls.
+async fn serve_expander(
+    listener: TcpListener,
+    service: ExpanderServer<ExpanderService>,
+    tls: Option<Arc<ReloadingTls>>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::result::Result<(), String> {
+    let listener = listener.into_std().map_err(|e| e.to_string())?;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("expander".into())
+        .spawn(move || {
+            let outcome = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("expander")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| {
+                    rt.block_on(async move {
+                        let listener =
+                            TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+                        serve_on(limited().add_service(service), listener, tls, stop)
+                            .await
+                            .map_err(|e| e.to_string())
+                    })
+                });
+            let _ = done_tx.send(outcome);
+        })
+        .map_err(|e| e.to_string())?;
+    done_rx
+        .await
+        .map_err(|_| "the expander's runtime stopped".to_string())?
+}
+
 /// Serves `cloud` on already-bound listeners until `shutdown` resolves, then drains the servers for at
 /// most `grace` (clients such as CA keep their connection open forever, so draining alone never ends).
 pub async fn serve(
@@ -139,13 +177,7 @@ pub async fn serve(
             Some((listener, settings)) => {
                 let service =
                     ExpanderService::new(cloud.clone(), metrics.clone(), settings).into_server();
-                serve_on(
-                    limited().add_service(service),
-                    listener,
-                    expander_tls,
-                    stopped(),
-                )
-                .await
+                serve_expander(listener, service, expander_tls, stopped()).await
             }
             None => Ok(()),
         }
@@ -158,7 +190,7 @@ pub async fn serve(
     tracing::info!(grpc = ?grpc_addr, expander = ?expander_addr, http = ?http_addr, cloud = cloud.name(), "serving");
     let both = async {
         let (g, e, h) = tokio::join!(grpc_server, expander_server, http_server);
-        (g.and(e), h)
+        (g.map_err(|e| e.to_string()).and(e), h)
     };
     let deadline = async {
         stopped().await;

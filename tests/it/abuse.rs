@@ -100,3 +100,30 @@ async fn a_hundred_one_mebibyte_ids_are_refused_and_cost_no_memory() {
         1
     );
 }
+
+/// A client that opens the operations listener and never finishes its headers (slow loris) is cut off;
+/// the probes and Prometheus keep being answered meanwhile.
+#[tokio::test]
+async fn a_client_that_never_sends_its_headers_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let s = crate::common::TestServer::start(crate::common::GROUPS).await;
+    let mut slow = tokio::net::TcpStream::connect(s.http_addr).await.unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    assert_eq!(s.get("/healthz").await.0, 200, "others are served");
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(
+        ferroscale::http::HEADER_READ_TIMEOUT * 3,
+        slow.read_to_end(&mut buf),
+    )
+    .await
+    .expect("the server closes the connection after its header-read timeout");
+    assert!(read.is_ok() || buf.is_empty(), "{read:?}");
+    assert!(
+        !String::from_utf8_lossy(&buf).contains("200 OK"),
+        "no answer to half a request"
+    );
+    s.stop().await;
+}
