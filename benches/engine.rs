@@ -12,17 +12,16 @@
 //!
 //! Run with `cargo bench --bench engine`.
 
+use ferroscale::labels;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
-use ferroscale::engine::autoscaler::{run_once, Memory, Settings, World};
 use ferroscale::engine::estimator::estimate;
-use ferroscale::model::workload::{
-    LabelSelector, Node, Pod, PodAffinityTerm, PodMeta, HOSTNAME_LABEL,
-};
+use ferroscale::engine::{run_once, Memory, Settings, World};
+use ferroscale::model::workload::{LabelSelector, Node, Pod, PodAffinityTerm, PodMeta};
 use ferroscale::model::{NodeGroup, Resources};
 
 #[global_allocator]
@@ -92,7 +91,7 @@ fn anti_affinity_5000(bencher: divan::Bencher) {
                     requirements: vec![],
                 },
                 namespaces: vec![],
-                topology_key: HOSTNAME_LABEL.into(),
+                topology_key: labels::HOSTNAME.into(),
             });
             p
         })
@@ -140,7 +139,7 @@ fn cluster(nodes: usize, per_node: usize, cpu: i64, pending: usize) -> Cluster {
         let name = format!("node-{n}");
         let mut node = template(4000, 16 * GIB, 110);
         node.name = name.clone();
-        node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
+        node.labels.insert(labels::HOSTNAME.into(), name.clone());
         out.node_groups.insert(name.clone(), "general".into());
         out.nodes.push(node);
         for k in 0..per_node {
@@ -175,7 +174,13 @@ fn run(c: &Cluster) -> usize {
     let mut settings = Settings::default();
     settings.defaults.scale_down_unneeded_time = std::time::Duration::ZERO;
     settings.scale_down_delay_after_add = std::time::Duration::ZERO;
-    let d = run_once(&world, &settings, &mut memory, 0);
+    let d = run_once(
+        &world,
+        &settings,
+        &mut memory,
+        0,
+        &ferroscale::time::MONOTONIC,
+    );
     d.scale_up.iter().map(|u| u.delta as usize).sum::<usize>() + d.scale_down.len()
 }
 
@@ -228,7 +233,7 @@ fn convert_51000(bencher: divan::Bencher) {
         })
         .collect();
     bencher.bench(|| {
-        ferroscale::kube::objects::Inputs::convert(black_box(&nodes), black_box(&pods), [], [], Err)
+        ferroscale::k8s::objects::Inputs::convert(black_box(&nodes), black_box(&pods), [], [], Err)
             .unwrap()
     });
 }

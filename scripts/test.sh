@@ -16,4 +16,4 @@ if ! .venv/bin/python -c "import helm_python" 2>/dev/null; then
 fi
 export FERROSCALE_MOTO_SERVER="$PWD/.venv/bin/moto_server"
 export FERROSCALE_HELM_PYTHON="$PWD/.venv/bin/python"
-cargo test --locked "$@"
+cargo test --locked --workspace "$@"

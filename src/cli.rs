@@ -13,8 +13,8 @@ use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use crate::cloud::aws::{AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
-use crate::engine::autoscaler::Settings;
 use crate::engine::expander::{Priorities, Strategy};
+use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pricing::{PriceOverrides, PricingSource};
@@ -114,12 +114,21 @@ fn load_priorities(path: Option<&Path>) -> Result<Priorities> {
         return Ok(Priorities::default());
     };
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::Config(format!(
+        Error::config(format!(
             "cannot read --priority-config {}: {e}",
             path.display()
         ))
     })?;
-    Priorities::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+    Priorities::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
+}
+
+/// `aws` or `file`, with clap's list of possible values in `--help`.
+fn pricing_source() -> impl clap::builder::TypedValueParser<Value = PricingSource> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(PricingSource::NAMES).map(|s| {
+        s.parse::<PricingSource>()
+            .expect("one of the possible values")
+    })
 }
 
 fn parse_range(s: &str) -> std::result::Result<(i64, i64), String> {
@@ -138,7 +147,7 @@ impl EngineArgs {
     /// The engine's settings; files are read here, errors name the flag.
     pub fn settings(&self) -> Result<Settings> {
         if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "--scale-down-utilization-threshold: must be in [0, 1], got {}",
                 self.scale_down_utilization_threshold
             )));
@@ -175,7 +184,7 @@ impl EngineArgs {
     /// The price file, if given.
     pub fn price_overrides(&self) -> Result<PriceOverrides> {
         match &self.price_overrides {
-            Some(p) => PriceOverrides::load(p),
+            Some(p) => Ok(PriceOverrides::load(p)?),
             None => Ok(PriceOverrides::default()),
         }
     }
@@ -275,15 +284,13 @@ impl RunArgs {
     /// The loop's own settings; `identity` names this replica in the Lease and on events.
     pub fn run_settings(&self, identity: &str) -> Result<crate::run::RunSettings> {
         if self.scan_interval.is_zero() {
-            return Err(Error::Config("--scan-interval: must be above 0".into()));
+            return Err(Error::config("--scan-interval: must be above 0"));
         }
         if self.leader_elect
             && (self.leader_elect_renew_deadline >= self.leader_elect_lease_duration
                 || self.leader_elect_retry_period.is_zero())
         {
-            return Err(Error::Config(
-                "--leader-elect-renew-deadline must be below --leader-elect-lease-duration, and --leader-elect-retry-period above 0".into(),
-            ));
+            return Err(Error::config("--leader-elect-renew-deadline must be below --leader-elect-lease-duration, and --leader-elect-retry-period above 0"));
         }
         Ok(crate::run::RunSettings {
             scan_interval: self.scan_interval,
@@ -292,17 +299,15 @@ impl RunArgs {
             status_config_map: self
                 .write_status_configmap
                 .then(|| self.status_config_map_name.clone()),
-            lease: (self.leader_elect && !self.dry_run).then(|| {
-                crate::kube::lease::LeaseSettings {
-                    namespace: self.namespace.clone(),
-                    name: self.leader_elect_resource_name.clone(),
-                    identity: identity.to_string(),
-                    lease_duration: self.leader_elect_lease_duration,
-                    renew_deadline: self.leader_elect_renew_deadline,
-                    retry_period: self.leader_elect_retry_period,
-                }
+            lease: (self.leader_elect && !self.dry_run).then(|| crate::k8s::lease::LeaseSettings {
+                namespace: self.namespace.clone(),
+                name: self.leader_elect_resource_name.clone(),
+                identity: identity.to_string(),
+                lease_duration: self.leader_elect_lease_duration,
+                renew_deadline: self.leader_elect_renew_deadline,
+                retry_period: self.leader_elect_retry_period,
             }),
-            drain: crate::kube::drain::DrainSettings {
+            drain: crate::k8s::drain::DrainSettings {
                 max_pod_eviction_time: self.max_pod_eviction_time,
                 max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),
             },
@@ -317,14 +322,14 @@ impl RunArgs {
         let mut config = match &self.kubeconfig {
             Some(path) => {
                 let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                    Error::Config(format!("--kubeconfig {}: {e}", path.display()))
+                    Error::config(format!("--kubeconfig {}: {e}", path.display()))
                 })?;
                 kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                     .await
-                    .map_err(|e| Error::Config(format!("--kubeconfig {}: {e}", path.display())))?
+                    .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
             }
             None => kube::Config::infer().await.map_err(|e| {
-                Error::Config(format!(
+                Error::config(format!(
                     "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
                 ))
             })?,
@@ -332,7 +337,7 @@ impl RunArgs {
         // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
         // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
         config.default_retry = false;
-        kube::Client::try_from(config).map_err(|e| Error::Config(format!("Kubernetes client: {e}")))
+        kube::Client::try_from(config).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
     }
 }
 
@@ -370,7 +375,7 @@ pub struct CloudFlags {
     pub aws_refresh_interval: Option<Duration>,
     /// AWS: where prices come from: aws (Pricing API and spot price history) or file (--price-overrides
     /// alone, for isolated clusters) [default: aws].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = pricing_source())]
     pub pricing_source: Option<PricingSource>,
 }
 
@@ -498,7 +503,7 @@ fn go_duration(
     match (flag, file) {
         (Some(d), _) => Ok(d),
         (None, Some(text)) => {
-            crate::model::parse_go_duration(text).map_err(|e| Error::Config(format!("{key}: {e}")))
+            crate::model::parse_go_duration(text).map_err(|e| Error::config(format!("{key}: {e}")))
         }
         (None, None) => Ok(default),
     }
@@ -525,10 +530,10 @@ impl ServeArgs {
         let file = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::Config(format!("cannot read --config {}: {e}", path.display()))
+                    Error::config(format!("cannot read --config {}: {e}", path.display()))
                 })?;
                 let mut f: ServeFile = serde_yaml::from_str(&text)
-                    .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+                    .map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
                 for p in [
                     &mut f.memory_config,
                     &mut f.priority_config,
@@ -556,8 +561,8 @@ impl ServeArgs {
             .or(file.pricing_source)
             .unwrap_or_default();
         if pricing_source == PricingSource::File && price_overrides.is_none() {
-            return Err(Error::Config(
-                "--pricing-source=file needs --price-overrides FILE".into(),
+            return Err(Error::config(
+                "--pricing-source=file needs --price-overrides FILE",
             ));
         }
         let price_overrides = price_overrides.unwrap_or_default();
@@ -581,7 +586,7 @@ impl ServeArgs {
             .unwrap_or(([127, 0, 0, 1], 8086).into());
         let allow_plaintext = self.allow_plaintext || file.allow_plaintext.unwrap_or(false);
         if tls.is_none() && !allow_plaintext && !listen.ip().is_loopback() {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "--listen {listen}: the CloudProvider listener would accept write RPCs in plaintext from anyone who can reach it; pass --tls-cert/--tls-key/--tls-client-ca (mutual TLS) or, to accept that, --allow-plaintext"
             )));
         }
@@ -656,7 +661,7 @@ impl ServeSettings {
             CloudKind::Aws => Ok(AwsCloud::connect(self.aws.clone(), metrics).await?),
             CloudKind::Memory => {
                 let path = self.memory_config.as_ref().ok_or_else(|| {
-                    Error::Config("--memory-config FILE is required with --cloud memory".into())
+                    Error::config("--memory-config FILE is required with --cloud memory")
                 })?;
                 Ok(Arc::new(MemoryCloud::with_prices(
                     &MemoryConfig::load(path)?,

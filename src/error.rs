@@ -1,55 +1,21 @@
-//! The one error type of the library. Every variant says what a caller did wrong or what failed, naming the
-//! offending field or object; `grpc::status` maps it to a gRPC code in one place.
+//! The error of the clouds, services and commands: the core's refusals ([`DomainError`]) plus what the
+//! world does (clouds unreachable or refusing, the Kubernetes API, I/O). Every variant names the offending
+//! field, object or call; `grpc::status` maps it to a gRPC code in one place.
 
 use thiserror::Error;
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in ferroscale's core, clouds and services.
+/// The core's refusals (bad requests, sizes outside bounds, configuration that does not parse).
+pub use ferroscale_core::Error as DomainError;
+
+/// Everything that can go wrong in ferroscale's clouds, services and commands.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// A request named a node group that does not exist.
-    #[error("node group {0:?} not found")]
-    GroupNotFound(String),
-
-    /// A request field has a value that can never be valid.
-    #[error("invalid {field}: {reason}")]
-    InvalidArgument { field: String, reason: String },
-
-    /// IncreaseSize would take the group above its max size (upstream's wording, which CA logs).
-    #[error("size increase too large - desired:{desired} max:{max}")]
-    IncreaseTooLarge { desired: i64, max: i32 },
-
-    /// DeleteNodes would take the group below its min size.
-    #[error("min size reached, nodes will not be deleted: node group {group:?} has target size {target}, deleting {count} would go below min size {min}")]
-    BelowMinSize {
-        group: String,
-        target: i32,
-        count: usize,
-        min: i32,
-    },
-
-    /// DeleteNodes named a node that is not an instance of the group.
-    #[error("node {node:?} does not belong to node group {group:?}")]
-    NodeNotInGroup { node: String, group: String },
-
-    /// DecreaseTargetSize would have to remove instances that already exist.
-    #[error("attempt to delete existing nodes: node group {group:?} targetSize:{target} delta:{delta} existingNodes:{existing}")]
-    WouldDeleteExisting {
-        group: String,
-        target: i32,
-        delta: i32,
-        existing: usize,
-    },
-
-    /// The group has no setting of this kind; the client should keep its own defaults.
-    #[error("node group {group:?} has no {what}")]
-    NotConfigured { group: String, what: &'static str },
-
-    /// No price is known for what was asked.
-    #[error("no price known for {0}")]
-    NoPrice(String),
+    /// What the core refuses: an unknown group, a size outside bounds, bad configuration.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
 
     /// The cloud's API cannot be reached or failed; reads may still serve the last good state.
     #[error("cloud unavailable: {0}")]
@@ -85,10 +51,6 @@ pub enum Error {
         not_attempted: Vec<String>,
     },
 
-    /// A configuration file or flag is wrong; the message names the file and field.
-    #[error("{0}")]
-    Config(String),
-
     /// A Kubernetes API call failed (`ferroscale run`); the context names the call and object.
     #[error("{context}: {source}")]
     Kubernetes {
@@ -115,11 +77,21 @@ impl Error {
         }
     }
 
-    /// Shorthand for [`Error::InvalidArgument`].
+    /// A request field with a value that can never be valid ([`DomainError::InvalidArgument`]).
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::InvalidArgument {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        DomainError::invalid(field, reason).into()
+    }
+
+    /// A configuration file or flag that is wrong ([`DomainError::Config`]): exit code 2.
+    pub fn config(message: impl Into<String>) -> Self {
+        DomainError::Config(message.into()).into()
+    }
+
+    /// Whether this is bad configuration (the command exits with code 2).
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            Error::Domain(DomainError::Config(_) | DomainError::InvalidArgument { .. })
+        )
     }
 }

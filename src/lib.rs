@@ -1,23 +1,24 @@
-//! ferroscale: a node autoscaler for Kubernetes on AWS. See the README for the three jobs of the binary;
-//! the folders are its seams: `model` (pure types), `cloud` (where groups live), `grpc` (thin protocol
-//! services), `metrics`/`http` (operations), `cli` (the commands).
+//! ferroscale: a node autoscaler for Kubernetes on AWS. See the README for the three jobs of the binary
+//! and CONTRIBUTING.md for the layers. The pure core (model, engine, price arithmetic) is the
+//! `ferroscale-core` crate, re-exported here; this crate holds what talks to the world: `cloud` (where
+//! groups live), `grpc` (thin protocol services), `k8s` (the Kubernetes API), `metrics`/`http`
+//! (operations) and the commands (`cli`, `run`, `simulate`, `server`).
 
 pub mod cli;
 pub mod cloud;
-pub mod engine;
 pub mod error;
 pub mod grpc;
 pub mod http;
-pub mod kube;
+pub mod k8s;
 pub mod metrics;
-pub mod model;
-pub mod pricing;
 pub mod run;
 pub mod server;
 pub mod simulate;
+pub mod time;
 pub mod tls;
 
 pub use error::{Error, Result};
+pub use ferroscale_core::{clock, engine, labels, model, pricing};
 
 /// Code generated from `proto/` by `build.rs`.
 pub mod proto {

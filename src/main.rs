@@ -49,9 +49,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            match e {
-                Error::Config(_) | Error::InvalidArgument { .. } => ExitCode::from(EXIT_CONFIG),
-                _ => ExitCode::FAILURE,
+            if e.is_config() {
+                ExitCode::from(EXIT_CONFIG)
+            } else {
+                ExitCode::FAILURE
             }
         }
     }
@@ -140,13 +141,18 @@ async fn run(args: RunArgs) -> ferroscale::Result<()> {
             source,
         })?;
     tracing::info!(http = ?listener.local_addr().ok(), cloud = cloud.name(), "serving");
-    let router = ferroscale::http::run_router(cloud.clone(), metrics.clone(), health.clone());
+    let check = health.clone();
+    let router = ferroscale::http::run_router(
+        cloud.clone(),
+        metrics.clone(),
+        Arc::new(move || check.check(ferroscale::time::unix_now())),
+    );
     tokio::spawn(async move {
         if let Err(e) = ferroscale::http::serve(listener, router, std::future::pending()).await {
             tracing::error!(error = %e, "HTTP listener stopped");
         }
     });
-    let watches = ferroscale::kube::watch::Watches::start(&client);
+    let watches = ferroscale::k8s::watch::Watches::start(&client);
     watches
         .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
         .await?;
@@ -171,9 +177,9 @@ async fn run(args: RunArgs) -> ferroscale::Result<()> {
 fn simulate(args: SimulateArgs) -> ferroscale::Result<()> {
     let read = |path: &std::path::Path, flag: &str| {
         std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("cannot read {flag} {}: {e}", path.display())))
+            .map_err(|e| Error::config(format!("cannot read {flag} {}: {e}", path.display())))
     };
-    let objects = ferroscale::kube::documents::parse(
+    let objects = ferroscale::k8s::documents::parse(
         &read(&args.cluster, "--cluster")?,
         &args.cluster.display().to_string(),
     )?;

@@ -17,13 +17,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::cloud::Cloud;
-use crate::engine::autoscaler::{run_once, Decisions, Memory, Settings, World};
+use crate::engine::reasons::Pending;
+use crate::engine::{run_once, Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
-use crate::kube::drain::{self, DrainSettings};
-use crate::kube::lease::{Elector, LeaseSettings};
-use crate::kube::objects::Inputs;
-use crate::kube::status::{self, Status};
-use crate::kube::watch::Watches;
+use crate::k8s::drain::{self, DrainSettings};
+use crate::k8s::lease::{Elector, LeaseSettings};
+use crate::k8s::objects::Inputs;
+use crate::k8s::status::{self, Status};
+use crate::k8s::watch::Watches;
 use crate::metrics::{EvictionLabel, LoopMetrics, Metrics, ReasonLabel, StateLabel};
 
 /// The controller name on events, as upstream's.
@@ -222,7 +223,7 @@ struct Removal {
     group: String,
     provider_id: String,
     pods: Vec<Arc<KubePod>>,
-    reason: String,
+    reason: crate::engine::reasons::Removal,
 }
 
 impl DrainContext {
@@ -330,15 +331,7 @@ pub struct Runner {
     in_flight: Arc<Mutex<HashSet<String>>>,
     outcomes: Arc<Mutex<Vec<bool>>>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
-    not_triggered: HashMap<String, (String, i64)>,
-}
-
-/// The wall clock in Unix seconds, as the engine and `/health-check` count time.
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    not_triggered: HashMap<String, (Pending, i64)>,
 }
 
 impl Runner {
@@ -474,7 +467,13 @@ impl Runner {
         self.observe("updateClusterState", t);
 
         let t = Instant::now();
-        let decisions = run_once(&world, &self.settings, &mut self.memory, now);
+        let decisions = run_once(
+            &world,
+            &self.settings,
+            &mut self.memory,
+            now,
+            &crate::time::MONOTONIC,
+        );
         self.observe("engine", t);
         let result = if self.run.dry_run {
             Ok(())
@@ -560,10 +559,9 @@ impl Runner {
             .iter()
             .map(|p| {
                 (
-                    format!(
-                        "{}/{}",
+                    crate::model::workload::pod_key(
                         p.metadata.namespace.as_deref().unwrap_or("default"),
-                        p.metadata.name.as_deref().unwrap_or_default()
+                        p.metadata.name.as_deref().unwrap_or_default(),
                     ),
                     p,
                 )
@@ -729,7 +727,7 @@ impl Runner {
                 .spec
                 .as_ref()
                 .and_then(|s| s.taints.as_ref())
-                .is_some_and(|ts| ts.iter().any(|t| t.key == drain::TO_BE_DELETED_TAINT));
+                .is_some_and(|ts| ts.iter().any(|t| t.key == crate::labels::TO_BE_DELETED));
             let name = n.metadata.name.clone().unwrap_or_default();
             if tainted && !in_flight.contains(&name) {
                 match drain::set_deletion_taint(&api, &name, false, 0).await {
@@ -754,7 +752,7 @@ impl Runner {
         if let Some(e) = elector.clone() {
             campaign.spawn(async move { e.lead(leading_tx).await });
         } else {
-            self.health.start(unix_now());
+            self.health.start(crate::time::unix_now());
             self.clean_stale_taints().await;
         }
         let mut tick = tokio::time::interval(self.run.scan_interval);
@@ -771,14 +769,14 @@ impl Runner {
                 _ = tick.tick() => {
                     let is_leading = *leading.borrow();
                     if is_leading && !was_leading {
-                        self.health.start(unix_now());
+                        self.health.start(crate::time::unix_now());
                         self.clean_stale_taints().await;
                     }
                     was_leading = is_leading;
                     if !is_leading {
                         continue;
                     }
-                    if let Err(e) = self.run_once(unix_now()).await {
+                    if let Err(e) = self.run_once(crate::time::unix_now()).await {
                         tracing::warn!(error = %e, "loop failed");
                     }
                 }

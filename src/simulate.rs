@@ -3,6 +3,7 @@
 //! label); each loop the simulated scheduler binds pending pods, the engine decides, and its decisions are
 //! applied: new nodes join after `--provision-delay`, removed nodes' pods go back to pending.
 
+use crate::labels;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,13 +12,13 @@ use serde::Serialize;
 
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
-use crate::engine::autoscaler::{run_once, template_node, Memory, Settings, World};
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
+use crate::engine::{run_once, template_node, Memory, Settings, World};
 use crate::error::{Error, Result};
-use crate::kube::documents::Objects;
-use crate::kube::objects::Inputs;
+use crate::k8s::documents::Objects;
+use crate::k8s::objects::Inputs;
 use crate::model::workload::{Node, Pdb, Pod};
-use crate::model::{Instance, InstanceState, NodeGroup, NODE_GROUP_LABEL};
+use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
 
 /// The clock and pacing of a simulation.
@@ -137,7 +138,7 @@ impl Simulation {
         let snapshot = cloud.snapshot();
         let mut node_groups = HashMap::new();
         for n in &nodes {
-            let by_label = n.labels.get(NODE_GROUP_LABEL).cloned();
+            let by_label = n.labels.get(labels::NODE_GROUP).cloned();
             let by_instance = config.node_groups.iter().find(|g| {
                 g.instances.iter().any(|i| {
                     !n.provider_id.is_empty() && n.provider_id.ends_with(&format!("/{}", i.id))
@@ -146,9 +147,10 @@ impl Simulation {
             let group = by_instance.map(|g| g.name.clone()).or(by_label);
             if let Some(g) = group {
                 if snapshot.group(&g).is_err() {
-                    return Err(Error::Config(format!(
-                        "node {}: label {NODE_GROUP_LABEL}={g} names no group of the node-groups file",
-                        n.name
+                    return Err(Error::config(format!(
+                        "node {}: label {}={g} names no group of the node-groups file",
+                        n.name,
+                        labels::NODE_GROUP
                     )));
                 }
                 node_groups.insert(n.name.clone(), g);
@@ -307,7 +309,13 @@ impl Simulation {
             groups: &self.groups,
         };
         let now = self.now;
-        let d = run_once(&world, settings, &mut self.memory, now);
+        let d = run_once(
+            &world,
+            settings,
+            &mut self.memory,
+            now,
+            &crate::time::MONOTONIC,
+        );
         let mut report = LoopReport {
             loop_number: self.loop_number,
             time: now - self.start,
@@ -320,7 +328,7 @@ impl Simulation {
                 .map(|(p, r)| Reasoned {
                     pod: Some(p.clone()),
                     node: None,
-                    reason: r.clone(),
+                    reason: r.to_string(),
                 })
                 .collect(),
             unremovable: d
@@ -329,7 +337,7 @@ impl Simulation {
                 .map(|(n, r)| Reasoned {
                     pod: None,
                     node: Some(n.clone()),
-                    reason: r.clone(),
+                    reason: r.to_string(),
                 })
                 .collect(),
             nodes: BTreeMap::new(),
@@ -344,7 +352,7 @@ impl Simulation {
             report.delete_instances.push(DeleteReport {
                 group: del.group.clone(),
                 instance: del.instance.clone(),
-                reason: del.reason.clone(),
+                reason: del.reason.to_string(),
             });
         }
         for up in &d.scale_up {
@@ -407,7 +415,7 @@ impl Simulation {
             report.scale_down.push(ScaleDownReport {
                 node: down.node.clone(),
                 group: down.group.clone(),
-                reason: down.reason.clone(),
+                reason: down.reason.to_string(),
                 evicted: down.evict.clone(),
             });
         }

@@ -71,14 +71,14 @@ impl TlsFiles {
         flags: &TlsFlags,
     ) -> Result<Option<TlsFiles>> {
         if !client_sans.is_empty() && client_ca.is_none() {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "{} needs {} (only verified client certificates carry names to check)",
                 flags.client_san, flags.client_ca
             )));
         }
         for name in &client_sans {
             ServerName::try_from(name.as_str()).map_err(|e| {
-                Error::Config(format!(
+                Error::config(format!(
                     "{} {name:?}: not a DNS name or IP address: {e}",
                     flags.client_san
                 ))
@@ -92,12 +92,12 @@ impl TlsFiles {
                 client_sans,
             })),
             (None, None) if client_ca.is_none() => Ok(None),
-            (None, None) => Err(Error::Config(format!(
+            (None, None) => Err(Error::config(format!(
                 "{} needs {} and {} (mutual TLS needs a server certificate)",
                 flags.client_ca, flags.cert, flags.key
             ))),
-            (Some(_), None) => Err(Error::Config(format!("{} needs {}", flags.cert, flags.key))),
-            (None, Some(_)) => Err(Error::Config(format!("{} needs {}", flags.key, flags.cert))),
+            (Some(_), None) => Err(Error::config(format!("{} needs {}", flags.cert, flags.key))),
+            (None, Some(_)) => Err(Error::config(format!("{} needs {}", flags.key, flags.cert))),
         }
     }
 
@@ -105,10 +105,10 @@ impl TlsFiles {
     fn read(&self, flags: &TlsFlags) -> Result<(Vec<u8>, ServerConfig)> {
         let read = |path: &Path, flag: &str| {
             std::fs::read(path)
-                .map_err(|e| Error::Config(format!("{flag} {}: {e}", path.display())))
+                .map_err(|e| Error::config(format!("{flag} {}: {e}", path.display())))
         };
         let pem_error = |flag: &str, path: &Path, e: &dyn std::fmt::Display| {
-            Error::Config(format!("{flag} {}: {e}", path.display()))
+            Error::config(format!("{flag} {}: {e}", path.display()))
         };
         let cert_pem = read(&self.cert, flags.cert)?;
         let key_pem = read(&self.key, flags.key)?;
@@ -157,7 +157,7 @@ impl TlsFiles {
             None => builder.with_no_client_auth(),
         };
         let mut config = builder.with_single_cert(certs, key).map_err(|e| {
-            Error::Config(format!(
+            Error::config(format!(
                 "{} {} / {} {}: {e}",
                 flags.cert,
                 self.cert.display(),

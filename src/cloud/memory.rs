@@ -7,6 +7,7 @@
 //! `launchCapacity`: launches beyond it stay unfulfilled and are reported as creating placeholders with an
 //! `InsufficientInstanceCapacity` error, as an AWS group out of capacity is.
 
+use crate::labels;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::{Error, Result};
 use crate::model::{
     parse_go_duration, reserve, AutoscalingOptions, ErrorClass, Instance, InstanceError,
-    InstanceState, NodeGroup, Resources, Snapshot, Taint, TemplateNode, NODE_GROUP_LABEL,
+    InstanceState, NodeGroup, Resources, Snapshot, Taint, TemplateNode,
 };
 use crate::pricing::PriceOverrides;
 
@@ -113,22 +114,22 @@ impl MemoryConfig {
     /// Reads and validates a config file; errors name the file and the offending field.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::Config(format!(
+            Error::config(format!(
                 "cannot read memory cloud config {}: {e}",
                 path.display()
             ))
         })?;
-        Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+        Self::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
     }
 
     /// Parses YAML text and checks it.
     pub fn parse(text: &str) -> Result<Self> {
         let cfg: MemoryConfig =
-            serde_yaml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+            serde_yaml::from_str(text).map_err(|e| Error::config(e.to_string()))?;
         let mut seen = std::collections::BTreeSet::new();
         for (i, g) in cfg.node_groups.iter().enumerate() {
             if !seen.insert(g.name.as_str()) {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "nodeGroups[{i}].name: duplicate node group name {:?}",
                     g.name
                 )));
@@ -143,7 +144,7 @@ fn field(i: usize, g: &GroupConfig, name: &str) -> String {
 }
 
 fn bad(i: usize, g: &GroupConfig, name: &str, why: impl std::fmt::Display) -> Error {
-    Error::Config(format!("{}: {why}", field(i, g, name)))
+    Error::config(format!("{}: {why}", field(i, g, name)))
 }
 
 fn duration(
@@ -261,14 +262,14 @@ fn template(i: usize, g: &GroupConfig) -> Result<TemplateNode> {
     let mut default = |k: &str, v: String| {
         labels.entry(k.to_string()).or_insert(v);
     };
-    default("kubernetes.io/arch", "amd64".into());
-    default("kubernetes.io/os", "linux".into());
-    default("node.kubernetes.io/instance-type", g.name.clone());
-    if let Some(zone) = g.labels.get("topology.kubernetes.io/zone") {
-        default("topology.kubernetes.io/region", region_of(zone));
+    default(labels::ARCH, "amd64".into());
+    default(labels::OS, "linux".into());
+    default(labels::INSTANCE_TYPE, g.name.clone());
+    if let Some(zone) = g.labels.get(labels::ZONE) {
+        default(labels::REGION, region_of(zone));
     }
-    labels.insert("kubernetes.io/hostname".into(), name.clone());
-    labels.insert(NODE_GROUP_LABEL.into(), g.name.clone());
+    labels.insert(labels::HOSTNAME.into(), name.clone());
+    labels.insert(labels::NODE_GROUP.into(), g.name.clone());
     Ok(TemplateNode {
         name,
         labels,
@@ -320,7 +321,7 @@ impl WriteState {
                 group
                     .template
                     .labels
-                    .get("node.kubernetes.io/instance-type")
+                    .get(labels::INSTANCE_TYPE)
                     .map(String::as_str)
                     .unwrap_or("instance")
             ),
@@ -390,7 +391,7 @@ impl MemoryCloud {
                 return Err(bad(i, g, "pricePerHour", format!("must be >= 0, got {p}")));
             }
             let template = template(i, g)?;
-            let provider_id_prefix = match template.labels.get("topology.kubernetes.io/zone") {
+            let provider_id_prefix = match template.labels.get(labels::ZONE) {
                 Some(zone) => format!("aws:///{zone}/"),
                 None => format!("memory:///{}/", g.name),
             };
@@ -415,7 +416,7 @@ impl MemoryCloud {
                     overrides.on_demand(
                         template
                             .labels
-                            .get("node.kubernetes.io/instance-type")
+                            .get(labels::INSTANCE_TYPE)
                             .map(String::as_str),
                         g.price_per_hour,
                     ),

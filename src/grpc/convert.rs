@@ -1,5 +1,6 @@
 //! Translation between protobuf messages (both protocol generations) and the domain model.
 
+use crate::labels;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -56,8 +57,8 @@ pub fn template_node(t: &TemplateNode) -> core::Node {
                 ..Default::default()
             }],
             node_info: Some(core::NodeSystemInfo {
-                operating_system: label("kubernetes.io/os"),
-                architecture: label("kubernetes.io/arch"),
+                operating_system: label(labels::OS),
+                architecture: label(labels::ARCH),
                 ..Default::default()
             }),
             ..Default::default()
@@ -272,12 +273,12 @@ pub fn node(
 }
 
 fn resources_of(map: Option<&BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
-    Resources::from_quantities(
+    Ok(Resources::from_quantities(
         field,
         map.into_iter()
             .flatten()
             .map(|(name, q)| (name.as_str(), q.string.as_deref().unwrap_or("0"))),
-    )
+    )?)
 }
 
 fn requests_of(reqs: Option<&core::ResourceRequirements>, field: &str) -> Result<Resources> {

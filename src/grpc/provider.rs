@@ -2,6 +2,7 @@
 //! Reads are answered from the cloud's snapshot; responses fill both protocol generations' fields and
 //! requests are read from either (the bytes generation wins when both are set).
 
+use crate::labels;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -9,9 +10,8 @@ use tonic::{Request, Response, Status};
 
 use super::{bounded, convert, detached, instrument};
 use crate::cloud::Cloud;
-use crate::error::{Error, Result};
+use crate::error::{DomainError, Error, Result};
 use crate::metrics::Metrics;
-use crate::model::GPU_LABEL;
 use crate::pricing;
 use crate::proto::externalgrpc as pb;
 use crate::proto::externalgrpc::cloud_provider_server::{CloudProvider, CloudProviderServer};
@@ -133,10 +133,9 @@ impl CloudProvider for CloudProviderService {
             let hours = convert::period_hours(start, end)?;
             let requests = convert::pod_requests(&pod)?;
             let meta = pod.metadata.unwrap_or_default();
-            let name = format!(
-                "{}/{}",
-                meta.namespace.unwrap_or_default(),
-                meta.name.unwrap_or_default()
+            let name = crate::model::workload::pod_key(
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default(),
             );
             let hourly = pricing::pod_price_per_hour(&self.cloud.snapshot(), &requests, &name)?;
             Ok(pb::PricingPodPriceResponse {
@@ -149,7 +148,7 @@ impl CloudProvider for CloudProviderService {
     async fn gpu_label(&self, _: Request<pb::GpuLabelRequest>) -> Reply<pb::GpuLabelResponse> {
         instrument(&self.metrics, SERVICE, "GPULabel", async {
             Ok(pb::GpuLabelResponse {
-                label: GPU_LABEL.to_string(),
+                label: labels::GPU.to_string(),
             })
         })
         .await
@@ -341,10 +340,13 @@ impl CloudProvider for CloudProviderService {
             let g = s.group(&r.id)?;
             // No options of its own: UNIMPLEMENTED makes CA keep its defaults. Any OK answer is taken
             // literally, and CA versions without a MaxNodeStartupTime field would read it as 0.
-            let own = g.options.as_ref().ok_or_else(|| Error::NotConfigured {
-                group: g.id.clone(),
-                what: "autoscaling options of its own",
-            })?;
+            let own = g
+                .options
+                .as_ref()
+                .ok_or_else(|| DomainError::NotConfigured {
+                    group: g.id.clone(),
+                    what: "autoscaling options of its own",
+                })?;
             let merged = own.apply_to(&convert::option_values(r.defaults.as_ref()));
             Ok(pb::NodeGroupAutoscalingOptionsResponse {
                 node_group_autoscaling_options: Some(convert::options(&merged)),

@@ -2,24 +2,33 @@
 
 use tonic::{Code, Status};
 
-use crate::error::Error;
+use crate::error::{DomainError, Error};
 
 /// The gRPC code cluster-autoscaler should see for an error.
 pub fn code(err: &Error) -> Code {
     match err {
-        Error::GroupNotFound(_) | Error::NoPrice(_) => Code::NotFound,
-        Error::InvalidArgument { .. } | Error::NodeNotInGroup { .. } => Code::InvalidArgument,
-        Error::IncreaseTooLarge { .. }
-        | Error::BelowMinSize { .. }
-        | Error::WouldDeleteExisting { .. }
-        | Error::CloudRefused { .. } => Code::FailedPrecondition,
+        Error::Domain(e) => domain_code(e),
+        Error::CloudRefused { .. } => Code::FailedPrecondition,
         Error::PermissionDenied { .. } => Code::PermissionDenied,
         // What failed decides: a throttled termination is worth retrying, a forbidden one is not.
         Error::PartiallyDeleted { cause, .. } => code(cause),
-        // UNIMPLEMENTED is how the protocol says "keep your defaults" for optional RPCs.
-        Error::NotConfigured { .. } => Code::Unimplemented,
         Error::Unavailable(_) | Error::Kubernetes { .. } => Code::Unavailable,
-        Error::Config(_) | Error::Io { .. } => Code::Internal,
+        Error::Io { .. } => Code::Internal,
+    }
+}
+
+fn domain_code(err: &DomainError) -> Code {
+    match err {
+        DomainError::GroupNotFound(_) | DomainError::NoPrice(_) => Code::NotFound,
+        DomainError::InvalidArgument { .. } | DomainError::NodeNotInGroup { .. } => {
+            Code::InvalidArgument
+        }
+        DomainError::IncreaseTooLarge { .. }
+        | DomainError::BelowMinSize { .. }
+        | DomainError::WouldDeleteExisting { .. } => Code::FailedPrecondition,
+        // UNIMPLEMENTED is how the protocol says "keep your defaults" for optional RPCs.
+        DomainError::NotConfigured { .. } => Code::Unimplemented,
+        DomainError::Config(_) => Code::Internal,
     }
 }
 

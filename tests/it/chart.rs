@@ -4,7 +4,7 @@
 //! trip that catches misspelt or misplaced fields); the ferroscale container's flags parse with the
 //! binary's own command line and its config files with the binary's parsers; secure defaults hold;
 //! `values.schema.json` rejects bad values naming the field; the standalone RBAC is exactly
-//! `kube::PERMISSIONS`, and serve gets none. Provider mode's safety (mutual TLS: `chart_security`; one
+//! `k8s::PERMISSIONS`, and serve gets none. Provider mode's safety (mutual TLS: `chart_security`; one
 //! replica, the NetworkPolicy, the READMEs' IAM policy: `chart_policy`) has its own modules.
 
 use std::collections::BTreeSet;
@@ -162,10 +162,10 @@ fn check_ferroscale(d: &Deployment, objects: &[Value]) {
                 as fn(&str) -> ferroscale::Result<()>,
         ),
         ("price-overrides.yaml", |t| {
-            ferroscale::pricing::PriceOverrides::parse(t).map(|_| ())
+            Ok(ferroscale::pricing::PriceOverrides::parse(t).map(|_| ())?)
         }),
         ("priorities.yaml", |t| {
-            ferroscale::engine::expander::Priorities::parse(t).map(|_| ())
+            Ok(ferroscale::engine::expander::Priorities::parse(t).map(|_| ())?)
         }),
     ] {
         let named = args.iter().any(|a| a.ends_with(key));
@@ -269,7 +269,7 @@ fn granted(objects: &[Value]) -> BTreeSet<(String, String, String)> {
 
 #[test]
 fn rbac_grants_exactly_what_the_code_uses() {
-    let used: BTreeSet<(String, String, String)> = ferroscale::kube::PERMISSIONS
+    let used: BTreeSet<(String, String, String)> = ferroscale::k8s::PERMISSIONS
         .iter()
         .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
         .collect();

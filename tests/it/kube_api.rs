@@ -583,13 +583,13 @@ pub fn permission_of(request: &str) -> (String, String, String) {
     (group, resource, verb.to_string())
 }
 
-/// Asserts every request made is one `ferroscale::kube::PERMISSIONS` lists (so the chart's RBAC covers it).
+/// Asserts every request made is one `ferroscale::k8s::PERMISSIONS` lists (so the chart's RBAC covers it).
 pub fn assert_permitted(api: &KubeApi) {
     for r in api.requests() {
         let (g, res, verb) = permission_of(&r);
         assert!(
-            ferroscale::kube::PERMISSIONS.contains(&(g.as_str(), res.as_str(), verb.as_str())),
-            "{r} needs ({g:?}, {res}, {verb}), which kube::PERMISSIONS (and the chart's RBAC) lacks"
+            ferroscale::k8s::PERMISSIONS.contains(&(g.as_str(), res.as_str(), verb.as_str())),
+            "{r} needs ({g:?}, {res}, {verb}), which k8s::PERMISSIONS (and the chart's RBAC) lacks"
         );
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferroscale::kube::lease::{Elector, LeaseSettings};
+use ferroscale::k8s::lease::{Elector, LeaseSettings};
 use serde_json::json;
 
 use crate::kube_api::{KubeApi, LEASES};

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
+use ferroscale::error::DomainError as Error;
 use ferroscale::grpc::convert;
 use ferroscale::model::{
     parse_go_duration, quantity, Instance, InstanceState, NodeGroup, Resources, TemplateNode,
 };
-use ferroscale::Error;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use proptest::prelude::*;
@@ -198,7 +198,7 @@ proptest! {
         let _ = MemoryConfig::parse(&text).map(|c| MemoryCloud::new(&c));
         let _ = ferroscale::engine::expander::Priorities::parse(&text);
         let _ = ferroscale::pricing::PriceOverrides::parse(&text);
-        let _ = ferroscale::kube::documents::parse(&text, "dump.yaml");
+        let _ = ferroscale::k8s::documents::parse(&text, "dump.yaml");
     }
 
     /// YAML shaped like the files, with arbitrary scalars where values go.
@@ -208,7 +208,7 @@ proptest! {
         let _ = MemoryConfig::parse(&memory).map(|c| MemoryCloud::new(&c));
         let _ = ferroscale::engine::expander::Priorities::parse(&format!("{n}:\n  - '{a}'\n"));
         let _ = ferroscale::pricing::PriceOverrides::parse(&format!("instanceTypes:\n  {a}: {{pricePerHour: {b}}}\nnodeGroups:\n  x: {{discount: {n}}}\n"));
-        let _ = ferroscale::kube::documents::parse(
+        let _ = ferroscale::k8s::documents::parse(
             &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {a}}}\nspec: {{containers: [{{name: c, resources: {{requests: {{cpu: {b}}}}}}}]}}\n"),
             "dump.yaml",
         );

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
-use ferroscale::engine::autoscaler::Settings;
-use ferroscale::kube::status::Status;
-use ferroscale::kube::watch::Watches;
+use ferroscale::engine::Settings;
+use ferroscale::k8s::status::Status;
+use ferroscale::k8s::watch::Watches;
 use ferroscale::metrics::Metrics;
-use ferroscale::run::{unix_now as now, Health, RunSettings, Runner};
+use ferroscale::run::{Health, RunSettings, Runner};
+use ferroscale::time::unix_now as now;
 use serde_json::{json, Value};
 
 use crate::common::http_get;
@@ -69,7 +70,7 @@ fn run_settings() -> RunSettings {
         namespace: "kube-system".into(),
         status_config_map: Some("cluster-autoscaler-status".into()),
         lease: None,
-        drain: ferroscale::kube::drain::DrainSettings {
+        drain: ferroscale::k8s::drain::DrainSettings {
             max_pod_eviction_time: Duration::from_secs(3),
             max_graceful_termination: Duration::from_secs(5),
         },
@@ -155,7 +156,7 @@ impl Harness {
     }
 }
 
-fn group_status<'a>(s: &'a Status, name: &str) -> &'a ferroscale::kube::status::NodeGroupStatus {
+fn group_status<'a>(s: &'a Status, name: &str) -> &'a ferroscale::k8s::status::NodeGroupStatus {
     s.node_groups.iter().find(|g| g.name == name).unwrap()
 }
 
@@ -401,7 +402,13 @@ async fn a_drain_the_budget_never_allows_untaints_and_keeps_the_node() {
     let d = h.runner.run_once(now()).await.unwrap();
     assert!(d.scale_down.is_empty(), "{d:?}");
     let why = &d.unremovable.iter().find(|(n, _)| n == "pool-b").unwrap().1;
-    assert!(why.contains("--scale-down-delay-after-failure"), "{why}");
+    assert_eq!(
+        *why,
+        ferroscale::engine::reasons::Unremovable::Paused(
+            ferroscale::engine::reasons::Pause::AfterFailure
+        ),
+        "{why}"
+    );
     assert_permitted(&h.api);
 }
 
@@ -517,7 +524,7 @@ async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
                "spec": {"taints": [dedicated.clone(), unreachable.clone()]}}),
     );
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(api.client());
-    ferroscale::kube::drain::set_deletion_taint(&nodes, "busy", true, 1_700_000_000)
+    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", true, 1_700_000_000)
         .await
         .unwrap();
     let got = api.get(NODES, "", "busy").unwrap();
@@ -553,7 +560,7 @@ async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
         "the first patch conflicted and was computed again"
     );
     // Untainting keeps the other taints.
-    ferroscale::kube::drain::set_deletion_taint(&nodes, "busy", false, 0)
+    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", false, 0)
         .await
         .unwrap();
     let got = api.get(NODES, "", "busy").unwrap();

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ferroscale::cloud::memory::MemoryConfig;
-use ferroscale::engine::autoscaler::Settings;
-use ferroscale::kube::documents;
+use ferroscale::engine::Settings;
+use ferroscale::k8s::documents;
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::simulate::{LoopReport, Pacing, Simulation};
 
@@ -568,4 +568,56 @@ fn after_a_removal_the_next_waits_for_the_delay_after_delete() {
         gone |= !s.step(&settings, &pacing()).scale_down.is_empty();
     }
     assert!(gone, "removed once the delay passed");
+}
+
+/// What `simulate` prints on the shipped example, byte for byte as recorded in `tests/it/golden` (the
+/// recut of the code base changed no decision): the default run, and a longer one with the price
+/// expander, a provisioning delay and an aggressive scale-down threshold.
+#[test]
+fn the_shipped_example_prints_what_it_always_printed() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let cases: [(&str, &[&str]); 2] = [
+        ("example", &["--loops", "3"]),
+        (
+            "example-price",
+            &[
+                "--loops",
+                "40",
+                "--scale-down-unneeded-time",
+                "1m",
+                "--scale-down-delay-after-add",
+                "0s",
+                "--provision-delay",
+                "30s",
+                "--expander",
+                "price",
+                "--scale-down-utilization-threshold",
+                "0.9",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let out = std::process::Command::new(crate::process::BIN)
+            .arg("simulate")
+            .args(["--cluster", &format!("{root}/examples/cluster.yaml")])
+            .args(["--node-groups", &format!("{root}/examples/groups.yaml")])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+        let golden = |ext: &str| {
+            std::fs::read_to_string(format!("{root}/tests/it/golden/{name}.{ext}")).unwrap()
+        };
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            golden("jsonl"),
+            "{name} stdout"
+        );
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            golden("log"),
+            "{name} stderr"
+        );
+    }
 }

@@ -12,7 +12,7 @@ impl TagDiscovery {
     /// Parses one `--node-group-auto-discovery` value.
     pub fn parse(spec: &str) -> Result<Self> {
         let bad = |why: &str| {
-            Error::Config(format!(
+            Error::config(format!(
                 "--node-group-auto-discovery {spec:?}: {why} (expected asg:tag=KEY[=VALUE],KEY2...)"
             ))
         };
@@ -57,7 +57,7 @@ impl NamedGroup {
     /// Parses one `--nodes` value.
     pub fn parse(spec: &str) -> Result<Self> {
         let bad =
-            |why: String| Error::Config(format!("--nodes {spec:?}: {why} (expected MIN:MAX:NAME)"));
+            |why: String| Error::config(format!("--nodes {spec:?}: {why} (expected MIN:MAX:NAME)"));
         let mut parts = spec.splitn(3, ':');
         let (Some(min), Some(max), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad("three fields needed".into()));

@@ -126,9 +126,8 @@ impl AwsCloud {
     /// retried by later refreshes.
     pub async fn connect(settings: AwsSettings, metrics: Arc<Metrics>) -> Result<Arc<Self>> {
         if settings.auto_discovery.is_empty() && settings.nodes.is_empty() {
-            return Err(Error::Config(
-                "--cloud aws needs --node-group-auto-discovery asg:tag=... or --nodes MIN:MAX:NAME"
-                    .into(),
+            return Err(Error::config(
+                "--cloud aws needs --node-group-auto-discovery asg:tag=... or --nodes MIN:MAX:NAME",
             ));
         }
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -150,9 +149,10 @@ impl AwsCloud {
             );
         }
         let config = loader.load().await;
-        let region = config.region().map(|r| r.to_string()).ok_or_else(|| {
-            Error::Config("no AWS region: pass --aws-region or set AWS_REGION".into())
-        })?;
+        let region = config
+            .region()
+            .map(|r| r.to_string())
+            .ok_or_else(|| Error::config("no AWS region: pass --aws-region or set AWS_REGION"))?;
         let api = Api::new(&config, settings.pricing.endpoint_url.as_deref(), metrics);
         let prices = Arc::new(PriceKeeper::new(
             api.clone(),

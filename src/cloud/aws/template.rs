@@ -3,12 +3,12 @@
 //! (not capacity), pods come from the ENI formula (not 110), a mixed-instances group promises only what its
 //! smallest type has (not its first override), and memory is exact MiB × 2^20.
 
+use crate::labels;
 use std::collections::BTreeMap;
 
 use super::types::{AsgInfo, InstanceTypeInfo};
 use crate::model::{
     parse_go_duration, reserve, AutoscalingOptions, Resources, Taint, TaintEffect, TemplateNode,
-    GPU_LABEL, NODE_GROUP_LABEL, NVIDIA_GPU,
 };
 
 const LABEL_TAG: &str = "k8s.io/cluster-autoscaler/node-template/label/";
@@ -35,7 +35,7 @@ pub fn capacity(t: &InstanceTypeInfo) -> Resources {
         .as_deref()
         .is_some_and(|m| m.eq_ignore_ascii_case("nvidia"));
     if t.gpus > 0 && nvidia {
-        r.extended.insert(NVIDIA_GPU.to_string(), t.gpus);
+        r.extended.insert(labels::NVIDIA_GPU.to_string(), t.gpus);
     }
     r
 }
@@ -100,29 +100,20 @@ pub fn build_template(
         .first()
         .map(String::as_str)
         .unwrap_or("x86_64");
-    labels.insert(
-        "kubernetes.io/arch".to_string(),
-        arch_label(arch).to_string(),
-    );
-    labels.insert("kubernetes.io/os".to_string(), "linux".to_string());
-    labels.insert(
-        "node.kubernetes.io/instance-type".to_string(),
-        first.name.clone(),
-    );
-    labels.insert(
-        "topology.kubernetes.io/region".to_string(),
-        region.to_string(),
-    );
+    labels.insert(labels::ARCH.to_string(), arch_label(arch).to_string());
+    labels.insert(labels::OS.to_string(), "linux".to_string());
+    labels.insert(labels::INSTANCE_TYPE.to_string(), first.name.clone());
+    labels.insert(labels::REGION.to_string(), region.to_string());
     if let Some(zone) = asg.availability_zones.first() {
-        labels.insert("topology.kubernetes.io/zone".to_string(), zone.clone());
+        labels.insert(labels::ZONE.to_string(), zone.clone());
     }
-    labels.insert("kubernetes.io/hostname".to_string(), name.clone());
-    labels.insert(NODE_GROUP_LABEL.to_string(), asg.name.clone());
+    labels.insert(labels::HOSTNAME.to_string(), name.clone());
+    labels.insert(labels::NODE_GROUP.to_string(), asg.name.clone());
     if capacity.gpus() > 0 {
-        labels.insert(GPU_LABEL.to_string(), accelerator(first));
+        labels.insert(labels::GPU.to_string(), accelerator(first));
     }
     if let Some(ng) = asg.tags.get("eks:nodegroup-name") {
-        labels.insert("eks.amazonaws.com/nodegroup".to_string(), ng.clone());
+        labels.insert(labels::EKS_NODEGROUP.to_string(), ng.clone());
     }
 
     let mut taints = BTreeMap::new();
@@ -287,7 +278,7 @@ mod tests {
         g4.gpu_name = Some("T4".into());
         let node = build_template(&asg(&[]), "us-east-1", &[&g4]).unwrap();
         assert_eq!(node.capacity.gpus(), 1);
-        assert_eq!(node.labels[GPU_LABEL], "nvidia-t4");
+        assert_eq!(node.labels[labels::GPU], "nvidia-t4");
         assert_eq!(
             node.allocatable.memory,
             (16384 - (11 * 29 + 255) - 100) << 20

@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use super::group::{instance_id, with_sizes};
 use super::{ttl, AwsCloud};
-use crate::error::{Error, Result};
+use crate::error::{DomainError, Error, Result};
 use crate::model::{InstanceState, NodeGroup};
 
 impl AwsCloud {
@@ -31,7 +31,7 @@ impl AwsCloud {
         let raw = self.api.groups_by_name(&[group.to_string()]).await?;
         let Some(mut info) = raw.into_iter().next().map(|r| r.info) else {
             self.state.remove(group);
-            return Err(Error::GroupNotFound(group.to_string()));
+            return Err(DomainError::GroupNotFound(group.to_string()).into());
         };
         self.apply_bounds(&mut info);
         Ok(with_sizes(&cached, &info))
@@ -64,7 +64,7 @@ impl AwsCloud {
         let mut g = self.fresh_group(group).await?;
         let target = match g.plan_increase(delta) {
             Ok(t) => t,
-            Err(e) => return self.refuse(g, e),
+            Err(e) => return self.refuse(g, e.into()),
         };
         if let Err(e) = self.api.set_desired_capacity(group, target).await {
             return self.refuse(g, e);
@@ -101,7 +101,7 @@ impl AwsCloud {
         }
         let plan = match g.plan_delete(&asked) {
             Ok(p) => p,
-            Err(e) => return self.refuse(g, e),
+            Err(e) => return self.refuse(g, e.into()),
         };
         let mut deleted = Vec::new();
         if !plan.placeholders.is_empty() {
@@ -152,7 +152,7 @@ impl AwsCloud {
         let mut g = self.fresh_group(group).await?;
         let target = match g.plan_decrease(delta) {
             Ok(t) => t,
-            Err(e) => return self.refuse(g, e),
+            Err(e) => return self.refuse(g, e.into()),
         };
         if let Err(e) = self.api.set_desired_capacity(group, target).await {
             return self.refuse(g, e);

@@ -2,6 +2,7 @@
 //! schema (`clusterstate/api` `ClusterAutoscalerStatus`, YAML under `data.status`), so the dashboards,
 //! scripts and `kubectl describe` habits of cluster-autoscaler users keep working.
 
+use crate::labels;
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -11,11 +12,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::autoscaler::{Decisions, Memory, Settings, World};
+use crate::engine::{Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
-
-/// Annotation upstream stamps on the ConfigMap at every write.
-pub const LAST_UPDATED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/last-updated";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -281,7 +279,7 @@ impl Status {
 /// does not exist yet. Other keys and labels users put on it are kept.
 pub async fn write(client: &Client, namespace: &str, name: &str, status: &Status) -> Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let annotations = BTreeMap::from([(LAST_UPDATED_ANNOTATION.to_string(), status.time.clone())]);
+    let annotations = BTreeMap::from([(labels::LAST_UPDATED.to_string(), status.time.clone())]);
     let data = BTreeMap::from([("status".to_string(), status.to_yaml())]);
     let patch = serde_json::json!({
         "metadata": { "annotations": annotations },

@@ -18,7 +18,7 @@ pub use book::{PriceBook, Purchase};
 pub use overrides::PriceOverrides;
 
 /// Where on-demand and spot prices come from (`--pricing-source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PricingSource {
     /// The AWS Pricing API (on-demand) and EC2 spot price history, adjusted by the price file.
@@ -28,10 +28,27 @@ pub enum PricingSource {
     File,
 }
 
+impl PricingSource {
+    /// Every source by name, as flags and files spell them.
+    pub const NAMES: [&'static str; 2] = ["aws", "file"];
+}
+
+impl std::str::FromStr for PricingSource {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "aws" => Ok(PricingSource::Aws),
+            "file" => Ok(PricingSource::File),
+            _ => Err(format!("{s:?}: expected one of {:?}", Self::NAMES)),
+        }
+    }
+}
+
 use crate::error::{Error, Result};
+use crate::labels;
 use crate::model::{Resources, Snapshot};
 
-const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// Hourly price of a node known by provider id and labels.
@@ -49,13 +66,13 @@ pub fn node_price_per_hour(
             ))
         });
     }
-    let instance_type = labels.get(INSTANCE_TYPE_LABEL);
+    let instance_type = labels.get(labels::INSTANCE_TYPE);
     instance_type
         .and_then(|t| {
             snapshot.instance_price(t).or_else(|| {
                 snapshot
                     .groups()
-                .filter(|g| g.template.labels.get(INSTANCE_TYPE_LABEL) == Some(t))
+                .filter(|g| g.template.labels.get(labels::INSTANCE_TYPE) == Some(t))
                 .find_map(|g| g.price_per_hour)
             })
         })

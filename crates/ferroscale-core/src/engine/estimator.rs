@@ -7,11 +7,12 @@
 //! (no pod affinity, no spread constraint), a node one pod did not fit is never tried again by the next,
 //! so a group costs O(pods + nodes) checks instead of O(pods × nodes).
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use crate::labels;
 
+use super::equivalence::equivalence_groups;
 use super::predicates::{fits_in, NodeInfo, Repel, Unfit};
-use crate::model::workload::{Node, Pod, HOSTNAME_LABEL};
+use crate::clock::Deadline;
+use crate::model::workload::{Node, Pod};
 
 /// What the estimate found.
 #[derive(Debug, Clone)]
@@ -40,59 +41,12 @@ pub enum Unplaced {
 /// Pods between two reads of the clock inside one equivalence group.
 const CLOCK_EVERY: usize = 256;
 
-fn shape_hash(p: &Pod) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    p.namespace.hash(&mut h);
-    p.labels.hash(&mut h);
-    p.requests.cpu_milli.hash(&mut h);
-    p.requests.memory.hash(&mut h);
-    p.requests.ephemeral_storage.hash(&mut h);
-    p.requests.extended.hash(&mut h);
-    p.node_selector.hash(&mut h);
-    p.node_name.hash(&mut h);
-    p.host_ports.len().hash(&mut h);
-    p.affinity.len().hash(&mut h);
-    p.anti_affinity.len().hash(&mut h);
-    p.spread.len().hash(&mut h);
-    h.finish()
-}
-
-/// Pods grouped by identical scheduling needs, each group in input order.
-pub fn equivalence_groups(pods: &[&Pod]) -> Vec<Vec<usize>> {
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut last: Option<usize> = None;
-    for (i, p) in pods.iter().enumerate() {
-        // Replicas usually come one after another: try the previous pod's group before hashing.
-        if let Some(g) = last.filter(|&g| pods[groups[g][0]].same_shape(p)) {
-            groups[g].push(i);
-            continue;
-        }
-        let candidates = by_hash.entry(shape_hash(p)).or_default();
-        match candidates
-            .iter()
-            .find(|&&g| pods[groups[g][0]].same_shape(p))
-        {
-            Some(&g) => {
-                groups[g].push(i);
-                last = Some(g);
-            }
-            None => {
-                candidates.push(groups.len());
-                last = Some(groups.len());
-                groups.push(vec![i]);
-            }
-        }
-    }
-    groups
-}
-
 /// A new node of the template, with a hostname of its own (per-node topology must tell them apart).
 fn new_node(template: &Node, n: usize) -> NodeInfo {
     let mut node = template.clone();
     node.name = format!("{}-new-{n}", template.name);
     node.labels
-        .insert(HOSTNAME_LABEL.to_string(), node.name.clone());
+        .insert(labels::HOSTNAME.to_string(), node.name.clone());
     NodeInfo::new(node)
 }
 
@@ -107,9 +61,9 @@ pub fn estimate_within(
     pods: &[&Pod],
     template: &Node,
     max_nodes: usize,
-    deadline: Option<std::time::Instant>,
+    deadline: Option<Deadline<'_>>,
 ) -> Estimate {
-    let out_of_time = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let out_of_time = || deadline.is_some_and(|d| d.passed());
     let alloc = &template.allocatable;
     let score = |p: &Pod| {
         let share = |want: i64, have: i64| {
@@ -273,7 +227,8 @@ mod tests {
     #[test]
     fn the_time_budget_stops_the_estimate() {
         let p = pods(500, 100, 20);
-        let spent = std::time::Instant::now();
+        let clock = crate::clock::FixedClock::default();
+        let spent = Deadline::after(&clock, std::time::Duration::ZERO);
         let e = estimate_within(
             &refs(&p),
             &template(1000, 5000 * MIB, 10),
@@ -286,7 +241,8 @@ mod tests {
             .unplaced
             .iter()
             .all(|(_, why)| *why == Unplaced::TimeBudget));
-        let later = spent + std::time::Duration::from_secs(60);
+        let later = Deadline::after(&clock, std::time::Duration::from_secs(60));
+        clock.advance(std::time::Duration::from_secs(59));
         let e = estimate_within(
             &refs(&p),
             &template(1000, 5000 * MIB, 10),
@@ -336,7 +292,7 @@ mod tests {
                     requirements: vec![],
                 },
                 namespaces: vec![],
-                topology_key: HOSTNAME_LABEL.into(),
+                topology_key: labels::HOSTNAME.into(),
             });
         }
         let e = estimate(&refs(&p), &template(4000, 8000 * MIB, 110), 100);

@@ -2,10 +2,11 @@
 //! given what is already placed there and on its topology neighbours? Checked in the scheduler's order,
 //! cheapest first; the first failure is the reason a person reads.
 
+use crate::labels;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm, HOSTNAME_LABEL};
+use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
 use crate::model::{Resources, TaintEffect};
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
@@ -170,7 +171,7 @@ fn term_matches_in(
     if matches_on(node) {
         return Some(true);
     }
-    if term.topology_key == HOSTNAME_LABEL {
+    if term.topology_key == labels::HOSTNAME {
         return Some(false);
     }
     Some(
@@ -200,7 +201,7 @@ impl Repel {
         pod.anti_affinity
             .iter()
             .map(|t| {
-                if t.topology_key == HOSTNAME_LABEL {
+                if t.topology_key == labels::HOSTNAME {
                     Repel::OnNode
                 } else {
                     Repel::Anywhere
@@ -254,7 +255,7 @@ pub fn fits_neighbours(
                     ) {
                         (Some(a), Some(b)) => {
                             a == b
-                                && (term.topology_key != HOSTNAME_LABEL
+                                && (term.topology_key != labels::HOSTNAME
                                     || n.node.name == node.node.name)
                         }
                         _ => false,
@@ -358,7 +359,7 @@ pub fn first_fit(
 ) -> Vec<Option<usize>> {
     let mut out = vec![None; pods.len()];
     let mut repels = repelling(nodes);
-    let groups = super::estimator::equivalence_groups(pods);
+    let groups = super::equivalence::equivalence_groups(pods);
     let mut group_of = vec![0usize; pods.len()];
     for (g, members) in groups.iter().enumerate() {
         for &i in members {
@@ -399,7 +400,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        l.insert(HOSTNAME_LABEL.into(), name.into());
+        l.insert(labels::HOSTNAME.into(), name.into());
         NodeInfo::new(Node {
             name: name.into(),
             labels: l,
@@ -519,7 +520,7 @@ mod tests {
         p.anti_affinity.push(PodAffinityTerm {
             selector: web(),
             namespaces: vec![],
-            topology_key: HOSTNAME_LABEL.into(),
+            topology_key: labels::HOSTNAME.into(),
         });
         let mut a = node("a", 4000, &[("zone", "z1")]);
         a.add(&p);

@@ -1,6 +1,7 @@
 //! Kubernetes objects (k8s-openapi types, as `kubectl get -o yaml` and the API serve them) turned into the
 //! model's pods, nodes and PodDisruptionBudgets. Errors name the object and the field.
 
+use crate::labels;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -16,21 +17,17 @@ use crate::model::workload::{
 };
 use crate::model::{RequestParts, Resources, Taint, TaintEffect};
 
-const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
-const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
-const MIRROR: &str = "kubernetes.io/config.mirror";
-
 fn time(t: &Option<meta::Time>) -> i64 {
     t.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
 }
 
 fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
-    Resources::from_quantities(
+    Ok(Resources::from_quantities(
         field,
         map.iter()
             .flatten()
             .map(|(k, q)| (k.as_str(), q.0.as_str())),
-    )
+    )?)
 }
 
 fn requests(r: &Option<core::ResourceRequirements>, field: &str) -> Result<Resources> {
@@ -318,9 +315,9 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             priority: spec.priority.unwrap_or(0),
             unschedulable,
             created: time(&p.metadata.creation_timestamp),
-            safe_to_evict: annotations.get(SAFE_TO_EVICT).map(|v| v == "true"),
+            safe_to_evict: annotations.get(labels::SAFE_TO_EVICT).map(|v| v == "true"),
             local_storage,
-            mirror: annotations.contains_key(MIRROR),
+            mirror: annotations.contains_key(labels::MIRROR),
         },
         namespace,
         name,
@@ -366,7 +363,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(SCALE_DOWN_DISABLED))
+            .and_then(|a| a.get(labels::SCALE_DOWN_DISABLED))
             .is_some_and(|v| v == "true"),
         created: time(&n.metadata.creation_timestamp),
         name,

@@ -4,6 +4,7 @@
 //! retries up to `--max-pod-eviction-time`, and the autoscaler waits for them to terminate, at most
 //! `--max-graceful-termination-sec`. On failure the taint is taken off again.
 
+use crate::labels;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
@@ -13,9 +14,6 @@ use serde_json::json;
 
 use super::status_code;
 use crate::error::{Error, Result};
-
-/// The taint upstream puts on nodes it is removing; the value is the Unix time of marking.
-pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 
 /// Time the API server may take to delete a pod after its grace period.
 const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
@@ -59,19 +57,19 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
             .as_ref()
             .and_then(|s| s.taints.clone())
             .unwrap_or_default();
-        let has = taints.iter().any(|t| t.key == TO_BE_DELETED_TAINT);
+        let has = taints.iter().any(|t| t.key == labels::TO_BE_DELETED);
         if has == mark {
             return Ok(());
         }
         if mark {
             taints.push(Taint {
-                key: TO_BE_DELETED_TAINT.into(),
+                key: labels::TO_BE_DELETED.into(),
                 value: Some(now.to_string()),
                 effect: "NoSchedule".into(),
                 time_added: None,
             });
         } else {
-            taints.retain(|t| t.key != TO_BE_DELETED_TAINT);
+            taints.retain(|t| t.key != labels::TO_BE_DELETED);
         }
         let patch = json!({
             "metadata": { "resourceVersion": node.metadata.resource_version },

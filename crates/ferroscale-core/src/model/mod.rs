@@ -6,6 +6,7 @@ pub mod quantity;
 pub mod reserve;
 pub mod workload;
 
+use crate::labels;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +14,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-
-/// Label carrying the GPU type of a node on AWS; what `GPULabel` answers.
-pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
-/// Extended resource name of NVIDIA GPUs.
-pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
-/// Label ferroscale puts on template nodes to name their group.
-pub const NODE_GROUP_LABEL: &str = "ferroscale.io/node-group";
 
 /// Resources of a node or a pod, in exact integer units.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,7 +87,7 @@ impl Resources {
 
     /// Number of NVIDIA GPUs.
     pub fn gpus(&self) -> i64 {
-        self.extended.get(NVIDIA_GPU).copied().unwrap_or(0)
+        self.extended.get(labels::NVIDIA_GPU).copied().unwrap_or(0)
     }
 
     /// Adds `other`, resource by resource.
@@ -413,7 +407,7 @@ impl NodeGroup {
         let instance_type = self
             .template
             .labels
-            .get("node.kubernetes.io/instance-type")
+            .get(labels::INSTANCE_TYPE)
             .map(String::as_str)
             .unwrap_or("-");
         format!(
@@ -606,7 +600,7 @@ impl Snapshot {
     pub fn gpu_types(&self) -> BTreeSet<String> {
         self.groups
             .values()
-            .filter_map(|g| g.template.labels.get(GPU_LABEL).cloned())
+            .filter_map(|g| g.template.labels.get(labels::GPU).cloned())
             .collect()
     }
 

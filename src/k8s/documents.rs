@@ -21,7 +21,7 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
     let kind = value
         .get("kind")
         .and_then(|k| k.as_str())
-        .ok_or_else(|| Error::Config(format!("{at}: no kind")))?
+        .ok_or_else(|| Error::config(format!("{at}: no kind")))?
         .to_string();
     let name = value
         .get("metadata")
@@ -30,13 +30,13 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
         .unwrap_or("")
         .to_string();
     let at = format!("{at} ({kind} {name})");
-    let bad = |e: serde_yaml::Error| Error::Config(format!("{at}: {e}"));
+    let bad = |e: serde_yaml::Error| Error::config(format!("{at}: {e}"));
     match kind.as_str() {
         "List" | "NodeList" | "PodList" | "PodDisruptionBudgetList" | "DaemonSetList" => {
             let items = match value.get("items") {
                 Some(serde_yaml::Value::Sequence(items)) => items.clone(),
                 None | Some(serde_yaml::Value::Null) => vec![],
-                Some(_) => return Err(Error::Config(format!("{at}: items is not a list"))),
+                Some(_) => return Err(Error::config(format!("{at}: items is not a list"))),
             };
             for (i, item) in items.into_iter().enumerate() {
                 add(objects, item, &format!("{at} items[{i}]"))?;
@@ -53,7 +53,7 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
             .daemonsets
             .push(serde_yaml::from_value(value).map_err(bad)?),
         other => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet or a List)"
             )))
         }
@@ -66,7 +66,7 @@ pub fn parse(text: &str, source: &str) -> Result<Objects> {
     let mut objects = Objects::default();
     for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = serde_yaml::Value::deserialize(doc)
-            .map_err(|e| Error::Config(format!("{source}: document {}: {e}", i + 1)))?;
+            .map_err(|e| Error::config(format!("{source}: document {}: {e}", i + 1)))?;
         if value.is_null() {
             continue;
         }

@@ -2,6 +2,7 @@
 //! PodDisruptionBudgets, DaemonSets), fed by list+watch with resourceVersions and reconnecting with
 //! backoff, so a loop reads memory and never waits on the API server.
 
+use crate::labels;
 use std::future::Future;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -43,8 +44,7 @@ where
         // Managed fields and last-applied copies are never read; dropping them halves the cache.
         .modify(|o: &mut K| {
             o.managed_fields_mut().clear();
-            o.annotations_mut()
-                .remove("kubectl.kubernetes.io/last-applied-configuration");
+            o.annotations_mut().remove(labels::LAST_APPLIED);
         })
         .reflect(writer);
     tokio::spawn(async move {

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use super::{Resources, Taint, TaintEffect};
 
-/// Label naming a node's host, the topology of per-node (anti-)affinity.
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
-/// Label naming a node's zone.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// How a pod is known in decisions, events and reports: `namespace/name`. The one place it is built.
+pub fn pod_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
 
 /// Operator of a node selector requirement, as in Kubernetes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,7 +172,7 @@ pub struct PodMeta {
 impl Pod {
     /// `namespace/name`, how pods are named in reasons.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        pod_key(&self.namespace, &self.name)
     }
 
     /// Whether an affinity term of this pod selects `other` (namespace and labels).

@@ -1,0 +1,59 @@
+//! What one loop decided, and why.
+
+use super::reasons::{InstanceFault, Pending, Removal, Unremovable};
+
+/// A group to grow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleUp {
+    pub group: String,
+    pub delta: i32,
+    /// Pods (`namespace/name`) the new nodes are for.
+    pub pods: Vec<String>,
+}
+
+/// A node to remove.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleDown {
+    pub node: String,
+    pub group: String,
+    pub reason: Removal,
+    /// Pods to evict first (none for an empty node).
+    pub evict: Vec<String>,
+}
+
+/// A cloud instance to delete because it never became a usable node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteInstance {
+    pub group: String,
+    /// Provider id.
+    pub instance: String,
+    pub reason: InstanceFault,
+}
+
+/// The loop's decisions and explanations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decisions {
+    /// Instances that failed to launch or never registered within `--max-node-provision-time`.
+    pub delete_instances: Vec<DeleteInstance>,
+    pub scale_up: Vec<ScaleUp>,
+    pub scale_down: Vec<ScaleDown>,
+    /// Pods left pending (by key), with why.
+    pub pending: Vec<(String, Pending)>,
+    /// Nodes kept, with why.
+    pub unremovable: Vec<(String, Unremovable)>,
+    /// The expander's scores, when it chose.
+    pub expander: Vec<String>,
+}
+
+impl Decisions {
+    /// Pending pods no existing or upcoming node will take (upstream's unschedulable pods).
+    pub fn unschedulable(&self) -> impl Iterator<Item = &(String, Pending)> {
+        self.pending.iter().filter(|(_, why)| why.unschedulable())
+    }
+
+    /// Of those, the pods that could have triggered a scale-up and did not (upstream's
+    /// NotTriggerScaleUp), leaving out those only too new to count yet.
+    pub fn not_triggered(&self) -> impl Iterator<Item = &(String, Pending)> {
+        self.pending.iter().filter(|(_, why)| why.not_triggered())
+    }
+}

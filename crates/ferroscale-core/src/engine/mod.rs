@@ -1,0 +1,22 @@
+//! The autoscaling engine: pure functions of a snapshot (no I/O), shared by the gRPC expander, the
+//! standalone loop and the simulator. `predicates` are the kube-scheduler's filters, `estimator` the
+//! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
+//! `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`), `reasons` why it decided so.
+
+pub mod autoscaler;
+mod cleanup;
+pub mod decisions;
+mod equivalence;
+pub mod estimator;
+pub mod expander;
+pub mod memory;
+pub mod predicates;
+pub mod reasons;
+mod scale_down;
+mod scale_up;
+pub mod settings;
+
+pub use autoscaler::{run_once, template_node, World};
+pub use decisions::{Decisions, DeleteInstance, ScaleDown, ScaleUp};
+pub use memory::Memory;
+pub use settings::Settings;

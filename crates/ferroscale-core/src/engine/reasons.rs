@@ -1,0 +1,312 @@
+//! Why the loop decided as it did, typed: callers (`run`'s events and status, `simulate`'s report) match
+//! on these; text is only their `Display`, worded as upstream's messages where there is one.
+
+use std::fmt;
+
+use super::predicates::Unfit;
+
+/// Why a pending pod gets no new node this loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pending {
+    /// Its priority is below `--expendable-pods-priority-cutoff`.
+    Expendable,
+    /// Younger than `--new-pod-scale-up-delay`.
+    TooNew,
+    /// It fits on an existing node: no scale-up needed.
+    FitsOnNode(String),
+    /// It fits on a node its group is already launching: no scale-up needed.
+    FitsOnUpcoming { group: String },
+    /// There is no node group at all.
+    NoNodeGroup,
+    /// Every group refused it: each reason with how many groups gave it, most frequent first.
+    NoGroupFits(Vec<(Refusal, usize)>),
+}
+
+impl Pending {
+    /// Whether no existing or upcoming node will take the pod (upstream's unschedulable pods).
+    pub fn unschedulable(&self) -> bool {
+        !matches!(
+            self,
+            Pending::FitsOnNode(_) | Pending::FitsOnUpcoming { .. }
+        )
+    }
+
+    /// Whether the pod could have triggered a scale-up and did not (upstream's NotTriggerScaleUp):
+    /// unschedulable and not merely too new to count yet.
+    pub fn not_triggered(&self) -> bool {
+        self.unschedulable() && *self != Pending::TooNew
+    }
+
+    /// The groups' refusals, summarized: most frequent first, then by text.
+    pub fn no_group_fits(refusals: impl IntoIterator<Item = (Refusal, usize)>) -> Pending {
+        let mut v: Vec<(Refusal, usize)> = refusals.into_iter().collect();
+        v.sort_by_cached_key(|(r, n)| (std::cmp::Reverse(*n), r.to_string()));
+        Pending::NoGroupFits(v)
+    }
+}
+
+const NO_SCALE_UP_NEEDED: &str = "no scale-up needed";
+
+impl fmt::Display for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pending::Expendable => {
+                write!(
+                    f,
+                    "expendable: priority below --expendable-pods-priority-cutoff"
+                )
+            }
+            Pending::TooNew => write!(f, "younger than --new-pod-scale-up-delay"),
+            Pending::FitsOnNode(n) => write!(f, "fits on node {n}; {NO_SCALE_UP_NEEDED}"),
+            Pending::FitsOnUpcoming { group } => {
+                write!(
+                    f,
+                    "fits on an upcoming node of {group}; {NO_SCALE_UP_NEEDED}"
+                )
+            }
+            Pending::NoNodeGroup => write!(f, "no node group"),
+            Pending::NoGroupFits(refusals) => {
+                write!(f, "no group fits: ")?;
+                for (k, (r, n)) in refusals.iter().enumerate() {
+                    if k > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{n} {r}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why one group cannot take a pod.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Refusal {
+    /// The group's node would not fit the pod.
+    Unfit(Unfit),
+    /// The group failed to scale up lately and is backed off for `seconds` more.
+    BackedOff {
+        group: String,
+        seconds: i64,
+    },
+    /// Its instance type in its zone recently ran out of capacity.
+    OutOfCapacity {
+        group: String,
+        instance_type: String,
+        zone: String,
+        seconds: i64,
+    },
+    AtMaxSize {
+        group: String,
+    },
+    /// `--max-nodes-total` is reached.
+    MaxNodesTotal,
+    /// `--cores-total` or `--memory-total` is reached.
+    ResourceLimits,
+    /// More nodes would exceed one of the limits above.
+    WouldExceedLimit {
+        group: String,
+    },
+    /// The group's binpacking ran out of `--max-nodegroup-binpacking-duration`.
+    TimeBudget {
+        group: String,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Unfit(u) => write!(f, "{u}"),
+            Refusal::BackedOff { group, seconds } => {
+                write!(f, "group {group} backed off for {seconds}s")
+            }
+            Refusal::OutOfCapacity {
+                group,
+                instance_type,
+                zone,
+                seconds,
+            } => write!(
+                f,
+                "group {group}: {instance_type} in {zone} out of capacity for {seconds}s"
+            ),
+            Refusal::AtMaxSize { group } => write!(f, "group {group} at max size"),
+            Refusal::MaxNodesTotal => write!(f, "--max-nodes-total reached"),
+            Refusal::ResourceLimits => write!(f, "--cores-total or --memory-total reached"),
+            Refusal::WouldExceedLimit { group } => {
+                write!(f, "group {group} would exceed a limit")
+            }
+            Refusal::TimeBudget { group } => write!(
+                f,
+                "group {group}: binpacking ran out of --max-nodegroup-binpacking-duration"
+            ),
+        }
+    }
+}
+
+/// Why a node is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unremovable {
+    /// The node's `scale-down-disabled` annotation.
+    ScaleDownDisabled,
+    /// Utilization at or above the threshold.
+    NotUnderutilized { utilization: f64, threshold: f64 },
+    /// One of its pods may not be evicted.
+    Blocked(Blocker),
+    /// One of its pods fits no other node (`why` the last node's refusal, if any was tried).
+    NoPlaceFor { pod: String, why: Option<Unfit> },
+    /// Unneeded, but not for long enough yet.
+    NotUnneededLongEnough { waited: i64, needed: i64 },
+    /// Unneeded, but scale-down is paused.
+    Paused(Pause),
+    /// Its group would go below its min size.
+    AtMinSize { group: String },
+    /// Unneeded; this loop's removal budget is spent.
+    WaitsForNextLoop,
+}
+
+impl fmt::Display for Unremovable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unremovable::ScaleDownDisabled => write!(f, "scale-down disabled by annotation"),
+            Unremovable::NotUnderutilized {
+                utilization,
+                threshold,
+            } => write!(
+                f,
+                "utilization {utilization:.2} not below threshold {threshold:.2}"
+            ),
+            Unremovable::Blocked(b) => write!(f, "{b}"),
+            Unremovable::NoPlaceFor { pod, why } => match why {
+                Some(u) => write!(f, "pod {pod} fits no other node: {u}"),
+                None => write!(f, "pod {pod} fits no other node: no other node"),
+            },
+            Unremovable::NotUnneededLongEnough { waited, needed } => {
+                write!(f, "unneeded for {waited}s of {needed}s")
+            }
+            Unremovable::Paused(p) => write!(f, "{p}"),
+            Unremovable::AtMinSize { group } => write!(f, "group {group} at min size"),
+            Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
+        }
+    }
+}
+
+/// A pod that keeps its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocker {
+    /// Annotated `safe-to-evict: "false"`.
+    NotSafeToEvict {
+        pod: String,
+    },
+    /// A PodDisruptionBudget covering it allows no disruption.
+    Budget {
+        pod: String,
+        namespace: String,
+        name: String,
+    },
+    NoController {
+        pod: String,
+    },
+    /// emptyDir or hostPath, with `--skip-nodes-with-local-storage`.
+    LocalStorage {
+        pod: String,
+    },
+    /// A kube-system pod without a PodDisruptionBudget, with `--skip-nodes-with-system-pods`.
+    SystemPodWithoutBudget {
+        pod: String,
+    },
+}
+
+impl fmt::Display for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Blocker::NotSafeToEvict { pod } => {
+                write!(f, "pod {pod} is annotated safe-to-evict=false")
+            }
+            Blocker::Budget {
+                pod,
+                namespace,
+                name,
+            } => write!(
+                f,
+                "pod {pod}: PodDisruptionBudget {namespace}/{name} allows no disruption"
+            ),
+            Blocker::NoController { pod } => write!(f, "pod {pod} has no controller"),
+            Blocker::LocalStorage { pod } => write!(f, "pod {pod} has local storage"),
+            Blocker::SystemPodWithoutBudget { pod } => {
+                write!(f, "kube-system pod {pod} has no PodDisruptionBudget")
+            }
+        }
+    }
+}
+
+/// Why scale-down waits although nodes are unneeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    AfterAdd,
+    AfterFailure,
+    AfterDelete,
+}
+
+impl fmt::Display for Pause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Pause::AfterAdd => {
+                "unneeded, but a scale-up happened within --scale-down-delay-after-add"
+            }
+            Pause::AfterFailure => {
+                "unneeded, but a removal failed within --scale-down-delay-after-failure"
+            }
+            Pause::AfterDelete => {
+                "unneeded, but a node was removed within --scale-down-delay-after-delete"
+            }
+        })
+    }
+}
+
+/// Why a node goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Removal {
+    pub utilization: f64,
+    pub threshold: f64,
+    /// Seconds it has been unneeded.
+    pub waited: i64,
+    /// It has no pods to evict.
+    pub empty: bool,
+}
+
+impl fmt::Display for Removal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "utilization {:.2} below {:.2} for {}s, {}",
+            self.utilization,
+            self.threshold,
+            self.waited,
+            if self.empty {
+                "empty"
+            } else {
+                "its pods fit elsewhere"
+            }
+        )
+    }
+}
+
+/// Why a cloud instance is deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstanceFault {
+    /// The cloud failed to launch it, with its error code.
+    LaunchFailed { code: String },
+    /// No node registered for it within the group's `maxNodeProvisionTime`.
+    NotRegistered { within_secs: i64 },
+}
+
+impl fmt::Display for InstanceFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InstanceFault::LaunchFailed { code } => write!(f, "launch failed: {code}"),
+            InstanceFault::NotRegistered { within_secs } => {
+                write!(f, "no node registered within {within_secs}s")
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Scale-down, upstream's rules: a node of a group goes once it has been underutilized for the group's
+//! unneeded time, every pod on it may be evicted and fits on another node, its group stays at or above
+//! min size, and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
+
+use std::collections::HashMap;
+
+use super::autoscaler::Ctx;
+use super::decisions::{Decisions, ScaleDown};
+use super::memory::Memory;
+use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};
+use super::reasons::{Blocker, Pause, Removal, Unremovable};
+use super::settings::Settings;
+use crate::model::workload::{Pdb, Pod};
+
+/// Why a pod keeps its node, if it does.
+fn blocker(p: &Pod, pdbs: &[Pdb], settings: &Settings) -> Option<Blocker> {
+    let pod = || p.key();
+    let safe = p.meta.safe_to_evict;
+    if safe == Some(false) {
+        return Some(Blocker::NotSafeToEvict { pod: pod() });
+    }
+    let pdb = pdbs.iter().find(|b| b.covers(p));
+    if let Some(b) = pdb.filter(|b| b.disruptions_allowed < 1) {
+        return Some(Blocker::Budget {
+            pod: pod(),
+            namespace: b.namespace.clone(),
+            name: b.name.clone(),
+        });
+    }
+    if safe == Some(true) {
+        return None;
+    }
+    if p.meta.controller.is_none() {
+        return Some(Blocker::NoController { pod: pod() });
+    }
+    if settings.skip_nodes_with_local_storage && p.meta.local_storage {
+        return Some(Blocker::LocalStorage { pod: pod() });
+    }
+    if settings.skip_nodes_with_system_pods && p.namespace == "kube-system" && pdb.is_none() {
+        return Some(Blocker::SystemPodWithoutBudget { pod: pod() });
+    }
+    None
+}
+
+/// Why scale-down waits at `now`, if it does.
+fn paused(ctx: &Ctx, memory: &Memory) -> Option<Pause> {
+    let s = ctx.settings;
+    let within = |t: Option<i64>, d: std::time::Duration| {
+        t.is_some_and(|t| ctx.now - t < d.as_secs() as i64)
+    };
+    if within(memory.last_scale_up, s.scale_down_delay_after_add) {
+        Some(Pause::AfterAdd)
+    } else if within(
+        memory.last_scale_down_failure,
+        s.scale_down_delay_after_failure,
+    ) {
+        Some(Pause::AfterFailure)
+    } else if within(
+        memory.last_scale_down_delete,
+        s.scale_down_delay_after_delete,
+    ) {
+        Some(Pause::AfterDelete)
+    } else {
+        None
+    }
+}
+
+/// Where the pods of node `i` would go (the nodes that receive them, changed), or why one cannot move.
+fn place_elsewhere(
+    movable: &[Pod],
+    i: usize,
+    infos: &[NodeInfo],
+    removed: &[usize],
+    repels: Repel,
+) -> Result<HashMap<usize, NodeInfo>, Unremovable> {
+    let existing = infos.len();
+    // Only the nodes that receive pods are copied.
+    let mut changed: HashMap<usize, NodeInfo> = HashMap::new();
+    for p in movable {
+        let others = (0..existing).filter(|&j| j != i && !removed.contains(&j));
+        let mut last: Option<Unfit> = None;
+        let target = others.clone().find(|&j| {
+            let n = changed.get(&j).unwrap_or(&infos[j]);
+            match fits_in(p, infos, n, repels) {
+                Ok(()) => true,
+                Err(u) => {
+                    last.get_or_insert(u);
+                    false
+                }
+            }
+        });
+        match target {
+            Some(j) => changed.entry(j).or_insert_with(|| infos[j].clone()).add(p),
+            None => {
+                return Err(Unremovable::NoPlaceFor {
+                    pod: p.key(),
+                    why: last,
+                })
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// Decides which of the `existing` nodes go (their pods placed on the others in `infos`), and why the
+/// others stay.
+pub(super) fn scale_down(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    infos: &mut [NodeInfo],
+    existing: usize,
+    d: &mut Decisions,
+) {
+    let now = ctx.now;
+    let paused = paused(ctx, memory);
+    let mut removed: Vec<usize> = Vec::new();
+    let mut removed_per_group: HashMap<String, i32> = HashMap::new();
+    let mut non_empty_removed = false;
+    let mut still_unneeded: HashMap<String, i64> = HashMap::new();
+    let any_repelling = repelling(&infos[..existing]);
+    for i in 0..existing {
+        let node = infos[i].node.clone();
+        let Some(group) = ctx
+            .world
+            .node_groups
+            .get(&node.name)
+            .and_then(|g| ctx.groups.get(g.as_str()))
+        else {
+            continue;
+        };
+        let keep = |d: &mut Decisions, why| d.unremovable.push((node.name.clone(), why));
+        if node.scale_down_disabled {
+            keep(d, Unremovable::ScaleDownDisabled);
+            continue;
+        }
+        let opts = ctx.settings.options_of(group);
+        let util = infos[i].utilization();
+        if util >= opts.scale_down_utilization_threshold {
+            keep(
+                d,
+                Unremovable::NotUnderutilized {
+                    utilization: util,
+                    threshold: opts.scale_down_utilization_threshold,
+                },
+            );
+            continue;
+        }
+        // The pods that would move, unbound from this node.
+        let movable: Vec<Pod> = infos[i]
+            .pods
+            .iter()
+            .filter(|p| !p.node_bound())
+            .map(|p| Pod {
+                node_name: None,
+                ..p.clone()
+            })
+            .collect();
+        if let Some(b) = movable
+            .iter()
+            .find_map(|p| blocker(p, ctx.world.pdbs, ctx.settings))
+        {
+            keep(d, Unremovable::Blocked(b));
+            continue;
+        }
+        let repels = movable
+            .iter()
+            .map(Repel::of)
+            .fold(any_repelling, Repel::max);
+        let changed = match place_elsewhere(&movable, i, &infos[..existing], &removed, repels) {
+            Ok(c) => c,
+            Err(why) => {
+                keep(d, why);
+                continue;
+            }
+        };
+        let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
+        still_unneeded.insert(node.name.clone(), since);
+        let waited = now - since;
+        let needed = opts.scale_down_unneeded_time.as_secs() as i64;
+        if waited < needed {
+            keep(d, Unremovable::NotUnneededLongEnough { waited, needed });
+            continue;
+        }
+        if let Some(why) = paused {
+            keep(d, Unremovable::Paused(why));
+            continue;
+        }
+        let going = removed_per_group.get(&group.id).copied().unwrap_or(0);
+        if group.target_size - going <= group.min_size {
+            keep(
+                d,
+                Unremovable::AtMinSize {
+                    group: group.id.clone(),
+                },
+            );
+            continue;
+        }
+        let empty = movable.is_empty();
+        let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
+        if (empty && empties >= ctx.settings.max_empty_bulk_delete) || (!empty && non_empty_removed)
+        {
+            keep(d, Unremovable::WaitsForNextLoop);
+            continue;
+        }
+        if !empty {
+            non_empty_removed = true;
+            for (j, n) in changed {
+                infos[j] = n;
+            }
+        }
+        removed.push(i);
+        *removed_per_group.entry(group.id.clone()).or_default() += 1;
+        d.scale_down.push(ScaleDown {
+            node: node.name.clone(),
+            group: group.id.clone(),
+            reason: Removal {
+                utilization: util,
+                threshold: opts.scale_down_utilization_threshold,
+                waited,
+                empty,
+            },
+            evict: movable.iter().map(Pod::key).collect(),
+        });
+    }
+    memory.unneeded_since = still_unneeded;
+}

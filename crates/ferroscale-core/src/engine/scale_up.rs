@@ -1,0 +1,288 @@
+//! Scale-up: for the pods no node will take, each group's estimate of the nodes it needs, the expander's
+//! choice among them, and for every pod left over the groups' reasons.
+
+use std::collections::BTreeMap;
+
+use super::autoscaler::{new_node, Ctx};
+use super::decisions::{Decisions, ScaleUp};
+use super::estimator::{estimate_within, Unplaced};
+use super::expander::{self, Context, ExpansionOption};
+use super::memory::Memory;
+use super::predicates::{fits, NodeInfo};
+use super::reasons::{Pending, Refusal};
+use crate::clock::Deadline;
+use crate::labels;
+use crate::model::workload::Pod;
+use crate::model::{NodeGroup, TemplateNode};
+
+/// Nodes, cores and memory the cluster has, counting this loop's scale-ups.
+struct Budget {
+    nodes: usize,
+    cores: i64,
+    memory_gib: i64,
+}
+
+/// The scale-up options for some pods: one per group that can hold any, with the pods it holds, and per
+/// pod the groups' reasons for refusing it.
+struct Round {
+    options: Vec<ExpansionOption>,
+    /// Per option, indices (into the pods given) of the pods it places.
+    scheduled: Vec<Vec<usize>>,
+    refusals: Vec<BTreeMap<Refusal, usize>>,
+}
+
+/// Grows groups for `candidates` (pods no existing or upcoming node takes): the expander picks the best
+/// option, and the pods it does not place get another round with the groups not chosen yet, so one loop
+/// serves every kind of pod. Pods left over are pending with the first round's refusals.
+pub(super) fn scale_up(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    candidates: &[&Pod],
+    infos: &[NodeInfo],
+    existing: usize,
+    d: &mut Decisions,
+) {
+    let mut budget = Budget {
+        nodes: infos.len(),
+        cores: infos
+            .iter()
+            .map(|i| i.node.allocatable.cpu_milli / 1000)
+            .sum(),
+        memory_gib: infos.iter().map(|i| i.node.allocatable.memory >> 30).sum(),
+    };
+    let mut refusals: Vec<BTreeMap<Refusal, usize>> = vec![BTreeMap::new(); candidates.len()];
+    let mut helped = vec![false; candidates.len()];
+    let mut chosen_groups: Vec<String> = Vec::new();
+    let mut first_round = true;
+    loop {
+        let waiting: Vec<usize> = (0..candidates.len()).filter(|&k| !helped[k]).collect();
+        if waiting.is_empty() {
+            break;
+        }
+        let pods: Vec<&Pod> = waiting.iter().map(|&k| candidates[k]).collect();
+        let groups: Vec<&NodeGroup> = ctx
+            .world
+            .groups
+            .iter()
+            .map(|g| g.as_ref())
+            .filter(|g| !chosen_groups.contains(&g.id))
+            .collect();
+        let round = options_for(ctx, &pods, &groups, memory, &budget);
+        if first_round {
+            for (w, r) in round.refusals.into_iter().enumerate() {
+                refusals[waiting[w]] = r;
+            }
+            first_round = false;
+        }
+        if round.options.is_empty() {
+            break;
+        }
+        let context = Context {
+            cluster_nodes: existing,
+            priorities: ctx.settings.priorities.clone(),
+        };
+        let decision = expander::choose(&ctx.settings.expander, &round.options, &context);
+        d.expander.extend(decision.explanation.iter().cloned());
+        let Some(&best) = decision.kept.first() else {
+            break;
+        };
+        let option = &round.options[best];
+        let scheduled = &round.scheduled[best];
+        let keys: Vec<String> = scheduled.iter().map(|&w| pods[w].key()).collect();
+        for &w in scheduled {
+            helped[waiting[w]] = true;
+        }
+        let chosen = ctx.groups[option.group.as_str()];
+        let split = if ctx.settings.balance_similar_node_groups {
+            let peers: Vec<&NodeGroup> = groups
+                .iter()
+                .copied()
+                .filter(|g| {
+                    g.id == chosen.id
+                        || (similar(&g.template, &chosen.template)
+                            && memory.backed_off(&g.id, ctx.now).is_none()
+                            && memory.capacity_out(&g.template, ctx.now).is_none())
+                })
+                .collect();
+            balance(&peers, option.node_count)
+        } else {
+            vec![(chosen.id.clone(), option.node_count)]
+        };
+        for (group, delta) in split {
+            let g = ctx.groups[group.as_str()];
+            budget.nodes += delta as usize;
+            budget.cores += i64::from(delta) * g.template.allocatable.cpu_milli / 1000;
+            budget.memory_gib += i64::from(delta) * (g.template.allocatable.memory >> 30);
+            chosen_groups.push(group.clone());
+            d.scale_up.push(ScaleUp {
+                group,
+                delta,
+                pods: keys.clone(),
+            });
+        }
+        memory.last_scale_up = Some(ctx.now);
+    }
+    for (k, p) in candidates.iter().enumerate() {
+        if helped[k] {
+            continue;
+        }
+        let reason = if refusals[k].is_empty() {
+            Pending::NoNodeGroup
+        } else {
+            Pending::no_group_fits(std::mem::take(&mut refusals[k]))
+        };
+        d.pending.push((p.key(), reason));
+    }
+}
+
+/// Why `g` can take no node at all now, if it cannot.
+fn closed(ctx: &Ctx, g: &NodeGroup, memory: &Memory) -> Option<Refusal> {
+    let now = ctx.now;
+    if let Some(until) = memory.backed_off(&g.id, now) {
+        return Some(Refusal::BackedOff {
+            group: g.id.clone(),
+            seconds: until - now,
+        });
+    }
+    if let Some((instance_type, zone, until)) = memory.capacity_out(&g.template, now) {
+        return Some(Refusal::OutOfCapacity {
+            group: g.id.clone(),
+            instance_type,
+            zone,
+            seconds: until - now,
+        });
+    }
+    (g.max_size <= g.target_size).then(|| Refusal::AtMaxSize {
+        group: g.id.clone(),
+    })
+}
+
+fn options_for(
+    ctx: &Ctx,
+    pods: &[&Pod],
+    groups: &[&NodeGroup],
+    memory: &Memory,
+    budget: &Budget,
+) -> Round {
+    let settings = ctx.settings;
+    let mut round = Round {
+        options: Vec::new(),
+        scheduled: Vec::new(),
+        refusals: vec![BTreeMap::new(); pods.len()],
+    };
+    for g in groups {
+        let room = (g.max_size - g.target_size).max(0) as usize;
+        let mut why_not = closed(ctx, g, memory);
+        let mut limit = room.min(settings.max_nodes_per_scaleup);
+        if settings.max_nodes_total > 0 {
+            limit = limit.min(settings.max_nodes_total.saturating_sub(budget.nodes));
+            if limit == 0 && why_not.is_none() {
+                why_not = Some(Refusal::MaxNodesTotal);
+            }
+        }
+        let t = &g.template.allocatable;
+        let per_node_cores = (t.cpu_milli / 1000).max(1);
+        let per_node_gib = (t.memory >> 30).max(1);
+        let by_cores = ((settings.cores_total.1 - budget.cores).max(0) / per_node_cores) as usize;
+        let by_memory =
+            ((settings.memory_total_gib.1 - budget.memory_gib).max(0) / per_node_gib) as usize;
+        limit = limit.min(by_cores).min(by_memory);
+        if limit == 0 && why_not.is_none() {
+            why_not = Some(Refusal::ResourceLimits);
+        }
+        let template = new_node(g, &format!("{}-template", g.id), ctx.world.daemon_pods);
+        if let Some(why) = why_not {
+            for (k, p) in pods.iter().enumerate() {
+                // Only groups the pod would fit are worth naming.
+                if fits(p, &[], &template).is_ok() {
+                    *round.refusals[k].entry(why.clone()).or_default() += 1;
+                }
+            }
+            continue;
+        }
+        let mut node = template.node.clone();
+        // Pods pack onto what a node has left after its DaemonSet pods.
+        node.allocatable.cpu_milli -= template.requested.cpu_milli;
+        node.allocatable.memory -= template.requested.memory;
+        node.allocatable.pods -= template.requested.pods;
+        let deadline = Deadline::after(ctx.clock, settings.max_nodegroup_binpacking_duration);
+        let e = estimate_within(pods, &node, limit, Some(deadline));
+        for (k, why) in &e.unplaced {
+            let reason = match why {
+                Unplaced::NoFit(u) => Refusal::Unfit(u.clone()),
+                Unplaced::Limit => Refusal::WouldExceedLimit {
+                    group: g.id.clone(),
+                },
+                Unplaced::TimeBudget => Refusal::TimeBudget {
+                    group: g.id.clone(),
+                },
+            };
+            *round.refusals[*k].entry(reason).or_default() += 1;
+        }
+        if e.nodes > 0 {
+            round.options.push(ExpansionOption {
+                group: g.id.clone(),
+                node_count: e.nodes as i32,
+                pods: e
+                    .scheduled
+                    .iter()
+                    .map(|&k| pods[k].requests.clone())
+                    .collect(),
+                template: (*g.template).clone(),
+                price_per_hour: g.price_per_hour,
+            });
+            round.scheduled.push(e.scheduled);
+        }
+    }
+    round
+}
+
+/// Groups whose templates differ only in zone, hostname and group labels and whose allocatable cpu and
+/// memory are within 5% (upstream's `--balance-similar-node-groups` comparison).
+fn similar(a: &TemplateNode, b: &TemplateNode) -> bool {
+    let strip = |t: &TemplateNode| {
+        let mut l = t.labels.clone();
+        for k in [
+            labels::ZONE,
+            labels::HOSTNAME,
+            labels::NODE_GROUP,
+            labels::REGION,
+            // Per-group names on EKS, which upstream ignores too.
+            labels::EKS_NODEGROUP,
+            labels::EKSCTL_NODEGROUP,
+        ] {
+            l.remove(k);
+        }
+        l
+    };
+    let close = |x: i64, y: i64| {
+        let (x, y) = (x as f64, y as f64);
+        x.max(y) == 0.0 || (x - y).abs() / x.max(y) <= 0.05
+    };
+    strip(a) == strip(b)
+        && a.taints == b.taints
+        && close(a.allocatable.cpu_milli, b.allocatable.cpu_milli)
+        && close(a.allocatable.memory, b.allocatable.memory)
+        && a.allocatable.extended == b.allocatable.extended
+}
+
+/// Splits `delta` new nodes across similar groups so their sizes even out, within each one's max.
+fn balance(groups: &[&NodeGroup], delta: i32) -> Vec<(String, i32)> {
+    let mut sizes: Vec<(String, i32, i32)> = groups
+        .iter()
+        .map(|g| (g.id.clone(), g.target_size, g.max_size))
+        .collect();
+    let mut added: BTreeMap<String, i32> = BTreeMap::new();
+    for _ in 0..delta {
+        let Some(g) = sizes
+            .iter_mut()
+            .filter(|(_, size, max)| size < max)
+            .min_by_key(|(id, size, _)| (*size, id.clone()))
+        else {
+            break;
+        };
+        g.1 += 1;
+        *added.entry(g.0.clone()).or_default() += 1;
+    }
+    added.into_iter().collect()
+}

@@ -1,0 +1,80 @@
+//! The loop's settings: upstream cluster-autoscaler's flags, with upstream's defaults.
+
+use std::time::Duration;
+
+use super::expander::{Priorities, Strategy};
+use crate::model::{NodeGroup, OptionValues};
+
+/// Upstream's flags of the loop, with upstream's defaults.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub expander: Vec<Strategy>,
+    pub priorities: Priorities,
+    /// `--max-nodes-total` (0: no limit).
+    pub max_nodes_total: usize,
+    /// `--cores-total` min:max.
+    pub cores_total: (i64, i64),
+    /// `--memory-total` min:max, in GiB.
+    pub memory_total_gib: (i64, i64),
+    /// `--max-nodes-per-scaleup`.
+    pub max_nodes_per_scaleup: usize,
+    /// `--max-nodegroup-binpacking-duration`: time budget of one group's estimate.
+    pub max_nodegroup_binpacking_duration: Duration,
+    /// `--new-pod-scale-up-delay`.
+    pub new_pod_scale_up_delay: Duration,
+    /// `--expendable-pods-priority-cutoff`: pods below it never trigger a scale-up.
+    pub expendable_pods_priority_cutoff: i32,
+    /// `--scale-down-enabled`.
+    pub scale_down_enabled: bool,
+    /// `--scale-down-delay-after-add`.
+    pub scale_down_delay_after_add: Duration,
+    /// `--scale-down-delay-after-delete`: after a node was removed, the next removal waits this long.
+    pub scale_down_delay_after_delete: Duration,
+    /// `--scale-down-delay-after-failure`: after a removal failed, scale-down waits this long.
+    pub scale_down_delay_after_failure: Duration,
+    /// `--skip-nodes-with-local-storage`.
+    pub skip_nodes_with_local_storage: bool,
+    /// `--skip-nodes-with-system-pods`.
+    pub skip_nodes_with_system_pods: bool,
+    /// `--max-empty-bulk-delete`.
+    pub max_empty_bulk_delete: usize,
+    /// `--balance-similar-node-groups`.
+    pub balance_similar_node_groups: bool,
+    /// Per-group option defaults (`--scale-down-utilization-threshold`, `--scale-down-unneeded-time`, ...).
+    pub defaults: OptionValues,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            expander: vec![Strategy::LeastWaste],
+            priorities: Priorities::default(),
+            max_nodes_total: 0,
+            cores_total: (0, 320_000),
+            memory_total_gib: (0, 6_400_000),
+            max_nodes_per_scaleup: 1000,
+            max_nodegroup_binpacking_duration: Duration::from_secs(10),
+            new_pod_scale_up_delay: Duration::ZERO,
+            expendable_pods_priority_cutoff: -10,
+            scale_down_enabled: true,
+            scale_down_delay_after_add: Duration::from_secs(600),
+            scale_down_delay_after_delete: Duration::ZERO,
+            scale_down_delay_after_failure: Duration::from_secs(180),
+            skip_nodes_with_local_storage: true,
+            skip_nodes_with_system_pods: true,
+            max_empty_bulk_delete: 10,
+            balance_similar_node_groups: false,
+            defaults: OptionValues::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// A group's options: its own overrides on top of the flags' defaults.
+    pub fn options_of(&self, g: &NodeGroup) -> OptionValues {
+        match &g.options {
+            Some(o) => o.apply_to(&self.defaults),
+            None => self.defaults.clone(),
+        }
+    }
+}

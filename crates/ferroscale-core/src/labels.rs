@@ -1,0 +1,38 @@
+//! Every Kubernetes label, annotation and taint name ferroscale reads or writes, in one place.
+
+/// A node's host: the topology of per-node (anti-)affinity.
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+/// A node's zone.
+pub const ZONE: &str = "topology.kubernetes.io/zone";
+/// A node's region.
+pub const REGION: &str = "topology.kubernetes.io/region";
+/// A node's instance type.
+pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+/// A node's CPU architecture (`amd64`, `arm64`).
+pub const ARCH: &str = "kubernetes.io/arch";
+/// A node's operating system.
+pub const OS: &str = "kubernetes.io/os";
+/// The GPU type of a node on AWS; what `GPULabel` answers.
+pub const GPU: &str = "k8s.amazonaws.com/accelerator";
+/// Extended resource name of NVIDIA GPUs.
+pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
+/// ferroscale's label on template nodes naming their group.
+pub const NODE_GROUP: &str = "ferroscale.io/node-group";
+/// The EKS managed node group of a node.
+pub const EKS_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
+/// The eksctl node group of a node.
+pub const EKSCTL_NODEGROUP: &str = "alpha.eksctl.io/nodegroup-name";
+
+/// Pod annotation: `"true"` lets scale-down evict the pod whatever else would block it, `"false"` keeps
+/// its node.
+pub const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+/// Node annotation: `"true"` keeps the node from scale-down.
+pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+/// Pod annotation of static (mirror) pods.
+pub const MIRROR: &str = "kubernetes.io/config.mirror";
+/// Annotation of the status ConfigMap: when it was last written.
+pub const LAST_UPDATED: &str = "cluster-autoscaler.kubernetes.io/last-updated";
+/// The annotation `kubectl apply` keeps, dropped from watch caches.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// Taint put on a node being removed, so nothing new is scheduled there (upstream's key).
+pub const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
