@@ -34,7 +34,9 @@ fn cloud() -> MemoryCloud {
 fn service(chain: &str) -> ExpanderService {
     let settings = Arc::new(ExpanderSettings {
         chain: Strategy::parse_chain(chain).unwrap(),
-        priorities: RwLock::new(Priorities::parse("10: ['group-0[0-4].*']\n1: ['.*']").unwrap()),
+        priorities: Arc::new(RwLock::new(
+            Priorities::parse("10: ['group-0[0-4].*']\n1: ['.*']").unwrap(),
+        )),
     });
     ExpanderService::new(Arc::new(cloud()), Default::default(), settings)
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
 use ferroscale::engine::estimator::estimate;
-use ferroscale::engine::{run_once, Memory, Settings, World};
+use ferroscale::engine::{run_once, Memory, World};
 use ferroscale::model::workload::{LabelSelector, Node, Pod, PodAffinityTerm, PodMeta};
 use ferroscale::model::{NodeGroup, Resources};
 
@@ -171,7 +171,7 @@ fn run(c: &Cluster) -> usize {
         groups: &c.groups,
     };
     let mut memory = Memory::default();
-    let mut settings = Settings::default();
+    let mut settings = ferroscale::cli::flags::default_engine();
     settings.defaults.scale_down_unneeded_time = std::time::Duration::ZERO;
     settings.scale_down_delay_after_add = std::time::Duration::ZERO;
     let d = run_once(

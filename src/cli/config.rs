@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches};
@@ -52,7 +51,11 @@ where
                 names.sort();
                 return Err(file_error(&format!(
                     "unknown key {key:?} (known: {})",
-                    names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    names
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
         }
@@ -101,7 +104,9 @@ fn camel_case(id: &str) -> String {
 
 /// A path from the config file, joined to the file's folder when relative (used with
 /// `#[serde(deserialize_with = ...)]` on path settings).
-pub fn relative_to_config<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<PathBuf>, D::Error> {
+pub fn relative_to_config<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<PathBuf>, D::Error> {
     let path: Option<PathBuf> = Option::deserialize(d)?;
     Ok(path.map(|p| {
         CONFIG_DIR.with(|dir| match dir.borrow().as_ref() {
@@ -111,100 +116,16 @@ pub fn relative_to_config<'de, D: Deserializer<'de>>(d: D) -> std::result::Resul
     }))
 }
 
-/// Go durations ("90s", "10m", "1h30m") in files, as on the command line.
-pub mod go_duration {
-    use super::*;
-
-    /// A duration as Go prints it, exact to the nanosecond (what [`crate::model::parse_go_duration`] reads).
-    pub fn format(d: Duration) -> String {
-        if d.subsec_nanos() == 0 {
-            format!("{}s", d.as_secs())
-        } else {
-            format!("{}ns", d.as_nanos())
-        }
-    }
-
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&format(*d))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        crate::model::parse_go_duration(&text).map_err(serde::de::Error::custom)
-    }
-
-    /// The same for optional durations.
-    pub mod option {
-        use super::*;
-
-        pub fn serialize<S: serde::Serializer>(
-            d: &Option<Duration>,
-            s: S,
-        ) -> std::result::Result<S::Ok, S::Error> {
-            match d {
-                Some(d) => s.serialize_some(&format(*d)),
-                None => s.serialize_none(),
-            }
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(
-            d: D,
-        ) -> std::result::Result<Option<Duration>, D::Error> {
-            let text: Option<String> = Option::deserialize(d)?;
-            text.map(|t| crate::model::parse_go_duration(&t).map_err(serde::de::Error::custom))
-                .transpose()
-        }
-    }
-}
-
-/// `MIN:MAX` ranges (`--cores-total`, `--memory-total`), in files as on the command line.
-pub mod range {
-    use super::*;
-
-    /// Parses `MIN:MAX` with MIN <= MAX.
-    pub fn parse(s: &str) -> std::result::Result<(i64, i64), String> {
-        let (a, b) = s
-            .split_once(':')
-            .ok_or_else(|| format!("{s:?}: expected MIN:MAX"))?;
-        let n = |x: &str| x.trim().parse::<i64>().map_err(|e| format!("{x:?}: {e}"));
-        let (a, b) = (n(a)?, n(b)?);
-        if a > b {
-            return Err(format!("{s:?}: MIN above MAX"));
-        }
-        Ok((a, b))
-    }
-
-    pub fn serialize<S: serde::Serializer>(
-        r: &(i64, i64),
-        s: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}:{}", r.0, r.1))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<(i64, i64), D::Error> {
-        parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn go_durations_round_trip_exactly() {
-        for d in [
-            Duration::ZERO,
-            Duration::from_secs(600),
-            Duration::from_millis(250),
-            Duration::from_nanos(1),
-        ] {
-            assert_eq!(crate::model::parse_go_duration(&go_duration::format(d)).unwrap(), d);
-        }
-    }
-
-    #[test]
     fn clap_ids_become_file_keys() {
-        assert_eq!(camel_case("scale_down_unneeded_time"), "scaleDownUnneededTime");
+        assert_eq!(
+            camel_case("scale_down_unneeded_time"),
+            "scaleDownUnneededTime"
+        );
         assert_eq!(camel_case("listen"), "listen");
     }
 }

@@ -21,46 +21,7 @@ const SERVICE: &str = "grpcplugin.Expander";
 pub struct ExpanderSettings {
     pub chain: Vec<Strategy>,
     /// Tiers for the `priority` strategy; replaced when the priority file changes.
-    pub priorities: RwLock<Priorities>,
-}
-
-/// Re-reads the priority file every `interval` and swaps the tiers in when it changed and parses; a bad
-/// file keeps the last good tiers and logs why (as upstream does with its ConfigMap).
-pub fn watch_priority_file(
-    path: std::path::PathBuf,
-    settings: Arc<ExpanderSettings>,
-    interval: std::time::Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        // Compare against nothing at first: the file may have changed since the settings were read.
-        let mut last: Option<String> = None;
-        loop {
-            tokio::time::sleep(interval).await;
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot read priority file; keeping the last good one");
-                    continue;
-                }
-            };
-            if last.as_deref() == Some(text.as_str()) {
-                continue;
-            }
-            match Priorities::parse(&text) {
-                Ok(p) => {
-                    *settings
-                        .priorities
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner()) = p;
-                    tracing::info!(path = %path.display(), "priority file reloaded");
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "bad priority file; keeping the last good one")
-                }
-            }
-            last = Some(text);
-        }
-    })
+    pub priorities: Arc<RwLock<Priorities>>,
 }
 
 /// Serves the expander protocol.

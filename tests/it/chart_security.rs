@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use clap::Parser;
-use ferroscale::cli::{Cli, Command as Cmd, ServeArgs};
+use ferroscale::cli::serve::ServeFlags;
+use ferroscale::cli::{Cli, Command as Cmd};
 use ferroscale::tls::{ReloadingTls, TlsFiles, PROVIDER_FLAGS};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
@@ -64,13 +65,14 @@ fn args(d: &Deployment) -> Vec<String> {
 }
 
 /// serve's settings from the container's flags, resolved by the binary itself.
-fn serve_settings(args: &[String]) -> ferroscale::Result<ferroscale::cli::ServeSettings> {
+fn serve_settings(args: &[String]) -> ferroscale::Result<ServeFlags> {
     let cli = Cli::try_parse_from(std::iter::once("ferroscale".to_string()).chain(args.to_vec()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     let Cmd::Serve(serve) = cli.command else {
         panic!("provider mode runs serve")
     };
-    ServeArgs::resolve(&serve)
+    serve.check()?;
+    Ok(serve)
 }
 
 /// The files of a Secret the chart renders, by key.
@@ -260,7 +262,7 @@ async fn provider_defaults_to_mutual_tls_with_certificates_the_chart_generates()
     // Secret completes mutual TLS to the address in its cloud-config; no certificate, or a name other than
     // --tls-client-san, is refused.
     let settings = serve_settings(&args(&d)).unwrap();
-    let files = settings.tls.expect("TLS from the chart's flags");
+    let files = settings.tls().unwrap().expect("TLS from the chart's flags");
     assert_eq!(files.client_sans, ["cluster-autoscaler"]);
     let tmp = tempfile::tempdir().unwrap();
     for (key, data) in &server_secret {
@@ -313,7 +315,7 @@ fn plaintext_only_when_asked_for_explicitly() {
     assert!(serve.iter().any(|a| a == "--allow-plaintext"), "{serve:?}");
     assert!(!serve.iter().any(|a| a.starts_with("--tls-")), "{serve:?}");
     assert_eq!(count(&objects, "Secret"), 0);
-    assert!(serve_settings(&serve).unwrap().tls.is_none());
+    assert!(serve_settings(&serve).unwrap().tls().unwrap().is_none());
     // serve refuses exactly this without the flag.
     let without: Vec<String> = serve
         .iter()

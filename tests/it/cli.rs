@@ -189,3 +189,46 @@ fn bad_tls_and_price_flags_exit_2_naming_the_flag() {
         assert!(err.contains(wanted), "{args:?}: {err}");
     }
 }
+
+/// Every command reads its flags from `--config` too: the same names in camelCase, paths relative to
+/// the file, flags winning, an unknown key refused naming it.
+#[test]
+fn simulate_reads_the_same_settings_from_a_file() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["cluster.yaml", "groups.yaml"] {
+        std::fs::copy(format!("{root}/examples/{f}"), dir.path().join(f)).unwrap();
+    }
+    let cfg = dir.path().join("simulate.yaml");
+    std::fs::write(
+        &cfg,
+        "cluster: cluster.yaml\nnodeGroups: groups.yaml\nloops: 5\nexpander: price\nscaleDownUtilizationThreshold: 0.9\n",
+    )
+    .unwrap();
+    let out = Command::new(crate::process::BIN)
+        .args([
+            "simulate",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--loops",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(lines.lines().count(), 2, "--loops wins over the file");
+    assert!(lines.contains("\"price: "), "the file's expander: {lines}");
+
+    std::fs::write(&cfg, "cluster: cluster.yaml\nnodeGroup: groups.yaml\n").unwrap();
+    let (code, err) = run_failing(&["simulate", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown key \"nodeGroup\""), "{err}");
+    let (code, err) = run_failing(&["simulate", "--loops", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--cluster FILE is required"), "{err}");
+}

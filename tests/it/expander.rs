@@ -57,7 +57,7 @@ async fn start_with(
     );
     let settings = Arc::new(ExpanderSettings {
         chain: Strategy::parse_chain(chain).unwrap(),
-        priorities: RwLock::new(Priorities::parse(priorities).unwrap()),
+        priorities: Arc::new(RwLock::new(Priorities::parse(priorities).unwrap())),
     });
     let extras = Extras {
         expander: Some(settings.clone()),
@@ -223,11 +223,11 @@ async fn priority_file_changes_are_picked_up_and_bad_ones_ignored() {
     std::fs::write(&path, "10: ['^spot$']\n").unwrap();
     let settings = Arc::new(ExpanderSettings {
         chain: vec![Strategy::Priority],
-        priorities: RwLock::new(Priorities::parse("10: ['^spot$']").unwrap()),
+        priorities: Arc::new(RwLock::new(Priorities::parse("10: ['^spot$']").unwrap())),
     });
-    let watcher = ferroscale::grpc::expander::watch_priority_file(
+    let watcher = ferroscale::cli::flags::watch_priority_file(
         path.clone(),
-        settings.clone(),
+        settings.priorities.clone(),
         Duration::from_millis(20),
     );
     let of = |g: &str| settings.priorities.read().unwrap().of(g);

@@ -84,7 +84,7 @@ fn run_settings() -> RunSettings {
 fn eager() -> Settings {
     let mut s = Settings {
         scale_down_delay_after_add: Duration::ZERO,
-        ..Default::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     s.defaults.scale_down_unneeded_time = Duration::ZERO;
     s
@@ -166,7 +166,13 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
     api.put(NODES, node("small-a", "memory:///small/i-a", "2", "8Gi"));
     api.put(PODS, pod("needs-big", "3", None, "a"));
     api.put(PODS, pod("too-big", "16", None, "b"));
-    let mut h = Harness::new(api, GROUPS, Settings::default(), run_settings()).await;
+    let mut h = Harness::new(
+        api,
+        GROUPS,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
 
     let d = h.runner.run_once(now()).await.unwrap();
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
@@ -419,7 +425,7 @@ async fn dry_run_decides_but_writes_nothing() {
     api.put(PODS, pod("needs-big", "3", None, "a"));
     let mut run = run_settings();
     run.dry_run = true;
-    let mut h = Harness::new(api, GROUPS, Settings::default(), run).await;
+    let mut h = Harness::new(api, GROUPS, ferroscale::cli::flags::default_engine(), run).await;
     let d = h.runner.run_once(now()).await.unwrap();
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
     assert_eq!(h.group("big").target_size, 0);
@@ -575,7 +581,13 @@ async fn a_new_leader_removes_deletion_taints_left_behind() {
     n["spec"]["taints"] = json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
                                   "effect": "NoSchedule"}]);
     api.put(NODES, n);
-    let h = Harness::new(api, GROUPS, Settings::default(), run_settings()).await;
+    let h = Harness::new(
+        api,
+        GROUPS,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
     let api = h.api.clone();
     h.runner
         .run(tokio::time::sleep(Duration::from_millis(300)))

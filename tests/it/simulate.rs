@@ -58,7 +58,7 @@ fn pacing() -> Pacing {
 }
 
 fn quick_scale_down() -> Settings {
-    let mut s = Settings::default();
+    let mut s = ferroscale::cli::flags::default_engine();
     s.defaults.scale_down_unneeded_time = Duration::ZERO;
     s.scale_down_delay_after_add = Duration::ZERO;
     s
@@ -102,7 +102,7 @@ fn scale_from_zero_routes_by_size_selector_and_gpu() {
         pod("a", "enormous", "64", "1Gi", None, ""),
     ];
     let mut s = sim(&cluster, GROUPS);
-    let r = s.step(&Settings::default(), &pacing());
+    let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
     let mut got = ups(&r);
     got.sort();
     assert_eq!(got, vec![("big", 1), ("gpu", 1), ("small", 1)], "{r:?}");
@@ -111,7 +111,7 @@ fn scale_from_zero_routes_by_size_selector_and_gpu() {
         "no group fits: 2 insufficient cpu, 1 taint nvidia.com/gpu=true:NoSchedule not tolerated"
     );
     // Next loop the nodes joined and the scheduler placed the pods.
-    let r = s.step(&Settings::default(), &pacing());
+    let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
     assert!(r.scale_up.is_empty(), "{r:?}");
     assert_eq!(r.nodes.get("gpu"), Some(&1));
     assert_eq!(r.pending.len(), 1, "only the enormous pod waits: {r:?}");
@@ -124,7 +124,7 @@ fn pods_that_fit_existing_or_upcoming_nodes_trigger_nothing() {
         pod("a", "fits", "1", "1Gi", None, ""),
     ];
     let mut s = sim(&cluster, GROUPS);
-    let r = s.step(&Settings::default(), &pacing());
+    let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
     assert!(r.scale_up.is_empty(), "{r:?}");
     assert!(r.pending.is_empty(), "the scheduler bound it: {r:?}");
 }
@@ -253,7 +253,7 @@ fn limits_cap_the_scale_up() {
     let mut s = sim(&cluster, GROUPS);
     let settings = Settings {
         max_nodes_total: 4,
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = s.step(&settings, &pacing());
     assert_eq!(ups(&r), vec![("small", 4)]);
@@ -274,7 +274,7 @@ fn a_group_that_cannot_launch_is_backed_off_and_the_next_best_used() {
     let mut s = sim(&cluster, &groups);
     let settings = Settings {
         expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = s.step(&settings, &pacing());
     assert_eq!(r.scale_up[0].group, "small", "cheapest first");
@@ -365,7 +365,7 @@ fn instances_that_never_register_are_deleted_and_the_next_group_used() {
     let mut s = sim(&cluster, GROUPS);
     let settings = Settings {
         expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     // Nodes take 30m to join; the default max node provision time is 15m, counted from the first loop
     // that sees the instance without a node (t=5m).
@@ -402,12 +402,12 @@ fn listed_instances_without_a_node_count_as_unregistered() {
         "labels: {size: small}, instances: [{id: i-0123456789abcdef0}]}",
     );
     let mut s = sim(&[], &groups);
-    let r = s.step(&Settings::default(), &pacing());
+    let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
     assert!(r.delete_instances.is_empty(), "not yet 15m: {r:?}");
     let mut later = pacing();
     later.scan_interval = Duration::from_secs(900);
-    let _ = s.step(&Settings::default(), &later);
-    let r = s.step(&Settings::default(), &later);
+    let _ = s.step(&ferroscale::cli::flags::default_engine(), &later);
+    let r = s.step(&ferroscale::cli::flags::default_engine(), &later);
     assert_eq!(
         r.delete_instances
             .iter()
@@ -427,7 +427,7 @@ fn daemonset_pods_take_their_share_of_a_new_node() {
     let mut s = sim(&cluster, GROUPS);
     let settings = Settings {
         expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = s.step(&settings, &pacing());
     assert_eq!(ups(&r), vec![("big", 1)], "{r:?}");
@@ -458,13 +458,13 @@ nodeGroups:
         .collect();
     let settings = Settings {
         balance_similar_node_groups: true,
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = sim(&cluster, groups).step(&settings, &pacing());
     let mut got = ups(&r);
     got.sort();
     assert_eq!(got, vec![("zone-a", 2), ("zone-b", 2)], "{r:?}");
-    let r = sim(&cluster, groups).step(&Settings::default(), &pacing());
+    let r = sim(&cluster, groups).step(&ferroscale::cli::flags::default_engine(), &pacing());
     assert_eq!(
         r.scale_up.len(),
         1,
@@ -479,7 +479,7 @@ fn expendable_and_new_pods_wait() {
     let cluster = vec![low, pod("a", "web", "1", "1Gi", None, "")];
     let settings = Settings {
         new_pod_scale_up_delay: Duration::from_secs(30),
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let mut s = sim(&cluster, GROUPS);
     let r = s.step(&settings, &pacing());
@@ -502,7 +502,7 @@ fn a_spent_binpacking_budget_scales_nothing_and_says_so() {
     let cluster = vec![pod("a", "wide", "6", "4Gi", None, "")];
     let settings = Settings {
         max_nodegroup_binpacking_duration: Duration::ZERO,
-        ..Default::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = sim(&cluster, GROUPS).step(&settings, &pacing());
     assert!(ups(&r).is_empty(), "{r:?}");
@@ -526,7 +526,7 @@ nodeGroups:
     let mut s = sim(&cluster, groups);
     let settings = Settings {
         expander: ferroscale::engine::expander::Strategy::parse_chain("price").unwrap(),
-        ..Settings::default()
+        ..ferroscale::cli::flags::default_engine()
     };
     let r = s.step(&settings, &pacing());
     assert_eq!(

@@ -5,7 +5,8 @@ use std::time::Duration;
 use super::expander::{Priorities, Strategy};
 use crate::model::{NodeGroup, OptionValues};
 
-/// Upstream's flags of the loop, with upstream's defaults.
+/// Upstream's flags of the loop. Their defaults are the command line's (`ferroscale::cli::flags`), so
+/// there is no `Default` here to disagree with them.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub expander: Vec<Strategy>,
@@ -42,31 +43,6 @@ pub struct Settings {
     pub balance_similar_node_groups: bool,
     /// Per-group option defaults (`--scale-down-utilization-threshold`, `--scale-down-unneeded-time`, ...).
     pub defaults: OptionValues,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            expander: vec![Strategy::LeastWaste],
-            priorities: Priorities::default(),
-            max_nodes_total: 0,
-            cores_total: (0, 320_000),
-            memory_total_gib: (0, 6_400_000),
-            max_nodes_per_scaleup: 1000,
-            max_nodegroup_binpacking_duration: Duration::from_secs(10),
-            new_pod_scale_up_delay: Duration::ZERO,
-            expendable_pods_priority_cutoff: -10,
-            scale_down_enabled: true,
-            scale_down_delay_after_add: Duration::from_secs(600),
-            scale_down_delay_after_delete: Duration::ZERO,
-            scale_down_delay_after_failure: Duration::from_secs(180),
-            skip_nodes_with_local_storage: true,
-            skip_nodes_with_system_pods: true,
-            max_empty_bulk_delete: 10,
-            balance_similar_node_groups: false,
-            defaults: OptionValues::default(),
-        }
-    }
 }
 
 impl Settings {

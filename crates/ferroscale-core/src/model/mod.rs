@@ -272,20 +272,25 @@ pub struct OptionValues {
     pub allow_non_atomic_scale_up_to_max: bool,
 }
 
+impl OptionValues {
+    /// Upstream cluster-autoscaler's flag defaults: the `--scale-down-*` and `--max-node-provision-time`
+    /// flags take theirs from here, and so does a CA request that sends none.
+    pub const DEFAULT: OptionValues = OptionValues {
+        scale_down_utilization_threshold: 0.5,
+        scale_down_gpu_utilization_threshold: 0.5,
+        scale_down_unneeded_time: Duration::from_secs(600),
+        scale_down_unready_time: Duration::from_secs(1200),
+        max_node_provision_time: Duration::from_secs(900),
+        max_node_startup_time: Duration::from_secs(900),
+        ignore_daemonsets_utilization: false,
+        zero_or_max_node_scaling: false,
+        allow_non_atomic_scale_up_to_max: false,
+    };
+}
+
 impl Default for OptionValues {
-    /// Upstream cluster-autoscaler's flag defaults.
     fn default() -> Self {
-        OptionValues {
-            scale_down_utilization_threshold: 0.5,
-            scale_down_gpu_utilization_threshold: 0.5,
-            scale_down_unneeded_time: Duration::from_secs(600),
-            scale_down_unready_time: Duration::from_secs(1200),
-            max_node_provision_time: Duration::from_secs(900),
-            max_node_startup_time: Duration::from_secs(900),
-            ignore_daemonsets_utilization: false,
-            zero_or_max_node_scaling: false,
-            allow_non_atomic_scale_up_to_max: false,
-        }
+        OptionValues::DEFAULT
     }
 }
 

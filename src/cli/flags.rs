@@ -1,0 +1,373 @@
+//! The flag groups commands share, upstream cluster-autoscaler's names and defaults: where node groups
+//! come from (`serve`, `run`), how the expander chooses (all three), and the loop's rules (`run`,
+//! `simulate`). Each is one struct for the command line and the `--config` file alike.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use super::config::relative_to_config;
+use super::values::{GoDuration, Range};
+use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
+use crate::cloud::aws::{ttl, AwsCloud, AwsSettings, PricingSettings};
+use crate::cloud::memory::{MemoryCloud, MemoryConfig};
+use crate::cloud::Cloud;
+use crate::engine::expander::{Priorities, Strategy};
+use crate::engine::Settings;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::model::OptionValues;
+use crate::pricing::{PriceOverrides, PricingSource};
+
+/// Where node groups come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloudKind {
+    /// Groups described in a YAML file, resized in memory (no cloud account needed).
+    Memory,
+    /// Auto Scaling groups, through the AWS SDK's standard credential and endpoint chain.
+    Aws,
+}
+
+/// `aws` or `file`, with clap's list of possible values in `--help`.
+fn pricing_source() -> impl clap::builder::TypedValueParser<Value = PricingSource> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(PricingSource::NAMES).map(|s| {
+        s.parse::<PricingSource>()
+            .expect("one of the possible values")
+    })
+}
+
+/// Where node groups come from and how they and their prices are read (`serve`, `run`).
+#[derive(Debug, Clone, Args, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CloudFlags {
+    /// Cloud backend.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub cloud: CloudKind,
+    /// Node groups of the memory cloud (see examples/memory-cloud.yaml).
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub memory_config: Option<PathBuf>,
+    /// AWS: discover Auto Scaling groups by tags, e.g.
+    /// asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/CLUSTER (repeatable, tags AND-ed).
+    #[arg(long, value_name = "SPEC")]
+    pub node_group_auto_discovery: Vec<String>,
+    /// AWS: manage an Auto Scaling group by name with these bounds, MIN:MAX:NAME (repeatable).
+    #[arg(long, value_name = "MIN:MAX:NAME")]
+    pub nodes: Vec<String>,
+    /// AWS: region [default: the SDK's chain, e.g. AWS_REGION].
+    #[arg(long, value_name = "REGION")]
+    pub aws_region: Option<String>,
+    /// AWS: minimum time between two reads of the Auto Scaling groups, jittered ±10%.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(ttl::DEFAULT_REFRESH_INTERVAL))]
+    pub aws_refresh_interval: GoDuration,
+    /// AWS: where prices come from: aws (Pricing API and spot price history) or file (--price-overrides
+    /// alone, for isolated clusters).
+    #[arg(long, value_parser = pricing_source(), default_value = "aws")]
+    pub pricing_source: PricingSource,
+    /// AWS: prices older than this are read again.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(ttl::DEFAULT_PRICE_REFRESH_INTERVAL))]
+    pub pricing_refresh_interval: GoDuration,
+}
+
+impl CloudFlags {
+    /// The AWS cloud's settings; `overrides` is the price file. Errors name the flag.
+    pub fn aws(&self, overrides: PriceOverrides, has_price_file: bool) -> Result<AwsSettings> {
+        if self.pricing_source == PricingSource::File && !has_price_file {
+            return Err(Error::config(
+                "--pricing-source=file needs --price-overrides FILE",
+            ));
+        }
+        Ok(AwsSettings {
+            region: self.aws_region.clone(),
+            auto_discovery: self
+                .node_group_auto_discovery
+                .iter()
+                .map(|s| TagDiscovery::parse(s))
+                .collect::<Result<_>>()?,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|s| NamedGroup::parse(s))
+                .collect::<Result<_>>()?,
+            refresh_interval: self.aws_refresh_interval.0,
+            endpoint_url: None,
+            max_attempts: None,
+            pricing: PricingSettings {
+                source: self.pricing_source,
+                overrides,
+                refresh_interval: self.pricing_refresh_interval.0,
+                endpoint_url: None,
+            },
+        })
+    }
+
+    /// Checks the flags without connecting to anything.
+    pub fn check(&self, expander: &ExpanderFlags) -> Result<()> {
+        let overrides = expander.price_overrides()?;
+        self.aws(overrides, expander.price_overrides.is_some())?;
+        if self.cloud == CloudKind::Memory && self.memory_config.is_none() {
+            return Err(Error::config(
+                "--memory-config FILE is required with --cloud memory",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Builds the configured cloud, priced by the price file of `expander`.
+    pub async fn build(
+        &self,
+        expander: &ExpanderFlags,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<dyn Cloud>> {
+        let overrides = expander.price_overrides()?;
+        match self.cloud {
+            CloudKind::Aws => Ok(AwsCloud::connect(
+                self.aws(overrides, expander.price_overrides.is_some())?,
+                metrics,
+            )
+            .await?),
+            CloudKind::Memory => {
+                let path = self.memory_config.as_ref().ok_or_else(|| {
+                    Error::config("--memory-config FILE is required with --cloud memory")
+                })?;
+                Ok(Arc::new(MemoryCloud::with_prices(
+                    &MemoryConfig::load(path)?,
+                    &overrides,
+                )?))
+            }
+        }
+    }
+}
+
+/// How the expander chooses among scale-up options, and with which prices (all commands).
+#[derive(Debug, Clone, Args, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ExpanderFlags {
+    /// Expander strategy chain, as upstream's --expander: random, most-pods, least-waste, least-nodes,
+    /// price, priority, comma-separated.
+    #[arg(long, value_name = "CHAIN", default_value = "least-waste")]
+    pub expander: String,
+    /// YAML of the priority strategy, upstream's `priorities` format (priority: [regex, ...]); re-read
+    /// while running.
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub priority_config: Option<PathBuf>,
+    /// YAML of the user's prices: per instance type or node group, pricePerHour or discount (Savings
+    /// Plans, reserved instances, negotiated rates).
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub price_overrides: Option<PathBuf>,
+}
+
+impl ExpanderFlags {
+    /// The strategy chain.
+    pub fn chain(&self) -> Result<Vec<Strategy>> {
+        Ok(Strategy::parse_chain(&self.expander)?)
+    }
+
+    /// The tiers of `--priority-config`, or none; errors name the flag and file.
+    pub fn priorities(&self) -> Result<Priorities> {
+        let Some(path) = &self.priority_config else {
+            return Ok(Priorities::default());
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::config(format!(
+                "cannot read --priority-config {}: {e}",
+                path.display()
+            ))
+        })?;
+        Priorities::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
+    }
+
+    /// The price file, if given.
+    pub fn price_overrides(&self) -> Result<PriceOverrides> {
+        match &self.price_overrides {
+            Some(p) => Ok(PriceOverrides::load(p)?),
+            None => Ok(PriceOverrides::default()),
+        }
+    }
+
+    /// The priority tiers, kept current: the file is re-read every `interval` and a change that parses
+    /// replaces them (a bad file keeps the last good tiers and logs why, as upstream does with its
+    /// ConfigMap).
+    pub fn watched_priorities(&self, interval: Duration) -> Result<Arc<RwLock<Priorities>>> {
+        let tiers = Arc::new(RwLock::new(self.priorities()?));
+        if let Some(path) = &self.priority_config {
+            watch_priority_file(path.clone(), tiers.clone(), interval);
+        }
+        Ok(tiers)
+    }
+}
+
+/// Re-reads the priority file every `interval` and swaps the tiers in when it changed and parses.
+pub fn watch_priority_file(
+    path: PathBuf,
+    tiers: Arc<RwLock<Priorities>>,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // Compare against nothing at first: the file may have changed since the tiers were read.
+        let mut last: Option<String> = None;
+        loop {
+            tokio::time::sleep(interval).await;
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot read priority file; keeping the last good one");
+                    continue;
+                }
+            };
+            if last.as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            match Priorities::parse(&text) {
+                Ok(p) => {
+                    *tiers.write().unwrap_or_else(|e| e.into_inner()) = p;
+                    tracing::info!(path = %path.display(), "priority file reloaded");
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "bad priority file; keeping the last good one")
+                }
+            }
+            last = Some(text);
+        }
+    })
+}
+
+/// The rules of the autoscaling loop (`run`, `simulate`), upstream cluster-autoscaler's flags.
+#[derive(Debug, Clone, Args, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LoopFlags {
+    /// Maximum nodes in all groups together (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_nodes_total: usize,
+    /// Minimum and maximum cores in the cluster, MIN:MAX.
+    #[arg(long, value_name = "MIN:MAX", default_value = "0:320000")]
+    pub cores_total: Range,
+    /// Minimum and maximum GiB of memory in the cluster, MIN:MAX.
+    #[arg(long, value_name = "MIN:MAX", default_value = "0:6400000")]
+    pub memory_total: Range,
+    /// Most nodes one scale-up adds.
+    #[arg(long, default_value_t = 1000)]
+    pub max_nodes_per_scaleup: usize,
+    /// Time budget of one node group's binpacking estimate.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub max_nodegroup_binpacking_duration: GoDuration,
+    /// Pods younger than this do not trigger a scale-up.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub new_pod_scale_up_delay: GoDuration,
+    /// Pods with priority below this never trigger a scale-up.
+    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
+    pub expendable_pods_priority_cutoff: i32,
+    /// Whether nodes are ever removed.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub scale_down_enabled: bool,
+    /// After a scale-up, scale-down waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub scale_down_delay_after_add: GoDuration,
+    /// After a node was removed, the next removal waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub scale_down_delay_after_delete: GoDuration,
+    /// After a removal failed, scale-down waits this long.
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub scale_down_delay_after_failure: GoDuration,
+    /// A node below this share of requested cpu and memory may be removed (groups may override).
+    #[arg(long, default_value_t = OptionValues::DEFAULT.scale_down_utilization_threshold)]
+    pub scale_down_utilization_threshold: f64,
+    /// How long a node must be unneeded before it is removed (groups may override).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.scale_down_unneeded_time))]
+    pub scale_down_unneeded_time: GoDuration,
+    /// Keep nodes with pods using emptyDir or hostPath.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub skip_nodes_with_local_storage: bool,
+    /// Keep nodes with kube-system pods that have no PodDisruptionBudget.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub skip_nodes_with_system_pods: bool,
+    /// Most empty nodes removed in one loop.
+    #[arg(long, default_value_t = 10)]
+    pub max_empty_bulk_delete: usize,
+    /// Split scale-ups across groups with the same template (zone aside).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub balance_similar_node_groups: bool,
+    /// Instances without a node after this long are deleted and their group backs off (groups may
+    /// override).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.max_node_provision_time))]
+    pub max_node_provision_time: GoDuration,
+}
+
+impl LoopFlags {
+    /// The engine's settings, with the expander's chain and tiers; files are read here, errors name the
+    /// flag.
+    pub fn engine(&self, expander: &ExpanderFlags) -> Result<Settings> {
+        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
+            return Err(Error::config(format!(
+                "--scale-down-utilization-threshold: must be in [0, 1], got {}",
+                self.scale_down_utilization_threshold
+            )));
+        }
+        Ok(Settings {
+            expander: expander.chain()?,
+            priorities: expander.priorities()?,
+            max_nodes_total: self.max_nodes_total,
+            cores_total: (self.cores_total.0, self.cores_total.1),
+            memory_total_gib: (self.memory_total.0, self.memory_total.1),
+            max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+            max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
+            new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
+            expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
+            scale_down_enabled: self.scale_down_enabled,
+            scale_down_delay_after_add: self.scale_down_delay_after_add.0,
+            scale_down_delay_after_delete: self.scale_down_delay_after_delete.0,
+            scale_down_delay_after_failure: self.scale_down_delay_after_failure.0,
+            skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
+            skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
+            max_empty_bulk_delete: self.max_empty_bulk_delete,
+            balance_similar_node_groups: self.balance_similar_node_groups,
+            defaults: OptionValues {
+                scale_down_utilization_threshold: self.scale_down_utilization_threshold,
+                scale_down_unneeded_time: self.scale_down_unneeded_time.0,
+                max_node_provision_time: self.max_node_provision_time.0,
+                ..OptionValues::DEFAULT
+            },
+        })
+    }
+}
+
+/// The engine's settings with every flag at its default: what the binary runs with when given none.
+pub fn default_engine() -> Settings {
+    super::defaults::<LoopFlags>()
+        .engine(&super::defaults::<ExpanderFlags>())
+        .expect("the defaults are valid")
+}
+
+/// Reads a file a flag names; the error names the flag.
+pub fn read(path: &Path, flag: &str) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("cannot read {flag} {}: {e}", path.display())))
+}
+
+impl Default for CloudFlags {
+    /// What an empty command line gives.
+    fn default() -> Self {
+        super::defaults()
+    }
+}
+
+impl Default for ExpanderFlags {
+    /// What an empty command line gives.
+    fn default() -> Self {
+        super::defaults()
+    }
+}
+
+impl Default for LoopFlags {
+    /// What an empty command line gives.
+    fn default() -> Self {
+        super::defaults()
+    }
+}

@@ -1,0 +1,223 @@
+//! `ferroscale run`: the whole autoscaler, watching the cluster and scaling node groups through a cloud.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use super::config::relative_to_config;
+use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
+use super::serve::{bind, PRIORITY_FILE_POLL};
+use super::values::GoDuration;
+use crate::error::{Error, Result};
+use crate::k8s::drain::DrainSettings;
+use crate::k8s::lease::LeaseSettings;
+use crate::metrics::Metrics;
+use crate::run::{Health, RunSettings, Runner};
+
+/// How long `run` waits for the first lists of pods, nodes, PDBs and DaemonSets.
+const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Flags of `ferroscale run`: upstream cluster-autoscaler's names and defaults; every one may also come
+/// from `--config FILE` (camelCase keys).
+#[derive(Debug, Clone, Args, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RunFlags {
+    /// YAML file with any of these settings (camelCase keys); flags win, relative paths are relative to
+    /// the file.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Kubeconfig to use [default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account].
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address of the HTTP listener for /metrics and /health-check.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8085")]
+    pub address: SocketAddr,
+    /// Time between loops.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub scan_interval: GoDuration,
+    /// Decide and report (logs, metrics), but change nothing: no cloud calls, taints, evictions,
+    /// events, status or Lease.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub dry_run: bool,
+    /// Namespace of the status ConfigMap and the Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub namespace: String,
+    /// Write the status ConfigMap.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub write_status_configmap: bool,
+    /// Name of the status ConfigMap.
+    #[arg(long, default_value = "cluster-autoscaler-status")]
+    pub status_config_map_name: String,
+    /// Take a Lease before acting, so only one replica acts.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    /// How long followers wait after the leader's last renewal.
+    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    pub leader_elect_lease_duration: GoDuration,
+    /// How long the leader keeps acting while renewals fail.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub leader_elect_renew_deadline: GoDuration,
+    /// Time between attempts to take or renew the Lease.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub leader_elect_retry_period: GoDuration,
+    /// Name of the Lease.
+    #[arg(long, default_value = "cluster-autoscaler")]
+    pub leader_elect_resource_name: String,
+    /// How long evictions of a node's pods are retried (a PodDisruptionBudget may block them).
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub max_pod_eviction_time: GoDuration,
+    /// The most seconds a pod is given to terminate on scale-down.
+    #[arg(long, default_value_t = 600)]
+    pub max_graceful_termination_sec: u64,
+    /// /health-check fails when no loop started for this long.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub max_inactivity: GoDuration,
+    /// /health-check fails when no loop succeeded for this long.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub max_failing_time: GoDuration,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub cloud: CloudFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub expander: ExpanderFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub rules: LoopFlags,
+}
+
+impl Default for RunFlags {
+    /// What an empty command line gives.
+    fn default() -> Self {
+        super::defaults()
+    }
+}
+
+impl RunFlags {
+    /// The loop's own settings; `identity` names this replica in the Lease and on events.
+    pub fn run_settings(&self, identity: &str) -> Result<RunSettings> {
+        if self.scan_interval.0.is_zero() {
+            return Err(Error::config("--scan-interval: must be above 0"));
+        }
+        if self.leader_elect
+            && (self.leader_elect_renew_deadline >= self.leader_elect_lease_duration
+                || self.leader_elect_retry_period.0.is_zero())
+        {
+            return Err(Error::config(
+                "--leader-elect-renew-deadline must be below --leader-elect-lease-duration, and --leader-elect-retry-period above 0",
+            ));
+        }
+        Ok(RunSettings {
+            scan_interval: self.scan_interval.0,
+            dry_run: self.dry_run,
+            namespace: self.namespace.clone(),
+            status_config_map: self
+                .write_status_configmap
+                .then(|| self.status_config_map_name.clone()),
+            lease: (self.leader_elect && !self.dry_run).then(|| LeaseSettings {
+                namespace: self.namespace.clone(),
+                name: self.leader_elect_resource_name.clone(),
+                identity: identity.to_string(),
+                lease_duration: self.leader_elect_lease_duration.0,
+                renew_deadline: self.leader_elect_renew_deadline.0,
+                retry_period: self.leader_elect_retry_period.0,
+            }),
+            drain: DrainSettings {
+                max_pod_eviction_time: self.max_pod_eviction_time.0,
+                max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),
+            },
+            max_inactivity: self.max_inactivity.0,
+            max_failing_time: self.max_failing_time.0,
+            instance: identity.to_string(),
+        })
+    }
+
+    /// A client from --kubeconfig, else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+    pub async fn client(&self) -> Result<kube::Client> {
+        let mut config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                    Error::config(format!("--kubeconfig {}: {e}", path.display()))
+                })?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                    .await
+                    .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
+            }
+            None => kube::Config::infer().await.map_err(|e| {
+                Error::config(format!(
+                    "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
+                ))
+            })?,
+        };
+        // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
+        // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
+        config.default_retry = false;
+        kube::Client::try_from(config).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
+    }
+}
+
+/// This replica's name: the pod's host name plus a suffix unique to this start, as client-go does.
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ferroscale".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ std::process::id())
+        .unwrap_or_default();
+    format!("{host}_{nanos:08x}")
+}
+
+/// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
+pub async fn main(flags: RunFlags) -> Result<()> {
+    let settings = flags.rules.engine(&flags.expander)?;
+    let identity = identity();
+    let run_settings = flags.run_settings(&identity)?;
+    flags.cloud.check(&flags.expander)?;
+    let priorities = flags.expander.watched_priorities(PRIORITY_FILE_POLL)?;
+    let metrics = Arc::new(Metrics::for_run());
+    let cloud = flags.cloud.build(&flags.expander, metrics.clone()).await?;
+    let client = flags.client().await?;
+    let health = Arc::new(Health::new(
+        run_settings.max_inactivity,
+        run_settings.max_failing_time,
+    ));
+    let listener = bind(flags.address, "--address").await?;
+    tracing::info!(http = ?listener.local_addr().ok(), cloud = cloud.name(), "serving");
+    let check = health.clone();
+    let router = crate::http::run_router(
+        cloud.clone(),
+        metrics.clone(),
+        Arc::new(move || check.check(crate::time::unix_now())),
+    );
+    tokio::spawn(async move {
+        if let Err(e) = crate::http::serve(listener, router, std::future::pending()).await {
+            tracing::error!(error = %e, "HTTP listener stopped");
+        }
+    });
+    let watches = crate::k8s::watch::Watches::start(&client);
+    watches
+        .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
+        .await?;
+    tracing::info!(
+        identity,
+        dry_run = run_settings.dry_run,
+        "watching the cluster"
+    );
+    Runner::new(
+        cloud,
+        client,
+        watches,
+        settings,
+        run_settings,
+        metrics,
+        health,
+    )
+    .with_priorities(priorities)
+    .run(crate::server::termination_signal())
+    .await
+}

@@ -1,0 +1,213 @@
+//! Carrying one loop's decisions out: instances given up, scale-ups, NotTriggerScaleUp events, node
+//! removals started in the background, and the clean-up of deletion taints a previous leader left.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
+use kube::api::Api;
+use kube::runtime::events::EventType;
+
+use super::events::pod_ref;
+use super::removal::{DrainContext, Removal};
+use super::{Runner, NOT_TRIGGERED_REPEAT};
+use crate::engine::Decisions;
+use crate::error::Result;
+use crate::k8s::drain;
+use crate::metrics::ReasonLabel;
+
+impl Runner {
+    /// Carries the decisions out. Failures are logged, recorded and returned after everything else was
+    /// tried, so one bad group does not stop the others.
+    pub(super) async fn act(
+        &mut self,
+        d: &Decisions,
+        pods: &[Arc<KubePod>],
+        nodes: &[Arc<KubeNode>],
+        now: i64,
+    ) -> Result<()> {
+        let mut first_error = None;
+        let pod_by_key: HashMap<String, &Arc<KubePod>> = pods
+            .iter()
+            .map(|p| {
+                (
+                    crate::model::workload::pod_key(
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default(),
+                    ),
+                    p,
+                )
+            })
+            .collect();
+
+        // Instances that failed or never registered.
+        let mut by_group: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for i in &d.delete_instances {
+            by_group
+                .entry(&i.group)
+                .or_default()
+                .push(i.instance.clone());
+        }
+        for (group, ids) in by_group {
+            if let Err(e) = self.cloud.delete_nodes(group, &ids).await {
+                tracing::warn!(group, error = %e, "deleting unregistered instances failed");
+                first_error.get_or_insert(e);
+            }
+        }
+
+        // Scale-ups.
+        let t = Instant::now();
+        for s in &d.scale_up {
+            let before = self
+                .cloud
+                .snapshot()
+                .group(&s.group)
+                .map(|g| (g.target_size, g.max_size));
+            match self.cloud.increase_size(&s.group, s.delta).await {
+                Ok(()) => {
+                    if let Some(m) = self.loop_metrics() {
+                        m.scaled_up_nodes.inc_by(s.delta as u64);
+                        m.activity("scaleUp", now);
+                    }
+                    let (from, max) = before.unwrap_or((0, 0));
+                    let note = format!(
+                        "pod triggered scale-up: [{{{} {}->{} (max: {})}}]",
+                        s.group,
+                        from,
+                        from + s.delta,
+                        max
+                    );
+                    for p in s.pods.iter().filter_map(|k| pod_by_key.get(k)) {
+                        self.events.send(
+                            pod_ref(p),
+                            EventType::Normal,
+                            "TriggeredScaleUp",
+                            note.clone(),
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(group = %s.group, delta = s.delta, error = %e, "scale-up failed; backing the group off");
+                    self.memory.scale_up_failed(&s.group, now);
+                    if let Some(m) = self.loop_metrics() {
+                        m.failed_scale_ups
+                            .get_or_create(&ReasonLabel {
+                                reason: "cloudProviderError",
+                            })
+                            .inc();
+                    }
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if !d.scale_up.is_empty() {
+            self.observe("scaleUp", t);
+        }
+
+        // Pods no scale-up helps.
+        let mut seen = HashSet::new();
+        for (key, reason) in d.not_triggered() {
+            seen.insert(key.clone());
+            let repeat = match self.not_triggered.get(key) {
+                Some((r, at)) => r != reason || now - at >= NOT_TRIGGERED_REPEAT,
+                None => true,
+            };
+            if let (true, Some(p)) = (repeat, pod_by_key.get(key)) {
+                self.events.send(
+                    pod_ref(p),
+                    EventType::Normal,
+                    "NotTriggerScaleUp",
+                    format!("pod didn't trigger scale-up: {reason}"),
+                );
+                self.not_triggered
+                    .insert(key.clone(), (reason.clone(), now));
+            }
+        }
+        self.not_triggered.retain(|k, _| seen.contains(k));
+
+        // Scale-downs: empty nodes now, the others drained in the background.
+        let t = Instant::now();
+        let ctx = DrainContext {
+            client: self.client.clone(),
+            cloud: self.cloud.clone(),
+            events: self.events.clone(),
+            metrics: self.loop_metrics().cloned(),
+            settings: self.run.drain.clone(),
+            in_flight: self.in_flight.clone(),
+            outcomes: self.outcomes.clone(),
+        };
+        for s in &d.scale_down {
+            let node = nodes
+                .iter()
+                .find(|n| n.metadata.name.as_deref() == Some(s.node.as_str()));
+            let Some(node) = node else { continue };
+            let provider_id = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.provider_id.clone())
+                .unwrap_or_default();
+            let removal = Removal {
+                node: s.node.clone(),
+                uid: node.metadata.uid.clone(),
+                group: s.group.clone(),
+                provider_id,
+                pods: s
+                    .evict
+                    .iter()
+                    .filter_map(|k| pod_by_key.get(k).map(|p| Arc::clone(p)))
+                    .collect(),
+                reason: s.reason.clone(),
+            };
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(s.node.clone());
+            if let Some(m) = self.loop_metrics() {
+                m.activity("scaleDown", now);
+            }
+            if removal.pods.is_empty() {
+                if let Err(e) = ctx.clone().remove(removal, now).await {
+                    first_error.get_or_insert(e);
+                }
+            } else {
+                self.drains.spawn(ctx.clone().remove(removal, now));
+            }
+        }
+        if !d.scale_down.is_empty() {
+            self.observe("scaleDown", t);
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the deletion taint off every node that has it: left by a replica that stopped mid-drain (or
+    /// by a leader before this one), as upstream cleans up when it starts acting. Not in dry-run.
+    pub async fn clean_stale_taints(&self) {
+        if self.run.dry_run {
+            return;
+        }
+        let api: Api<KubeNode> = Api::all(self.client.clone());
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for n in self.watches.nodes.state() {
+            let tainted = n
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|ts| ts.iter().any(|t| t.key == crate::labels::TO_BE_DELETED));
+            let name = n.metadata.name.clone().unwrap_or_default();
+            if tainted && !in_flight.contains(&name) {
+                match drain::set_deletion_taint(&api, &name, false, 0).await {
+                    Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
+                    Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
+                }
+            }
+        }
+    }
+}

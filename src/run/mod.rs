@@ -1,0 +1,325 @@
+//! `ferroscale run`: the live autoscaling loop. Every `--scan-interval` it refreshes the cloud, reads the
+//! cluster from its watches, lets the pure engine decide, and carries the decisions out: IncreaseSize and
+//! DeleteNodes through the `Cloud`, taints and evictions through the Kubernetes API, events on pods and
+//! nodes, the status ConfigMap, metrics and `/health-check`. With `--leader-elect` only the replica
+//! holding the Lease acts; with `--dry-run` nothing is changed anywhere.
+//! Rooms: `health` (`/health-check`), `events`, `removal` (one node's drain), `act` (decisions to API
+//! calls), `report` (logs and metrics).
+
+mod act;
+mod events;
+mod health;
+mod removal;
+mod report;
+
+pub use events::EVENT_SOURCE;
+pub use health::Health;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::cloud::Cloud;
+use crate::engine::expander::Priorities;
+use crate::engine::reasons::Pending;
+use crate::engine::{run_once, Decisions, Memory, Settings, World};
+use crate::error::{Error, Result};
+use crate::k8s::drain::DrainSettings;
+use crate::k8s::lease::{Elector, LeaseSettings};
+use crate::k8s::objects::Inputs;
+use crate::k8s::status::{self, Status};
+use crate::k8s::watch::Watches;
+use crate::metrics::{LoopMetrics, Metrics, ReasonLabel};
+
+use events::Events;
+
+/// A pod's NotTriggerScaleUp event is repeated at most this often while its reason stays the same
+/// (upstream relies on client-go's event spam filter for the same effect).
+const NOT_TRIGGERED_REPEAT: i64 = 300;
+
+/// Flags of `ferroscale run` beyond the engine's.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// `--scan-interval`.
+    pub scan_interval: Duration,
+    /// `--dry-run`: decide and report, change nothing.
+    pub dry_run: bool,
+    /// `--namespace`: where the status ConfigMap and the Lease live.
+    pub namespace: String,
+    /// `--status-config-map-name`, or None with `--write-status-configmap=false`.
+    pub status_config_map: Option<String>,
+    /// The Lease, or None with `--leader-elect=false`.
+    pub lease: Option<LeaseSettings>,
+    pub drain: DrainSettings,
+    /// `--max-inactivity`.
+    pub max_inactivity: Duration,
+    /// `--max-failing-time`.
+    pub max_failing_time: Duration,
+    /// This replica's name on events (the pod name in a cluster).
+    pub instance: String,
+}
+
+/// The live loop's state.
+pub struct Runner {
+    cloud: Arc<dyn Cloud>,
+    client: Client,
+    watches: Watches,
+    settings: Settings,
+    run: RunSettings,
+    memory: Memory,
+    status: Option<Status>,
+    events: Events,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    drains: JoinSet<Result<()>>,
+    in_flight: Arc<Mutex<HashSet<String>>>,
+    outcomes: Arc<Mutex<Vec<bool>>>,
+    /// Pod → (reason, when) of its last NotTriggerScaleUp event.
+    not_triggered: HashMap<String, (Pending, i64)>,
+    /// The priority expander's tiers as the priority file says now (re-read while running).
+    priorities: Option<Arc<RwLock<Priorities>>>,
+}
+
+impl Runner {
+    pub fn new(
+        cloud: Arc<dyn Cloud>,
+        client: Client,
+        watches: Watches,
+        settings: Settings,
+        run: RunSettings,
+        metrics: Arc<Metrics>,
+        health: Arc<Health>,
+    ) -> Self {
+        let events = if run.dry_run {
+            Events(None)
+        } else {
+            Events::start(&client, &run.instance)
+        };
+        Runner {
+            cloud,
+            client,
+            watches,
+            settings,
+            run,
+            memory: Memory::default(),
+            status: None,
+            events,
+            metrics,
+            health,
+            drains: JoinSet::new(),
+            in_flight: Arc::default(),
+            outcomes: Arc::default(),
+            not_triggered: HashMap::new(),
+            priorities: None,
+        }
+    }
+
+    /// Takes the priority tiers from `tiers` before every loop (the priority file, re-read as it
+    /// changes).
+    pub fn with_priorities(mut self, tiers: Arc<RwLock<Priorities>>) -> Self {
+        self.priorities = Some(tiers);
+        self
+    }
+
+    fn loop_metrics(&self) -> Option<&LoopMetrics> {
+        self.metrics.autoscaler.as_ref()
+    }
+
+    fn observe(&self, function: &'static str, since: Instant) {
+        if let Some(m) = self.loop_metrics() {
+            m.observe(function, since.elapsed());
+        }
+    }
+
+    /// The last status written (or computed, in dry-run).
+    pub fn status(&self) -> Option<&Status> {
+        self.status.as_ref()
+    }
+
+    /// Waits for the scale-downs running in the background to finish; their results in order of
+    /// completion.
+    pub async fn settle(&mut self) -> Vec<Result<()>> {
+        let mut out = Vec::new();
+        while let Some(r) = self.drains.join_next().await {
+            out.push(r.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string()))));
+        }
+        out
+    }
+
+    /// One loop at `now` (Unix seconds): decide, then act unless in dry-run.
+    pub async fn run_once(&mut self, now: i64) -> Result<Decisions> {
+        let started = Instant::now();
+        self.health.activity(now);
+        if let Some(m) = self.loop_metrics() {
+            m.activity("main", now);
+        }
+        // Removals that finished since the last loop start the scale-down delays.
+        for removed in std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|p| p.into_inner()))
+        {
+            if removed {
+                self.memory.last_scale_down_delete = Some(now);
+            } else {
+                self.memory.last_scale_down_failure = Some(now);
+            }
+        }
+        let t = Instant::now();
+        self.cloud.refresh().await.inspect_err(|_| {
+            if let Some(m) = self.loop_metrics() {
+                m.errors
+                    .get_or_create(&ReasonLabel {
+                        reason: "cloudProviderError",
+                    })
+                    .inc();
+            }
+        })?;
+        self.observe("cloudProviderRefresh", t);
+
+        let t = Instant::now();
+        let snapshot = self.cloud.snapshot();
+        let groups: Vec<_> = snapshot.groups().cloned().collect();
+        let (nodes, pods) = (self.watches.nodes.state(), self.watches.pods.state());
+        let (pdbs, daemonsets) = (self.watches.pdbs.state(), self.watches.daemonsets.state());
+        let mut inputs = Inputs::convert(
+            nodes.iter().map(AsRef::as_ref),
+            pods.iter().map(AsRef::as_ref),
+            pdbs.iter().map(AsRef::as_ref),
+            daemonsets.iter().map(AsRef::as_ref),
+            |e| {
+                tracing::warn!(error = %e, "object left out of the loop");
+                Ok(())
+            },
+        )?;
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for n in inputs
+            .nodes
+            .iter_mut()
+            .filter(|n| in_flight.contains(&n.name))
+        {
+            n.scale_down_disabled = true;
+        }
+        let node_groups: HashMap<String, String> = inputs
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                snapshot
+                    .group_for_provider_id(&n.provider_id)
+                    .map(|g| (n.name.clone(), g.id.clone()))
+            })
+            .collect();
+        let world = World {
+            nodes: &inputs.nodes,
+            node_groups: &node_groups,
+            pods: &inputs.pods,
+            pdbs: &inputs.pdbs,
+            daemon_pods: &inputs.daemon_pods,
+            groups: &groups,
+        };
+        self.observe("updateClusterState", t);
+
+        if let Some(tiers) = &self.priorities {
+            self.settings.priorities = tiers.read().unwrap_or_else(|p| p.into_inner()).clone();
+        }
+        let t = Instant::now();
+        let decisions = run_once(
+            &world,
+            &self.settings,
+            &mut self.memory,
+            now,
+            &crate::time::MONOTONIC,
+        );
+        self.observe("engine", t);
+        let result = if self.run.dry_run {
+            Ok(())
+        } else {
+            self.act(&decisions, &pods, &nodes, now).await
+        };
+        // The status shows the groups as the loop left them.
+        let groups: Vec<_> = self.cloud.snapshot().groups().cloned().collect();
+        let world = World {
+            groups: &groups,
+            ..world
+        };
+        let status = Status::build(
+            &world,
+            &decisions,
+            &self.memory,
+            &self.settings,
+            now,
+            self.status.as_ref(),
+        );
+        self.report(&decisions, &status, groups.len());
+        if let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) {
+            if let Err(e) = status::write(&self.client, &self.run.namespace, name, &status).await {
+                tracing::warn!(error = %e, "status ConfigMap not written");
+            }
+        }
+        self.status = Some(status);
+        self.observe("main", started);
+        result?;
+        self.health.success(now);
+        if let Some(m) = self.loop_metrics() {
+            m.activity("autoscaling", now);
+        }
+        Ok(decisions)
+    }
+
+    /// Runs loops every `--scan-interval` until `shutdown` completes. With a Lease, loops run only while
+    /// this replica leads; losing the lease ends the run with an error (the process restarts as a
+    /// follower, as upstream's does).
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
+        let (leading_tx, mut leading) = watch::channel(self.run.lease.is_none());
+        let elector = self
+            .run
+            .lease
+            .clone()
+            .map(|s| Arc::new(Elector::new(self.client.clone(), s)));
+        let mut campaign = JoinSet::new();
+        if let Some(e) = elector.clone() {
+            campaign.spawn(async move { e.lead(leading_tx).await });
+        } else {
+            self.health.start(crate::time::unix_now());
+            self.clean_stale_taints().await;
+        }
+        let mut tick = tokio::time::interval(self.run.scan_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut was_leading = *leading.borrow();
+        let outcome = loop {
+            tokio::select! {
+                _ = &mut shutdown => break Ok(()),
+                Some(done) = campaign.join_next() => {
+                    break done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
+                }
+                _ = leading.changed() => {}
+                _ = tick.tick() => {
+                    let is_leading = *leading.borrow();
+                    if is_leading && !was_leading {
+                        self.health.start(crate::time::unix_now());
+                        self.clean_stale_taints().await;
+                    }
+                    was_leading = is_leading;
+                    if !is_leading {
+                        continue;
+                    }
+                    if let Err(e) = self.run_once(crate::time::unix_now()).await {
+                        tracing::warn!(error = %e, "loop failed");
+                    }
+                }
+            }
+        };
+        campaign.abort_all();
+        self.drains.abort_all();
+        if let Some(e) = elector {
+            e.release().await;
+        }
+        outcome
+    }
+}

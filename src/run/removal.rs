@@ -1,0 +1,130 @@
+//! Taking one node down in the background: taint it, evict its pods through their budgets, then delete
+//! its instance; on any failure the taint comes off again and the node gets a ScaleDownFailed event.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
+use kube::api::Api;
+use kube::runtime::events::EventType;
+use kube::Client;
+use tokio::task::JoinSet;
+
+use super::events::{node_ref, pod_ref, Events};
+use crate::cloud::Cloud;
+use crate::error::{Error, Result};
+use crate::k8s::drain::{self, DrainSettings};
+use crate::metrics::{EvictionLabel, LoopMetrics, ReasonLabel};
+
+/// What drains running in the background share with the loop.
+#[derive(Clone)]
+pub(super) struct DrainContext {
+    pub(super) client: Client,
+    pub(super) cloud: Arc<dyn Cloud>,
+    pub(super) events: Events,
+    pub(super) metrics: Option<LoopMetrics>,
+    pub(super) settings: DrainSettings,
+    /// Nodes being drained or deleted: not candidates again until done.
+    pub(super) in_flight: Arc<Mutex<HashSet<String>>>,
+    /// Removals finished since the loop last looked: true for removed, false for failed.
+    pub(super) outcomes: Arc<Mutex<Vec<bool>>>,
+}
+
+/// A node to take down: its group, provider id, and the pods to evict first.
+pub(super) struct Removal {
+    pub(super) node: String,
+    pub(super) uid: Option<String>,
+    pub(super) group: String,
+    pub(super) provider_id: String,
+    pub(super) pods: Vec<Arc<KubePod>>,
+    pub(super) reason: crate::engine::reasons::Removal,
+}
+
+impl DrainContext {
+    pub(super) fn count_eviction(&self, ok: bool) {
+        if let Some(m) = &self.metrics {
+            m.evicted_pods
+                .get_or_create(&EvictionLabel {
+                    eviction_result: if ok { "succeeded" } else { "failed" },
+                })
+                .inc();
+        }
+    }
+
+    /// Taints, evicts, deletes; on any failure the taint is removed and ScaleDownFailed says why.
+    pub(super) async fn remove(self, r: Removal, now: i64) -> Result<()> {
+        let nodes: Api<KubeNode> = Api::all(self.client.clone());
+        let result = async {
+            drain::set_deletion_taint(&nodes, &r.node, true, now).await?;
+            self.events.send(
+                node_ref(&r.node, r.uid.clone()),
+                EventType::Normal,
+                "ScaleDown",
+                format!("marked the node as toBeDeleted/unschedulable: {}", r.reason),
+            );
+            let mut evictions = JoinSet::new();
+            for p in &r.pods {
+                self.events.send(
+                    pod_ref(p),
+                    EventType::Normal,
+                    "ScaleDown",
+                    format!("deleting pod for node scale down (node {})", r.node),
+                );
+                let (client, pod, settings) =
+                    (self.client.clone(), p.clone(), self.settings.clone());
+                evictions.spawn(async move { drain::evict(&client, &pod, &settings).await });
+            }
+            let mut failure = None;
+            while let Some(done) = evictions.join_next().await {
+                let outcome = done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
+                self.count_eviction(outcome.is_ok());
+                if let Err(e) = outcome {
+                    failure.get_or_insert(e);
+                }
+            }
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            self.cloud
+                .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id))
+                .await
+        }
+        .await;
+        match &result {
+            Ok(()) => {
+                tracing::info!(node = %r.node, group = %r.group, reason = %r.reason, "node removed");
+                if let Some(m) = &self.metrics {
+                    let reason = if r.pods.is_empty() {
+                        "empty"
+                    } else {
+                        "underutilized"
+                    };
+                    m.scaled_down_nodes
+                        .get_or_create(&ReasonLabel { reason })
+                        .inc();
+                }
+            }
+            Err(e) => {
+                tracing::warn!(node = %r.node, error = %e, "scale-down failed; untainting");
+                if let Err(u) = drain::set_deletion_taint(&nodes, &r.node, false, now).await {
+                    tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint");
+                }
+                self.events.send(
+                    node_ref(&r.node, r.uid.clone()),
+                    EventType::Warning,
+                    "ScaleDownFailed",
+                    format!("failed to remove the node: {e}"),
+                );
+            }
+        }
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&r.node);
+        self.outcomes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(result.is_ok());
+        result
+    }
+}
