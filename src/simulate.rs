@@ -94,22 +94,22 @@ pub struct LoopReport {
     pub expander: Vec<String>,
 }
 
-/// A cluster and its groups under simulation.
+/// A cluster and its groups under simulation: the groups live in a [`MemoryCloud`] on the simulation's
+/// virtual clock, so every decision goes through the same checks, launch capacity and instance lifecycle
+/// as `serve` and `run` on the memory cloud.
 pub struct Simulation {
     nodes: Vec<Node>,
     node_groups: HashMap<String, String>,
     pods: Vec<Pod>,
     pdbs: Vec<Pdb>,
     daemon_pods: Vec<Pod>,
-    groups: Vec<Arc<NodeGroup>>,
-    launch_left: HashMap<String, Option<i32>>,
-    /// (join time, group, instance provider id) of launched instances without a node yet.
-    joining: Vec<(i64, String, String)>,
+    cloud: MemoryCloud,
+    /// Group ids in the order of the node-groups file (the engine sees them so).
+    order: Vec<String>,
     memory: Memory,
     start: i64,
     now: i64,
     loop_number: u32,
-    next_node: usize,
 }
 
 impl Simulation {
@@ -127,14 +127,14 @@ impl Simulation {
             &objects.daemonsets,
             Err,
         )?;
+        let start = pods
+            .iter()
+            .map(|p| p.meta.created)
+            .chain(nodes.iter().map(|n| n.created))
+            .max()
+            .unwrap_or(0);
         // Templates, bounds, options and prices come from the memory cloud; sizes from the nodes adopted.
-        let mut bare = config.clone();
-        for g in &mut bare.node_groups {
-            g.instances.clear();
-            g.target_size = Some(g.min_size.max(0));
-            g.launch_capacity = None;
-        }
-        let cloud = MemoryCloud::with_prices(&bare, prices)?;
+        let cloud = MemoryCloud::for_simulation(config, prices, start)?;
         let snapshot = cloud.snapshot();
         let mut node_groups = HashMap::new();
         for n in &nodes {
@@ -156,17 +156,15 @@ impl Simulation {
                 node_groups.insert(n.name.clone(), g);
             }
         }
-        let mut groups = Vec::new();
         for gc in &config.node_groups {
-            let mut g = NodeGroup::clone(snapshot.group(&gc.name)?);
             // The group's instances are its nodes, plus listed instances no node has (never registered).
-            g.instances.clear();
+            let mut instances = Vec::new();
             for n in nodes.iter_mut() {
                 if node_groups.get(&n.name) == Some(&gc.name) {
                     if n.provider_id.is_empty() {
                         n.provider_id = format!("sim:///{}/{}", gc.name, n.name);
                     }
-                    g.instances.push(Instance {
+                    instances.push(Instance {
                         id: n.provider_id.clone(),
                         state: InstanceState::Running,
                         error: None,
@@ -178,71 +176,53 @@ impl Simulation {
                     .iter()
                     .any(|n| n.provider_id.ends_with(&format!("/{}", i.id)))
                 {
-                    g.instances.push(Instance {
+                    instances.push(Instance {
                         id: format!("sim:///{}/{}", gc.name, i.id),
                         state: i.state,
                         error: i.error.clone(),
                     });
                 }
             }
-            let known = g.instances.len() as i32;
-            g.target_size = gc.target_size.unwrap_or(known).max(known);
-            groups.push(Arc::new(g));
+            let known = instances.len() as i32;
+            let target = gc.target_size.unwrap_or(known).max(known);
+            cloud.adopt(&gc.name, instances, target)?;
         }
-        let start = pods
-            .iter()
-            .map(|p| p.meta.created)
-            .chain(nodes.iter().map(|n| n.created))
-            .max()
-            .unwrap_or(0);
         Ok(Simulation {
-            launch_left: config
-                .node_groups
-                .iter()
-                .map(|g| (g.name.clone(), g.launch_capacity))
-                .collect(),
             nodes,
             node_groups,
             pods,
             pdbs,
             daemon_pods,
-            groups,
-            joining: Vec::new(),
+            cloud,
+            order: config.node_groups.iter().map(|g| g.name.clone()).collect(),
             memory: Memory::default(),
             start,
             now: start,
             loop_number: 0,
-            next_node: 0,
         })
     }
 
-    fn group_mut(&mut self, id: &str) -> Option<&mut NodeGroup> {
-        self.groups
-            .iter_mut()
-            .find(|g| g.id == id)
-            .map(Arc::make_mut)
+    /// The groups as the cloud holds them now, in the node-groups file's order.
+    fn groups(&self) -> Vec<Arc<NodeGroup>> {
+        let snapshot = self.cloud.snapshot();
+        self.order
+            .iter()
+            .filter_map(|id| snapshot.group(id).ok().cloned())
+            .collect()
     }
 
-    /// Nodes whose join time has come, with the DaemonSet pods that start on them.
+    /// Nodes of the instances that started running, with the DaemonSet pods that start on them.
     fn join_nodes(&mut self) {
         let now = self.now;
-        let (due, later): (Vec<_>, Vec<_>) =
-            self.joining.drain(..).partition(|(at, _, _)| *at <= now);
-        self.joining = later;
-        for (_, group, instance) in due {
-            let Some(g) = self.groups.iter().find(|g| g.id == group).cloned() else {
+        let snapshot = self.cloud.snapshot();
+        for (group, instance) in self.cloud.advance_to(now) {
+            let Ok(g) = snapshot.group(&group) else {
                 continue;
             };
             let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
             let mut node = template_node(&g.template, &name, &group);
             node.created = now;
             node.provider_id = instance.clone();
-            if let Some(i) = self
-                .group_mut(&group)
-                .and_then(|g| g.instances.iter_mut().find(|i| i.id == instance))
-            {
-                i.state = InstanceState::Running;
-            }
             let mut info = NodeInfo::new(node.clone());
             for d in &self.daemon_pods {
                 if fits(d, &[], &info).is_ok() {
@@ -298,15 +278,17 @@ impl Simulation {
     /// Runs one loop and applies its decisions.
     pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
         self.loop_number += 1;
+        self.cloud.set_provision_delay(pacing.provision_delay);
         self.join_nodes();
         self.schedule();
+        let groups = self.groups();
         let world = World {
             nodes: &self.nodes,
             node_groups: &self.node_groups,
             pods: &self.pods,
             pdbs: &self.pdbs,
             daemon_pods: &self.daemon_pods,
-            groups: &self.groups,
+            groups: &groups,
         };
         let now = self.now;
         let d = run_once(
@@ -344,44 +326,45 @@ impl Simulation {
             expander: d.expander.clone(),
         };
         for del in &d.delete_instances {
-            if let Some(g) = self.group_mut(&del.group) {
-                g.instances.retain(|i| i.id != del.instance);
-                g.target_size -= 1;
+            if self
+                .cloud
+                .delete(&del.group, std::slice::from_ref(&del.instance))
+                .is_ok()
+            {
+                report.delete_instances.push(DeleteReport {
+                    group: del.group.clone(),
+                    instance: del.instance.clone(),
+                    reason: del.reason.to_string(),
+                });
             }
-            self.joining.retain(|(_, _, id)| *id != del.instance);
-            report.delete_instances.push(DeleteReport {
-                group: del.group.clone(),
-                instance: del.instance.clone(),
-                reason: del.reason.to_string(),
-            });
         }
         for up in &d.scale_up {
-            let left = self.launch_left.get(&up.group).copied().flatten();
-            let launched = left.map_or(up.delta, |l| up.delta.min(l.max(0)));
-            if let Some(Some(l)) = self.launch_left.get_mut(&up.group) {
-                *l -= launched;
-            }
-            let join_at = now + pacing.provision_delay.as_secs() as i64;
-            for _ in 0..launched {
-                self.next_node += 1;
-                let id = format!("sim:///{}/i-sim-{}", up.group, self.next_node);
-                if let Some(g) = self.group_mut(&up.group) {
-                    g.target_size += 1;
-                    g.instances.push(Instance {
-                        id: id.clone(),
-                        state: InstanceState::Creating,
-                        error: None,
-                    });
+            let unfulfilled = |cloud: &MemoryCloud| {
+                cloud
+                    .snapshot()
+                    .group(&up.group)
+                    .map_or(0, |g| g.placeholder_count() as i32)
+            };
+            let before = unfulfilled(&self.cloud);
+            let launched = match self.cloud.increase(&up.group, up.delta) {
+                Ok(()) => {
+                    // launchCapacity is the AWS group out of capacity (InsufficientInstanceCapacity): the
+                    // capacity not launched is cancelled, as CA does when it sees the error.
+                    let short = unfulfilled(&self.cloud) - before;
+                    if short > 0 {
+                        let group = self.cloud.snapshot().group(&up.group).ok().cloned();
+                        let _ = self.cloud.decrease(&up.group, -short);
+                        if let Some(g) = group {
+                            self.memory.capacity_exhausted(&g, now);
+                        }
+                    }
+                    up.delta - short.max(0)
                 }
-                self.joining.push((join_at, up.group.clone(), id));
-            }
-            if launched < up.delta {
-                // launchCapacity is the AWS group out of capacity (InsufficientInstanceCapacity).
-                match self.groups.iter().find(|g| g.id == up.group).cloned() {
-                    Some(g) => self.memory.capacity_exhausted(&g, now),
-                    None => self.memory.scale_up_failed(&up.group, now),
+                Err(_) => {
+                    self.memory.scale_up_failed(&up.group, now);
+                    0
                 }
-            }
+            };
             report.scale_up.push(ScaleUpReport {
                 group: up.group.clone(),
                 delta: up.delta,
@@ -398,9 +381,8 @@ impl Simulation {
                 .iter()
                 .find(|n| n.name == down.node)
                 .map(|n| n.provider_id.clone());
-            if let Some(g) = self.group_mut(&down.group) {
-                g.target_size -= 1;
-                g.instances.retain(|i| Some(&i.id) != provider_id.as_ref());
+            if let Some(id) = provider_id {
+                let _ = self.cloud.delete(&down.group, &[id]);
             }
             self.nodes.retain(|n| n.name != down.node);
             self.node_groups.remove(&down.node);

@@ -1,7 +1,6 @@
 //! Property tests: the size checks every write goes through, and every decoder of input that comes from
 //! outside (CA's protobuf bytes, quantities, Go durations, the YAML files) on arbitrary input.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
@@ -9,7 +8,7 @@ use ferroscale::cloud::Cloud;
 use ferroscale::error::DomainError as Error;
 use ferroscale::grpc::convert;
 use ferroscale::model::{
-    parse_go_duration, quantity, Instance, InstanceState, NodeGroup, Resources, TemplateNode,
+    parse_go_duration, quantity, Instance, InstanceState, NodeGroup, TemplateNode,
 };
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
@@ -18,7 +17,6 @@ use prost::Message;
 
 fn group(min: i32, max: i32, target: i32, states: &[InstanceState]) -> NodeGroup {
     NodeGroup {
-        id: "g".into(),
         min_size: min,
         max_size: max,
         target_size: target,
@@ -31,17 +29,7 @@ fn group(min: i32, max: i32, target: i32, states: &[InstanceState]) -> NodeGroup
                 error: None,
             })
             .collect(),
-        template: Arc::new(TemplateNode {
-            name: "t".into(),
-            labels: BTreeMap::new(),
-            taints: vec![],
-            capacity: Resources::default(),
-            allocatable: Resources::default(),
-        }),
-        options: None,
-        price_per_hour: None,
-        launch_error: None,
-        provider_id_prefix: "aws:///z/".into(),
+        ..NodeGroup::new("g", TemplateNode::default(), "aws:///z/")
     }
 }
 

@@ -109,26 +109,13 @@ impl Published {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Resources, TemplateNode};
+    use crate::model::TemplateNode;
 
     fn group(id: &str, target: i32) -> NodeGroup {
         NodeGroup {
-            id: id.into(),
-            min_size: 0,
             max_size: 10,
             target_size: target,
-            instances: vec![],
-            template: Arc::new(TemplateNode {
-                name: "t".into(),
-                labels: Default::default(),
-                taints: vec![],
-                capacity: Resources::default(),
-                allocatable: Resources::default(),
-            }),
-            options: None,
-            price_per_hour: None,
-            launch_error: None,
-            provider_id_prefix: "aws:///z/".into(),
+            ..NodeGroup::new(id, TemplateNode::default(), "aws:///z/")
         }
     }
 

@@ -7,9 +7,7 @@ use crate::labels;
 use std::collections::BTreeMap;
 
 use super::types::{AsgInfo, InstanceTypeInfo};
-use crate::model::{
-    parse_go_duration, reserve, AutoscalingOptions, Resources, Taint, TaintEffect, TemplateNode,
-};
+use crate::model::{reserve, AutoscalingOptions, Resources, Taint, TaintEffect, TemplateNode};
 
 const LABEL_TAG: &str = "k8s.io/cluster-autoscaler/node-template/label/";
 const TAINT_TAG: &str = "k8s.io/cluster-autoscaler/node-template/taint/";
@@ -175,33 +173,10 @@ pub fn options_from_tags(asg: &str, tags: &BTreeMap<String, String>) -> Option<A
         let Some(option) = tag.strip_prefix(OPTION_TAG) else {
             continue;
         };
-        let threshold = || {
-            value
-                .parse::<f64>()
-                .ok()
-                .filter(|t| (0.0..=1.0).contains(t))
-        };
-        let duration = || parse_go_duration(value).ok();
-        let ok = match option {
-            "scaledownutilizationthreshold" => {
-                threshold().map(|t| o.scale_down_utilization_threshold = Some(t))
-            }
-            "scaledowngpuutilizationthreshold" => {
-                threshold().map(|t| o.scale_down_gpu_utilization_threshold = Some(t))
-            }
-            "scaledownunneededtime" => duration().map(|d| o.scale_down_unneeded_time = Some(d)),
-            "scaledownunreadytime" => duration().map(|d| o.scale_down_unready_time = Some(d)),
-            "maxnodeprovisiontime" => duration().map(|d| o.max_node_provision_time = Some(d)),
-            "ignoredaemonsetsutilization" => value
-                .parse::<bool>()
-                .ok()
-                .map(|b| o.ignore_daemonsets_utilization = Some(b)),
-            _ => None,
-        };
-        match ok {
-            Some(()) => any = true,
-            None => {
-                tracing::warn!(%asg, %tag, %value, "autoscaling option tag ignored: unknown option or bad value")
+        match o.set(option, value) {
+            Ok(()) => any = true,
+            Err(why) => {
+                tracing::warn!(%asg, %tag, %value, %why, "autoscaling option tag ignored")
             }
         }
     }

@@ -1,0 +1,191 @@
+//! Resources of nodes and pods in exact integer units, taints, and the template of a group's nodes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::quantity;
+use crate::error::{Error, Result};
+use crate::labels;
+
+/// Resources of a node or a pod, in exact integer units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU in millicores.
+    pub cpu_milli: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Pod slots.
+    pub pods: i64,
+    /// Local ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Extended resources (e.g. `nvidia.com/gpu`) in whole units.
+    pub extended: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    /// Parses Kubernetes resource names and quantities; `field` prefixes error messages.
+    pub fn from_quantities<'a>(
+        field: &str,
+        entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self> {
+        let mut r = Resources::default();
+        for (name, text) in entries {
+            r.set(name, text)
+                .map_err(|e| Error::invalid(format!("{field}.{name}"), e.to_string()))?;
+        }
+        Ok(r)
+    }
+
+    /// Sets one resource from its Kubernetes name and quantity text.
+    pub fn set(&mut self, name: &str, text: &str) -> Result<(), quantity::QuantityError> {
+        match name {
+            "cpu" => self.cpu_milli = quantity::parse_cpu_milli(text)?,
+            "memory" => self.memory = quantity::parse_units(text)?,
+            "pods" => self.pods = quantity::parse_units(text)?,
+            "ephemeral-storage" => self.ephemeral_storage = quantity::parse_units(text)?,
+            other => {
+                self.extended
+                    .insert(other.to_string(), quantity::parse_units(text)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Kubernetes resource names and canonical quantity strings; zero-valued core resources are left out.
+    pub fn to_quantities(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let mut put = |name: &str, value: i64, text: String| {
+            if value != 0 {
+                out.insert(name.to_string(), text);
+            }
+        };
+        put(
+            "cpu",
+            self.cpu_milli,
+            quantity::format_cpu_milli(self.cpu_milli),
+        );
+        put("memory", self.memory, quantity::format_bytes(self.memory));
+        put("pods", self.pods, self.pods.to_string());
+        put(
+            "ephemeral-storage",
+            self.ephemeral_storage,
+            quantity::format_bytes(self.ephemeral_storage),
+        );
+        for (name, v) in &self.extended {
+            out.insert(name.clone(), v.to_string());
+        }
+        out
+    }
+
+    /// Number of NVIDIA GPUs.
+    pub fn gpus(&self) -> i64 {
+        self.extended.get(labels::NVIDIA_GPU).copied().unwrap_or(0)
+    }
+
+    /// Adds `other`, resource by resource.
+    pub fn add(&mut self, other: &Resources) {
+        self.cpu_milli += other.cpu_milli;
+        self.memory += other.memory;
+        self.pods += other.pods;
+        self.ephemeral_storage += other.ephemeral_storage;
+        for (k, v) in &other.extended {
+            *self.extended.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Raises each resource to at least `other`'s.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.cpu_milli = self.cpu_milli.max(other.cpu_milli);
+        self.memory = self.memory.max(other.memory);
+        self.pods = self.pods.max(other.pods);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        for (k, v) in &other.extended {
+            let e = self.extended.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+}
+
+/// The request parts of a pod spec, combined as the scheduler does (one rule for every adapter).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestParts {
+    /// Pod-level `spec.resources.requests`, which win over containers when set.
+    pub pod_level: Option<Resources>,
+    pub containers: Vec<Resources>,
+    /// Init containers in order, each with whether it is a sidecar (`restartPolicy: Always`).
+    pub init: Vec<(Resources, bool)>,
+    pub overhead: Resources,
+}
+
+impl RequestParts {
+    /// Effective requests: pod-level resources when set, else the sum of containers and sidecars, at least
+    /// each regular init container plus the sidecars started before it; then the runtime overhead; one
+    /// pod slot.
+    pub fn effective(&self) -> Resources {
+        let mut total = match &self.pod_level {
+            Some(r) => r.clone(),
+            None => {
+                let mut sidecars = Resources::default();
+                let mut init_peak = Resources::default();
+                for (r, sidecar) in &self.init {
+                    if *sidecar {
+                        sidecars.add(r);
+                    } else {
+                        let mut this = sidecars.clone();
+                        this.add(r);
+                        init_peak.max_with(&this);
+                    }
+                }
+                let mut total = sidecars;
+                for c in &self.containers {
+                    total.add(c);
+                }
+                total.max_with(&init_peak);
+                total
+            }
+        };
+        total.add(&self.overhead);
+        total.pods = 1;
+        total
+    }
+}
+
+/// Effect of a taint, as in Kubernetes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// The Kubernetes spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+/// What a new node of a group looks like before it exists: the input of scale-up simulations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplateNode {
+    /// Node name (also its `kubernetes.io/hostname`).
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+}

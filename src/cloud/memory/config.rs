@@ -1,0 +1,290 @@
+//! The memory cloud's YAML (`--memory-config`, and `simulate`'s `--node-groups`): node groups with their
+//! bounds, template, options, price and launch capacity, checked with errors that name the field.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::labels;
+use crate::model::{
+    reserve, AutoscalingOptions, Instance, InstanceError, InstanceState, NodeGroup, Resources,
+    Taint, TemplateNode,
+};
+use crate::pricing::PriceOverrides;
+
+/// The YAML document of `--memory-config`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryConfig {
+    pub node_groups: Vec<GroupConfig>,
+}
+
+/// A scalar in YAML, kept as its text (`cpu: 4` and `cpu: "4"` are the same).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum QuantityText {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+}
+
+impl QuantityText {
+    fn text(&self) -> String {
+        match self {
+            QuantityText::Int(i) => i.to_string(),
+            QuantityText::Float(f) => f.to_string(),
+            QuantityText::Bool(b) => b.to_string(),
+            QuantityText::Text(s) => s.clone(),
+        }
+    }
+}
+
+/// One node group of the in-memory cloud.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GroupConfig {
+    /// The group id.
+    pub name: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    /// Instances are created to match; defaults to the listed instances, else to min size.
+    pub target_size: Option<i32>,
+    /// Node capacity: `cpu` and `memory` are required, `pods` defaults to 110.
+    pub capacity: BTreeMap<String, QuantityText>,
+    /// Optional; each resource not given is capacity minus the reserve in `model::reserve`.
+    #[serde(default)]
+    pub allocatable: BTreeMap<String, QuantityText>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+    pub price_per_hour: Option<f64>,
+    /// Per-group autoscaling options by name (`scaleDownUnneededTime: 5m`), durations in Go syntax.
+    pub options: Option<BTreeMap<String, QuantityText>>,
+    /// How many more instances can be launched; unset means unlimited.
+    pub launch_capacity: Option<i32>,
+    /// Instances that exist at start, beyond those created for `targetSize`.
+    #[serde(default)]
+    pub instances: Vec<InstanceConfig>,
+}
+
+/// An instance present at start, e.g. one still creating or one whose launch failed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstanceConfig {
+    /// Instance id (`i-…`); the provider id is built from the group's prefix.
+    pub id: String,
+    #[serde(default = "running")]
+    pub state: InstanceState,
+    pub error: Option<InstanceError>,
+}
+
+fn running() -> InstanceState {
+    InstanceState::Running
+}
+
+/// Default pod slots when `capacity.pods` is not given: the kubelet's default `--max-pods`.
+pub const DEFAULT_MAX_PODS: i64 = 110;
+
+impl MemoryConfig {
+    /// Reads and validates a config file; errors name the file and the offending field.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::config(format!(
+                "cannot read memory cloud config {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
+    }
+
+    /// Parses YAML text and checks it.
+    pub fn parse(text: &str) -> Result<Self> {
+        let cfg: MemoryConfig =
+            serde_yaml::from_str(text).map_err(|e| Error::config(e.to_string()))?;
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, g) in cfg.node_groups.iter().enumerate() {
+            if !seen.insert(g.name.as_str()) {
+                return Err(Error::config(format!(
+                    "nodeGroups[{i}].name: duplicate node group name {:?}",
+                    g.name
+                )));
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn field(i: usize, g: &GroupConfig, name: &str) -> String {
+    format!("nodeGroups[{i}] ({}).{name}", g.name)
+}
+
+fn bad(i: usize, g: &GroupConfig, name: &str, why: impl std::fmt::Display) -> Error {
+    Error::config(format!("{}: {why}", field(i, g, name)))
+}
+
+fn options(
+    i: usize,
+    g: &GroupConfig,
+    map: &BTreeMap<String, QuantityText>,
+) -> Result<AutoscalingOptions> {
+    let mut o = AutoscalingOptions::default();
+    for (name, value) in map {
+        o.set(name, &value.text())
+            .map_err(|e| bad(i, g, &format!("options.{name}"), e))?;
+    }
+    Ok(o)
+}
+
+/// Group `i` of the config, checked, priced by `overrides`, with the instances it lists; its target
+/// (the instances still to launch are the caller's).
+pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Result<NodeGroup> {
+    if g.name.is_empty() || g.name.contains('/') {
+        return Err(bad(i, g, "name", "must be non-empty and contain no '/'"));
+    }
+    if g.min_size < 0 || g.max_size < g.min_size {
+        return Err(bad(
+            i,
+            g,
+            "maxSize",
+            format!(
+                "need 0 <= minSize <= maxSize, got {}..{}",
+                g.min_size, g.max_size
+            ),
+        ));
+    }
+    let target = g
+        .target_size
+        .unwrap_or_else(|| g.min_size.max(g.instances.len() as i32));
+    if target < g.min_size || target > g.max_size {
+        return Err(bad(
+            i,
+            g,
+            "targetSize",
+            format!(
+                "{target} is outside minSize..maxSize ({}..{})",
+                g.min_size, g.max_size
+            ),
+        ));
+    }
+    if (g.instances.len() as i32) > target {
+        return Err(bad(
+            i,
+            g,
+            "instances",
+            format!("{} listed but targetSize is {target}", g.instances.len()),
+        ));
+    }
+    if let Some(p) = g.price_per_hour.filter(|p| !p.is_finite() || *p < 0.0) {
+        return Err(bad(i, g, "pricePerHour", format!("must be >= 0, got {p}")));
+    }
+    let template = template(i, g)?;
+    let provider_id_prefix = match template.labels.get(labels::ZONE) {
+        Some(zone) => format!("aws:///{zone}/"),
+        None => format!("memory:///{}/", g.name),
+    };
+    let instances = g
+        .instances
+        .iter()
+        .map(|ic| Instance {
+            id: format!("{provider_id_prefix}{}", ic.id),
+            state: ic.state,
+            error: ic.error.clone(),
+        })
+        .collect();
+    let group = NodeGroup {
+        id: g.name.clone(),
+        min_size: g.min_size,
+        max_size: g.max_size,
+        target_size: target,
+        instances,
+        options: g.options.as_ref().map(|o| options(i, g, o)).transpose()?,
+        price_per_hour: overrides.group(
+            &g.name,
+            overrides.on_demand(
+                template
+                    .labels
+                    .get(labels::INSTANCE_TYPE)
+                    .map(String::as_str),
+                g.price_per_hour,
+            ),
+        ),
+        launch_error: None,
+        provider_id_prefix,
+        template: Arc::new(template),
+    };
+    Ok(group)
+}
+
+fn resources(
+    i: usize,
+    g: &GroupConfig,
+    name: &str,
+    map: &BTreeMap<String, QuantityText>,
+) -> Result<Resources> {
+    let mut r = Resources::default();
+    for (k, v) in map {
+        r.set(k, &v.text())
+            .map_err(|e| bad(i, g, &format!("{name}.{k}"), e))?;
+    }
+    Ok(r)
+}
+
+/// Builds the template node of a group: user labels plus the well-known ones, capacity and allocatable.
+fn template(i: usize, g: &GroupConfig) -> Result<TemplateNode> {
+    let mut capacity = resources(i, g, "capacity", &g.capacity)?;
+    for required in ["cpu", "memory"] {
+        if !g.capacity.contains_key(required) {
+            return Err(bad(i, g, &format!("capacity.{required}"), "is required"));
+        }
+    }
+    if capacity.cpu_milli <= 0 || capacity.memory <= 0 {
+        return Err(bad(i, g, "capacity", "cpu and memory must be positive"));
+    }
+    if !g.capacity.contains_key("pods") {
+        capacity.pods = DEFAULT_MAX_PODS;
+    }
+    let mut allocatable = reserve::allocatable_from_capacity(&capacity);
+    for (k, v) in &g.allocatable {
+        allocatable
+            .set(k, &v.text())
+            .map_err(|e| bad(i, g, &format!("allocatable.{k}"), e))?;
+    }
+    let over = |a: i64, c: i64| a > c;
+    if over(allocatable.cpu_milli, capacity.cpu_milli)
+        || over(allocatable.memory, capacity.memory)
+        || over(allocatable.pods, capacity.pods)
+    {
+        return Err(bad(i, g, "allocatable", "must not exceed capacity"));
+    }
+    let name = format!("{}-template", g.name);
+    let mut labels = g.labels.clone();
+    let mut default = |k: &str, v: String| {
+        labels.entry(k.to_string()).or_insert(v);
+    };
+    default(labels::ARCH, "amd64".into());
+    default(labels::OS, "linux".into());
+    default(labels::INSTANCE_TYPE, g.name.clone());
+    if let Some(zone) = g.labels.get(labels::ZONE) {
+        default(labels::REGION, region_of(zone));
+    }
+    labels.insert(labels::HOSTNAME.into(), name.clone());
+    labels.insert(labels::NODE_GROUP.into(), g.name.clone());
+    Ok(TemplateNode {
+        name,
+        labels,
+        taints: g.taints.clone(),
+        capacity,
+        allocatable,
+    })
+}
+
+/// `us-east-1a` → `us-east-1` (an AZ name is its region plus a letter suffix).
+fn region_of(zone: &str) -> String {
+    zone.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .to_string()
+}
