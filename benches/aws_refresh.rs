@@ -2,7 +2,9 @@
 //! 5,000 instances in moto (started here on 127.0.0.1 from `.venv`, as `scripts/test.sh` installs it), read
 //! through the real SDK clients. Prints the figures; `FERROSCALE_BENCH_ASGS` changes the group count.
 
-use std::process::{Command, Stdio};
+#[path = "support/moto.rs"]
+mod moto;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,26 +35,7 @@ async fn main() {
     ] {
         std::env::set_var(k, v);
     }
-    let moto = std::env::var("FERROSCALE_MOTO_SERVER")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/moto_server").into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(&moto)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{moto}: {e} (run scripts/test.sh once to install moto)"));
-    let url = format!("http://127.0.0.1:{port}");
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (mut child, url) = moto::start();
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .endpoint_url(&url)

@@ -11,9 +11,7 @@
 //! Knobs: `FERROSCALE_FLOOD_CLIENTS` (default 4), `FERROSCALE_FLOOD_SECS` (flood phase, default 20).
 //! Run with `cargo bench --bench flood`.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,82 +22,8 @@ use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 
 #[path = "support/best_options_request.rs"]
 mod fixture;
-
-/// The server process, killed when dropped.
-struct Server {
-    child: Child,
-    grpc: SocketAddr,
-    expander: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Removes ANSI colour sequences (the log may be coloured).
-fn plain(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The address after `key=Some(` in the "serving" log line.
-fn address(line: &str, key: &str) -> SocketAddr {
-    let start = line
-        .find(&format!("{key}=Some("))
-        .unwrap_or_else(|| panic!("no {key} address in {line:?}"))
-        + key.len()
-        + 6;
-    let end = start + line[start..].find(')').expect("closing parenthesis");
-    line[start..end].parse().expect("a socket address")
-}
-
-fn start(config: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroscale"))
-        .args(["serve", "--cloud", "memory", "--memory-config"])
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
-        .args(["--expander-listen", "127.0.0.1:0", "--expander", "price"])
-        .env("RUST_LOG", "info,ferroscale::grpc::expander=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the ferroscale binary");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let serving = loop {
-        let line = plain(
-            &lines
-                .next()
-                .expect("the server exited")
-                .expect("read stderr"),
-        );
-        if line.contains(" serving") {
-            break line;
-        }
-    };
-    // Keep reading so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server {
-        grpc: address(&serving, "grpc"),
-        expander: address(&serving, "expander"),
-        child,
-    }
-}
+#[path = "support/served.rs"]
+mod served;
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
@@ -150,7 +74,19 @@ async fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("groups.yaml");
     std::fs::write(&config, fixture::groups_yaml()).expect("write the groups");
-    let server = start(&config);
+    let server = served::start(
+        &[
+            "--cloud",
+            "memory",
+            "--memory-config",
+            config.to_str().expect("a UTF-8 path"),
+            "--expander-listen",
+            "127.0.0.1:0",
+            "--expander",
+            "price",
+        ],
+        "ferroscale::grpc::expander=warn",
+    );
     let request = fixture::request();
     let size = prost::Message::encoded_len(&request);
     println!(
@@ -168,7 +104,7 @@ async fn main() {
     let mut tasks = Vec::new();
     for _ in 0..flooders {
         let (stop, answered, request) = (stop.clone(), answered.clone(), request.clone());
-        let addr = server.expander;
+        let addr = server.expander.expect("the expander listens");
         tasks.push(tokio::spawn(async move {
             let mut c = ExpanderClient::connect(format!("http://{addr}"))
                 .await

@@ -21,10 +21,9 @@
 //! Run with `cargo bench --bench load`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
-use std::net::TcpListener;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,166 +35,13 @@ use tokio::net::TcpStream;
 use tonic::transport::Channel;
 use tonic::Code;
 
-const GROUPS: usize = 100;
-const NODES_PER_GROUP: usize = 50;
-/// Every n-th group has autoscaling options of its own; the others answer GetOptions with UNIMPLEMENTED.
-const OPTIONS_EVERY: usize = 10;
-const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
-const TYPES: [(&str, u32, &str, f64); 4] = [
-    ("m5.xlarge", 4, "16Gi", 0.192),
-    ("c5.2xlarge", 8, "16Gi", 0.34),
-    ("r5.large", 2, "16Gi", 0.126),
-    ("m5.4xlarge", 16, "64Gi", 0.768),
-];
-
-/// The reads of the mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Rpc {
-    ForNode,
-    TargetSize,
-    Nodes,
-    TemplateNodeInfo,
-    GetOptions,
-    Groups,
-}
-
-impl Rpc {
-    /// The RPC's name in the protocol.
-    fn name(self) -> &'static str {
-        match self {
-            ForNode => "NodeGroupForNode",
-            TargetSize => "NodeGroupTargetSize",
-            Nodes => "NodeGroupNodes",
-            TemplateNodeInfo => "NodeGroupTemplateNodeInfo",
-            GetOptions => "NodeGroupGetOptions",
-            Groups => "NodeGroups",
-        }
-    }
-}
-
-use Rpc::*;
-
-/// 20 requests of the mix: 60% NodeGroupForNode, 10% each TargetSize, Nodes and GetOptions, 5% each
-/// TemplateNodeInfo and NodeGroups. A real loop over 5,000 nodes in 100 groups is closer to 95%
-/// NodeGroupForNode, so this mix leans on the heavier per-group calls; the lookup-only round is the other
-/// end.
-const MIX: [Rpc; 20] = [
-    ForNode,
-    ForNode,
-    TargetSize,
-    ForNode,
-    Nodes,
-    ForNode,
-    TemplateNodeInfo,
-    ForNode,
-    GetOptions,
-    ForNode,
-    ForNode,
-    TargetSize,
-    ForNode,
-    Nodes,
-    ForNode,
-    GetOptions,
-    ForNode,
-    ForNode,
-    Groups,
-    ForNode,
-];
-
-const LOOKUP_ONLY: [Rpc; 1] = [ForNode];
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a valid value")),
-        Err(_) => default,
-    }
-}
-
-/// A port that was free a moment ago (bound to 127.0.0.1:0, then released for the server to take).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
-}
-
-/// The memory-cloud config, and the groups that have options of their own.
-fn memory_config() -> (String, BTreeSet<String>) {
-    let mut yaml = String::from("nodeGroups:\n");
-    let mut with_options = BTreeSet::new();
-    for g in 0..GROUPS {
-        let name = format!("group-{g:03}");
-        let (instance_type, cpu, memory, price) = TYPES[g % TYPES.len()];
-        let zone = ZONES[g % ZONES.len()];
-        let _ = write!(
-            yaml,
-            "  - name: {name}\n    minSize: 0\n    maxSize: 200\n    targetSize: {NODES_PER_GROUP}\n    \
-             pricePerHour: {price}\n    capacity: {{cpu: {cpu}, memory: {memory}, pods: 58}}\n    \
-             labels: {{topology.kubernetes.io/zone: {zone}, node.kubernetes.io/instance-type: {instance_type}, \
-             eks.amazonaws.com/nodegroup: {name}, eks.amazonaws.com/capacityType: ON_DEMAND}}\n"
-        );
-        if g % 7 == 3 {
-            yaml.push_str("    taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n");
-        }
-        if g % OPTIONS_EVERY == 0 {
-            yaml.push_str(
-                "    options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m, \
-                 maxNodeProvisionTime: 10m}\n",
-            );
-            with_options.insert(name);
-        }
-    }
-    (yaml, with_options)
-}
-
-/// The server process; killed if the bench panics before shutting it down.
-struct Server {
-    child: Child,
-}
-
-impl Server {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
-    fn status_kib(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .expect("read /proc/<pid>/status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()))
-    }
-
-    /// User plus system CPU time consumed so far.
-    fn cpu_time(&self, ticks_per_second: u64) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .expect("read /proc/<pid>/stat");
-        // Fields after the parenthesised command name start at field 3 (state); utime and stime are 14, 15.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .expect("stat has a command name")
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
+#[path = "support/load_cluster.rs"]
+mod cluster;
+#[path = "support/served.rs"]
+mod served;
+use cluster::Rpc::*;
+use cluster::*;
+use served::Server;
 
 fn clock_ticks_per_second() -> u64 {
     Command::new("getconf")
@@ -527,21 +373,17 @@ async fn main() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let (config, with_options) = write_config(dir.path());
-    let (grpc_port, http_port) = (free_port(), free_port());
     let spawned = Instant::now();
-    let mut server = Server {
-        child: Command::new(env!("CARGO_BIN_EXE_ferroscale"))
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{grpc_port}")])
-            .args(["--http-listen", &format!("127.0.0.1:{http_port}")])
-            .args(["--cloud", "memory", "--memory-config"])
-            .arg(&config)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the ferroscale binary"),
-    };
+    let mut server = served::start(
+        &[
+            "--cloud",
+            "memory",
+            "--memory-config",
+            config.to_str().expect("a UTF-8 path"),
+        ],
+        "ferroscale=warn",
+    );
+    let (grpc_port, http_port) = (server.grpc.port(), server.http.port());
     let ready = wait_ready(&mut server, http_port).await;
     println!(
         "server pid {} ready in {:.0} ms: {ready}; RSS {} KiB",

@@ -80,23 +80,83 @@ fn function_histogram() -> Histogram {
 }
 
 /// The autoscaling loop's metrics (`ferroscale run`), under upstream cluster-autoscaler's names so its
-/// dashboards and alerts apply unchanged.
+/// dashboards and alerts apply unchanged. The loop records through its methods, one per thing that
+/// happened; a recorder that is not registered ([`LoopMetrics::unregistered`]) records nowhere.
 #[derive(Clone)]
 pub struct LoopMetrics {
-    pub function_duration: Family<FunctionLabel, Histogram, fn() -> Histogram>,
-    pub unschedulable_pods: Gauge,
-    pub nodes: Family<StateLabel, Gauge>,
-    pub node_groups: Gauge,
-    pub unneeded_nodes: Gauge,
-    pub scaled_up_nodes: Counter,
-    pub scaled_down_nodes: Family<ReasonLabel, Counter>,
-    pub failed_scale_ups: Family<ReasonLabel, Counter>,
-    pub evicted_pods: Family<EvictionLabel, Counter>,
-    pub errors: Family<ReasonLabel, Counter>,
-    pub last_activity: Family<ActivityLabel, Gauge>,
+    function_duration: Family<FunctionLabel, Histogram, fn() -> Histogram>,
+    unschedulable_pods: Gauge,
+    nodes: Family<StateLabel, Gauge>,
+    node_groups: Gauge,
+    unneeded_nodes: Gauge,
+    scaled_up_nodes: Counter,
+    scaled_down_nodes: Family<ReasonLabel, Counter>,
+    failed_scale_ups: Family<ReasonLabel, Counter>,
+    evicted_pods: Family<EvictionLabel, Counter>,
+    errors: Family<ReasonLabel, Counter>,
+    last_activity: Family<ActivityLabel, Gauge>,
 }
 
 impl LoopMetrics {
+    /// A recorder whose figures go nowhere (a loop run without `Metrics::for_run`).
+    pub fn unregistered() -> Self {
+        LoopMetrics::register(&mut Registry::default())
+    }
+
+    /// `count` nodes were asked for.
+    pub fn scaled_up(&self, count: u64, unix: i64) {
+        self.scaled_up_nodes.inc_by(count);
+        self.activity("scaleUp", unix);
+    }
+
+    /// A scale-up failed (`cloudProviderError`, ...).
+    pub fn scale_up_failed(&self, reason: &'static str) {
+        self.failed_scale_ups
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// A node was removed (`empty`, `underutilized`, `unregistered`).
+    pub fn scaled_down(&self, reason: &'static str) {
+        self.scaled_down_nodes
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// A pod eviction for a scale-down ended.
+    pub fn evicted(&self, succeeded: bool) {
+        self.evicted_pods
+            .get_or_create(&EvictionLabel {
+                eviction_result: if succeeded { "succeeded" } else { "failed" },
+            })
+            .inc();
+    }
+
+    /// A loop failed (`cloudProviderError`, ...).
+    pub fn error(&self, kind: &'static str) {
+        self.errors
+            .get_or_create(&ReasonLabel { reason: kind })
+            .inc();
+    }
+
+    /// What one loop saw: pods no node takes, nodes unneeded, groups, and nodes by state.
+    pub fn cluster(
+        &self,
+        unschedulable: usize,
+        unneeded: usize,
+        groups: usize,
+        nodes: &[(&'static str, usize)],
+    ) {
+        self.unschedulable_pods.set(unschedulable as i64);
+        self.unneeded_nodes.set(unneeded as i64);
+        self.node_groups.set(groups as i64);
+        for &(state, n) in nodes {
+            self.nodes
+                .get_or_create(&StateLabel { state })
+                .set(n as i64);
+        }
+    }
+
     fn register(registry: &mut Registry) -> Self {
         let m = LoopMetrics {
             function_duration: Family::new_with_constructor(function_histogram),

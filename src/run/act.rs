@@ -15,7 +15,6 @@ use super::{Runner, NOT_TRIGGERED_REPEAT};
 use crate::engine::Decisions;
 use crate::error::Result;
 use crate::k8s::drain;
-use crate::metrics::ReasonLabel;
 
 impl Runner {
     /// Carries the decisions out. Failures are logged, recorded and returned after everything else was
@@ -66,10 +65,7 @@ impl Runner {
                 .map(|g| (g.target_size, g.max_size));
             match self.cloud.increase_size(&s.group, s.delta).await {
                 Ok(()) => {
-                    if let Some(m) = self.loop_metrics() {
-                        m.scaled_up_nodes.inc_by(s.delta as u64);
-                        m.activity("scaleUp", now);
-                    }
+                    self.record.scaled_up(s.delta as u64, now);
                     let (from, max) = before.unwrap_or((0, 0));
                     let note = format!(
                         "pod triggered scale-up: [{{{} {}->{} (max: {})}}]",
@@ -90,13 +86,7 @@ impl Runner {
                 Err(e) => {
                     tracing::warn!(group = %s.group, delta = s.delta, error = %e, "scale-up failed; backing the group off");
                     self.memory.scale_up_failed(&s.group, now);
-                    if let Some(m) = self.loop_metrics() {
-                        m.failed_scale_ups
-                            .get_or_create(&ReasonLabel {
-                                reason: "cloudProviderError",
-                            })
-                            .inc();
-                    }
+                    self.record.scale_up_failed("cloudProviderError");
                     first_error.get_or_insert(e);
                 }
             }
@@ -132,7 +122,7 @@ impl Runner {
             client: self.client.clone(),
             cloud: self.cloud.clone(),
             events: self.events.clone(),
-            metrics: self.loop_metrics().cloned(),
+            record: self.record.clone(),
             settings: self.run.drain.clone(),
             in_flight: self.in_flight.clone(),
             outcomes: self.outcomes.clone(),
@@ -163,9 +153,7 @@ impl Runner {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(s.node.clone());
-            if let Some(m) = self.loop_metrics() {
-                m.activity("scaleDown", now);
-            }
+            self.record.activity("scaleDown", now);
             if removal.pods.is_empty() {
                 if let Err(e) = ctx.clone().remove(removal, now).await {
                     first_error.get_or_insert(e);

@@ -33,7 +33,7 @@ use crate::k8s::lease::{Elector, LeaseSettings};
 use crate::k8s::objects::Inputs;
 use crate::k8s::status::{self, Status};
 use crate::k8s::watch::Watches;
-use crate::metrics::{LoopMetrics, Metrics, ReasonLabel};
+use crate::metrics::{LoopMetrics, Metrics};
 
 use events::Events;
 
@@ -73,7 +73,8 @@ pub struct Runner {
     memory: Memory,
     status: Option<Status>,
     events: Events,
-    metrics: Arc<Metrics>,
+    /// The loop's metrics.
+    record: LoopMetrics,
     health: Arc<Health>,
     drains: JoinSet<Result<()>>,
     in_flight: Arc<Mutex<HashSet<String>>>,
@@ -108,7 +109,10 @@ impl Runner {
             memory: Memory::default(),
             status: None,
             events,
-            metrics,
+            record: metrics
+                .autoscaler
+                .clone()
+                .unwrap_or_else(LoopMetrics::unregistered),
             health,
             drains: JoinSet::new(),
             in_flight: Arc::default(),
@@ -125,14 +129,8 @@ impl Runner {
         self
     }
 
-    fn loop_metrics(&self) -> Option<&LoopMetrics> {
-        self.metrics.autoscaler.as_ref()
-    }
-
     fn observe(&self, function: &'static str, since: Instant) {
-        if let Some(m) = self.loop_metrics() {
-            m.observe(function, since.elapsed());
-        }
+        self.record.observe(function, since.elapsed());
     }
 
     /// The last status written (or computed, in dry-run).
@@ -154,9 +152,7 @@ impl Runner {
     pub async fn run_once(&mut self, now: i64) -> Result<Decisions> {
         let started = Instant::now();
         self.health.activity(now);
-        if let Some(m) = self.loop_metrics() {
-            m.activity("main", now);
-        }
+        self.record.activity("main", now);
         // Removals that finished since the last loop start the scale-down delays.
         for removed in std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|p| p.into_inner()))
         {
@@ -167,15 +163,10 @@ impl Runner {
             }
         }
         let t = Instant::now();
-        self.cloud.refresh().await.inspect_err(|_| {
-            if let Some(m) = self.loop_metrics() {
-                m.errors
-                    .get_or_create(&ReasonLabel {
-                        reason: "cloudProviderError",
-                    })
-                    .inc();
-            }
-        })?;
+        self.cloud
+            .refresh()
+            .await
+            .inspect_err(|_| self.record.error("cloudProviderError"))?;
         self.observe("cloudProviderRefresh", t);
 
         let t = Instant::now();
@@ -265,9 +256,7 @@ impl Runner {
         self.observe("main", started);
         result?;
         self.health.success(now);
-        if let Some(m) = self.loop_metrics() {
-            m.activity("autoscaling", now);
-        }
+        self.record.activity("autoscaling", now);
         Ok(decisions)
     }
 

@@ -14,7 +14,7 @@ use super::events::{node_ref, pod_ref, Events};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::k8s::drain::{self, DrainSettings};
-use crate::metrics::{EvictionLabel, LoopMetrics, ReasonLabel};
+use crate::metrics::LoopMetrics;
 
 /// What drains running in the background share with the loop.
 #[derive(Clone)]
@@ -22,7 +22,7 @@ pub(super) struct DrainContext {
     pub(super) client: Client,
     pub(super) cloud: Arc<dyn Cloud>,
     pub(super) events: Events,
-    pub(super) metrics: Option<LoopMetrics>,
+    pub(super) record: LoopMetrics,
     pub(super) settings: DrainSettings,
     /// Nodes being drained or deleted: not candidates again until done.
     pub(super) in_flight: Arc<Mutex<HashSet<String>>>,
@@ -41,16 +41,6 @@ pub(super) struct Removal {
 }
 
 impl DrainContext {
-    pub(super) fn count_eviction(&self, ok: bool) {
-        if let Some(m) = &self.metrics {
-            m.evicted_pods
-                .get_or_create(&EvictionLabel {
-                    eviction_result: if ok { "succeeded" } else { "failed" },
-                })
-                .inc();
-        }
-    }
-
     /// Taints, evicts, deletes; on any failure the taint is removed and ScaleDownFailed says why.
     pub(super) async fn remove(self, r: Removal, now: i64) -> Result<()> {
         let nodes: Api<KubeNode> = Api::all(self.client.clone());
@@ -77,7 +67,7 @@ impl DrainContext {
             let mut failure = None;
             while let Some(done) = evictions.join_next().await {
                 let outcome = done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
-                self.count_eviction(outcome.is_ok());
+                self.record.evicted(outcome.is_ok());
                 if let Err(e) = outcome {
                     failure.get_or_insert(e);
                 }
@@ -93,16 +83,11 @@ impl DrainContext {
         match &result {
             Ok(()) => {
                 tracing::info!(node = %r.node, group = %r.group, reason = %r.reason, "node removed");
-                if let Some(m) = &self.metrics {
-                    let reason = if r.pods.is_empty() {
-                        "empty"
-                    } else {
-                        "underutilized"
-                    };
-                    m.scaled_down_nodes
-                        .get_or_create(&ReasonLabel { reason })
-                        .inc();
-                }
+                self.record.scaled_down(if r.pods.is_empty() {
+                    "empty"
+                } else {
+                    "underutilized"
+                });
             }
             Err(e) => {
                 tracing::warn!(node = %r.node, error = %e, "scale-down failed; untainting");

@@ -3,7 +3,6 @@
 use super::Runner;
 use crate::engine::Decisions;
 use crate::k8s::status::Status;
-use crate::metrics::StateLabel;
 
 impl Runner {
     /// Logs the decisions and sets the gauges.
@@ -21,23 +20,26 @@ impl Runner {
         for line in &d.expander {
             tracing::debug!("{line}");
         }
-        let Some(m) = self.loop_metrics() else {
-            return;
-        };
-        m.unschedulable_pods.set(d.unschedulable().count() as i64);
-        m.unneeded_nodes
-            .set(self.memory.unneeded_since.len() as i64);
-        m.node_groups.set(groups as i64);
-        if let Some(c) = &status.cluster_wide.health.node_counts {
-            for (state, n) in [
-                ("ready", c.registered.ready),
-                ("unready", c.registered.unready.total),
-                ("notStarted", c.registered.not_started),
-                ("unregistered", c.unregistered),
-                ("longUnregistered", c.long_unregistered),
-            ] {
-                m.nodes.get_or_create(&StateLabel { state }).set(n as i64);
-            }
-        }
+        let nodes = status
+            .cluster_wide
+            .health
+            .node_counts
+            .as_ref()
+            .map(|c| {
+                vec![
+                    ("ready", c.registered.ready),
+                    ("unready", c.registered.unready.total),
+                    ("notStarted", c.registered.not_started),
+                    ("unregistered", c.unregistered),
+                    ("longUnregistered", c.long_unregistered),
+                ]
+            })
+            .unwrap_or_default();
+        self.record.cluster(
+            d.unschedulable().count(),
+            self.memory.unneeded_since.len(),
+            groups,
+            &nodes,
+        );
     }
 }

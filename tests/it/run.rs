@@ -16,11 +16,9 @@ use ferroscale::run::{Health, RunSettings, Runner};
 use ferroscale::time::unix_now as now;
 use serde_json::{json, Value};
 
-use crate::common::http_get;
-use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
-use crate::process::Served;
+use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, NODES, PDBS, PODS};
 
-const GROUPS: &str = r#"
+pub(crate) const GROUPS: &str = r#"
 nodeGroups:
   - {name: small, minSize: 0, maxSize: 5, targetSize: 1, instances: [{id: i-a}],
      capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096}
@@ -28,7 +26,7 @@ nodeGroups:
      capacity: {cpu: 8, memory: 32Gi, pods: 50}, pricePerHour: 0.384}
 "#;
 
-const POOL: &str = r#"
+pub(crate) const POOL: &str = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 5, targetSize: 2, instances: [{id: i-a}, {id: i-b}],
      capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
@@ -63,7 +61,7 @@ pub fn pod(name: &str, cpu: &str, node: Option<&str>, app: &str) -> Value {
     })
 }
 
-fn run_settings() -> RunSettings {
+pub(crate) fn run_settings() -> RunSettings {
     RunSettings {
         scan_interval: Duration::from_secs(1),
         dry_run: false,
@@ -81,7 +79,7 @@ fn run_settings() -> RunSettings {
 }
 
 /// Scale-down with no waiting, for tests.
-fn eager() -> Settings {
+pub(crate) fn eager() -> Settings {
     let mut s = Settings {
         scale_down_delay_after_add: Duration::ZERO,
         ..ferroscale::cli::flags::default_engine()
@@ -90,17 +88,22 @@ fn eager() -> Settings {
     s
 }
 
-struct Harness {
-    api: KubeApi,
-    cloud: Arc<MemoryCloud>,
-    watches: Watches,
-    metrics: Arc<Metrics>,
-    runner: Runner,
+pub(crate) struct Harness {
+    pub(crate) api: KubeApi,
+    pub(crate) cloud: Arc<MemoryCloud>,
+    pub(crate) watches: Watches,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) runner: Runner,
 }
 
 impl Harness {
     /// A runner on `groups` against `api`, its watches synced with what `api` holds now.
-    async fn new(api: KubeApi, groups: &str, settings: Settings, run: RunSettings) -> Harness {
+    pub(crate) async fn new(
+        api: KubeApi,
+        groups: &str,
+        settings: Settings,
+        run: RunSettings,
+    ) -> Harness {
         let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(groups).unwrap()).unwrap());
         let client = api.client();
         let watches = Watches::start(&client);
@@ -128,11 +131,11 @@ impl Harness {
         }
     }
 
-    fn group(&self, id: &str) -> Arc<ferroscale::model::NodeGroup> {
+    pub(crate) fn group(&self, id: &str) -> Arc<ferroscale::model::NodeGroup> {
         self.cloud.snapshot().group(id).unwrap().clone()
     }
 
-    fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let cm = self
             .api
             .get(CONFIGMAPS, "kube-system", "cluster-autoscaler-status")
@@ -145,7 +148,7 @@ impl Harness {
     }
 
     /// Waits until the watches have seen `n` nodes and `p` pods.
-    async fn synced(&self, n: usize, p: usize) {
+    pub(crate) async fn synced(&self, n: usize, p: usize) {
         for _ in 0..200 {
             if self.watches.nodes.state().len() == n && self.watches.pods.state().len() == p {
                 return;
@@ -156,7 +159,10 @@ impl Harness {
     }
 }
 
-fn group_status<'a>(s: &'a Status, name: &str) -> &'a ferroscale::k8s::status::NodeGroupStatus {
+pub(crate) fn group_status<'a>(
+    s: &'a Status,
+    name: &str,
+) -> &'a ferroscale::k8s::status::NodeGroupStatus {
     s.node_groups.iter().find(|g| g.name == name).unwrap()
 }
 
@@ -260,7 +266,7 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
 
 /// Pool of two nodes: `pool-a` half used (kept), `pool-b` with two small web pods under a budget that
 /// allows one disruption.
-async fn pool(api: &KubeApi, allowed: i64) {
+pub(crate) async fn pool(api: &KubeApi, allowed: i64) {
     api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
     api.put(PODS, pod("anchor", "2", Some("pool-a"), "anchor"));
@@ -274,7 +280,7 @@ async fn pool(api: &KubeApi, allowed: i64) {
     );
 }
 
-fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
+pub(crate) fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
     api.get(NODES, "", node).unwrap()["spec"]["taints"]
         .as_array()
         .is_some_and(|ts| {
@@ -283,7 +289,7 @@ fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
         })
 }
 
-fn evictions(api: &KubeApi) -> usize {
+pub(crate) fn evictions(api: &KubeApi) -> usize {
     api.requests()
         .iter()
         .filter(|r| r.starts_with("POST") && r.contains("/eviction"))
@@ -441,158 +447,4 @@ async fn dry_run_decides_but_writes_nothing() {
         h.runner.status().unwrap().cluster_wide.scale_up.status,
         "InProgress"
     );
-}
-
-// Two workers: the API server keeps answering while a worker blocks waiting for the child to exit.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_leads_scales_and_reports() {
-    let api = KubeApi::start().await;
-    api.put(NODES, node("small-a", "memory:///small/i-a", "2", "8Gi"));
-    api.put(PODS, pod("needs-big", "3", None, "a"));
-    let dir = tempfile::tempdir().unwrap();
-    let groups = dir.path().join("groups.yaml");
-    std::fs::write(&groups, GROUPS).unwrap();
-    let kubeconfig = api.kubeconfig(dir.path());
-    let mut served = Served::spawn(
-        &[
-            "run",
-            "--cloud",
-            "memory",
-            "--scan-interval",
-            "500ms",
-            "--leader-elect-lease-duration",
-            "3s",
-            "--leader-elect-renew-deadline",
-            "2s",
-            "--leader-elect-retry-period",
-            "200ms",
-            "--memory-config",
-            groups.to_str().unwrap(),
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--address",
-            "127.0.0.1:0",
-        ],
-        &[],
-    )
-    .await;
-    let http = served.http;
-    api.wait_for("the Lease", |a| {
-        a.get(LEASES, "kube-system", "cluster-autoscaler")
-            .is_some_and(|l| l["spec"]["holderIdentity"].is_string())
-    })
-    .await;
-    api.wait_for("TriggeredScaleUp", |a| {
-        !a.events("TriggeredScaleUp").is_empty()
-    })
-    .await;
-    api.wait_for("the status ConfigMap", |a| {
-        a.get(CONFIGMAPS, "kube-system", "cluster-autoscaler-status")
-            .is_some()
-    })
-    .await;
-    let (code, metrics) = http_get(http, "/metrics").await;
-    assert_eq!(code, 200);
-    assert!(
-        metrics.contains("cluster_autoscaler_scaled_up_nodes_total 1"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("cluster_autoscaler_function_duration_seconds_bucket{"),
-        "{metrics}"
-    );
-    let (code, body) = http_get(http, "/health-check").await;
-    assert_eq!((code, body.as_str()), (200, "OK\n"));
-    assert!(served.terminate().success());
-    // Leaving gives the Lease up, so a follower need not wait for it to expire.
-    let lease = api
-        .get(LEASES, "kube-system", "cluster-autoscaler")
-        .unwrap();
-    assert!(lease["spec"]["holderIdentity"].is_null(), "{lease}");
-    assert_permitted(&api);
-}
-
-#[tokio::test]
-async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
-    let api = KubeApi::start().await;
-    let mut n = node("busy", "memory:///pool/i-a", "4", "16Gi");
-    n["spec"]["taints"] = json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]);
-    api.put(NODES, n);
-    // The node controller taints the node between our read and our patch: a patch computed from the
-    // stale taint list would drop its taint.
-    let unreachable = json!({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"});
-    let dedicated = json!({"key": "dedicated", "value": "db", "effect": "NoSchedule"});
-    api.interfere_before_next_patch(
-        NODES,
-        "",
-        "busy",
-        json!({"metadata": {"labels": {"kubelet-was-here": "true"}},
-               "spec": {"taints": [dedicated.clone(), unreachable.clone()]}}),
-    );
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(api.client());
-    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", true, 1_700_000_000)
-        .await
-        .unwrap();
-    let got = api.get(NODES, "", "busy").unwrap();
-    assert_eq!(
-        got["metadata"]["labels"]["kubelet-was-here"], "true",
-        "the other write survives"
-    );
-    let taints: Vec<&str> = got["spec"]["taints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["key"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        taints,
-        [
-            "dedicated",
-            "node.kubernetes.io/unreachable",
-            "ToBeDeletedByClusterAutoscaler"
-        ]
-    );
-    assert_eq!(
-        got["spec"]["taints"][2]["value"], "1700000000",
-        "upstream's value: the Unix time of marking"
-    );
-    let patches = api
-        .requests()
-        .iter()
-        .filter(|r| r.starts_with("PATCH /api/v1/nodes/busy"))
-        .count();
-    assert_eq!(
-        patches, 2,
-        "the first patch conflicted and was computed again"
-    );
-    // Untainting keeps the other taints.
-    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", false, 0)
-        .await
-        .unwrap();
-    let got = api.get(NODES, "", "busy").unwrap();
-    assert_eq!(got["spec"]["taints"], json!([dedicated, unreachable]));
-    assert_permitted(&api);
-}
-
-#[tokio::test]
-async fn a_new_leader_removes_deletion_taints_left_behind() {
-    let api = KubeApi::start().await;
-    let mut n = node("small-a", "memory:///small/i-a", "2", "8Gi");
-    n["spec"]["taints"] = json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
-                                  "effect": "NoSchedule"}]);
-    api.put(NODES, n);
-    let h = Harness::new(
-        api,
-        GROUPS,
-        ferroscale::cli::flags::default_engine(),
-        run_settings(),
-    )
-    .await;
-    let api = h.api.clone();
-    h.runner
-        .run(tokio::time::sleep(Duration::from_millis(300)))
-        .await
-        .unwrap();
-    assert!(!has_deletion_taint(&api, "small-a"));
-    assert_permitted(&api);
 }

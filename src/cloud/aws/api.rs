@@ -17,6 +17,10 @@ use super::types::{AsgInfo, AsgInstance, Distribution, InstanceTypeInfo, LaunchF
 use crate::error::Result;
 use crate::metrics::{AwsLabels, Metrics};
 
+/// The Pricing API's region: it answers only in a few regions, us-east-1 among them, for every region's
+/// prices.
+pub const PRICING_REGION: &str = "us-east-1";
+
 /// Maximum names per DescribeAutoScalingGroups call.
 const ASG_NAMES_PER_CALL: usize = 100;
 /// Maximum names per DescribeLaunchConfigurations call.
@@ -29,7 +33,7 @@ const INSTANCE_TYPES_PER_CALL: usize = 100;
 pub struct Api {
     pub asg: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
-    /// The Pricing API, always in [`super::prices::PRICING_REGION`].
+    /// The Pricing API, always in [`PRICING_REGION`].
     pub pricing: aws_sdk_pricing::Client,
     metrics: Arc<Metrics>,
     calls: Arc<AtomicU64>,
@@ -69,7 +73,7 @@ impl Api {
     ) -> Self {
         // Prices are read off CA's path: a slow Pricing API may take longer than the Auto Scaling calls.
         let mut pricing = aws_sdk_pricing::config::Builder::from(config)
-            .region(aws_config::Region::new(super::prices::PRICING_REGION))
+            .region(aws_config::Region::new(PRICING_REGION))
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .operation_timeout(super::ttl::PRICE_OPERATION_TIMEOUT)

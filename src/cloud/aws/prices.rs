@@ -16,10 +16,6 @@ const PRICE_CALLS_IN_FLIGHT: usize = 4;
 /// Types per DescribeSpotPriceHistory call, so the answer stays a few pages.
 const SPOT_TYPES_PER_CALL: usize = 50;
 
-/// The Pricing API's region: it answers only in a few regions, us-east-1 among them, for every region's
-/// prices.
-pub const PRICING_REGION: &str = "us-east-1";
-
 /// The lowest positive on-demand USD hourly price in one PriceList document
 /// (`terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD`, unit `Hrs`).
 pub fn on_demand_price(price_list_item: &str) -> Result<Option<f64>> {

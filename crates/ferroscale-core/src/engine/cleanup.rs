@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::autoscaler::Ctx;
+use super::context::Ctx;
 use super::decisions::{Decisions, DeleteInstance};
 use super::memory::Memory;
 use super::reasons::InstanceFault;

@@ -5,6 +5,7 @@
 
 pub mod autoscaler;
 mod cleanup;
+mod context;
 pub mod decisions;
 mod equivalence;
 pub mod estimator;
@@ -16,7 +17,8 @@ mod scale_down;
 mod scale_up;
 pub mod settings;
 
-pub use autoscaler::{run_once, template_node, World};
+pub use autoscaler::run_once;
+pub use context::{template_node, World};
 pub use decisions::{Decisions, DeleteInstance, ScaleDown, ScaleUp};
 pub use memory::Memory;
 pub use settings::Settings;

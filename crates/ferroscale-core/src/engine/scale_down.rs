@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::autoscaler::Ctx;
+use super::context::Ctx;
 use super::decisions::{Decisions, ScaleDown};
 use super::memory::Memory;
 use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::autoscaler::{new_node, Ctx};
+use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};

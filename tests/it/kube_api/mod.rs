@@ -50,120 +50,11 @@ pub const DAEMONSETS: &str = "/apis/apps/v1/daemonsets";
 pub const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
 pub const EVENTS: &str = "/apis/events.k8s.io/v1/events";
 
-fn kind_of(collection: &str) -> &'static str {
-    match collection {
-        PODS => "Pod",
-        NODES => "Node",
-        CONFIGMAPS => "ConfigMap",
-        PDBS => "PodDisruptionBudget",
-        DAEMONSETS => "DaemonSet",
-        LEASES => "Lease",
-        EVENTS => "Event",
-        _ => "Unknown",
-    }
-}
+mod rbac;
+mod wire;
 
-fn api_version_of(collection: &str) -> String {
-    let rest = collection
-        .strip_prefix("/apis/")
-        .or_else(|| collection.strip_prefix("/api/"))
-        .unwrap_or(collection);
-    let mut parts: Vec<&str> = rest.split('/').collect();
-    parts.pop();
-    parts.join("/")
-}
-
-fn status(code: u16, reason: &str, message: String) -> Response {
-    let body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": if code < 300 { "Success" } else { "Failure" },
-        "message": message, "reason": reason, "code": code,
-    });
-    Response::builder()
-        .status(code)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap()
-}
-
-fn json_response(code: u16, v: &Value) -> Response {
-    Response::builder()
-        .status(code)
-        .header("content-type", "application/json")
-        .body(Body::from(v.to_string()))
-        .unwrap()
-}
-
-/// RFC 7386 JSON merge patch.
-fn merge(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(p) => {
-            if !target.is_object() {
-                *target = json!({});
-            }
-            let t = target.as_object_mut().unwrap();
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
-
-/// The parts of a request path: collection, namespace, name, subresource.
-struct Target {
-    collection: String,
-    namespace: String,
-    name: Option<String>,
-    sub: Option<String>,
-}
-
-fn parse_path(path: &str) -> Option<Target> {
-    let (prefix, rest) = if let Some(r) = path.strip_prefix("/api/v1/") {
-        ("/api/v1".to_string(), r)
-    } else {
-        let r = path.strip_prefix("/apis/")?;
-        let mut it = r.splitn(3, '/');
-        let (g, v, rest) = (it.next()?, it.next()?, it.next()?);
-        (format!("/apis/{g}/{v}"), rest)
-    };
-    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    let (namespace, parts) = match parts.as_slice() {
-        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (ns.to_string(), rest.to_vec()),
-        _ => (String::new(), parts),
-    };
-    Some(Target {
-        collection: format!("{prefix}/{}", parts.first()?),
-        namespace,
-        name: parts.get(1).map(|s| s.to_string()),
-        sub: parts.get(2).map(|s| s.to_string()),
-    })
-}
-
-fn query(uri: &Uri) -> BTreeMap<String, String> {
-    uri.query()
-        .unwrap_or("")
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn selects(pdb: &Value, pod: &Value) -> bool {
-    let Some(want) = pdb
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-    else {
-        return false;
-    };
-    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
-    want.iter()
-        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-}
+pub use rbac::assert_permitted;
+use wire::*;
 
 impl Store {
     fn record(&mut self, collection: &str, namespace: &str, kind: &'static str, obj: Value) {
@@ -552,44 +443,5 @@ impl KubeApi {
         };
         let _ = self.changes.send(change);
         status(201, "", "evicted".into())
-    }
-}
-
-/// (API group, resource, verb) of a recorded request, as RBAC names it.
-pub fn permission_of(request: &str) -> (String, String, String) {
-    let (method, uri) = request.split_once(' ').unwrap();
-    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
-    let t = parse_path(path).unwrap();
-    let group = t
-        .collection
-        .strip_prefix("/apis/")
-        .map(|r| r.split('/').next().unwrap().to_string())
-        .unwrap_or_default();
-    let resource = t.collection.rsplit('/').next().unwrap().to_string();
-    let resource = match &t.sub {
-        Some(sub) => format!("{resource}/{sub}"),
-        None => resource,
-    };
-    let verb = match (method, t.name.is_some()) {
-        ("GET", true) => "get",
-        ("GET", false) if query.contains("watch=true") => "watch",
-        ("GET", false) => "list",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", _) => "delete",
-        _ => "unknown",
-    };
-    (group, resource, verb.to_string())
-}
-
-/// Asserts every request made is one `ferroscale::k8s::PERMISSIONS` lists (so the chart's RBAC covers it).
-pub fn assert_permitted(api: &KubeApi) {
-    for r in api.requests() {
-        let (g, res, verb) = permission_of(&r);
-        assert!(
-            ferroscale::k8s::PERMISSIONS.contains(&(g.as_str(), res.as_str(), verb.as_str())),
-            "{r} needs ({g:?}, {res}, {verb}), which k8s::PERMISSIONS (and the chart's RBAC) lacks"
-        );
     }
 }
