@@ -13,22 +13,6 @@ use crate::aws_proxy::FaultProxy;
 use crate::common::TestServer;
 use crate::moto::{Moto, DISCOVERY};
 
-async fn cloud_via(moto: &Moto, proxy: &FaultProxy, interval: Duration) -> Arc<AwsCloud> {
-    cloud_with_metrics(moto, proxy, interval, Default::default()).await
-}
-
-async fn cloud_with_metrics(
-    moto: &Moto,
-    proxy: &FaultProxy,
-    interval: Duration,
-    metrics: Arc<Metrics>,
-) -> Arc<AwsCloud> {
-    let mut settings = moto.settings(&[DISCOVERY], &[]);
-    settings.endpoint_url = Some(proxy.url.clone());
-    settings.refresh_interval = interval;
-    AwsCloud::connect(settings, metrics).await.unwrap()
-}
-
 fn now() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -49,7 +33,9 @@ async fn unfulfilled_capacity_becomes_placeholders_with_the_launch_error() {
         );
         f.failed_activity_start = now() - 60;
     });
-    let cloud = cloud_via(&moto, &proxy, Duration::ZERO).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, Default::default())
+        .await;
     let s = TestServer::start_with(cloud.clone()).await;
     let instances = s.instances("gpu").await;
     let ids: Vec<&str> = instances.iter().map(|i| i.id.as_str()).collect();
@@ -118,7 +104,9 @@ async fn aws_down_keeps_serving_the_last_snapshot_and_recovers() {
     moto.group("workers", "m5.large", 0, 10, 2, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
     let metrics = Arc::new(Metrics::default());
-    let cloud = cloud_with_metrics(&moto, &proxy, Duration::ZERO, metrics.clone()).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, metrics.clone())
+        .await;
     let s = TestServer::start_with_metrics(cloud.clone(), metrics).await;
     let mut c = s.client.clone();
 
@@ -172,7 +160,9 @@ async fn throttling_fails_the_refresh_not_the_reads() {
     let moto = Moto::start().await;
     moto.group("workers", "m5.large", 0, 10, 1, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
-    let cloud = cloud_via(&moto, &proxy, Duration::ZERO).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, Default::default())
+        .await;
     proxy.set(|f| f.throttle = 1);
     let e = cloud.refresh().await.unwrap_err();
     assert!(e.to_string().contains("Throttling"), "{e}");

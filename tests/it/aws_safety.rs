@@ -15,28 +15,6 @@ use crate::aws_proxy::{Failure, FaultProxy};
 use crate::common::{node, TestServer};
 use crate::moto::{Moto, DISCOVERY};
 
-async fn aws_desired(moto: &Moto, name: &str) -> i32 {
-    moto.asg
-        .describe_auto_scaling_groups()
-        .auto_scaling_group_names(name)
-        .send()
-        .await
-        .unwrap()
-        .auto_scaling_groups()[0]
-        .desired_capacity()
-        .unwrap()
-}
-
-/// A cloud reaching moto through `proxy`, refreshing at most every `interval`.
-async fn cloud_via(moto: &Moto, proxy: &FaultProxy, interval: Duration) -> Arc<AwsCloud> {
-    let mut settings = moto.settings(&[DISCOVERY], &[]);
-    settings.endpoint_url = Some(proxy.url.clone());
-    settings.refresh_interval = interval;
-    AwsCloud::connect(settings, Arc::new(Metrics::default()))
-        .await
-        .unwrap()
-}
-
 fn increase(id: &str, delta: i32) -> pb::NodeGroupIncreaseSizeRequest {
     pb::NodeGroupIncreaseSizeRequest {
         delta,
@@ -57,18 +35,14 @@ async fn two_servers_with_old_snapshots_never_lower_the_desired_capacity() {
         .node_group_increase_size(increase("workers", 2))
         .await
         .unwrap();
-    assert_eq!(aws_desired(&moto, "workers").await, 4);
+    assert_eq!(moto.desired("workers").await, 4);
     // B's snapshot still says 2: an absolute write from it would send 3 and terminate a node.
     b.client
         .clone()
         .node_group_increase_size(increase("workers", 1))
         .await
         .unwrap();
-    assert_eq!(
-        aws_desired(&moto, "workers").await,
-        5,
-        "fresh desired + delta"
-    );
+    assert_eq!(moto.desired("workers").await, 5, "fresh desired + delta");
     assert_eq!(b.target("workers").await, 5, "B now serves what AWS holds");
 
     // Max is checked against the fresh size too: A (snapshot 4) may not add 6.
@@ -80,7 +54,7 @@ async fn two_servers_with_old_snapshots_never_lower_the_desired_capacity() {
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert_eq!(e.message(), "size increase too large - desired:11 max:10");
-    assert_eq!(aws_desired(&moto, "workers").await, 5);
+    assert_eq!(moto.desired("workers").await, 5);
     assert_eq!(
         a.target("workers").await,
         5,
@@ -95,7 +69,9 @@ async fn a_refresh_that_read_aws_before_a_write_does_not_undo_it() {
     let moto = Moto::start().await;
     moto.group("workers", "m5.large", 0, 10, 2, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
-    let cloud = cloud_via(&moto, &proxy, Duration::ZERO).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, Default::default())
+        .await;
 
     // The refresh reads desired 2, and its answer is slow to come back...
     proxy.set(|f| f.hold = Some("DescribeAutoScalingGroups".into()));
@@ -124,7 +100,9 @@ async fn a_write_cancelled_by_the_deadline_still_finishes_and_is_recorded() {
     let moto = Moto::start().await;
     moto.group("workers", "m5.large", 0, 10, 2, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
-    let cloud = cloud_via(&moto, &proxy, Duration::from_secs(3600)).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::from_secs(3600), Default::default())
+        .await;
     let s = TestServer::start_with(cloud.clone()).await;
 
     // AWS carries the SetDesiredCapacity out, but its answer comes after CA's deadline.
@@ -151,7 +129,7 @@ async fn a_write_cancelled_by_the_deadline_still_finishes_and_is_recorded() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(aws_desired(&moto, "workers").await, 3);
+    assert_eq!(moto.desired("workers").await, 3);
     s.stop().await;
 }
 
@@ -160,7 +138,9 @@ async fn delete_nodes_failing_halfway_says_what_happened_and_a_retry_is_safe() {
     let moto = Moto::start().await;
     moto.group("workers", "m5.large", 0, 10, 3, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
-    let cloud = cloud_via(&moto, &proxy, Duration::from_secs(3600)).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::from_secs(3600), Default::default())
+        .await;
     let s = TestServer::start_with(cloud.clone()).await;
     let ids: Vec<String> = s
         .instances("workers")
@@ -202,7 +182,7 @@ async fn delete_nodes_failing_halfway_says_what_happened_and_a_retry_is_safe() {
         assert!(e.message().contains(&part), "{part} in {}", e.message());
     }
     // The snapshot shows what AWS holds: one instance gone, the target one lower.
-    assert_eq!(aws_desired(&moto, "workers").await, 2);
+    assert_eq!(moto.desired("workers").await, 2);
     assert_eq!(s.target("workers").await, 2);
     let left: Vec<String> = s
         .instances("workers")
@@ -218,7 +198,7 @@ async fn delete_nodes_failing_halfway_says_what_happened_and_a_retry_is_safe() {
         .node_group_delete_nodes(request)
         .await
         .unwrap();
-    assert_eq!(aws_desired(&moto, "workers").await, 0);
+    assert_eq!(moto.desired("workers").await, 0);
     assert_eq!(s.target("workers").await, 0);
     assert_eq!(
         proxy.count("TerminateInstanceInAutoScalingGroup"),
@@ -257,11 +237,7 @@ async fn aws_errors_keep_their_meaning() {
             e.message()
         );
     }
-    assert_eq!(
-        aws_desired(&moto, "workers").await,
-        1,
-        "nothing was changed"
-    );
+    assert_eq!(moto.desired("workers").await, 1, "nothing was changed");
     let (_, text) = s.get("/metrics").await;
     for code in ["AccessDenied", "ValidationError", "Throttling"] {
         let line = format!("status=\"{code}\"");
@@ -288,7 +264,9 @@ async fn a_transient_error_on_one_groups_data_keeps_the_group() {
             .as_secs() as i64
             - 60;
     });
-    let cloud = cloud_via(&moto, &proxy, Duration::ZERO).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, Default::default())
+        .await;
     let error_of = |c: &AwsCloud| {
         c.snapshot()
             .group("gpu")
@@ -355,7 +333,9 @@ async fn readiness_fails_once_the_state_is_five_intervals_old() {
     let moto = Moto::start().await;
     moto.group("workers", "m5.large", 0, 10, 1, &[]).await;
     let proxy = FaultProxy::start(&moto.url).await;
-    let cloud = cloud_via(&moto, &proxy, Duration::from_secs(1)).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::from_secs(1), Default::default())
+        .await;
     let s = TestServer::start_with(cloud).await;
     let (status, body) = s.get("/readyz").await;
     assert_eq!(status, 200, "{body}");

@@ -8,18 +8,6 @@ use tonic::Code;
 use crate::common::{node, TestServer};
 use crate::moto::{Moto, DISCOVERY};
 
-async fn aws_desired(moto: &Moto, name: &str) -> i32 {
-    moto.asg
-        .describe_auto_scaling_groups()
-        .auto_scaling_group_names(name)
-        .send()
-        .await
-        .unwrap()
-        .auto_scaling_groups()[0]
-        .desired_capacity()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn increase_delete_decrease_with_every_refusal() {
     let moto = Moto::start().await;
@@ -35,7 +23,7 @@ async fn increase_delete_decrease_with_every_refusal() {
     .await
     .unwrap();
     assert_eq!(s.target("workers").await, 4, "the cache is right at once");
-    assert_eq!(aws_desired(&moto, "workers").await, 4);
+    assert_eq!(moto.desired("workers").await, 4);
 
     let e = c
         .node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
@@ -46,11 +34,7 @@ async fn increase_delete_decrease_with_every_refusal() {
         .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert_eq!(e.message(), "size increase too large - desired:6 max:5");
-    assert_eq!(
-        aws_desired(&moto, "workers").await,
-        4,
-        "nothing sent to AWS"
-    );
+    assert_eq!(moto.desired("workers").await, 4, "nothing sent to AWS");
 
     // Decrease: only what is not yet an instance. moto launches at once, so nothing can be cancelled.
     let e = c
@@ -82,7 +66,7 @@ async fn increase_delete_decrease_with_every_refusal() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert_eq!(aws_desired(&moto, "workers").await, 4, "all or nothing");
+    assert_eq!(moto.desired("workers").await, 4, "all or nothing");
     let e = c2
         .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
             nodes: ids.iter().map(|i| node(i)).collect(),
@@ -99,7 +83,7 @@ async fn increase_delete_decrease_with_every_refusal() {
     .await
     .unwrap();
     assert_eq!(s2.target("workers").await, 2);
-    assert_eq!(aws_desired(&moto, "workers").await, 2);
+    assert_eq!(moto.desired("workers").await, 2);
     let states: Vec<i32> = s2
         .instances("workers")
         .await
@@ -139,6 +123,6 @@ async fn concurrent_increases_never_exceed_max() {
     }
     assert_eq!(granted, 12);
     assert_eq!(s.target("wide").await, 12);
-    assert_eq!(aws_desired(&moto, "wide").await, 12);
+    assert_eq!(moto.desired("wide").await, 12);
     s.stop().await;
 }

@@ -131,6 +131,33 @@ impl Moto {
             .unwrap()
     }
 
+    /// A cloud reaching moto through `endpoint` (a fault proxy in front of it), refreshing at most every
+    /// `interval`, recording into `metrics`.
+    pub async fn cloud_via(
+        &self,
+        endpoint: &str,
+        interval: Duration,
+        metrics: Arc<ferroscale::metrics::Metrics>,
+    ) -> Arc<AwsCloud> {
+        let mut settings = self.settings(&[DISCOVERY], &[]);
+        settings.endpoint_url = Some(endpoint.to_string());
+        settings.refresh_interval = interval;
+        AwsCloud::connect(settings, metrics).await.unwrap()
+    }
+
+    /// The desired capacity AWS holds for a group.
+    pub async fn desired(&self, name: &str) -> i32 {
+        self.asg
+            .describe_auto_scaling_groups()
+            .auto_scaling_group_names(name)
+            .send()
+            .await
+            .unwrap()
+            .auto_scaling_groups()[0]
+            .desired_capacity()
+            .unwrap()
+    }
+
     /// A launch template whose default version launches `instance_type`; returns its id.
     pub async fn launch_template(&self, name: &str, instance_type: &str) -> String {
         self.launch_template_with(name, instance_type, false).await
