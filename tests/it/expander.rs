@@ -247,40 +247,28 @@ async fn priority_file_changes_are_picked_up_and_bad_ones_ignored() {
     watcher.abort();
 }
 
-#[tokio::test]
-async fn the_price_file_changes_the_winner() {
-    // Without the file spot (0.07/h) beats on-demand (0.192/h); a 70% discount makes on-demand
-    // 0.0576/h, so the same request now picks on-demand.
-    let (running, _) = start_with(
-        "price",
-        "",
-        "nodeGroups:\n  on-demand: {discount: 0.7}\n",
-        None,
-    )
-    .await;
+/// The price strategy's answer to `new_generation()` with the price file `overrides`.
+async fn priced_answer(overrides: &str) -> pb::BestOptionsResponse {
+    let (running, _) = start_with("price", "", overrides, None).await;
     let addr = running.expander_addr.unwrap();
     let mut c = ExpanderClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
-    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    c.best_options(new_generation()).await.unwrap().into_inner()
+}
+
+#[tokio::test]
+async fn the_price_file_changes_the_winner() {
+    // Without the file spot (0.07/h) beats on-demand (0.192/h); a 70% discount makes on-demand
+    // 0.0576/h, so the same request now picks on-demand.
+    let r = priced_answer("nodeGroups:\n  on-demand: {discount: 0.7}\n").await;
     assert_eq!(ids(&r), vec!["on-demand"], "{}", r.options[0].debug);
 }
 
 #[tokio::test]
 async fn a_group_priced_zero_is_the_cheapest_and_no_score_is_nan() {
     // Reserved capacity already paid for: the price file sets the group's price to 0.
-    let (running, _) = start_with(
-        "price",
-        "",
-        "nodeGroups:\n  on-demand: {pricePerHour: 0}\n",
-        None,
-    )
-    .await;
-    let addr = running.expander_addr.unwrap();
-    let mut c = ExpanderClient::connect(format!("http://{addr}"))
-        .await
-        .unwrap();
-    let r = c.best_options(new_generation()).await.unwrap().into_inner();
+    let r = priced_answer("nodeGroups:\n  on-demand: {pricePerHour: 0}\n").await;
     assert_eq!(ids(&r), vec!["on-demand"], "{}", r.options[0].debug);
     let debug = &r.options[0].debug;
     assert!(!debug.contains("NaN") && !debug.contains("inf"), "{debug}");
