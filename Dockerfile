@@ -7,6 +7,7 @@ FROM rust:1.94-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY proto proto
+COPY crates crates
 COPY src src
 COPY benches benches
 COPY tests tests
@@ -18,4 +19,5 @@ COPY --from=build /ferroscale /usr/local/bin/ferroscale
 USER 65532:65532
 EXPOSE 8085 8086 8087
 ENTRYPOINT ["/usr/local/bin/ferroscale"]
-CMD ["serve", "--listen=0.0.0.0:8086", "--http-listen=0.0.0.0:8085"]
+# The chart passes the command and its flags; without them the image prints its usage.
+CMD ["--help"]
