@@ -169,6 +169,8 @@ fn run(c: &Cluster) -> usize {
         pdbs: &[],
         daemon_pods: &[],
         groups: &c.groups,
+        removing: &Default::default(),
+        doubts: &[],
     };
     let mut memory = Memory::default();
     let mut settings = ferroscale::cli::flags::default_engine();

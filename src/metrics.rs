@@ -95,9 +95,18 @@ pub struct LoopMetrics {
     evicted_pods: Family<EvictionLabel, Counter>,
     errors: Family<ReasonLabel, Counter>,
     last_activity: Family<ActivityLabel, Gauge>,
+    safe_to_autoscale: Gauge,
+    held_back: Gauge,
 }
 
 impl LoopMetrics {
+    /// Whether the loop may act (upstream's cluster health) and whether removals are held back because
+    /// the state read cannot be trusted (a watch down, an object unreadable).
+    pub fn safety(&self, safe_to_autoscale: bool, held_back: bool) {
+        self.safe_to_autoscale.set(i64::from(safe_to_autoscale));
+        self.held_back.set(i64::from(held_back));
+    }
+
     /// A recorder whose figures go nowhere (a loop run without `Metrics::for_run`).
     pub fn unregistered() -> Self {
         LoopMetrics::register(&mut Registry::default())
@@ -170,7 +179,19 @@ impl LoopMetrics {
             evicted_pods: Family::default(),
             errors: Family::default(),
             last_activity: Family::default(),
+            safe_to_autoscale: Gauge::default(),
+            held_back: Gauge::default(),
         };
+        registry.register(
+            "cluster_autoscaler_cluster_safe_to_autoscale",
+            "Whether the cluster is healthy enough to autoscale (1) or has too many unready nodes (0)",
+            m.safe_to_autoscale.clone(),
+        );
+        registry.register(
+            "ferroscale_scale_down_held_back",
+            "1 while nothing is removed because the cluster state cannot be trusted (a watch not synced or failing, an object unreadable)",
+            m.held_back.clone(),
+        );
         let p = "cluster_autoscaler_";
         registry.register(
             format!("{p}function_duration_seconds"),

@@ -73,6 +73,15 @@ pub struct DeleteReport {
     pub reason: String,
 }
 
+/// Capacity given up in one group.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelReport {
+    pub group: String,
+    pub count: i32,
+    pub reason: String,
+}
+
 /// What one loop decided, as printed on stdout (one JSON object per loop).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -86,6 +95,12 @@ pub struct LoopReport {
     /// Instances deleted because they failed or never registered.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub delete_instances: Vec<DeleteReport>,
+    /// Capacity given up because its launch failed or it was not delivered in time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cancel: Vec<CancelReport>,
+    /// Set when too many nodes are unready: the loop decided nothing else.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
     pub pending: Vec<Reasoned>,
     pub unremovable: Vec<Reasoned>,
     /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
@@ -289,6 +304,9 @@ impl Simulation {
             pdbs: &self.pdbs,
             daemon_pods: &self.daemon_pods,
             groups: &groups,
+            // Removals are carried out at once: none is ever in flight between loops.
+            removing: &HashMap::new(),
+            doubts: &[],
         };
         let now = self.now;
         let d = run_once(
@@ -304,6 +322,8 @@ impl Simulation {
             scale_up: Vec::new(),
             scale_down: Vec::new(),
             delete_instances: Vec::new(),
+            cancel: Vec::new(),
+            unhealthy: d.unhealthy.as_ref().map(ToString::to_string),
             pending: d
                 .pending
                 .iter()
@@ -338,6 +358,15 @@ impl Simulation {
                 });
             }
         }
+        for c in &d.cancel {
+            if self.cloud.decrease(&c.group, -c.count).is_ok() {
+                report.cancel.push(CancelReport {
+                    group: c.group.clone(),
+                    count: c.count,
+                    reason: c.reason.to_string(),
+                });
+            }
+        }
         for up in &d.scale_up {
             let unfulfilled = |cloud: &MemoryCloud| {
                 cloud
@@ -346,29 +375,16 @@ impl Simulation {
                     .map_or(0, |g| g.placeholder_count() as i32)
             };
             let before = unfulfilled(&self.cloud);
-            let launched = match self.cloud.increase(&up.group, up.delta) {
-                Ok(()) => {
-                    // launchCapacity is the AWS group out of capacity (InsufficientInstanceCapacity): the
-                    // capacity not launched is cancelled, as CA does when it sees the error.
-                    let short = unfulfilled(&self.cloud) - before;
-                    if short > 0 {
-                        let group = self.cloud.snapshot().group(&up.group).ok().cloned();
-                        let _ = self.cloud.decrease(&up.group, -short);
-                        if let Some(g) = group {
-                            self.memory.capacity_exhausted(&g, now);
-                        }
-                    }
-                    up.delta - short.max(0)
-                }
-                Err(_) => {
-                    self.memory.scale_up_failed(&up.group, now);
-                    0
-                }
+            // What the cloud could not launch shows now; the engine gives it up and backs the group off
+            // in the next loop, as it does in `run`.
+            let failed = match self.cloud.increase(&up.group, up.delta) {
+                Ok(()) => (unfulfilled(&self.cloud) - before).max(0),
+                Err(_) => up.delta,
             };
             report.scale_up.push(ScaleUpReport {
                 group: up.group.clone(),
                 delta: up.delta,
-                failed: up.delta - launched,
+                failed,
                 pods: up.pods.clone(),
             });
         }

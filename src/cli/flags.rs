@@ -294,10 +294,32 @@ pub struct LoopFlags {
     /// Split scale-ups across groups with the same template (zone aside).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,
-    /// Instances without a node after this long are deleted and their group backs off (groups may
-    /// override).
+    /// Instances without a node after this long are deleted and their group backs off; capacity not
+    /// delivered after this long is given up (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.max_node_provision_time))]
     pub max_node_provision_time: GoDuration,
+    /// Unready nodes the cluster may have and still be healthy (beyond this and the percentage below, the
+    /// loop only reports).
+    #[arg(long, default_value_t = 3)]
+    pub ok_total_unready_count: usize,
+    /// Share of unready nodes, in percent, beyond which (and the count above) the cluster is unhealthy.
+    #[arg(long, default_value_t = 45.0)]
+    pub max_total_unready_percentage: f64,
+    /// Whether unready nodes may be removed (after --scale-down-unready-time).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub scale_down_unready_enabled: bool,
+    /// How long a node must be unready and unneeded before it is removed (groups may override).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.scale_down_unready_time))]
+    pub scale_down_unready_time: GoDuration,
+    /// Most node removals (empty or drained) in flight at once, across loops.
+    #[arg(long, default_value_t = 10)]
+    pub max_scale_down_parallelism: usize,
+    /// Most drains of nodes with pods in flight at once, across loops.
+    #[arg(long, default_value_t = 1)]
+    pub max_drain_parallelism: usize,
+    /// Delete instances that never became nodes even when their group is at min size.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub force_delete_unregistered_nodes: bool,
 }
 
 impl LoopFlags {
@@ -328,9 +350,16 @@ impl LoopFlags {
             skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
             max_empty_bulk_delete: self.max_empty_bulk_delete,
             balance_similar_node_groups: self.balance_similar_node_groups,
+            ok_total_unready_count: self.ok_total_unready_count,
+            max_total_unready_percentage: self.max_total_unready_percentage,
+            scale_down_unready_enabled: self.scale_down_unready_enabled,
+            max_scale_down_parallelism: self.max_scale_down_parallelism,
+            max_drain_parallelism: self.max_drain_parallelism,
+            force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
             defaults: OptionValues {
                 scale_down_utilization_threshold: self.scale_down_utilization_threshold,
                 scale_down_unneeded_time: self.scale_down_unneeded_time.0,
+                scale_down_unready_time: self.scale_down_unready_time.0,
                 max_node_provision_time: self.max_node_provision_time.0,
                 ..OptionValues::DEFAULT
             },

@@ -26,6 +26,7 @@ pub struct Cli {
 
 /// What to run.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// Serve cluster-autoscaler's externalgrpc CloudProvider protocol (point CA's --cloud-config at it).
     Serve(serve::ServeFlags),

@@ -18,6 +18,11 @@ use crate::k8s::lease::LeaseSettings;
 use crate::metrics::Metrics;
 use crate::run::{Health, RunSettings, Runner};
 
+/// Longest wait for an answer of one API call other than a watch.
+pub const API_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for a connection to the API server.
+pub const API_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long `run` waits for the first lists of pods, nodes, PDBs and DaemonSets.
 const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -138,8 +143,23 @@ impl RunFlags {
         })
     }
 
-    /// A client from --kubeconfig, else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
-    pub async fn client(&self) -> Result<kube::Client> {
+    /// The two clients of `run`, from --kubeconfig or kube's usual inference (KUBECONFIG,
+    /// ~/.kube/config, in-cluster): one for the watches, whose reads wait for events as long as the API
+    /// server keeps them open, and one for every other call, bounded by [`API_CALL_TIMEOUT`] so no call
+    /// (a Lease renewal, an eviction, a patch) can hang while this replica believes it leads.
+    pub async fn clients(&self) -> Result<(kube::Client, kube::Client)> {
+        let config = self.config().await?;
+        let mut calls = config.clone();
+        calls.connect_timeout = Some(API_CONNECT_TIMEOUT);
+        calls.read_timeout = Some(API_CALL_TIMEOUT);
+        calls.write_timeout = Some(API_CALL_TIMEOUT);
+        let client = |c: kube::Config| {
+            kube::Client::try_from(c).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
+        };
+        Ok((client(calls)?, client(config)?))
+    }
+
+    async fn config(&self) -> Result<kube::Config> {
         let mut config = match &self.kubeconfig {
             Some(path) => {
                 let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
@@ -158,7 +178,7 @@ impl RunFlags {
         // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
         // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
         config.default_retry = false;
-        kube::Client::try_from(config).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
+        Ok(config)
     }
 }
 
@@ -181,7 +201,7 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     let priorities = flags.expander.watched_priorities(PRIORITY_FILE_POLL)?;
     let metrics = Arc::new(Metrics::for_run());
     let cloud = flags.cloud.build(&flags.expander, metrics.clone()).await?;
-    let client = flags.client().await?;
+    let (client, watch_client) = flags.clients().await?;
     let health = Arc::new(Health::new(
         run_settings.max_inactivity,
         run_settings.max_failing_time,
@@ -199,7 +219,7 @@ pub async fn main(flags: RunFlags) -> Result<()> {
             tracing::error!(error = %e, "HTTP listener stopped");
         }
     });
-    let watches = crate::k8s::watch::Watches::start(&client);
+    let watches = crate::k8s::watch::Watches::start(&watch_client);
     watches
         .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
         .await?;

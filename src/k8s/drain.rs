@@ -8,10 +8,11 @@ use crate::labels;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use kube::Client;
 use serde_json::json;
 
+use super::lease::Fence;
 use super::status_code;
 use crate::error::{Error, Result};
 
@@ -93,7 +94,13 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
 /// Evicts one pod, retrying while the API answers 429 (a PodDisruptionBudget allows no disruption now)
 /// or fails, until `--max-pod-eviction-time`; then waits until the pod is gone. A pod already gone
 /// counts as evicted.
-pub async fn evict(client: &Client, pod: &Pod, settings: &DrainSettings) -> Result<()> {
+/// `fence` is checked before every attempt: a replica that lost its Lease evicts nothing more.
+pub async fn evict(
+    client: &Client,
+    pod: &Pod,
+    settings: &DrainSettings,
+    fence: &Fence,
+) -> Result<()> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -112,6 +119,7 @@ pub async fn evict(client: &Client, pod: &Pod, settings: &DrainSettings) -> Resu
     };
     let started = Instant::now();
     loop {
+        fence.check(&format!("evicting pod {namespace}/{name}"))?;
         // A client that retries 429 itself (kube's default) could outlive the flag: bound each attempt.
         let left = settings
             .max_pod_eviction_time
@@ -149,4 +157,38 @@ pub async fn evict(client: &Client, pod: &Pod, settings: &DrainSettings) -> Resu
             _ => tokio::time::sleep(settings.retry()).await,
         }
     }
+}
+
+/// The pods bound to a node, read from the API server now (not from a cache), so a pod scheduled onto
+/// the node after the decision to remove it is seen before the node is deleted.
+pub async fn pods_on(client: &Client, node: &str) -> Result<Vec<Pod>> {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
+    Ok(pods
+        .list(&params)
+        .await
+        .map_err(|e| Error::kube(format!("listing the pods of node {node}"), e))?
+        .items)
+}
+
+/// Whether a pod left on a node being removed may go down with it: DaemonSet and static (mirror) pods,
+/// and pods that have finished.
+pub fn goes_with_node(pod: &Pod) -> bool {
+    let daemon = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "DaemonSet");
+    let mirror = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(labels::MIRROR));
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    daemon || mirror || finished
 }

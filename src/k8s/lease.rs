@@ -33,6 +33,34 @@ pub struct LeaseSettings {
     pub retry_period: Duration,
 }
 
+/// Whether this replica may still change anything: checked right before every mutating call (resizes,
+/// taints, evictions, deletions, the status) and false the moment a renewal fails past the renew
+/// deadline or another replica takes the Lease, so no call is made on leadership already lost.
+#[derive(Clone)]
+pub struct Fence(Option<watch::Receiver<bool>>);
+
+impl Fence {
+    /// No Lease (`--leader-elect=false`): always allowed.
+    pub fn open() -> Self {
+        Fence(None)
+    }
+
+    /// Follows the leadership an elector publishes.
+    pub fn following(leading: watch::Receiver<bool>) -> Self {
+        Fence(Some(leading))
+    }
+
+    /// Ok while leading; an error naming `what` was not done otherwise.
+    pub fn check(&self, what: &str) -> Result<()> {
+        match &self.0 {
+            Some(leading) if !*leading.borrow() => Err(Error::Unavailable(format!(
+                "not the leader any more: {what} not done"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The holder and renew time last seen, and when this replica first saw them.
 struct Observed {
     record: (Option<String>, Option<Timestamp>),
@@ -174,7 +202,22 @@ impl Elector {
         let mut last_renewal = Instant::now();
         loop {
             let led = *leading.borrow();
-            match self.try_acquire_or_renew().await {
+            // A renewal that hangs must not keep this replica leading past its deadline: while leading
+            // each attempt gets only the time left; a campaign attempt gets the renew deadline.
+            let bound = if led {
+                s.renew_deadline.saturating_sub(last_renewal.elapsed())
+            } else {
+                s.renew_deadline
+            };
+            let attempt = tokio::time::timeout(bound, self.try_acquire_or_renew())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Unavailable(format!(
+                        "Lease {} not renewed within {bound:?}",
+                        s.name
+                    )))
+                });
+            match attempt {
                 Ok(true) => {
                     last_renewal = Instant::now();
                     if !led {

@@ -102,6 +102,14 @@ pub struct Status {
     pub node_groups: Vec<NodeGroupStatus>,
 }
 
+/// A time as Go's `time.String()` prints it, as upstream writes `time` and the last-updated annotation:
+/// `2026-11-23 18:30:00 +0000 UTC`.
+fn go_time(t: i64) -> String {
+    Timestamp::from_second(t)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
+        .unwrap_or_default()
+}
+
 fn rfc3339(t: i64) -> String {
     Timestamp::from_second(t)
         .map(|t| t.to_string())
@@ -246,8 +254,25 @@ impl Status {
             }
         }
         let prev = previous.map(|p| &p.cluster_wide);
-        let mut health = condition("Healthy", now, prev.map(|p| &p.health));
+        let healthy = if decisions.unhealthy.is_some() {
+            "Unhealthy"
+        } else {
+            "Healthy"
+        };
+        let mut health = condition(healthy, now, prev.map(|p| &p.health));
         health.node_counts = Some(total);
+        let message = match (&decisions.unhealthy, decisions.held_back.as_slice()) {
+            (Some(u), _) => u.to_string(),
+            (None, []) => String::new(),
+            (None, doubts) => format!(
+                "scale-down held back: {}",
+                doubts
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
         let up = if any_in_progress || !decisions.scale_up.is_empty() {
             "InProgress"
         } else if decisions.unschedulable().next().is_none() {
@@ -257,9 +282,9 @@ impl Status {
         };
         let scale_down = scale_down_condition(candidates_total, now, prev.map(|p| &p.scale_down));
         Status {
-            time: rfc3339(now),
+            time: go_time(now),
             autoscaler_status: "Running".into(),
-            message: String::new(),
+            message,
             cluster_wide: Conditions {
                 health,
                 scale_up: condition(up, now, prev.map(|p| &p.scale_up)),
@@ -267,6 +292,16 @@ impl Status {
             },
             node_groups: groups,
         }
+    }
+
+    /// The status after a loop that could not read the cloud: the last one with the error as its
+    /// message (the groups as last seen), written so the status never goes silently stale.
+    pub fn failed(previous: Option<&Status>, now: i64, error: &str) -> Status {
+        let mut s = previous.cloned().unwrap_or_default();
+        s.time = go_time(now);
+        s.autoscaler_status = "Running".into();
+        s.message = error.to_string();
+        s
     }
 
     /// The YAML stored under `data.status`.

@@ -4,6 +4,8 @@
 
 use crate::labels;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -12,21 +14,52 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use std::time::Duration;
 use tokio_stream::StreamExt;
 
+use crate::engine::reasons::Doubt;
 use crate::error::{Error, Result};
 
-/// Read-only caches of the objects the loop needs, kept current by watches.
+/// How one watch is doing: whether it has listed everything since it last failed.
+#[derive(Default)]
+pub struct WatchHealth {
+    synced: AtomicBool,
+    failing: AtomicBool,
+}
+
+impl WatchHealth {
+    /// Why the cache of `kind` cannot be trusted now, if it cannot.
+    fn doubt(&self, kind: &str) -> Option<Doubt> {
+        if self.failing.load(Ordering::Relaxed) {
+            Some(Doubt::WatchFailing { kind: kind.into() })
+        } else if !self.synced.load(Ordering::Relaxed) {
+            Some(Doubt::NotSynced { kind: kind.into() })
+        } else {
+            None
+        }
+    }
+}
+
+/// Read-only caches of the objects the loop needs, kept current by watches, with each watch's health.
 #[derive(Clone)]
 pub struct Watches {
     pub pods: Store<Pod>,
     pub nodes: Store<Node>,
     pub pdbs: Store<PodDisruptionBudget>,
     pub daemonsets: Store<DaemonSet>,
+    health: [(&'static str, Arc<WatchHealth>); 4],
 }
 
-/// Starts one watch; the returned store fills once the first list arrives.
-fn start<K>(api: Api<K>, kind: &'static str) -> Store<K>
+/// First pause before a watch that failed starts over; doubled up to [`WATCH_RETRY_MAX`].
+const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
+/// Longest pause before a failed watch starts over.
+const WATCH_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Starts one watch; the returned store fills once the first list arrives. After any failure the watch
+/// starts over with a full list (with backoff), as client-go's reflector does, and the store is replaced
+/// when that list is complete: `health` is doubtful from the failure until then, so a loop never trusts
+/// a cache that may have missed events.
+fn start<K>(api: Api<K>, kind: &'static str, health: Arc<WatchHealth>) -> Store<K>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -36,23 +69,41 @@ where
         + Sync
         + 'static,
 {
-    let (reader, writer) = reflector::store();
-    // resourceVersion=0 lists come from the API server's watch cache, as client-go informers do.
-    let config = watcher::Config::default().any_semantic();
-    let stream = watcher(api, config)
-        .default_backoff()
-        // Managed fields and last-applied copies are never read; dropping them halves the cache.
-        .modify(|o: &mut K| {
-            o.managed_fields_mut().clear();
-            o.annotations_mut().remove(labels::LAST_APPLIED);
-        })
-        .reflect(writer);
+    let (reader, mut writer) = reflector::store();
     tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(kind, error = %e, "watch failed; retrying with backoff");
+        let mut pause = WATCH_RETRY_MIN;
+        loop {
+            // resourceVersion=0 lists come from the API server's watch cache, as client-go informers do.
+            let config = watcher::Config::default().any_semantic();
+            let stream = watcher(api.clone(), config)
+                // Managed fields and last-applied copies are never read; dropping them halves the cache.
+                .modify(|o: &mut K| {
+                    o.managed_fields_mut().clear();
+                    o.annotations_mut().remove(labels::LAST_APPLIED);
+                });
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        writer.apply_watcher_event(&event);
+                        if matches!(event, watcher::Event::InitDone) {
+                            health.synced.store(true, Ordering::Relaxed);
+                            pause = WATCH_RETRY_MIN;
+                            if health.failing.swap(false, Ordering::Relaxed) {
+                                tracing::info!(kind, "watch recovered: listed everything again");
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        if !health.failing.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(kind, error = %e, "watch failed; no scale-down until it has listed everything again");
+                        }
+                        break;
+                    }
+                }
             }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(WATCH_RETRY_MAX);
         }
     });
     reader
@@ -61,12 +112,31 @@ where
 impl Watches {
     /// Starts the four watches (cluster-wide).
     pub fn start(client: &Client) -> Self {
+        let health: [(&'static str, Arc<WatchHealth>); 4] = [
+            ("pods", Arc::default()),
+            ("nodes", Arc::default()),
+            ("poddisruptionbudgets", Arc::default()),
+            ("daemonsets", Arc::default()),
+        ];
         Watches {
-            pods: start(Api::all(client.clone()), "pods"),
-            nodes: start(Api::all(client.clone()), "nodes"),
-            pdbs: start(Api::all(client.clone()), "poddisruptionbudgets"),
-            daemonsets: start(Api::all(client.clone()), "daemonsets"),
+            pods: start(Api::all(client.clone()), "pods", health[0].1.clone()),
+            nodes: start(Api::all(client.clone()), "nodes", health[1].1.clone()),
+            pdbs: start(
+                Api::all(client.clone()),
+                "poddisruptionbudgets",
+                health[2].1.clone(),
+            ),
+            daemonsets: start(Api::all(client.clone()), "daemonsets", health[3].1.clone()),
+            health,
         }
+    }
+
+    /// Why the caches cannot be trusted now: watches not synced or failing.
+    pub fn doubts(&self) -> Vec<Doubt> {
+        self.health
+            .iter()
+            .filter_map(|(kind, h)| h.doubt(kind))
+            .collect()
     }
 
     /// Waits until every store has had its first list, or `timeout` fails first.

@@ -17,8 +17,10 @@ use crate::error::Result;
 use crate::k8s::drain;
 
 impl Runner {
-    /// Carries the decisions out. Failures are logged, recorded and returned after everything else was
-    /// tried, so one bad group does not stop the others.
+    /// Carries the decisions out. Every mutation first checks this replica still leads. A failed
+    /// scale-up is logged, recorded and returned after everything else was tried, so one bad group does
+    /// not stop the others; a failed clean-up (instances, capacity given up) is logged and tried again
+    /// by a later loop, never a loop error.
     pub(super) async fn act(
         &mut self,
         d: &Decisions,
@@ -49,9 +51,28 @@ impl Runner {
                 .push(i.instance.clone());
         }
         for (group, ids) in by_group {
-            if let Err(e) = self.cloud.delete_nodes(group, &ids).await {
-                tracing::warn!(group, error = %e, "deleting unregistered instances failed");
-                first_error.get_or_insert(e);
+            let outcome = match self.fence.check("deleting instances") {
+                Ok(()) => self.cloud.delete_nodes(group, &ids).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                tracing::warn!(group, error = %e, "deleting unregistered instances failed; a later loop tries again");
+            }
+        }
+
+        // Capacity not delivered, given up.
+        for c in &d.cancel {
+            let outcome = match self.fence.check("lowering a target size") {
+                Ok(()) => self.cloud.decrease_target_size(&c.group, -c.count).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(()) => {
+                    tracing::info!(group = %c.group, count = c.count, reason = %c.reason, "gave up capacity not delivered")
+                }
+                Err(e) => {
+                    tracing::warn!(group = %c.group, error = %e, "giving up undelivered capacity failed; a later loop tries again")
+                }
             }
         }
 
@@ -63,7 +84,11 @@ impl Runner {
                 .snapshot()
                 .group(&s.group)
                 .map(|g| (g.target_size, g.max_size));
-            match self.cloud.increase_size(&s.group, s.delta).await {
+            let outcome = match self.fence.check("increasing a group") {
+                Ok(()) => self.cloud.increase_size(&s.group, s.delta).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
                 Ok(()) => {
                     self.record.scaled_up(s.delta as u64, now);
                     let (from, max) = before.unwrap_or((0, 0));
@@ -125,6 +150,8 @@ impl Runner {
             record: self.record.clone(),
             settings: self.run.drain.clone(),
             in_flight: self.in_flight.clone(),
+            fence: self.fence.clone(),
+            untaint: self.untaint.clone(),
             outcomes: self.outcomes.clone(),
         };
         for s in &d.scale_down {
@@ -152,7 +179,7 @@ impl Runner {
             self.in_flight
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(s.node.clone());
+                .insert(s.node.clone(), !removal.pods.is_empty());
             self.record.activity("scaleDown", now);
             if removal.pods.is_empty() {
                 if let Err(e) = ctx.clone().remove(removal, now).await {
@@ -174,7 +201,7 @@ impl Runner {
     /// Takes the deletion taint off every node that has it: left by a replica that stopped mid-drain (or
     /// by a leader before this one), as upstream cleans up when it starts acting. Not in dry-run.
     pub async fn clean_stale_taints(&self) {
-        if self.run.dry_run {
+        if self.run.dry_run || self.fence.check("untainting").is_err() {
             return;
         }
         let api: Api<KubeNode> = Api::all(self.client.clone());
@@ -190,10 +217,41 @@ impl Runner {
                 .and_then(|s| s.taints.as_ref())
                 .is_some_and(|ts| ts.iter().any(|t| t.key == crate::labels::TO_BE_DELETED));
             let name = n.metadata.name.clone().unwrap_or_default();
-            if tainted && !in_flight.contains(&name) {
+            if tainted && !in_flight.contains_key(&name) {
                 match drain::set_deletion_taint(&api, &name, false, 0).await {
                     Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
                     Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
+                }
+            }
+        }
+    }
+}
+
+impl Runner {
+    /// Tries again to take off the deletion taints a failed removal could not remove.
+    pub(super) async fn retry_untaint(&self) {
+        let nodes: Vec<String> = self
+            .untaint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        if nodes.is_empty() || self.fence.check("untainting").is_err() {
+            return;
+        }
+        let api: Api<KubeNode> = Api::all(self.client.clone());
+        for name in nodes {
+            match drain::set_deletion_taint(&api, &name, false, 0).await {
+                Ok(()) => {
+                    self.untaint
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&name);
+                    tracing::info!(node = %name, "removed the deletion taint of a failed removal");
+                }
+                Err(e) => {
+                    tracing::warn!(node = %name, error = %e, "deletion taint still not removed")
                 }
             }
         }

@@ -25,11 +25,11 @@ use tokio::task::JoinSet;
 
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
-use crate::engine::reasons::Pending;
+use crate::engine::reasons::{Doubt, Pending};
 use crate::engine::{run_once, Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
-use crate::k8s::lease::{Elector, LeaseSettings};
+use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::objects::Inputs;
 use crate::k8s::status::{self, Status};
 use crate::k8s::watch::Watches;
@@ -77,8 +77,13 @@ pub struct Runner {
     record: LoopMetrics,
     health: Arc<Health>,
     drains: JoinSet<Result<()>>,
-    in_flight: Arc<Mutex<HashSet<String>>>,
+    /// Nodes being removed in the background, with whether they are drained (had pods).
+    in_flight: Arc<Mutex<HashMap<String, bool>>>,
     outcomes: Arc<Mutex<Vec<bool>>>,
+    /// Whether this replica may still act (open without a Lease).
+    fence: Fence,
+    /// Nodes whose deletion taint a failed removal could not remove.
+    untaint: Arc<Mutex<HashSet<String>>>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
     not_triggered: HashMap<String, (Pending, i64)>,
     /// The priority expander's tiers as the priority file says now (re-read while running).
@@ -117,6 +122,8 @@ impl Runner {
             drains: JoinSet::new(),
             in_flight: Arc::default(),
             outcomes: Arc::default(),
+            fence: Fence::open(),
+            untaint: Arc::default(),
             not_triggered: HashMap::new(),
             priorities: None,
         }
@@ -153,6 +160,9 @@ impl Runner {
         let started = Instant::now();
         self.health.activity(now);
         self.record.activity("main", now);
+        // Drains that finished are reaped (their outcome was recorded by the drain itself).
+        while self.drains.try_join_next().is_some() {}
+        self.retry_untaint().await;
         // Removals that finished since the last loop start the scale-down delays.
         for removed in std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|p| p.into_inner()))
         {
@@ -163,10 +173,18 @@ impl Runner {
             }
         }
         let t = Instant::now();
-        self.cloud
-            .refresh()
-            .await
-            .inspect_err(|_| self.record.error("cloudProviderError"))?;
+        if let Err(e) = self.cloud.refresh().await {
+            self.record.error("cloudProviderError");
+            // The status says so rather than go stale while the cloud cannot be read.
+            let status = Status::failed(
+                self.status.as_ref(),
+                now,
+                &format!("cloud refresh failed: {e}"),
+            );
+            self.write_status(&status).await;
+            self.status = Some(status);
+            return Err(e);
+        }
         self.observe("cloudProviderRefresh", t);
 
         let t = Instant::now();
@@ -174,28 +192,35 @@ impl Runner {
         let groups: Vec<_> = snapshot.groups().cloned().collect();
         let (nodes, pods) = (self.watches.nodes.state(), self.watches.pods.state());
         let (pdbs, daemonsets) = (self.watches.pdbs.state(), self.watches.daemonsets.state());
-        let mut inputs = Inputs::convert(
+        // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
+        // makes its node look emptier, a node left out makes its instance look unregistered.
+        let mut unreadable: (usize, String) = (0, String::new());
+        let inputs = Inputs::convert(
             nodes.iter().map(AsRef::as_ref),
             pods.iter().map(AsRef::as_ref),
             pdbs.iter().map(AsRef::as_ref),
             daemonsets.iter().map(AsRef::as_ref),
             |e| {
-                tracing::warn!(error = %e, "object left out of the loop");
+                tracing::warn!(error = %e, "object left out of the loop; no scale-down");
+                if unreadable.0 == 0 {
+                    unreadable.1 = e.to_string();
+                }
+                unreadable.0 += 1;
                 Ok(())
             },
         )?;
-        let in_flight = self
+        let mut doubts = self.watches.doubts();
+        if unreadable.0 > 0 {
+            doubts.push(Doubt::Unreadable {
+                count: unreadable.0,
+                first: unreadable.1,
+            });
+        }
+        let removing = self
             .in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        for n in inputs
-            .nodes
-            .iter_mut()
-            .filter(|n| in_flight.contains(&n.name))
-        {
-            n.scale_down_disabled = true;
-        }
         let node_groups: HashMap<String, String> = inputs
             .nodes
             .iter()
@@ -212,6 +237,8 @@ impl Runner {
             pdbs: &inputs.pdbs,
             daemon_pods: &inputs.daemon_pods,
             groups: &groups,
+            removing: &removing,
+            doubts: &doubts,
         };
         self.observe("updateClusterState", t);
 
@@ -247,11 +274,7 @@ impl Runner {
             self.status.as_ref(),
         );
         self.report(&decisions, &status, groups.len());
-        if let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) {
-            if let Err(e) = status::write(&self.client, &self.run.namespace, name, &status).await {
-                tracing::warn!(error = %e, "status ConfigMap not written");
-            }
-        }
+        self.write_status(&status).await;
         self.status = Some(status);
         self.observe("main", started);
         result?;
@@ -260,11 +283,28 @@ impl Runner {
         Ok(decisions)
     }
 
+    /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
+    async fn write_status(&self, status: &Status) {
+        let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) else {
+            return;
+        };
+        let written = match self.fence.check("writing the status") {
+            Ok(()) => status::write(&self.client, &self.run.namespace, name, status).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "status ConfigMap not written");
+        }
+    }
+
     /// Runs loops every `--scan-interval` until `shutdown` completes. With a Lease, loops run only while
     /// this replica leads; losing the lease ends the run with an error (the process restarts as a
     /// follower, as upstream's does).
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         let (leading_tx, mut leading) = watch::channel(self.run.lease.is_none());
+        if self.run.lease.is_some() {
+            self.fence = Fence::following(leading.clone());
+        }
         let elector = self
             .run
             .lease
@@ -287,7 +327,12 @@ impl Runner {
                 Some(done) = campaign.join_next() => {
                     break done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
                 }
-                _ = leading.changed() => {}
+                _ = leading.changed() => {
+                    if !*leading.borrow() {
+                        // Lost: drains stop now (each also checks before its next call).
+                        self.drains.abort_all();
+                    }
+                }
                 _ = tick.tick() => {
                     let is_leading = *leading.borrow();
                     if is_leading && !was_leading {
@@ -306,8 +351,16 @@ impl Runner {
         };
         campaign.abort_all();
         self.drains.abort_all();
-        if let Some(e) = elector {
-            e.release().await;
+        // Leaving while leading gives the Lease up at once; a replica that lost it writes nothing more.
+        if let (Some(e), true) = (elector, outcome.is_ok() && *leading.borrow()) {
+            let bound = self
+                .run
+                .lease
+                .as_ref()
+                .map_or(Duration::from_secs(1), |l| l.renew_deadline);
+            if tokio::time::timeout(bound, e.release()).await.is_err() {
+                tracing::warn!("the Lease was not released in time; it expires by itself");
+            }
         }
         outcome
     }

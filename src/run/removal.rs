@@ -1,7 +1,7 @@
 //! Taking one node down in the background: taint it, evict its pods through their budgets, then delete
 //! its instance; on any failure the taint comes off again and the node gets a ScaleDownFailed event.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
@@ -14,6 +14,7 @@ use super::events::{node_ref, pod_ref, Events};
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
 use crate::k8s::drain::{self, DrainSettings};
+use crate::k8s::lease::Fence;
 use crate::metrics::LoopMetrics;
 
 /// What drains running in the background share with the loop.
@@ -25,7 +26,11 @@ pub(super) struct DrainContext {
     pub(super) record: LoopMetrics,
     pub(super) settings: DrainSettings,
     /// Nodes being drained or deleted: not candidates again until done.
-    pub(super) in_flight: Arc<Mutex<HashSet<String>>>,
+    pub(super) in_flight: Arc<Mutex<HashMap<String, bool>>>,
+    /// Whether this replica may still act; checked before every mutation.
+    pub(super) fence: Fence,
+    /// Nodes whose deletion taint could not be removed: the loop tries again.
+    pub(super) untaint: Arc<Mutex<HashSet<String>>>,
     /// Removals finished since the loop last looked: true for removed, false for failed.
     pub(super) outcomes: Arc<Mutex<Vec<bool>>>,
 }
@@ -41,10 +46,12 @@ pub(super) struct Removal {
 }
 
 impl DrainContext {
-    /// Taints, evicts, deletes; on any failure the taint is removed and ScaleDownFailed says why.
+    /// Taints, evicts, checks nothing else landed on the node, deletes; on any failure the taint is
+    /// removed and ScaleDownFailed says why, unless leadership was lost (the next leader cleans up).
     pub(super) async fn remove(self, r: Removal, now: i64) -> Result<()> {
         let nodes: Api<KubeNode> = Api::all(self.client.clone());
         let result = async {
+            self.fence.check(&format!("tainting node {}", r.node))?;
             drain::set_deletion_taint(&nodes, &r.node, true, now).await?;
             self.events.send(
                 node_ref(&r.node, r.uid.clone()),
@@ -60,9 +67,14 @@ impl DrainContext {
                     "ScaleDown",
                     format!("deleting pod for node scale down (node {})", r.node),
                 );
-                let (client, pod, settings) =
-                    (self.client.clone(), p.clone(), self.settings.clone());
-                evictions.spawn(async move { drain::evict(&client, &pod, &settings).await });
+                let (client, pod, settings, fence) = (
+                    self.client.clone(),
+                    p.clone(),
+                    self.settings.clone(),
+                    self.fence.clone(),
+                );
+                evictions
+                    .spawn(async move { drain::evict(&client, &pod, &settings, &fence).await });
             }
             let mut failure = None;
             while let Some(done) = evictions.join_next().await {
@@ -75,6 +87,27 @@ impl DrainContext {
             if let Some(e) = failure {
                 return Err(e);
             }
+            // A pod bound to the node after the decision (before the taint took) would be killed
+            // without eviction: read the node's pods again, and stop if one is left.
+            let evicted: HashSet<Option<&str>> =
+                r.pods.iter().map(|p| p.metadata.uid.as_deref()).collect();
+            let left: Vec<String> = drain::pods_on(&self.client, &r.node)
+                .await?
+                .iter()
+                .filter(|p| !drain::goes_with_node(p) && !evicted.contains(&p.metadata.uid.as_deref()))
+                .map(|p| {
+                    crate::model::workload::pod_key(
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            if !left.is_empty() {
+                return Err(Error::Unavailable(format!(
+                    "pods {left:?} were scheduled onto the node after it was chosen; not deleting it"
+                )));
+            }
+            self.fence.check(&format!("deleting node {}", r.node))?;
             self.cloud
                 .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id))
                 .await
@@ -89,10 +122,17 @@ impl DrainContext {
                     "underutilized"
                 });
             }
+            Err(e) if self.fence.check("untainting").is_err() => {
+                tracing::warn!(node = %r.node, error = %e, "scale-down stopped: leadership lost; the next leader removes the taint");
+            }
             Err(e) => {
                 tracing::warn!(node = %r.node, error = %e, "scale-down failed; untainting");
                 if let Err(u) = drain::set_deletion_taint(&nodes, &r.node, false, now).await {
-                    tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint");
+                    tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint; will retry");
+                    self.untaint
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(r.node.clone());
                 }
                 self.events.send(
                     node_ref(&r.node, r.uid.clone()),

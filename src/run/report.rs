@@ -35,6 +35,14 @@ impl Runner {
                 ]
             })
             .unwrap_or_default();
+        self.record
+            .safety(d.unhealthy.is_none(), !d.held_back.is_empty());
+        for doubt in &d.held_back {
+            tracing::warn!(%doubt, "scale-down held back");
+        }
+        if let Some(u) = &d.unhealthy {
+            tracing::warn!(%u, "doing nothing");
+        }
         self.record.cluster(
             d.unschedulable().count(),
             self.memory.unneeded_since.len(),

@@ -90,7 +90,7 @@ pub(crate) fn eager() -> Settings {
 
 pub(crate) struct Harness {
     pub(crate) api: KubeApi,
-    pub(crate) cloud: Arc<MemoryCloud>,
+    pub(crate) cloud: Arc<dyn Cloud>,
     pub(crate) watches: Watches,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) runner: Runner,
@@ -105,6 +105,16 @@ impl Harness {
         run: RunSettings,
     ) -> Harness {
         let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(groups).unwrap()).unwrap());
+        Harness::with_cloud(api, cloud, settings, run).await
+    }
+
+    /// A runner on any cloud against `api`.
+    pub(crate) async fn with_cloud(
+        api: KubeApi,
+        cloud: Arc<dyn Cloud>,
+        settings: Settings,
+        run: RunSettings,
+    ) -> Harness {
         let client = api.client();
         let watches = Watches::start(&client);
         watches

@@ -31,6 +31,10 @@ struct Store {
     requests: Vec<String>,
     /// A write another client makes just before the next PATCH of (collection, namespace, name).
     interference: Option<((String, String, String), Value)>,
+    /// Requests starting with this (`PUT /apis/...`) get no answer until released.
+    hold: Option<String>,
+    /// Collections whose lists and watches fail (500) while set.
+    failing: std::collections::BTreeSet<String>,
 }
 
 /// The API server; cheap to clone.
@@ -39,6 +43,8 @@ pub struct KubeApi {
     pub addr: SocketAddr,
     store: Arc<Mutex<Store>>,
     changes: broadcast::Sender<Change>,
+    /// Ends the open watches of a collection.
+    kills: broadcast::Sender<String>,
 }
 
 /// Collection paths of the resources ferroscale uses.
@@ -50,6 +56,7 @@ pub const DAEMONSETS: &str = "/apis/apps/v1/daemonsets";
 pub const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
 pub const EVENTS: &str = "/apis/events.k8s.io/v1/events";
 
+mod eviction;
 mod rbac;
 mod wire;
 
@@ -105,10 +112,12 @@ impl KubeApi {
     pub async fn start() -> KubeApi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (changes, _) = broadcast::channel(4096);
+        let (kills, _) = broadcast::channel(16);
         let api = KubeApi {
             addr: listener.local_addr().unwrap(),
             store: Arc::default(),
             changes,
+            kills,
         };
         let served = api.clone();
         let router = Router::new().fallback(move |method: Method, uri: Uri, body: Bytes| {
@@ -152,6 +161,16 @@ impl KubeApi {
         drop(s);
         let _ = self.changes.send(change);
         out
+    }
+
+    /// Deletes an object as a controller would (watchers see it).
+    pub fn delete(&self, collection: &str, namespace: &str, name: &str) {
+        let mut s = self.store.lock().unwrap();
+        s.delete(collection, namespace, name)
+            .expect("object to delete");
+        let change = s.log.last().cloned().unwrap();
+        drop(s);
+        let _ = self.changes.send(change);
     }
 
     /// Changes an object in place (as a JSON merge patch would).
@@ -230,22 +249,54 @@ impl KubeApi {
             .collect()
     }
 
+    /// Requests starting with `prefix` (e.g. `PUT /apis/coordination.k8s.io/v1/leases`) hang until
+    /// [`KubeApi::release`]: an API server that stopped answering.
+    pub fn hold(&self, prefix: &str) {
+        self.store.lock().unwrap().hold = Some(prefix.into());
+    }
+
+    /// Answers the held requests and stops holding.
+    pub fn release(&self) {
+        self.store.lock().unwrap().hold = None;
+    }
+
+    /// While `failing`, lists and watches of `collection` answer 500 and its open watches end.
+    pub fn fail_watches(&self, collection: &str, failing: bool) {
+        let mut s = self.store.lock().unwrap();
+        if failing {
+            s.failing.insert(collection.into());
+            let _ = self.kills.send(collection.into());
+        } else {
+            s.failing.remove(collection);
+        }
+    }
+
     async fn handle(&self, method: Method, uri: Uri, body: Bytes) -> Response {
-        self.store
-            .lock()
-            .unwrap()
-            .requests
-            .push(format!("{method} {uri}"));
+        let request = format!("{method} {uri}");
+        self.store.lock().unwrap().requests.push(request.clone());
+        let held = || {
+            let s = self.store.lock().unwrap();
+            s.hold.as_deref().is_some_and(|h| request.starts_with(h))
+        };
+        while held() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let Some(t) = parse_path(uri.path()) else {
             return status(404, "NotFound", format!("no route {}", uri.path()));
         };
+        if method == Method::GET
+            && t.name.is_none()
+            && self.store.lock().unwrap().failing.contains(&t.collection)
+        {
+            return status(500, "InternalError", "the watch cache is broken".into());
+        }
         let q = query(&uri);
         let parsed: Option<Value> = serde_json::from_slice(&body).ok();
         match (method, t.name.as_deref(), t.sub.as_deref()) {
             (Method::GET, None, _) if q.get("watch").map(String::as_str) == Some("true") => {
                 self.watch(&t, &q)
             }
-            (Method::GET, None, _) => self.list_response(&t),
+            (Method::GET, None, _) => self.list_response(&t, q.get("fieldSelector")),
             (Method::GET, Some(name), None) => match self.get(&t.collection, &t.namespace, name) {
                 Some(v) => json_response(200, &v),
                 None => status(
@@ -336,13 +387,15 @@ impl KubeApi {
         self.put(&t.collection, obj)
     }
 
-    fn list_response(&self, t: &Target) -> Response {
+    fn list_response(&self, t: &Target, fields: Option<&String>) -> Response {
         let s = self.store.lock().unwrap();
         let items: Vec<Value> = s
             .objects
             .iter()
-            .filter(|((c, ns, _), _)| {
-                *c == t.collection && (t.namespace.is_empty() || *ns == t.namespace)
+            .filter(|((c, ns, _), v)| {
+                *c == t.collection
+                    && (t.namespace.is_empty() || *ns == t.namespace)
+                    && fields_match(v, fields)
             })
             .map(|(_, v)| v.clone())
             .collect();
@@ -362,6 +415,7 @@ impl KubeApi {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         let mut live = self.changes.subscribe();
+        let mut kills = self.kills.subscribe();
         let backlog: Vec<Change> = {
             let s = self.store.lock().unwrap();
             s.log.iter().filter(|c| c.0 > from).cloned().collect()
@@ -384,11 +438,21 @@ impl KubeApi {
                     return;
                 }
             }
-            while let Ok(c) = live.recv().await {
-                if c.0 > last && wanted(&c) {
-                    last = c.0;
-                    if tx.send(line(&c)).await.is_err() {
-                        return;
+            loop {
+                tokio::select! {
+                    kill = kills.recv() => {
+                        if kill.as_deref().map_or(true, |k| *k == collection) {
+                            return;
+                        }
+                    }
+                    c = live.recv() => {
+                        let Ok(c) = c else { return };
+                        if c.0 > last && wanted(&c) {
+                            last = c.0;
+                            if tx.send(line(&c)).await.is_err() {
+                                return;
+                            }
+                        }
                     }
                 }
             }
@@ -400,48 +464,5 @@ impl KubeApi {
                 tokio_stream::wrappers::ReceiverStream::new(rx),
             ))
             .unwrap()
-    }
-
-    fn evict(&self, namespace: &str, name: &str) -> Response {
-        let Some(pod) = self.get(PODS, namespace, name) else {
-            return status(404, "NotFound", format!("pods {name:?} not found"));
-        };
-        let budgets: Vec<Value> = self
-            .list(PDBS)
-            .into_iter()
-            .filter(|b| b["metadata"]["namespace"] == namespace && selects(b, &pod))
-            .collect();
-        if budgets.iter().any(|b| {
-            b.pointer("/status/disruptionsAllowed")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                < 1
-        }) {
-            return status(
-                429,
-                "TooManyRequests",
-                "Cannot evict pod as it would violate the pod's disruption budget.".into(),
-            );
-        }
-        for b in budgets {
-            let allowed = b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
-            let bname = b["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            self.update(
-                PDBS,
-                namespace,
-                &bname,
-                json!({"status": {"disruptionsAllowed": allowed - 1}}),
-            );
-        }
-        let change = {
-            let mut s = self.store.lock().unwrap();
-            s.delete(PODS, namespace, name);
-            s.log.last().cloned().unwrap()
-        };
-        let _ = self.changes.send(change);
-        status(201, "", "evicted".into())
     }
 }

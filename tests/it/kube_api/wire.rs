@@ -107,8 +107,22 @@ pub(super) fn query(uri: &Uri) -> BTreeMap<String, String> {
         .unwrap_or("")
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (k.to_string(), v.replace("%3D", "=").replace("%2C", ",")))
         .collect()
+}
+
+/// Whether an object passes a `fieldSelector` of `path=value` terms (the only form ferroscale sends,
+/// e.g. `spec.nodeName=node-a`).
+pub(super) fn fields_match(obj: &Value, selector: Option<&String>) -> bool {
+    selector.is_none_or(|sel| {
+        sel.split(',').filter(|t| !t.is_empty()).all(|term| {
+            let Some((path, want)) = term.split_once('=') else {
+                return false;
+            };
+            let pointer = format!("/{}", path.replace('.', "/"));
+            obj.pointer(&pointer).and_then(Value::as_str).unwrap_or("") == want
+        })
+    })
 }
 
 pub(super) fn selects(pdb: &Value, pod: &Value) -> bool {

@@ -10,7 +10,7 @@ use super::context::{new_node, Ctx, World};
 use super::decisions::Decisions;
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
-use super::reasons::Pending;
+use super::reasons::{Pending, Unhealthy};
 use super::scale_down::scale_down;
 use super::scale_up::scale_up;
 use super::settings::Settings;
@@ -39,13 +39,23 @@ pub fn run_once(
     };
     let mut d = Decisions::default();
 
-    // Cluster state: instances that failed or never registered go, and their group backs off.
+    // Upstream's cluster health: with too many unready nodes the loop only reports.
+    if let Some(u) = unhealthy(&ctx) {
+        d.unhealthy = Some(u);
+        return d;
+    }
+
+    // Cluster state: instances that failed or never registered go, and their group backs off; capacity
+    // that will not come is given up.
     cleanup_instances(&ctx, memory, &mut d);
-    let deleting: HashMap<&str, i32> =
+    let mut deleting: HashMap<&str, i32> =
         d.delete_instances.iter().fold(HashMap::new(), |mut m, x| {
             *m.entry(x.group.as_str()).or_default() += 1;
             m
         });
+    for c in &d.cancel {
+        *deleting.entry(c.group.as_str()).or_default() += c.count;
+    }
 
     // Existing nodes with their pods, then the nodes asked for but not registered yet.
     let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
@@ -115,8 +125,28 @@ pub fn run_once(
     }
 
     scale_up(&ctx, memory, &candidates, &infos, existing, &mut d);
-    if settings.scale_down_enabled && d.scale_up.is_empty() {
+    if !world.doubts.is_empty() {
+        d.held_back = world.doubts.to_vec();
+    } else if settings.scale_down_enabled && d.scale_up.is_empty() {
         scale_down(&ctx, memory, &mut infos, existing, &mut d);
     }
     d
+}
+
+/// Upstream's check: the cluster is unhealthy when more nodes are unready than both
+/// `--ok-total-unready-count` and `--max-total-unready-percentage` of all nodes allow. Nodes still
+/// starting (younger than `maxNodeStartupTime`) are not unready yet.
+fn unhealthy(ctx: &Ctx) -> Option<Unhealthy> {
+    let s = ctx.settings;
+    let startup = s.defaults.max_node_startup_time.as_secs() as i64;
+    let total = ctx.world.nodes.len();
+    let unready = ctx
+        .world
+        .nodes
+        .iter()
+        .filter(|n| !n.ready && ctx.now - n.created >= startup)
+        .count();
+    let share = s.max_total_unready_percentage / 100.0 * total as f64;
+    (unready > s.ok_total_unready_count && unready as f64 > share)
+        .then_some(Unhealthy { unready, total })
 }

@@ -1,17 +1,35 @@
-//! Cluster state: failed launches are deleted at once and back their group off; instances without a node
-//! after the group's `maxNodeProvisionTime` (15m) are deleted too (upstream's unregistered-node cleanup).
+//! Cluster state, upstream's clean-ups: instances whose launch failed are deleted and back their group
+//! off; instances without a node after the group's `maxNodeProvisionTime` (15m) are deleted too (kept in a
+//! group at min size unless `--force-delete-unregistered-nodes`, and never while the state is in doubt);
+//! capacity asked for but not delivered is given up when the cloud says the launch failed (backing the
+//! group off at once, so the pods go to another group in this very loop) or after the provision time.
 
 use std::collections::{HashMap, HashSet};
 
 use super::context::Ctx;
-use super::decisions::{Decisions, DeleteInstance};
+use super::decisions::{CancelCapacity, Decisions, DeleteInstance};
 use super::memory::Memory;
-use super::reasons::InstanceFault;
-use crate::model::{ErrorClass, InstanceState};
+use super::reasons::{Cancel, InstanceFault};
+use crate::model::{ErrorClass, InstanceState, NodeGroup};
 
-/// Adds the instances to delete to `d` and remembers when the others were first seen without a node.
+/// Records a failed launch of `g`: out of capacity or quota backs off every group of its type in its
+/// zone, anything else the group alone. A group already backed off is not pushed further back.
+fn launch_failed(memory: &mut Memory, g: &NodeGroup, out_of_resources: bool, now: i64) {
+    if memory.backed_off(&g.id, now).is_some() {
+        return;
+    }
+    if out_of_resources {
+        memory.capacity_exhausted(g, now);
+    } else {
+        memory.scale_up_failed(&g.id, now);
+    }
+}
+
+/// Adds the instances to delete and the capacity to give up to `d`, and remembers since when instances
+/// have had no node and groups undelivered capacity.
 pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decisions) {
     let now = ctx.now;
+    let doubtful = !ctx.world.doubts.is_empty();
     let registered: HashSet<&str> = ctx
         .world
         .nodes
@@ -20,10 +38,12 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
         .filter(|p| !p.is_empty())
         .collect();
     let mut still: HashMap<String, i64> = HashMap::new();
+    let mut unfulfilled: HashMap<String, i64> = HashMap::new();
     for g in ctx.world.groups {
         let limit = ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64;
         let mut failed = false;
         let mut out_of_resources = false;
+        let mut deleting = 0;
         for i in &g.instances {
             if registered.contains(i.id.as_str()) || i.state == InstanceState::Deleting {
                 continue;
@@ -31,6 +51,7 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
             if let Some(e) = &i.error {
                 failed = true;
                 out_of_resources |= e.class == ErrorClass::OutOfResources;
+                deleting += 1;
                 d.delete_instances.push(DeleteInstance {
                     group: g.id.clone(),
                     instance: i.id.clone(),
@@ -41,8 +62,11 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 continue;
             }
             let since = *memory.unregistered_since.get(&i.id).unwrap_or(&now);
-            if now - since >= limit {
+            let at_min = g.target_size - deleting <= g.min_size;
+            let keep = doubtful || (at_min && !ctx.settings.force_delete_unregistered_nodes);
+            if now - since >= limit && !keep {
                 failed = true;
+                deleting += 1;
                 d.delete_instances.push(DeleteInstance {
                     group: g.id.clone(),
                     instance: i.id.clone(),
@@ -52,11 +76,38 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 still.insert(i.id.clone(), since);
             }
         }
-        if out_of_resources {
-            memory.capacity_exhausted(g, now);
-        } else if failed {
-            memory.scale_up_failed(&g.id, now);
+        // Capacity asked for that the cloud has not launched (placeholders).
+        let undelivered = g.placeholder_count() as i32;
+        if undelivered > 0 {
+            let since = *memory.unfulfilled_since.get(&g.id).unwrap_or(&now);
+            let reason = match &g.launch_error {
+                Some(e) => {
+                    launch_failed(memory, g, e.class == ErrorClass::OutOfResources, now);
+                    Some(Cancel::LaunchFailed {
+                        code: e.code.clone(),
+                    })
+                }
+                None if now - since >= limit => {
+                    launch_failed(memory, g, false, now);
+                    Some(Cancel::NotDelivered { within_secs: limit })
+                }
+                None => None,
+            };
+            match reason {
+                Some(reason) => d.cancel.push(CancelCapacity {
+                    group: g.id.clone(),
+                    count: undelivered,
+                    reason,
+                }),
+                None => {
+                    unfulfilled.insert(g.id.clone(), since);
+                }
+            }
+        }
+        if failed {
+            launch_failed(memory, g, out_of_resources, now);
         }
     }
     memory.unregistered_since = still;
+    memory.unfulfilled_since = unfulfilled;
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::predicates::{fits, NodeInfo};
+use super::reasons::Doubt;
 use super::settings::Settings;
 use crate::clock::Clock;
 use crate::labels;
@@ -22,6 +23,11 @@ pub struct World<'a> {
     /// The pods DaemonSets would start on a new node.
     pub daemon_pods: &'a [Pod],
     pub groups: &'a [Arc<NodeGroup>],
+    /// Nodes being removed in the background (drained or deleted), by name, with whether they are
+    /// drained (had pods): never candidates again, and counted against min size and the parallelism caps.
+    pub removing: &'a HashMap<String, bool>,
+    /// Why the state read this loop cannot be trusted: while any, nothing is removed.
+    pub doubts: &'a [Doubt],
 }
 
 /// What one loop works with: the world, the settings, the time, and the groups by id.

@@ -1,6 +1,6 @@
 //! What one loop decided, and why.
 
-use super::reasons::{InstanceFault, Pending, Removal, Unremovable};
+use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
 
 /// A group to grow.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +30,14 @@ pub struct DeleteInstance {
     pub reason: InstanceFault,
 }
 
+/// Capacity asked for and given up: the group's target is lowered by `count`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelCapacity {
+    pub group: String,
+    pub count: i32,
+    pub reason: Cancel,
+}
+
 /// The loop's decisions and explanations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
@@ -43,6 +51,12 @@ pub struct Decisions {
     pub unremovable: Vec<(String, Unremovable)>,
     /// The expander's scores, when it chose.
     pub expander: Vec<String>,
+    /// Capacity not delivered that is given up.
+    pub cancel: Vec<CancelCapacity>,
+    /// Set when too many nodes are unready: the loop decided nothing else.
+    pub unhealthy: Option<Unhealthy>,
+    /// The doubts that held scale-down (and the deletion of unregistered instances) back.
+    pub held_back: Vec<Doubt>,
 }
 
 impl Decisions {

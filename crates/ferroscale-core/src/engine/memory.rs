@@ -22,6 +22,8 @@ pub struct Memory {
     /// (instance type, zone) → until when it is taken as out of capacity: a launch that failed for lack
     /// of capacity keeps every group of that type in that zone out, not only the group that tried.
     pub out_of_capacity: HashMap<(String, String), i64>,
+    /// Group → since when it has had capacity asked for and not delivered.
+    pub unfulfilled_since: HashMap<String, i64>,
 }
 
 /// The (instance type, zone) of a template, when its labels say.

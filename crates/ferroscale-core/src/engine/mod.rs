@@ -19,6 +19,6 @@ pub mod settings;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
-pub use decisions::{Decisions, DeleteInstance, ScaleDown, ScaleUp};
+pub use decisions::{CancelCapacity, Decisions, DeleteInstance, ScaleDown, ScaleUp};
 pub use memory::Memory;
 pub use settings::Settings;

@@ -162,6 +162,10 @@ pub enum Unremovable {
     AtMinSize { group: String },
     /// Unneeded; this loop's removal budget is spent.
     WaitsForNextLoop,
+    /// Unready, and scale-down of unready nodes is disabled (`--scale-down-unready-enabled=false`).
+    UnreadyKept,
+    /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
+    ParallelismReached,
 }
 
 impl fmt::Display for Unremovable {
@@ -186,6 +190,13 @@ impl fmt::Display for Unremovable {
             Unremovable::Paused(p) => write!(f, "{p}"),
             Unremovable::AtMinSize { group } => write!(f, "group {group} at min size"),
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
+            Unremovable::UnreadyKept => {
+                write!(f, "unready, and --scale-down-unready-enabled is false")
+            }
+            Unremovable::ParallelismReached => write!(
+                f,
+                "unneeded, but --max-scale-down-parallelism or --max-drain-parallelism removals are in flight"
+            ),
         }
     }
 }
@@ -306,6 +317,67 @@ impl fmt::Display for InstanceFault {
             InstanceFault::LaunchFailed { code } => write!(f, "launch failed: {code}"),
             InstanceFault::NotRegistered { within_secs } => {
                 write!(f, "no node registered within {within_secs}s")
+            }
+        }
+    }
+}
+
+/// Why the cluster's state cannot be trusted this loop. While there is any, the loop may scale up but
+/// removes nothing: no scale-down, no deletion of instances without a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Doubt {
+    /// The watch of this kind has not listed everything yet.
+    NotSynced { kind: String },
+    /// The watch of this kind failed and has not recovered.
+    WatchFailing { kind: String },
+    /// Objects that could not be read (a pod left out would make its node look emptier than it is).
+    Unreadable { count: usize, first: String },
+}
+
+impl fmt::Display for Doubt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Doubt::NotSynced { kind } => write!(f, "the {kind} watch has not synced"),
+            Doubt::WatchFailing { kind } => write!(f, "the {kind} watch is failing"),
+            Doubt::Unreadable { count, first } => {
+                write!(f, "{count} objects could not be read (first: {first})")
+            }
+        }
+    }
+}
+
+/// Why the loop does nothing but report: too many unready nodes (upstream's cluster health check).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unhealthy {
+    pub unready: usize,
+    pub total: usize,
+}
+
+impl fmt::Display for Unhealthy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cluster unhealthy: {} of {} nodes unready, beyond --ok-total-unready-count and --max-total-unready-percentage",
+            self.unready, self.total
+        )
+    }
+}
+
+/// Why capacity asked for is given up (its target lowered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancel {
+    /// The cloud could not launch it, with its error code.
+    LaunchFailed { code: String },
+    /// Not delivered within the group's `maxNodeProvisionTime`.
+    NotDelivered { within_secs: i64 },
+}
+
+impl fmt::Display for Cancel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cancel::LaunchFailed { code } => write!(f, "launch failed: {code}"),
+            Cancel::NotDelivered { within_secs } => {
+                write!(f, "capacity not delivered within {within_secs}s")
             }
         }
     }

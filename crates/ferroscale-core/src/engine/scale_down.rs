@@ -112,14 +112,33 @@ pub(super) fn scale_down(
     d: &mut Decisions,
 ) {
     let now = ctx.now;
+    let settings = ctx.settings;
     let paused = paused(ctx, memory);
     let mut removed: Vec<usize> = Vec::new();
+    // Nodes going away count against their group's min size: those removed this loop and those being
+    // removed in the background.
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
-    let mut non_empty_removed = false;
+    for node in ctx.world.removing.keys() {
+        if let Some(g) = ctx.world.node_groups.get(node) {
+            *removed_per_group.entry(g.clone()).or_default() += 1;
+        }
+    }
+    // Upstream's parallelism caps count removals in flight across loops.
+    let in_flight = ctx.world.removing.len();
+    let drains_in_flight = ctx.world.removing.values().filter(|d| **d).count();
+    let mut removals_left = settings
+        .max_scale_down_parallelism
+        .saturating_sub(in_flight);
+    let mut drains_left = settings
+        .max_drain_parallelism
+        .saturating_sub(drains_in_flight);
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     let any_repelling = repelling(&infos[..existing]);
     for i in 0..existing {
         let node = infos[i].node.clone();
+        if ctx.world.removing.contains_key(&node.name) {
+            continue;
+        }
         let Some(group) = ctx
             .world
             .node_groups
@@ -133,9 +152,14 @@ pub(super) fn scale_down(
             keep(d, Unremovable::ScaleDownDisabled);
             continue;
         }
-        let opts = ctx.settings.options_of(group);
+        let opts = settings.options_of(group);
+        if !node.ready && !settings.scale_down_unready_enabled {
+            keep(d, Unremovable::UnreadyKept);
+            continue;
+        }
         let util = infos[i].utilization();
-        if util >= opts.scale_down_utilization_threshold {
+        // An unready node goes after the unready time whatever its pods ask (upstream).
+        if node.ready && util >= opts.scale_down_utilization_threshold {
             keep(
                 d,
                 Unremovable::NotUnderutilized {
@@ -176,7 +200,12 @@ pub(super) fn scale_down(
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
         still_unneeded.insert(node.name.clone(), since);
         let waited = now - since;
-        let needed = opts.scale_down_unneeded_time.as_secs() as i64;
+        let needed = if node.ready {
+            opts.scale_down_unneeded_time
+        } else {
+            opts.scale_down_unready_time
+        }
+        .as_secs() as i64;
         if waited < needed {
             keep(d, Unremovable::NotUnneededLongEnough { waited, needed });
             continue;
@@ -197,13 +226,27 @@ pub(super) fn scale_down(
         }
         let empty = movable.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
-        if (empty && empties >= ctx.settings.max_empty_bulk_delete) || (!empty && non_empty_removed)
-        {
+        if removals_left == 0 || (!empty && drains_left == 0) {
+            // Full because of removals still in flight from earlier loops, or because of this loop's.
+            let by_earlier = in_flight >= settings.max_scale_down_parallelism
+                || (!empty && drains_in_flight >= settings.max_drain_parallelism);
+            keep(
+                d,
+                if by_earlier {
+                    Unremovable::ParallelismReached
+                } else {
+                    Unremovable::WaitsForNextLoop
+                },
+            );
+            continue;
+        }
+        if empty && empties >= settings.max_empty_bulk_delete {
             keep(d, Unremovable::WaitsForNextLoop);
             continue;
         }
+        removals_left -= 1;
         if !empty {
-            non_empty_removed = true;
+            drains_left -= 1;
             for (j, n) in changed {
                 infos[j] = n;
             }

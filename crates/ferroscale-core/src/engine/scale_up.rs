@@ -114,6 +114,11 @@ pub(super) fn scale_up(
             budget.cores += i64::from(delta) * g.template.allocatable.cpu_milli / 1000;
             budget.memory_gib += i64::from(delta) * (g.template.allocatable.memory >> 30);
             chosen_groups.push(group.clone());
+            // The provision time of the capacity asked for counts from now.
+            memory
+                .unfulfilled_since
+                .entry(group.clone())
+                .or_insert(ctx.now);
             d.scale_up.push(ScaleUp {
                 group,
                 delta,

@@ -41,6 +41,19 @@ pub struct Settings {
     pub max_empty_bulk_delete: usize,
     /// `--balance-similar-node-groups`.
     pub balance_similar_node_groups: bool,
+    /// `--ok-total-unready-count`: unready nodes the cluster may have and still be healthy.
+    pub ok_total_unready_count: usize,
+    /// `--max-total-unready-percentage`: beyond this share of unready nodes (and the count above) the
+    /// cluster is unhealthy and the loop only reports.
+    pub max_total_unready_percentage: f64,
+    /// `--scale-down-unready-enabled`: unready nodes may be removed after the unready time.
+    pub scale_down_unready_enabled: bool,
+    /// `--max-scale-down-parallelism`: removals (empty or drained) in flight at once, across loops.
+    pub max_scale_down_parallelism: usize,
+    /// `--max-drain-parallelism`: drains of nodes with pods in flight at once, across loops.
+    pub max_drain_parallelism: usize,
+    /// `--force-delete-unregistered-nodes`: delete instances without a node even in a group at min size.
+    pub force_delete_unregistered_nodes: bool,
     /// Per-group option defaults (`--scale-down-utilization-threshold`, `--scale-down-unneeded-time`, ...).
     pub defaults: OptionValues,
 }

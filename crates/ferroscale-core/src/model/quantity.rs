@@ -42,6 +42,8 @@ pub fn parse_milli(input: &str) -> Result<i128, QuantityError> {
     // Scale: value = digits × 10^exp10 × 2^exp2, then × 1000 for milli-units.
     let (exp10, exp2): (i32, u32) = match suffix {
         "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
         "m" => (-3, 0),
         "k" => (3, 0),
         "M" => (6, 0),
@@ -146,6 +148,16 @@ mod tests {
         assert_eq!(parse_units("128974848").unwrap(), 128_974_848);
         assert_eq!(parse_units("129M").unwrap(), 129_000_000);
         assert_eq!(parse_units("100m").unwrap(), 1, "fractional bytes round up");
+        // The API server writes these too (metrics, some operators' requests).
+        assert_eq!(parse_cpu_milli("250000000n").unwrap(), 250);
+        assert_eq!(
+            parse_cpu_milli("1500u").unwrap(),
+            2,
+            "rounds up to a millicore"
+        );
+        assert_eq!(parse_cpu_milli("1n").unwrap(), 1);
+        assert_eq!(parse_units("1.5e3").unwrap(), 1500);
+        assert_eq!(parse_units("3E").unwrap(), 3_000_000_000_000_000_000);
     }
 
     #[test]
