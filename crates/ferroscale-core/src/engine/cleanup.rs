@@ -111,3 +111,147 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
     memory.unregistered_since = still;
     memory.unfulfilled_since = unfulfilled;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::clock::FixedClock;
+    use crate::engine::expander::{Priorities, Strategy};
+    use crate::engine::reasons::{Cancel, Doubt};
+    use crate::engine::{run_once, Decisions, Memory, Settings, World};
+    use crate::model::{
+        ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, OptionValues, TemplateNode,
+    };
+
+    fn settings() -> Settings {
+        Settings {
+            expander: vec![Strategy::LeastWaste],
+            priorities: Priorities::default(),
+            max_nodes_total: 0,
+            cores_total: (0, 320_000),
+            memory_total_gib: (0, 6_400_000),
+            max_nodes_per_scaleup: 1000,
+            max_nodegroup_binpacking_duration: Duration::from_secs(10),
+            new_pod_scale_up_delay: Duration::ZERO,
+            expendable_pods_priority_cutoff: -10,
+            scale_down_enabled: true,
+            scale_down_delay_after_add: Duration::from_secs(600),
+            scale_down_delay_after_delete: Duration::ZERO,
+            scale_down_delay_after_failure: Duration::from_secs(180),
+            skip_nodes_with_local_storage: true,
+            skip_nodes_with_system_pods: true,
+            max_empty_bulk_delete: 10,
+            balance_similar_node_groups: false,
+            ok_total_unready_count: 3,
+            max_total_unready_percentage: 45.0,
+            scale_down_unready_enabled: true,
+            max_scale_down_parallelism: 10,
+            max_drain_parallelism: 1,
+            force_delete_unregistered_nodes: false,
+            defaults: OptionValues::DEFAULT,
+        }
+    }
+
+    /// A group of `min`..10 with target `target` and these instances, none of which has a node.
+    fn group(min: i32, target: i32, instances: Vec<Instance>) -> Arc<NodeGroup> {
+        Arc::new(NodeGroup {
+            min_size: min,
+            max_size: 10,
+            target_size: target,
+            instances,
+            ..NodeGroup::new("g", TemplateNode::default(), "aws:///z/")
+        })
+    }
+
+    fn running(id: &str) -> Instance {
+        Instance {
+            id: format!("aws:///z/{id}"),
+            state: InstanceState::Running,
+            error: None,
+        }
+    }
+
+    /// One loop at `now` on `groups`, with `doubts`.
+    fn decide(
+        groups: &[Arc<NodeGroup>],
+        s: &Settings,
+        memory: &mut Memory,
+        now: i64,
+        doubts: &[Doubt],
+    ) -> Decisions {
+        let world = World {
+            nodes: &[],
+            node_groups: &HashMap::new(),
+            pods: &[],
+            pdbs: &[],
+            daemon_pods: &[],
+            groups,
+            removing: &HashMap::new(),
+            doubts,
+        };
+        run_once(&world, s, memory, now, &FixedClock::default())
+    }
+
+    #[test]
+    fn unregistered_instances_of_a_group_at_min_stay_unless_forced() {
+        let groups = [group(1, 1, vec![running("i-1")])];
+        let mut memory = Memory::default();
+        let s = settings();
+        decide(&groups, &s, &mut memory, 0, &[]);
+        let d = decide(&groups, &s, &mut memory, 10_000, &[]);
+        assert!(d.delete_instances.is_empty(), "at min size: {d:?}");
+        let forced = Settings {
+            force_delete_unregistered_nodes: true,
+            ..settings()
+        };
+        let d = decide(&groups, &forced, &mut memory, 10_001, &[]);
+        assert_eq!(d.delete_instances.len(), 1);
+    }
+
+    #[test]
+    fn nothing_unregistered_is_deleted_while_the_state_is_in_doubt() {
+        let groups = [group(0, 1, vec![running("i-1")])];
+        let mut memory = Memory::default();
+        let s = settings();
+        decide(&groups, &s, &mut memory, 0, &[]);
+        let doubt = [Doubt::WatchFailing {
+            kind: "nodes".into(),
+        }];
+        let d = decide(&groups, &s, &mut memory, 10_000, &doubt);
+        assert!(d.delete_instances.is_empty(), "{d:?}");
+        assert_eq!(d.held_back, doubt);
+        let d = decide(&groups, &s, &mut memory, 10_001, &[]);
+        assert_eq!(d.delete_instances.len(), 1, "once the doubt is gone");
+    }
+
+    #[test]
+    fn undelivered_capacity_is_given_up_on_a_launch_error_at_once_else_after_the_provision_time() {
+        let s = settings();
+        let mut failed = NodeGroup::clone(&group(0, 2, vec![]));
+        failed.launch_error = Some(InstanceError {
+            code: "InsufficientInstanceCapacity".into(),
+            message: "no capacity".into(),
+            class: ErrorClass::OutOfResources,
+        });
+        let mut memory = Memory::default();
+        let d = decide(&[Arc::new(failed)], &s, &mut memory, 100, &[]);
+        assert_eq!(d.cancel.len(), 1);
+        assert_eq!(d.cancel[0].count, 2);
+        assert!(matches!(d.cancel[0].reason, Cancel::LaunchFailed { .. }));
+        assert!(memory.backed_off("g", 100).is_some());
+
+        let quiet = [group(0, 1, vec![])];
+        let mut memory = Memory::default();
+        let d = decide(&quiet, &s, &mut memory, 0, &[]);
+        assert!(d.cancel.is_empty(), "still within the provision time");
+        let d = decide(&quiet, &s, &mut memory, 900, &[]);
+        assert_eq!(
+            d.cancel[0].reason,
+            Cancel::NotDelivered { within_secs: 900 }
+        );
+        assert!(memory.backed_off("g", 900).is_some());
+    }
+}
