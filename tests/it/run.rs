@@ -160,7 +160,10 @@ impl Harness {
     /// Waits until the watches have seen `n` nodes and `p` pods.
     pub(crate) async fn synced(&self, n: usize, p: usize) {
         for _ in 0..200 {
-            if self.watches.nodes.state().len() == n && self.watches.pods.state().len() == p {
+            if self.watches.nodes.state().len() == n
+                && self.watches.pods.state().len() == p
+                && self.watches.doubts().is_empty()
+            {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;

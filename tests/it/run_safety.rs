@@ -129,10 +129,10 @@ async fn a_lease_taken_mid_drain_stops_evictions_and_the_deletion() {
     );
 }
 
-/// Waits until the runner's watches report (or stop reporting) a doubt.
-async fn until_doubtful(h: &Harness, doubtful: bool) {
+/// Waits until the runner's watches report exactly `doubts`.
+async fn until_doubts(h: &Harness, doubts: &[Doubt]) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while h.watches.doubts().is_empty() == doubtful {
+    while h.watches.doubts() != doubts {
         assert!(
             Instant::now() < deadline,
             "doubts: {:?}",
@@ -151,7 +151,10 @@ async fn a_broken_pod_watch_holds_scale_down_back_but_not_scale_up() {
     h.synced(2, 4).await;
 
     api.fail_watches(PODS, true);
-    until_doubtful(&h, true).await;
+    let failing = [Doubt::WatchFailing {
+        kind: "pods".into(),
+    }];
+    until_doubts(&h, &failing).await;
     let now = ferroscale::time::unix_now();
     let d = h.runner.run_once(now).await.unwrap();
     assert_eq!(d.scale_up.len(), 1, "scale-up still works: {d:?}");
@@ -161,12 +164,7 @@ async fn a_broken_pod_watch_holds_scale_down_back_but_not_scale_up() {
         d.scale_down.is_empty(),
         "nothing removed while the pod watch is broken: {d:?}"
     );
-    assert_eq!(
-        d.held_back,
-        vec![Doubt::WatchFailing {
-            kind: "pods".into()
-        }]
-    );
+    assert_eq!(d.held_back, failing);
     assert!(
         h.status().message.contains("scale-down held back"),
         "{:?}",
@@ -180,7 +178,7 @@ async fn a_broken_pod_watch_holds_scale_down_back_but_not_scale_up() {
 
     // The watch recovers: the same node goes.
     api.fail_watches(PODS, false);
-    until_doubtful(&h, false).await;
+    until_doubts(&h, &[]).await;
     let d = h.runner.run_once(now + 2).await.unwrap();
     assert!(d.held_back.is_empty());
     assert_eq!(d.scale_down.len(), 1, "{d:?}");

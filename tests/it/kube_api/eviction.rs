@@ -1,53 +1,52 @@
 //! The Eviction API: 429 while a PodDisruptionBudget selecting the pod allows no disruption, else the
-//! budget is decremented and the pod deleted.
+//! budget is decremented and the pod deleted — in one step under the store's lock, as the API server's
+//! optimistic concurrency on the budget makes it: of two evictions racing for the last disruption, one
+//! gets 429.
 
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::wire::{selects, status};
+use super::wire::{merge, selects, status};
 use super::{KubeApi, PDBS, PODS};
 
 impl KubeApi {
     pub(super) fn evict(&self, namespace: &str, name: &str) -> Response {
-        let Some(pod) = self.get(PODS, namespace, name) else {
+        let mut s = self.store.lock().unwrap();
+        let key = |c: &str, n: &str| (c.to_string(), namespace.to_string(), n.to_string());
+        let Some(pod) = s.objects.get(&key(PODS, name)).cloned() else {
             return status(404, "NotFound", format!("pods {name:?} not found"));
         };
-        let budgets: Vec<Value> = self
-            .list(PDBS)
-            .into_iter()
-            .filter(|b| b["metadata"]["namespace"] == namespace && selects(b, &pod))
+        let budgets: Vec<Value> = s
+            .objects
+            .iter()
+            .filter(|((c, ns, _), b)| c == PDBS && ns == namespace && selects(b, &pod))
+            .map(|(_, b)| b.clone())
             .collect();
-        if budgets.iter().any(|b| {
+        let allowed = |b: &Value| {
             b.pointer("/status/disruptionsAllowed")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
-                < 1
-        }) {
+        };
+        if budgets.iter().any(|b| allowed(b) < 1) {
             return status(
                 429,
                 "TooManyRequests",
                 "Cannot evict pod as it would violate the pod's disruption budget.".into(),
             );
         }
-        for b in budgets {
-            let allowed = b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0);
-            let bname = b["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            self.update(
-                PDBS,
-                namespace,
-                &bname,
-                json!({"status": {"disruptionsAllowed": allowed - 1}}),
-            );
+        let mut changes = Vec::new();
+        for mut b in budgets {
+            let left = allowed(&b) - 1;
+            merge(&mut b, &json!({"status": {"disruptionsAllowed": left}}));
+            s.write(PDBS, namespace, b);
+            changes.push(s.log.last().cloned().unwrap());
         }
-        let change = {
-            let mut s = self.store.lock().unwrap();
-            s.delete(PODS, namespace, name);
-            s.log.last().cloned().unwrap()
-        };
-        let _ = self.changes.send(change);
+        s.delete(PODS, namespace, name);
+        changes.push(s.log.last().cloned().unwrap());
+        drop(s);
+        for change in changes {
+            let _ = self.changes.send(change);
+        }
         status(201, "", "evicted".into())
     }
 }

@@ -416,6 +416,11 @@ impl KubeApi {
             .unwrap_or(0);
         let mut live = self.changes.subscribe();
         let mut kills = self.kills.subscribe();
+        // Checked again after subscribing: a `fail_watches` between the caller's check and the subscription
+        // would otherwise leave this watch healthy.
+        if self.store.lock().unwrap().failing.contains(&t.collection) {
+            return status(500, "InternalError", "the watch cache is broken".into());
+        }
         let backlog: Vec<Change> = {
             let s = self.store.lock().unwrap();
             s.log.iter().filter(|c| c.0 > from).cloned().collect()
