@@ -1,7 +1,7 @@
 //! `ferroscale run` fails closed, against the loopback Kubernetes API: a renewal that hangs or a Lease
 //! taken mid-drain stops every mutation, a broken watch or an unreadable pod holds scale-down back (not
 //! scale-up), drains are capped across loops, a pod scheduled onto a draining node stops its deletion, and
-//! an unhealthy cluster gets no action.
+//! an unhealthy cluster gets no action; a node being drained counts against its group's min size.
 
 use std::time::{Duration, Instant};
 
@@ -207,6 +207,30 @@ async fn an_unreadable_pod_keeps_its_node() {
     assert!(!has_deletion_taint(&api, "pool-b"));
 }
 
+/// Waits until the runner's pod cache holds every pod of `present` and none of `absent`.
+async fn until_pods(h: &Harness, present: &[&str], absent: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let names: Vec<String> = h
+            .watches
+            .pods
+            .state()
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        if present.iter().all(|p| names.iter().any(|n| n == p))
+            && !absent.iter().any(|a| names.iter().any(|n| n == a))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pod watch did not see the change: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 const POOL3: &str = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 5, targetSize: 3, instances: [{id: i-a}, {id: i-b}, {id: i-c}],
@@ -232,25 +256,7 @@ async fn drains_are_capped_across_loops() {
         .await;
     api.delete(PODS, "default", "batch-1");
     api.put(PODS, pod("batch-2", "200m", Some("pool-c"), "batch"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !h
-        .watches
-        .pods
-        .state()
-        .iter()
-        .any(|p| p.metadata.name.as_deref() == Some("batch-2"))
-        || h.watches
-            .pods
-            .state()
-            .iter()
-            .any(|p| p.metadata.name.as_deref() == Some("batch-1"))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the pod watch did not see the change"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    until_pods(&h, &["batch-2"], &["batch-1"]).await;
     // The next loop finds the first drain still in flight: --max-drain-parallelism 1 stops a second.
     let d = h.runner.run_once(now + 1).await.unwrap();
     assert!(d.scale_down.is_empty(), "{d:?}");
@@ -328,4 +334,38 @@ async fn an_unhealthy_cluster_gets_no_action_and_says_so() {
         .encode()
         .contains("cluster_autoscaler_cluster_safe_to_autoscale 0"));
     assert_eq!(h.group("big").target_size, 0, "no scale-up");
+}
+
+const POOL_MIN1: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 1, maxSize: 5, targetSize: 2, instances: [{id: i-a}, {id: i-b}],
+     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
+"#;
+
+#[tokio::test]
+async fn a_node_being_drained_counts_against_min_size() {
+    let api = KubeApi::start().await;
+    pool(&api, 1).await;
+    let mut h = Harness::new(api.clone(), POOL_MIN1, eager(), run_settings()).await;
+    h.synced(2, 3).await;
+    let now = ferroscale::time::unix_now();
+    let d = h.runner.run_once(now).await.unwrap();
+    assert_eq!(d.scale_down.len(), 1, "{d:?}");
+    assert_eq!(d.scale_down[0].node, "pool-b");
+    // The budget holds pool-b's second pod: its drain stays in flight.
+    api.wait_for("the drain under way", |a| evictions(a) >= 3)
+        .await;
+    // pool-a empties; removing it too would take the group of min 1 to 0.
+    api.delete(PODS, "default", "anchor");
+    until_pods(&h, &[], &["anchor"]).await;
+    let d = h.runner.run_once(now + 1).await.unwrap();
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    let why = &d.unremovable.iter().find(|(n, _)| n == "pool-a").unwrap().1;
+    assert_eq!(
+        *why,
+        Unremovable::AtMinSize {
+            group: "pool".into()
+        }
+    );
+    assert!(!has_deletion_taint(&api, "pool-a"));
 }
