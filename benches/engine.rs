@@ -235,7 +235,14 @@ fn convert_51000(bencher: divan::Bencher) {
         })
         .collect();
     bencher.bench(|| {
-        ferroscale::k8s::objects::Inputs::convert(black_box(&nodes), black_box(&pods), [], [], Err)
-            .unwrap()
+        ferroscale::k8s::objects::Inputs::convert(
+            black_box(&nodes),
+            black_box(&pods),
+            [],
+            [],
+            &Default::default(),
+            Err,
+        )
+        .unwrap()
     });
 }

@@ -140,6 +140,7 @@ impl Simulation {
             &objects.pods,
             &objects.pdbs,
             &objects.daemonsets,
+            &objects.storage(),
             Err,
         )?;
         let start = pods

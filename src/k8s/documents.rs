@@ -1,9 +1,11 @@
-//! Kubernetes objects from YAML: multi-document files and `List`s (what `kubectl get nodes,pods,pdb,ds
-//! -A -o yaml` writes). Unknown kinds and broken objects are errors naming the document and field.
+//! Kubernetes objects from YAML: multi-document files and `List`s (what `kubectl get
+//! nodes,pods,pdb,ds,pvc,pv,storageclass,csinode -A -o yaml` writes). Unknown kinds and broken objects are
+//! errors naming the document and field.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -15,6 +17,22 @@ pub struct Objects {
     pub pods: Vec<core::Pod>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub daemonsets: Vec<DaemonSet>,
+    pub claims: Vec<core::PersistentVolumeClaim>,
+    pub volumes: Vec<core::PersistentVolume>,
+    pub classes: Vec<StorageClass>,
+    pub csinodes: Vec<CSINode>,
+}
+
+impl Objects {
+    /// The storage objects, indexed for resolving pods' claims.
+    pub fn storage(&self) -> crate::k8s::volumes::Storage<'_> {
+        crate::k8s::volumes::Storage::new(
+            &self.claims,
+            &self.volumes,
+            &self.classes,
+            &self.csinodes,
+        )
+    }
 }
 
 fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> {
@@ -32,7 +50,15 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
     let at = format!("{at} ({kind} {name})");
     let bad = |e: serde_yaml::Error| Error::config(format!("{at}: {e}"));
     match kind.as_str() {
-        "List" | "NodeList" | "PodList" | "PodDisruptionBudgetList" | "DaemonSetList" => {
+        "List"
+        | "NodeList"
+        | "PodList"
+        | "PodDisruptionBudgetList"
+        | "DaemonSetList"
+        | "PersistentVolumeClaimList"
+        | "PersistentVolumeList"
+        | "StorageClassList"
+        | "CSINodeList" => {
             let items = match value.get("items") {
                 Some(serde_yaml::Value::Sequence(items)) => items.clone(),
                 None | Some(serde_yaml::Value::Null) => vec![],
@@ -52,9 +78,21 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
         "DaemonSet" => objects
             .daemonsets
             .push(serde_yaml::from_value(value).map_err(bad)?),
+        "PersistentVolumeClaim" => objects
+            .claims
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "PersistentVolume" => objects
+            .volumes
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "StorageClass" => objects
+            .classes
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "CSINode" => objects
+            .csinodes
+            .push(serde_yaml::from_value(value).map_err(bad)?),
         other => {
             return Err(Error::config(format!(
-                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet or a List)"
+                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
             )))
         }
     }

@@ -6,7 +6,9 @@ pub mod documents;
 pub mod drain;
 pub mod lease;
 pub mod objects;
+mod selectors;
 pub mod status;
+pub mod volumes;
 pub mod watch;
 
 /// The HTTP status the API server answered with, when the error is its answer (409 Conflict, 404...).
@@ -33,6 +35,14 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("policy", "poddisruptionbudgets", "watch"),
     ("apps", "daemonsets", "list"),
     ("apps", "daemonsets", "watch"),
+    ("", "persistentvolumeclaims", "list"),
+    ("", "persistentvolumeclaims", "watch"),
+    ("", "persistentvolumes", "list"),
+    ("", "persistentvolumes", "watch"),
+    ("storage.k8s.io", "storageclasses", "list"),
+    ("storage.k8s.io", "storageclasses", "watch"),
+    ("storage.k8s.io", "csinodes", "list"),
+    ("storage.k8s.io", "csinodes", "watch"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),

@@ -10,6 +10,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
+use super::selectors::requirement;
+use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SelectorOp,
@@ -44,32 +46,6 @@ fn effect(e: &str, field: &str) -> Result<TaintEffect> {
             format!("unknown taint effect {other:?}"),
         )),
     }
-}
-
-fn op(o: &str, field: &str) -> Result<SelectorOp> {
-    Ok(match o {
-        "In" => SelectorOp::In,
-        "NotIn" => SelectorOp::NotIn,
-        "Exists" => SelectorOp::Exists,
-        "DoesNotExist" => SelectorOp::DoesNotExist,
-        "Gt" => SelectorOp::Gt,
-        "Lt" => SelectorOp::Lt,
-        other => return Err(Error::invalid(field, format!("unknown operator {other:?}"))),
-    })
-}
-
-/// One label or node selector requirement; `field` names the operator in errors.
-fn requirement(
-    key: &str,
-    operator: &str,
-    values: &Option<Vec<String>>,
-    field: &str,
-) -> Result<Requirement> {
-    Ok(Requirement {
-        key: key.to_string(),
-        op: op(operator, field)?,
-        values: values.clone().unwrap_or_default(),
-    })
 }
 
 /// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
@@ -304,6 +280,8 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             &at("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         spread,
+        // Resolved with the cluster's storage objects (`Inputs::convert`).
+        claims: Vec::new(),
         meta: PodMeta {
             controller: p
                 .metadata
@@ -366,6 +344,8 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .and_then(|a| a.get(labels::SCALE_DOWN_DISABLED))
             .is_some_and(|v| v == "true"),
         created: time(&n.metadata.creation_timestamp),
+        // From the node's CSINode (`Inputs::convert`).
+        volume_limits: BTreeMap::new(),
         name,
     })
 }
@@ -430,6 +410,7 @@ impl Inputs {
         pods: impl IntoIterator<Item = &'a core::Pod>,
         pdbs: impl IntoIterator<Item = &'a PodDisruptionBudget>,
         daemonsets: impl IntoIterator<Item = &'a DaemonSet>,
+        storage: &Storage,
         mut bad: impl FnMut(Error) -> Result<()>,
     ) -> Result<Inputs> {
         fn each<'a, T: 'a, U>(
@@ -446,9 +427,23 @@ impl Inputs {
             }
             Ok(out)
         }
+        let with_limits = |n: &core::Node| {
+            let mut out = node(n)?;
+            out.volume_limits = storage.limits_of(&out.name);
+            Ok(out)
+        };
+        let with_claims = |p: &core::Pod| {
+            let mut out = pod(p)?;
+            out.claims = storage.claims_of(p)?;
+            Ok(out)
+        };
         Ok(Inputs {
-            nodes: each(nodes, node, &mut bad)?,
-            pods: each(pods.into_iter().filter(|p| !pod_terminal(p)), pod, &mut bad)?,
+            nodes: each(nodes, with_limits, &mut bad)?,
+            pods: each(
+                pods.into_iter().filter(|p| !pod_terminal(p)),
+                with_claims,
+                &mut bad,
+            )?,
             pdbs: each(pdbs, pdb, &mut bad)?,
             daemon_pods: each(daemonsets, daemonset_pod, &mut bad)?,
         })

@@ -1,5 +1,5 @@
 //! The live cluster as `ferroscale run` sees it: one reflector per kind (pods, nodes,
-//! PodDisruptionBudgets, DaemonSets), fed by list+watch with resourceVersions and reconnecting with
+//! PodDisruptionBudgets, DaemonSets, PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes), fed by list+watch with resourceVersions and reconnecting with
 //! backoff, so a loop reads memory and never waits on the API server.
 
 use crate::labels;
@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -47,8 +48,24 @@ pub struct Watches {
     pub nodes: Store<Node>,
     pub pdbs: Store<PodDisruptionBudget>,
     pub daemonsets: Store<DaemonSet>,
-    health: [(&'static str, Arc<WatchHealth>); 4],
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
+    pub classes: Store<StorageClass>,
+    pub csinodes: Store<CSINode>,
+    health: [(&'static str, Arc<WatchHealth>); KINDS.len()],
 }
+
+/// The kinds watched, as their resources are named.
+const KINDS: [&str; 8] = [
+    "pods",
+    "nodes",
+    "poddisruptionbudgets",
+    "daemonsets",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses",
+    "csinodes",
+];
 
 /// First pause before a watch that failed starts over; doubled up to [`WATCH_RETRY_MAX`].
 const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
@@ -110,23 +127,20 @@ where
 }
 
 impl Watches {
-    /// Starts the four watches (cluster-wide).
+    /// Starts the watches (cluster-wide).
     pub fn start(client: &Client) -> Self {
-        let health: [(&'static str, Arc<WatchHealth>); 4] = [
-            ("pods", Arc::default()),
-            ("nodes", Arc::default()),
-            ("poddisruptionbudgets", Arc::default()),
-            ("daemonsets", Arc::default()),
-        ];
+        let health = KINDS.map(|k| (k, Arc::<WatchHealth>::default()));
+        let h = |i: usize| health[i].1.clone();
+        let c = || client.clone();
         Watches {
-            pods: start(Api::all(client.clone()), "pods", health[0].1.clone()),
-            nodes: start(Api::all(client.clone()), "nodes", health[1].1.clone()),
-            pdbs: start(
-                Api::all(client.clone()),
-                "poddisruptionbudgets",
-                health[2].1.clone(),
-            ),
-            daemonsets: start(Api::all(client.clone()), "daemonsets", health[3].1.clone()),
+            pods: start(Api::all(c()), KINDS[0], h(0)),
+            nodes: start(Api::all(c()), KINDS[1], h(1)),
+            pdbs: start(Api::all(c()), KINDS[2], h(2)),
+            daemonsets: start(Api::all(c()), KINDS[3], h(3)),
+            claims: start(Api::all(c()), KINDS[4], h(4)),
+            volumes: start(Api::all(c()), KINDS[5], h(5)),
+            classes: start(Api::all(c()), KINDS[6], h(6)),
+            csinodes: start(Api::all(c()), KINDS[7], h(7)),
             health,
         }
     }
@@ -146,11 +160,15 @@ impl Watches {
             let _ = self.nodes.wait_until_ready().await;
             let _ = self.pdbs.wait_until_ready().await;
             let _ = self.daemonsets.wait_until_ready().await;
+            let _ = self.claims.wait_until_ready().await;
+            let _ = self.volumes.wait_until_ready().await;
+            let _ = self.classes.wait_until_ready().await;
+            let _ = self.csinodes.wait_until_ready().await;
         };
         tokio::select! {
             _ = all => Ok(()),
             _ = timeout => Err(Error::Unavailable(
-                "the Kubernetes API did not answer the first list of pods, nodes, poddisruptionbudgets and daemonsets".into(),
+                format!("the Kubernetes API did not answer the first list of all of {}", KINDS.join(", ")),
             )),
         }
     }

@@ -32,6 +32,7 @@ use crate::k8s::drain::DrainSettings;
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::objects::Inputs;
 use crate::k8s::status::{self, Status};
+use crate::k8s::volumes::Storage;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
@@ -192,6 +193,14 @@ impl Runner {
         let groups: Vec<_> = snapshot.groups().cloned().collect();
         let (nodes, pods) = (self.watches.nodes.state(), self.watches.pods.state());
         let (pdbs, daemonsets) = (self.watches.pdbs.state(), self.watches.daemonsets.state());
+        let (claims, volumes) = (self.watches.claims.state(), self.watches.volumes.state());
+        let (classes, csinodes) = (self.watches.classes.state(), self.watches.csinodes.state());
+        let storage = Storage::new(
+            claims.iter().map(AsRef::as_ref),
+            volumes.iter().map(AsRef::as_ref),
+            classes.iter().map(AsRef::as_ref),
+            csinodes.iter().map(AsRef::as_ref),
+        );
         // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
         // makes its node look emptier, a node left out makes its instance look unregistered.
         let mut unreadable: (usize, String) = (0, String::new());
@@ -200,6 +209,7 @@ impl Runner {
             pods.iter().map(AsRef::as_ref),
             pdbs.iter().map(AsRef::as_ref),
             daemonsets.iter().map(AsRef::as_ref),
+            &storage,
             |e| {
                 tracing::warn!(error = %e, "object left out of the loop; no scale-down");
                 if unreadable.0 == 0 {

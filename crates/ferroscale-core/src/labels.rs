@@ -6,6 +6,10 @@ pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 /// A node's region.
 pub const REGION: &str = "topology.kubernetes.io/region";
+/// The beta zone label, still on older volumes and nodes.
+pub const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+/// The beta region label, still on older volumes and nodes.
+pub const REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
 /// A node's instance type.
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// A node's CPU architecture (`amd64`, `arm64`).

@@ -55,6 +55,10 @@ pub const PDBS: &str = "/apis/policy/v1/poddisruptionbudgets";
 pub const DAEMONSETS: &str = "/apis/apps/v1/daemonsets";
 pub const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
 pub const EVENTS: &str = "/apis/events.k8s.io/v1/events";
+pub const CLAIMS: &str = "/api/v1/persistentvolumeclaims";
+pub const VOLUMES: &str = "/api/v1/persistentvolumes";
+pub const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
+pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 
 mod eviction;
 mod rbac;

@@ -6,7 +6,9 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-use super::{CONFIGMAPS, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS};
+use super::{
+    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS, VOLUMES,
+};
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
     match collection {
@@ -17,6 +19,10 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         DAEMONSETS => "DaemonSet",
         LEASES => "Lease",
         EVENTS => "Event",
+        CLAIMS => "PersistentVolumeClaim",
+        VOLUMES => "PersistentVolume",
+        CLASSES => "StorageClass",
+        CSINODES => "CSINode",
         _ => "Unknown",
     }
 }

@@ -16,6 +16,7 @@ use super::scale_up::scale_up;
 use super::settings::Settings;
 use crate::clock::Clock;
 use crate::labels;
+use crate::model::volumes::ClaimState;
 use crate::model::workload::Pod;
 
 /// One loop at `now` (seconds since the epoch); time budgets are measured on `clock`.
@@ -97,6 +98,14 @@ pub fn run_once(
     {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
             d.pending.push((p.key(), Pending::Expendable));
+            continue;
+        }
+        if let Some((claim, wait)) = p.claims.iter().find_map(|c| match c.state {
+            ClaimState::Waiting(w) => Some((c.key.clone(), w)),
+            _ => None,
+        }) {
+            d.pending
+                .push((p.key(), Pending::WaitsForVolume { claim, wait }));
             continue;
         }
         if now - p.meta.created < settings.new_pod_scale_up_delay.as_secs() as i64 {

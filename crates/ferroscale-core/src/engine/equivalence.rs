@@ -21,6 +21,7 @@ fn shape_hash(p: &Pod) -> u64 {
     p.affinity.len().hash(&mut h);
     p.anti_affinity.len().hash(&mut h);
     p.spread.len().hash(&mut h);
+    p.claims.hash(&mut h);
     h.finish()
 }
 

@@ -3,6 +3,10 @@
 //! decreasing order of `cpu / allocatable cpu + memory / allocatable memory`, and each pod goes to the
 //! first new node it fits (first-fit decreasing), a new node being added when none fits, up to a limit.
 //!
+//! Inter-pod constraints (topology spread, pod affinity and anti-affinity) count the pods already in the
+//! cluster: the estimate runs against the cluster's nodes (`base`, see [`super::topology::relevant`])
+//! plus the new ones, and only new nodes receive pods.
+//!
 //! Fast path: within a group of identical pods whose placement can only get harder as nodes fill
 //! (no pod affinity, no spread constraint), a node one pod did not fit is never tried again by the next,
 //! so a group costs O(pods + nodes) checks instead of O(pods × nodes).
@@ -10,7 +14,7 @@
 use crate::labels;
 
 use super::equivalence::equivalence_groups;
-use super::predicates::{fits_in, NodeInfo, Repel, Unfit};
+use super::predicates::{fits_among, fits_in, repelling, Cluster, NodeInfo, Repel, Unfit};
 use crate::clock::Deadline;
 use crate::model::workload::{Node, Pod};
 
@@ -52,15 +56,17 @@ fn new_node(template: &Node, n: usize) -> NodeInfo {
 
 /// Estimates the new nodes of `template` that `pods` need, adding at most `max_nodes`.
 pub fn estimate(pods: &[&Pod], template: &Node, max_nodes: usize) -> Estimate {
-    estimate_within(pods, template, max_nodes, None)
+    estimate_within(pods, template, max_nodes, &[], None)
 }
 
-/// [`estimate`] that stops at `deadline`: pods not looked at by then are [`Unplaced::TimeBudget`], so one
-/// pathological group cannot stall the loop (upstream's `--max-nodegroup-binpacking-duration`).
+/// [`estimate`] in a cluster whose nodes (`base`) inter-pod constraints count, stopping at `deadline`:
+/// pods not looked at by then are [`Unplaced::TimeBudget`], so one pathological group cannot stall the
+/// loop (upstream's `--max-nodegroup-binpacking-duration`).
 pub fn estimate_within(
     pods: &[&Pod],
     template: &Node,
     max_nodes: usize,
+    base: &[NodeInfo],
     deadline: Option<Deadline<'_>>,
 ) -> Estimate {
     let out_of_time = || deadline.is_some_and(|d| d.passed());
@@ -83,7 +89,7 @@ pub fn estimate_within(
     let mut unplaced = Vec::new();
     let mut limit_hit = false;
     // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
-    let mut any_anti = Repel::None;
+    let mut any_anti = repelling(base);
     // Without inter-pod constraints no check reads the pods on a node: only their sum is kept.
     let keep_pods = pods
         .iter()
@@ -102,6 +108,7 @@ pub fn estimate_within(
         }
         let first = pods[group[0]];
         if let Err(why) = fits_in(first, &[], &empty, Repel::None) {
+            // Refused by the node alone: no neighbour is to blame.
             unplaced.extend(group.iter().map(|&i| (i, Unplaced::NoFit(why.clone()))));
             continue;
         }
@@ -115,13 +122,17 @@ pub fn estimate_within(
             }
             let pod = pods[i];
             let from = if monotone { start } else { 0 };
-            let found =
-                (from..nodes.len()).find(|&n| fits_in(pod, &nodes, &nodes[n], any_anti).is_ok());
+            let cluster = Cluster {
+                base,
+                added: &nodes,
+            };
+            let found = (from..nodes.len())
+                .find(|&n| fits_among(pod, cluster, &nodes[n], any_anti).is_ok());
             let n = match found {
                 Some(n) => n,
                 None if nodes.len() < max_nodes => {
                     let node = new_node(template, nodes.len());
-                    if let Err(why) = fits_in(pod, &nodes, &node, any_anti) {
+                    if let Err(why) = fits_among(pod, cluster, &node, any_anti) {
                         // Only neighbours (spread, anti-affinity) can refuse an empty node.
                         unplaced.push((i, Unplaced::NoFit(why)));
                         continue;
@@ -233,6 +244,7 @@ mod tests {
             &refs(&p),
             &template(1000, 5000 * MIB, 10),
             1000,
+            &[],
             Some(spent),
         );
         assert_eq!(e.nodes, 0);
@@ -247,6 +259,7 @@ mod tests {
             &refs(&p),
             &template(1000, 5000 * MIB, 10),
             1000,
+            &[],
             Some(later),
         );
         assert_eq!((e.nodes, e.unplaced.len()), (10, 0));

@@ -16,6 +16,7 @@ pub mod reasons;
 mod scale_down;
 mod scale_up;
 pub mod settings;
+pub mod topology;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};

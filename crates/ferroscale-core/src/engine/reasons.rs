@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::predicates::Unfit;
+use crate::model::volumes::Wait;
 
 /// Why a pending pod gets no new node this loop.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +17,8 @@ pub enum Pending {
     FitsOnNode(String),
     /// It fits on a node its group is already launching: no scale-up needed.
     FitsOnUpcoming { group: String },
+    /// A claim it mounts must be bound (or created) before any node can take it; no new node helps.
+    WaitsForVolume { claim: String, wait: Wait },
     /// There is no node group at all.
     NoNodeGroup,
     /// Every group refused it: each reason with how many groups gave it, most frequent first.
@@ -64,6 +67,11 @@ impl fmt::Display for Pending {
                     "fits on an upcoming node of {group}; {NO_SCALE_UP_NEEDED}"
                 )
             }
+            Pending::WaitsForVolume { claim, wait } => write!(
+                f,
+                "waits for pvc {claim}: {}; no node can take the pod before that",
+                wait.as_str()
+            ),
             Pending::NoNodeGroup => write!(f, "no node group"),
             Pending::NoGroupFits(refusals) => {
                 write!(f, "no group fits: ")?;

@@ -10,6 +10,7 @@ use super::expander::{self, Context, ExpansionOption};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::{Pending, Refusal};
+use super::topology;
 use crate::clock::Deadline;
 use crate::labels;
 use crate::model::workload::Pod;
@@ -28,6 +29,8 @@ struct Round {
     options: Vec<ExpansionOption>,
     /// Per option, indices (into the pods given) of the pods it places.
     scheduled: Vec<Vec<usize>>,
+    /// Per option, its new nodes with the pods placed on them.
+    placements: Vec<Vec<NodeInfo>>,
     refusals: Vec<BTreeMap<Refusal, usize>>,
 }
 
@@ -54,6 +57,9 @@ pub(super) fn scale_up(
     let mut helped = vec![false; candidates.len()];
     let mut chosen_groups: Vec<String> = Vec::new();
     let mut first_round = true;
+    // What inter-pod constraints count: the cluster, and the nodes each round adds to it.
+    let mut base = topology::relevant(candidates, infos);
+    let constrained = candidates.iter().any(|p| topology::constrained(p));
     loop {
         let waiting: Vec<usize> = (0..candidates.len()).filter(|&k| !helped[k]).collect();
         if waiting.is_empty() {
@@ -67,7 +73,7 @@ pub(super) fn scale_up(
             .map(|g| g.as_ref())
             .filter(|g| !chosen_groups.contains(&g.id))
             .collect();
-        let round = options_for(ctx, &pods, &groups, memory, &budget);
+        let mut round = options_for(ctx, &pods, &groups, memory, &budget, &base);
         if first_round {
             for (w, r) in round.refusals.into_iter().enumerate() {
                 refusals[waiting[w]] = r;
@@ -86,12 +92,15 @@ pub(super) fn scale_up(
         let Some(&best) = decision.kept.first() else {
             break;
         };
-        let option = &round.options[best];
         let scheduled = &round.scheduled[best];
         let keys: Vec<String> = scheduled.iter().map(|&w| pods[w].key()).collect();
         for &w in scheduled {
             helped[waiting[w]] = true;
         }
+        if constrained {
+            base.append(&mut round.placements[best]);
+        }
+        let option = &round.options[best];
         let chosen = ctx.groups[option.group.as_str()];
         let split = if ctx.settings.balance_similar_node_groups {
             let peers: Vec<&NodeGroup> = groups
@@ -168,11 +177,13 @@ fn options_for(
     groups: &[&NodeGroup],
     memory: &Memory,
     budget: &Budget,
+    base: &[NodeInfo],
 ) -> Round {
     let settings = ctx.settings;
     let mut round = Round {
         options: Vec::new(),
         scheduled: Vec::new(),
+        placements: Vec::new(),
         refusals: vec![BTreeMap::new(); pods.len()],
     };
     for g in groups {
@@ -211,7 +222,7 @@ fn options_for(
         node.allocatable.memory -= template.requested.memory;
         node.allocatable.pods -= template.requested.pods;
         let deadline = Deadline::after(ctx.clock, settings.max_nodegroup_binpacking_duration);
-        let e = estimate_within(pods, &node, limit, Some(deadline));
+        let e = estimate_within(pods, &node, limit, base, Some(deadline));
         for (k, why) in &e.unplaced {
             let reason = match why {
                 Unplaced::NoFit(u) => Refusal::Unfit(u.clone()),
@@ -237,6 +248,7 @@ fn options_for(
                 price_per_hour: g.price_per_hour,
             });
             round.scheduled.push(e.scheduled);
+            round.placements.push(e.placements);
         }
     }
     round

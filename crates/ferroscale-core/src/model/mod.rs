@@ -8,7 +8,9 @@ mod options;
 pub mod quantity;
 pub mod reserve;
 mod resources;
+mod selector;
 mod snapshot;
+pub mod volumes;
 pub mod workload;
 
 pub use duration::parse_go_duration;

@@ -4,75 +4,13 @@
 
 use std::collections::BTreeMap;
 
+pub use super::selector::{LabelSelector, Requirement, SelectorOp};
+use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
 
 /// How a pod is known in decisions, events and reports: `namespace/name`. The one place it is built.
 pub fn pod_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
-}
-
-/// Operator of a node selector requirement, as in Kubernetes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SelectorOp {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
-    /// Label value, as an integer, greater than the single value.
-    Gt,
-    /// Label value, as an integer, less than the single value.
-    Lt,
-}
-
-/// One requirement on a label (node affinity, or a pod label selector without Gt/Lt).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
-    pub key: String,
-    pub op: SelectorOp,
-    pub values: Vec<String>,
-}
-
-impl Requirement {
-    /// Whether `labels` satisfy this requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        let int = |s: &str| s.parse::<i64>().ok();
-        match self.op {
-            SelectorOp::In => value.is_some_and(|v| self.values.contains(v)),
-            SelectorOp::NotIn => value.is_none_or(|v| !self.values.contains(v)),
-            SelectorOp::Exists => value.is_some(),
-            SelectorOp::DoesNotExist => value.is_none(),
-            SelectorOp::Gt | SelectorOp::Lt => {
-                let (Some(v), Some(bound)) = (
-                    value.and_then(|v| int(v)),
-                    self.values.first().and_then(|b| int(b)),
-                ) else {
-                    return false;
-                };
-                if self.op == SelectorOp::Gt {
-                    v > bound
-                } else {
-                    v < bound
-                }
-            }
-        }
-    }
-}
-
-/// A label selector: match labels and requirements, all AND-ed (empty matches everything).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
-    pub match_labels: BTreeMap<String, String>,
-    pub requirements: Vec<Requirement>,
-}
-
-impl LabelSelector {
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
-            && self.requirements.iter().all(|r| r.matches(labels))
-    }
 }
 
 /// A toleration, as in Kubernetes (`operator: Exists` when `value` is None).
@@ -147,6 +85,8 @@ pub struct Pod {
     pub affinity: Vec<PodAffinityTerm>,
     pub anti_affinity: Vec<PodAffinityTerm>,
     pub spread: Vec<SpreadConstraint>,
+    /// The PersistentVolumeClaims it mounts, resolved to where their volumes can be used.
+    pub claims: Vec<Claim>,
     /// Facts scale-up and scale-down rules read, not the scheduler.
     pub meta: PodMeta,
 }
@@ -195,6 +135,7 @@ impl Pod {
             && self.affinity == other.affinity
             && self.anti_affinity == other.anti_affinity
             && self.spread == other.spread
+            && self.claims == other.claims
             && self.namespace == other.namespace
             && self.labels == other.labels
             && self.node_name == other.node_name
@@ -221,6 +162,8 @@ pub struct Node {
     pub scale_down_disabled: bool,
     /// Creation time, seconds since the epoch.
     pub created: i64,
+    /// Volumes each CSI driver can attach to it, from its CSINode (a driver not named: no limit).
+    pub volume_limits: BTreeMap<String, i64>,
 }
 
 /// A PodDisruptionBudget: how many of the pods it selects may be evicted now.

@@ -3,11 +3,14 @@
 //! cheapest first; the first failure is the reason a person reads.
 
 use crate::labels;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use crate::model::volumes::Wait;
 use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
 use crate::model::{Resources, TaintEffect};
+
+mod volumes;
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
 #[derive(Debug, Clone)]
@@ -17,6 +20,8 @@ pub struct NodeInfo {
     pub requested: Resources,
     pub ports: Vec<HostPort>,
     pub pods: Vec<Pod>,
+    /// Volumes attached by the placed pods: CSI driver → volume ids (a shared volume counts once).
+    pub attached: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl NodeInfo {
@@ -26,6 +31,7 @@ impl NodeInfo {
             requested: Resources::default(),
             ports: Vec::new(),
             pods: Vec::new(),
+            attached: BTreeMap::new(),
         }
     }
 
@@ -40,6 +46,12 @@ impl NodeInfo {
     pub fn add_counted(&mut self, pod: &Pod) {
         self.requested.add(&pod.requests);
         self.ports.extend(pod.host_ports.iter().cloned());
+        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+            self.attached
+                .entry(driver.to_string())
+                .or_default()
+                .insert(id.to_string());
+        }
     }
 
     /// Share of allocatable cpu and memory requested, the larger of the two (upstream's utilization).
@@ -53,6 +65,29 @@ impl NodeInfo {
         };
         share(self.requested.cpu_milli, self.node.allocatable.cpu_milli)
             .max(share(self.requested.memory, self.node.allocatable.memory))
+    }
+}
+
+/// The nodes inter-pod filters look at: the cluster as it is (`base`) and the nodes a simulation adds
+/// to it (`added`), kept apart so that adding nodes never copies the cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cluster<'a> {
+    pub base: &'a [NodeInfo],
+    pub added: &'a [NodeInfo],
+}
+
+impl<'a> Cluster<'a> {
+    /// Just these nodes.
+    pub fn of(nodes: &'a [NodeInfo]) -> Self {
+        Cluster {
+            base: nodes,
+            added: &[],
+        }
+    }
+
+    /// Every node, the cluster's first.
+    pub fn iter(&self) -> impl Iterator<Item = &'a NodeInfo> + Clone {
+        self.base.iter().chain(self.added)
     }
 }
 
@@ -75,6 +110,26 @@ pub enum Unfit {
     /// A pod already on the node (or in its domain) repels this one.
     ExistingAntiAffinity,
     TopologySpread(String),
+    /// A claim keeps the pod off every node until it is bound (or exists).
+    ClaimWaiting {
+        claim: String,
+        wait: Wait,
+    },
+    /// A bound volume's node affinity excludes the node.
+    VolumeNodeAffinity(String),
+    /// A bound volume's zone or region label excludes the node.
+    VolumeZone(String),
+    /// A claim to be provisioned on first use cannot be in the node's topology (its class's
+    /// `allowedTopologies`).
+    VolumeTopology {
+        claim: String,
+        class: String,
+    },
+    /// The node can attach no more volumes of this CSI driver.
+    VolumeLimit {
+        driver: String,
+        limit: i64,
+    },
 }
 
 impl fmt::Display for Unfit {
@@ -96,12 +151,24 @@ impl fmt::Display for Unfit {
             Unfit::PodAntiAffinity => write!(f, "pod anti-affinity not satisfied"),
             Unfit::ExistingAntiAffinity => write!(f, "anti-affinity of a pod already there"),
             Unfit::TopologySpread(k) => write!(f, "topology spread over {k} would be exceeded"),
+            Unfit::ClaimWaiting { claim, wait } => write!(f, "pvc {claim} {}", wait.as_str()),
+            Unfit::VolumeNodeAffinity(c) => write!(f, "volume node affinity conflict: pvc {c}"),
+            Unfit::VolumeZone(c) => write!(f, "volume zone conflict: pvc {c}"),
+            Unfit::VolumeTopology { claim, class } => write!(
+                f,
+                "storage class {class} cannot provision in the node's topology: pvc {claim}"
+            ),
+            Unfit::VolumeLimit { driver, limit } => {
+                write!(f, "volume limit of {driver} reached ({limit})")
+            }
         }
     }
 }
 
-/// Node-local filters: name, cordon, selector, affinity, taints, resources, ports.
+/// Node-local filters: claims waiting to bind, name, cordon, selector, affinity, taints, resources,
+/// ports, volumes (attach limits, then binding and zones).
 pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
+    volumes::waiting(pod)?;
     let node = &info.node;
     if pod.node_name.as_ref().is_some_and(|n| *n != node.name) {
         return Err(Unfit::NodeName);
@@ -128,7 +195,7 @@ pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
             return Err(Unfit::HostPort(p.port));
         }
     }
-    Ok(())
+    volumes::fits(pod, info)
 }
 
 /// Whether `want` more fits next to `used` within `alloc`; names the first resource short.
@@ -163,7 +230,7 @@ pub fn fits_resources(want: &Resources, used: &Resources, alloc: &Resources) -> 
 fn term_matches_in(
     pod: &Pod,
     term: &PodAffinityTerm,
-    nodes: &[NodeInfo],
+    nodes: Cluster,
     node: &NodeInfo,
 ) -> Option<bool> {
     let value = node.node.labels.get(&term.topology_key)?;
@@ -217,7 +284,7 @@ impl Repel {
 /// placed pods' anti-affinity reaches.
 pub fn fits_neighbours(
     pod: &Pod,
-    nodes: &[NodeInfo],
+    nodes: Cluster,
     node: &NodeInfo,
     repel: Repel,
 ) -> Result<(), Unfit> {
@@ -333,6 +400,11 @@ pub fn repelling(nodes: &[NodeInfo]) -> Repel {
 
 /// Every filter, for callers that track [`repelling`] as they place pods instead of rescanning.
 pub fn fits_in(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
+    fits_among(pod, Cluster::of(nodes), node, repel)
+}
+
+/// [`fits_in`] among a cluster and the nodes a simulation added to it.
+pub fn fits_among(pod: &Pod, nodes: Cluster, node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
     fits_node(pod, node)?;
     if repel > Repel::None
         || !pod.affinity.is_empty()

@@ -1,0 +1,211 @@
+//! The scheduler's volume filters (VolumeBinding, VolumeZone, NodeVolumeLimits) on claims the adapter
+//! has resolved: a claim that must bind first keeps the pod everywhere, a bound volume keeps it to the
+//! nodes its affinity and zone labels admit, a claim provisioned on first use to its class's allowed
+//! topologies, and a node attaches no more volumes per CSI driver than its CSINode allows.
+
+use std::collections::BTreeMap;
+
+use super::{NodeInfo, Unfit};
+use crate::model::volumes::{terms_admit, zones_admit, ClaimState};
+use crate::model::workload::Pod;
+
+/// The first claim that keeps the pod off every node, as the scheduler's PreFilter refuses it.
+pub(super) fn waiting(pod: &Pod) -> Result<(), Unfit> {
+    match pod.claims.iter().find_map(|c| match c.state {
+        ClaimState::Waiting(w) => Some((c, w)),
+        _ => None,
+    }) {
+        Some((c, wait)) => Err(Unfit::ClaimWaiting {
+            claim: c.key.clone(),
+            wait,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Attach limits first (as the scheduler's order has them), then where each volume can be used.
+pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
+    if pod.claims.is_empty() {
+        return Ok(());
+    }
+    let node = &info.node;
+    if !node.volume_limits.is_empty() {
+        let mut more: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+            let known = info
+                .attached
+                .get(driver)
+                .is_some_and(|ids| ids.contains(id));
+            let new = more.entry(driver).or_default();
+            if !known && !new.contains(&id) {
+                new.push(id);
+            }
+        }
+        for (driver, new) in more {
+            let Some(&limit) = node.volume_limits.get(driver) else {
+                continue;
+            };
+            let now = info.attached.get(driver).map_or(0, |ids| ids.len());
+            if !new.is_empty() && (now + new.len()) as i64 > limit {
+                return Err(Unfit::VolumeLimit {
+                    driver: driver.to_string(),
+                    limit,
+                });
+            }
+        }
+    }
+    for c in &pod.claims {
+        match &c.state {
+            ClaimState::Bound {
+                node_affinity,
+                zones,
+                ..
+            } => {
+                if !terms_admit(node_affinity, &node.labels) {
+                    return Err(Unfit::VolumeNodeAffinity(c.key.clone()));
+                }
+                if !zones_admit(zones, &node.labels) {
+                    return Err(Unfit::VolumeZone(c.key.clone()));
+                }
+            }
+            ClaimState::Delayed { class, allowed, .. } => {
+                if !terms_admit(allowed, &node.labels) {
+                    return Err(Unfit::VolumeTopology {
+                        claim: c.key.clone(),
+                        class: class.clone(),
+                    });
+                }
+            }
+            ClaimState::Waiting(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{fits_node, NodeInfo, Unfit};
+    use crate::labels;
+    use crate::model::volumes::{Claim, ClaimState, Wait};
+    use crate::model::workload::{Node, Pod, Requirement, SelectorOp};
+    use crate::model::Resources;
+
+    fn node(zone: &str, ebs_limit: Option<i64>) -> NodeInfo {
+        NodeInfo::new(Node {
+            name: format!("n-{zone}"),
+            labels: [(labels::ZONE.to_string(), zone.to_string())].into(),
+            allocatable: Resources {
+                cpu_milli: 4000,
+                memory: 8 << 30,
+                pods: 110,
+                ..Default::default()
+            },
+            volume_limits: ebs_limit
+                .map(|l| [("ebs.csi.aws.com".to_string(), l)].into())
+                .unwrap_or_default(),
+            ..Default::default()
+        })
+    }
+
+    fn pod(name: &str, claims: Vec<Claim>) -> Pod {
+        Pod {
+            namespace: "shop".into(),
+            name: name.into(),
+            requests: Resources {
+                pods: 1,
+                ..Default::default()
+            },
+            claims,
+            ..Default::default()
+        }
+    }
+
+    fn in_zone(zone: &str) -> Vec<Vec<Requirement>> {
+        vec![vec![Requirement {
+            key: labels::ZONE.into(),
+            op: SelectorOp::In,
+            values: vec![zone.into()],
+        }]]
+    }
+
+    fn bound(claim: &str, volume: &str, zone: &str) -> Claim {
+        Claim {
+            key: format!("shop/{claim}"),
+            state: ClaimState::Bound {
+                volume: volume.into(),
+                node_affinity: in_zone(zone),
+                zones: vec![],
+                driver: Some("ebs.csi.aws.com".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn a_bound_volume_keeps_its_pod_in_its_zone() {
+        let p = pod("db-0", vec![bound("data-0", "pv-0", "us-east-1a")]);
+        assert_eq!(fits_node(&p, &node("us-east-1a", None)), Ok(()));
+        let err = fits_node(&p, &node("us-east-1b", None)).unwrap_err();
+        assert_eq!(err, Unfit::VolumeNodeAffinity("shop/data-0".into()));
+        assert_eq!(
+            err.to_string(),
+            "volume node affinity conflict: pvc shop/data-0"
+        );
+    }
+
+    #[test]
+    fn a_delayed_claim_follows_its_class_topology_and_a_waiting_one_fits_nowhere() {
+        let delayed = pod(
+            "db-0",
+            vec![Claim {
+                key: "shop/data-0".into(),
+                state: ClaimState::Delayed {
+                    class: "gp3-b".into(),
+                    allowed: in_zone("us-east-1b"),
+                    driver: Some("ebs.csi.aws.com".into()),
+                },
+            }],
+        );
+        assert!(fits_node(&delayed, &node("us-east-1b", None)).is_ok());
+        assert!(matches!(
+            fits_node(&delayed, &node("us-east-1a", None)),
+            Err(Unfit::VolumeTopology { .. })
+        ));
+        let waiting = pod(
+            "db-1",
+            vec![Claim {
+                key: "shop/data-1".into(),
+                state: ClaimState::Waiting(Wait::Immediate),
+            }],
+        );
+        assert_eq!(
+            fits_node(&waiting, &node("us-east-1a", None))
+                .unwrap_err()
+                .to_string(),
+            "pvc shop/data-1 unbound with Immediate binding"
+        );
+    }
+
+    #[test]
+    fn attach_limits_count_distinct_volumes_per_driver() {
+        let mut n = node("us-east-1a", Some(2));
+        n.add(&pod("a", vec![bound("data-a", "pv-a", "us-east-1a")]));
+        // The same volume again costs no attachment.
+        let same = pod("a2", vec![bound("data-a", "pv-a", "us-east-1a")]);
+        assert!(fits_node(&same, &n).is_ok());
+        let b = pod("b", vec![bound("data-b", "pv-b", "us-east-1a")]);
+        assert!(fits_node(&b, &n).is_ok());
+        n.add(&b);
+        let c = pod("c", vec![bound("data-c", "pv-c", "us-east-1a")]);
+        assert_eq!(
+            fits_node(&c, &n),
+            Err(Unfit::VolumeLimit {
+                driver: "ebs.csi.aws.com".into(),
+                limit: 2
+            })
+        );
+        assert!(
+            fits_node(&c, &node("us-east-1a", None)).is_ok(),
+            "no CSINode: no limit"
+        );
+    }
+}

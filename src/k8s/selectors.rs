@@ -1,0 +1,31 @@
+//! Label and node selector requirements from Kubernetes objects (pods' affinity, volumes' node
+//! affinity), below both converters so neither imports the other.
+
+use crate::error::{Error, Result};
+use crate::model::workload::{Requirement, SelectorOp};
+
+fn op(o: &str, field: &str) -> Result<SelectorOp> {
+    Ok(match o {
+        "In" => SelectorOp::In,
+        "NotIn" => SelectorOp::NotIn,
+        "Exists" => SelectorOp::Exists,
+        "DoesNotExist" => SelectorOp::DoesNotExist,
+        "Gt" => SelectorOp::Gt,
+        "Lt" => SelectorOp::Lt,
+        other => return Err(Error::invalid(field, format!("unknown operator {other:?}"))),
+    })
+}
+
+/// One label or node selector requirement; `field` names the operator in errors.
+pub(crate) fn requirement(
+    key: &str,
+    operator: &str,
+    values: &Option<Vec<String>>,
+    field: &str,
+) -> Result<Requirement> {
+    Ok(Requirement {
+        key: key.to_string(),
+        op: op(operator, field)?,
+        values: values.clone().unwrap_or_default(),
+    })
+}

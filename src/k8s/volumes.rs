@@ -1,0 +1,218 @@
+//! PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes turned into what the engine's
+//! volume filters read: each claim of a pod resolved to where its volume can be used
+//! ([`model::volumes::Claim`]), and each node's attach limits per CSI driver. Errors name the object
+//! and the field.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+
+use super::selectors::requirement;
+use crate::error::Result;
+use crate::model::volumes::{volume_zones, Claim, ClaimState, Wait};
+use crate::model::workload::{Requirement, SelectorOp};
+
+/// The annotation that makes a StorageClass the default for claims that name none.
+const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
+
+/// In-tree volume plugins and provisioners as the CSI drivers that replaced them (CSI migration), so
+/// attach limits count them under the CSINode's driver.
+fn csi_name(plugin: &str) -> &str {
+    match plugin {
+        "kubernetes.io/aws-ebs" => "ebs.csi.aws.com",
+        "kubernetes.io/gce-pd" => "pd.csi.storage.gke.io",
+        "kubernetes.io/azure-disk" => "disk.csi.azure.com",
+        "kubernetes.io/cinder" => "cinder.csi.openstack.org",
+        other => other,
+    }
+}
+
+/// The storage objects of a cluster, indexed for resolving pods' claims.
+#[derive(Debug, Default)]
+pub struct Storage<'a> {
+    claims: HashMap<(&'a str, &'a str), &'a core::PersistentVolumeClaim>,
+    volumes: HashMap<&'a str, &'a core::PersistentVolume>,
+    classes: HashMap<&'a str, &'a StorageClass>,
+    default_class: Option<&'a StorageClass>,
+    limits: HashMap<&'a str, BTreeMap<String, i64>>,
+}
+
+fn name_of(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    m.name.as_deref().unwrap_or_default()
+}
+
+impl<'a> Storage<'a> {
+    pub fn new(
+        claims: impl IntoIterator<Item = &'a core::PersistentVolumeClaim>,
+        volumes: impl IntoIterator<Item = &'a core::PersistentVolume>,
+        classes: impl IntoIterator<Item = &'a StorageClass>,
+        csinodes: impl IntoIterator<Item = &'a CSINode>,
+    ) -> Self {
+        let mut s = Storage {
+            claims: claims
+                .into_iter()
+                .map(|c| {
+                    let ns = c.metadata.namespace.as_deref().unwrap_or("default");
+                    ((ns, name_of(&c.metadata)), c)
+                })
+                .collect(),
+            volumes: volumes
+                .into_iter()
+                .map(|v| (name_of(&v.metadata), v))
+                .collect(),
+            ..Default::default()
+        };
+        for c in classes {
+            let default = c
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(DEFAULT_CLASS))
+                .is_some_and(|v| v == "true");
+            // Of several defaults, the newest wins, as the API server's admission picks it.
+            if default
+                && s.default_class
+                    .is_none_or(|d| d.metadata.creation_timestamp <= c.metadata.creation_timestamp)
+            {
+                s.default_class = Some(c);
+            }
+            s.classes.insert(name_of(&c.metadata), c);
+        }
+        for n in csinodes {
+            let limits = n
+                .spec
+                .drivers
+                .iter()
+                .filter_map(|d| {
+                    let count = d.allocatable.as_ref()?.count?;
+                    Some((d.name.clone(), i64::from(count)))
+                })
+                .collect();
+            s.limits.insert(name_of(&n.metadata), limits);
+        }
+        s
+    }
+
+    /// Attach limits of a node per CSI driver, from its CSINode (none known: no limit).
+    pub fn limits_of(&self, node: &str) -> BTreeMap<String, i64> {
+        self.limits.get(node).cloned().unwrap_or_default()
+    }
+
+    /// The claims a pod mounts (`persistentVolumeClaim` volumes and generic ephemeral volumes, whose
+    /// claim is named `<pod>-<volume>`), resolved.
+    pub fn claims_of(&self, pod: &core::Pod) -> Result<Vec<Claim>> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let pod_name = name_of(&pod.metadata);
+        let mut out: Vec<Claim> = Vec::new();
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let claim = match (&v.persistent_volume_claim, &v.ephemeral) {
+                (Some(c), _) => c.claim_name.clone(),
+                (None, Some(_)) => format!("{pod_name}-{}", v.name),
+                (None, None) => continue,
+            };
+            let key = format!("{ns}/{claim}");
+            if out.iter().any(|c| c.key == key) {
+                continue;
+            }
+            let state = self.resolve(ns, &claim)?;
+            out.push(Claim { key, state });
+        }
+        Ok(out)
+    }
+
+    fn resolve(&self, ns: &str, name: &str) -> Result<ClaimState> {
+        let Some(claim) = self.claims.get(&(ns, name)) else {
+            return Ok(ClaimState::Waiting(Wait::Missing));
+        };
+        let spec = claim.spec.clone().unwrap_or_default();
+        if let Some(volume) = spec.volume_name.as_deref().filter(|v| !v.is_empty()) {
+            let Some(pv) = self.volumes.get(volume) else {
+                return Ok(ClaimState::Waiting(Wait::Lost));
+            };
+            return bound(pv, volume);
+        }
+        let class = match spec.storage_class_name.as_deref() {
+            // No class: only a pre-provisioned volume can bind it, by the volume controller.
+            Some("") => return Ok(ClaimState::Waiting(Wait::Immediate)),
+            Some(c) => self.classes.get(c).copied(),
+            None => self.default_class,
+        };
+        let Some(class) = class else {
+            return Ok(ClaimState::Waiting(Wait::NoClass));
+        };
+        if class.volume_binding_mode.as_deref() != Some("WaitForFirstConsumer") {
+            return Ok(ClaimState::Waiting(Wait::Immediate));
+        }
+        let class_name = name_of(&class.metadata).to_string();
+        let allowed = class
+            .allowed_topologies
+            .iter()
+            .flatten()
+            .map(|t| {
+                t.match_label_expressions
+                    .iter()
+                    .flatten()
+                    .map(|e| Requirement {
+                        key: e.key.clone(),
+                        op: SelectorOp::In,
+                        values: e.values.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(ClaimState::Delayed {
+            class: class_name,
+            allowed,
+            driver: Some(csi_name(&class.provisioner).to_string()),
+        })
+    }
+}
+
+/// A bound volume: its required node affinity, its zone labels and the driver that attaches it.
+fn bound(pv: &core::PersistentVolume, name: &str) -> Result<ClaimState> {
+    let spec = pv.spec.clone().unwrap_or_default();
+    let at = |field: &str| format!("persistentvolume {name}: {field}");
+    let node_affinity = spec
+        .node_affinity
+        .as_ref()
+        .and_then(|a| a.required.as_ref())
+        .map(|sel| {
+            sel.node_selector_terms
+                .iter()
+                .enumerate()
+                .map(|(t, term)| {
+                    term.match_expressions
+                        .iter()
+                        .flatten()
+                        .enumerate()
+                        .map(|(i, e)| {
+                            requirement(
+                                &e.key,
+                                &e.operator,
+                                &e.values,
+                                &at(&format!(
+                                    "spec.nodeAffinity.required.nodeSelectorTerms[{t}].matchExpressions[{i}].operator"
+                                )),
+                            )
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
+    let driver = if let Some(csi) = &spec.csi {
+        Some(csi.driver.clone())
+    } else if spec.aws_elastic_block_store.is_some() {
+        Some(csi_name("kubernetes.io/aws-ebs").to_string())
+    } else {
+        None
+    };
+    Ok(ClaimState::Bound {
+        volume: name.to_string(),
+        node_affinity,
+        zones: volume_zones(&pv.metadata.labels.clone().unwrap_or_default()),
+        driver,
+    })
+}
