@@ -7,6 +7,9 @@
 //!   deployments over five groups.
 //! * `anti_affinity_5000`: 5,000 pending replicas with hostname anti-affinity (one per node).
 //! * `scale_down_2000`: scale-down evaluation of 2,000 lightly used nodes.
+//! * `spread_500_in_2000`: one `run_once` where 500 pending pods spread by zone (maxSkew 1) over three
+//!   zonal groups, against 2,000 full nodes holding 20,000 pods, 2,000 of the same app: the estimate
+//!   counts the cluster's pods.
 //! * `convert_51000`: what `ferroscale run` does first every loop, turning the watch caches' Kubernetes
 //!   objects (1,000 nodes, 51,000 pods) into the engine's model.
 //!
@@ -21,7 +24,9 @@ use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
 use ferroscale::engine::estimator::estimate;
 use ferroscale::engine::{run_once, Memory, World};
-use ferroscale::model::workload::{LabelSelector, Node, Pod, PodAffinityTerm, PodMeta};
+use ferroscale::model::workload::{
+    LabelSelector, Node, Pod, PodAffinityTerm, PodMeta, SpreadConstraint,
+};
 use ferroscale::model::{NodeGroup, Resources};
 
 #[global_allocator]
@@ -198,6 +203,38 @@ fn loop_50000_pending(bencher: divan::Bencher) {
 fn scale_down_2000(bencher: divan::Bencher) {
     // 5 pods × 100m: every node is under the threshold; their pods fit elsewhere.
     let c = cluster(2_000, 5, 100, 0);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 10)]
+fn spread_500_in_2000(bencher: divan::Bencher) {
+    // 10 pods × 400m fill the 4-core nodes; one in ten is a web pod.
+    let mut c = cluster(2_000, 10, 400, 0);
+    let zone = |i: usize| format!("zone-{}", i % 3);
+    for (i, n) in c.nodes.iter_mut().enumerate() {
+        n.labels.insert(labels::ZONE.into(), zone(i));
+    }
+    for (i, g) in c.groups.iter_mut().enumerate() {
+        let t = Arc::make_mut(&mut Arc::make_mut(g).template);
+        t.labels.insert(labels::ZONE.into(), zone(i));
+    }
+    let spread = SpreadConstraint {
+        max_skew: 1,
+        topology_key: labels::ZONE.into(),
+        selector: LabelSelector {
+            match_labels: [("app".to_string(), "web".to_string())].into(),
+            requirements: vec![],
+        },
+    };
+    for p in c.pods.iter_mut().filter(|p| p.name.ends_with("-0")) {
+        p.labels.insert("app".into(), "web".into());
+    }
+    for i in 0..500 {
+        let mut p = pod(format!("web-{i}"), "web", 500, 512 * MIB);
+        p.spread.push(spread.clone());
+        c.pods.push(p);
+    }
     assert!(run(&c) > 0);
     bencher.bench_local(|| black_box(run(black_box(&c))));
 }

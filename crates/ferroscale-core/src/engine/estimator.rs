@@ -14,7 +14,9 @@
 use crate::labels;
 
 use super::equivalence::equivalence_groups;
-use super::predicates::{fits_among, fits_in, repelling, Cluster, NodeInfo, Repel, Unfit};
+use super::predicates::{
+    fits_among, fits_in, repelling, Cluster, NodeInfo, Repel, SpreadMemo, Unfit,
+};
 use crate::clock::Deadline;
 use crate::model::workload::{Node, Pod};
 
@@ -95,6 +97,8 @@ pub fn estimate_within(
         .iter()
         .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
     let empty = new_node(template, 0);
+    // The cluster does not change during the estimate: its spread counts are computed once.
+    let memo = SpreadMemo::default();
     let mut time_up = false;
     for group in groups {
         if limit_hit {
@@ -125,6 +129,7 @@ pub fn estimate_within(
             let cluster = Cluster {
                 base,
                 added: &nodes,
+                memo: Some(&memo),
             };
             let found = (from..nodes.len())
                 .find(|&n| fits_among(pod, cluster, &nodes[n], any_anti).is_ok());

@@ -10,7 +10,10 @@ use crate::model::volumes::Wait;
 use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
 use crate::model::{Resources, TaintEffect};
 
+mod spread;
 mod volumes;
+
+pub use spread::SpreadMemo;
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
 #[derive(Debug, Clone)]
@@ -74,6 +77,9 @@ impl NodeInfo {
 pub struct Cluster<'a> {
     pub base: &'a [NodeInfo],
     pub added: &'a [NodeInfo],
+    /// Topology spread counts over `base`, kept across checks; only for callers whose candidate nodes
+    /// are never among `base` (the estimator).
+    pub memo: Option<&'a SpreadMemo>,
 }
 
 impl<'a> Cluster<'a> {
@@ -82,6 +88,7 @@ impl<'a> Cluster<'a> {
         Cluster {
             base: nodes,
             added: &[],
+            memo: None,
         }
     }
 
@@ -339,38 +346,14 @@ pub fn fits_neighbours(
         return Err(Unfit::ExistingAntiAffinity);
     }
     for c in &pod.spread {
-        let Some(here) = node.node.labels.get(&c.topology_key) else {
-            return Err(Unfit::TopologySpread(c.topology_key.clone()));
-        };
-        let mut counts: BTreeMap<&str, i32> = BTreeMap::new();
-        let eligible = nodes
-            .iter()
-            .chain((!nodes.iter().any(|n| n.node.name == node.node.name)).then_some(node));
-        for n in eligible {
-            if placement(pod, &n.node).is_ok() {
-                if let Some(v) = n.node.labels.get(&c.topology_key) {
-                    let count = n
-                        .pods
-                        .iter()
-                        .filter(|o| o.namespace == pod.namespace && c.selector.matches(&o.labels))
-                        .count() as i32;
-                    *counts.entry(v.as_str()).or_default() += count;
-                }
-            }
-        }
-        let min = counts.values().copied().min().unwrap_or(0);
-        let mine = counts.get(here.as_str()).copied().unwrap_or(0);
-        let selfmatch = i32::from(c.selector.matches(&pod.labels));
-        if mine + selfmatch - min > c.max_skew {
-            return Err(Unfit::TopologySpread(c.topology_key.clone()));
-        }
+        spread::fits(pod, c, nodes, node)?;
     }
     Ok(())
 }
 
 /// Whether the pod's node selector and required node affinity admit a node (also which domains
 /// topology spread counts).
-fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
+pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
     if !pod
         .node_selector
         .iter()
