@@ -1,7 +1,8 @@
 //! Kubernetes objects from YAML: multi-document files and `List`s (what `kubectl get nodes,pods,pdb,ds
-//! -A -o yaml` writes). Unknown kinds and broken objects are errors naming the document and field.
+//! -A -o yaml` writes, with `rs,rc` for `--min-replica-count`). Unknown kinds and broken objects are
+//! errors naming the document and field.
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Deserialize;
@@ -15,6 +16,8 @@ pub struct Objects {
     pub pods: Vec<core::Pod>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub daemonsets: Vec<DaemonSet>,
+    pub replicasets: Vec<ReplicaSet>,
+    pub replication_controllers: Vec<core::ReplicationController>,
 }
 
 fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> {
@@ -32,7 +35,13 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
     let at = format!("{at} ({kind} {name})");
     let bad = |e: serde_yaml::Error| Error::config(format!("{at}: {e}"));
     match kind.as_str() {
-        "List" | "NodeList" | "PodList" | "PodDisruptionBudgetList" | "DaemonSetList" => {
+        "List"
+        | "NodeList"
+        | "PodList"
+        | "PodDisruptionBudgetList"
+        | "DaemonSetList"
+        | "ReplicaSetList"
+        | "ReplicationControllerList" => {
             let items = match value.get("items") {
                 Some(serde_yaml::Value::Sequence(items)) => items.clone(),
                 None | Some(serde_yaml::Value::Null) => vec![],
@@ -52,9 +61,15 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
         "DaemonSet" => objects
             .daemonsets
             .push(serde_yaml::from_value(value).map_err(bad)?),
+        "ReplicaSet" => objects
+            .replicasets
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "ReplicationController" => objects
+            .replication_controllers
+            .push(serde_yaml::from_value(value).map_err(bad)?),
         other => {
             return Err(Error::config(format!(
-                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet or a List)"
+                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController or a List)"
             )))
         }
     }
