@@ -1,7 +1,8 @@
 //! The autoscaling engine: pure functions of a snapshot (no I/O), shared by the gRPC expander, the
 //! standalone loop and the simulator. `predicates` are the kube-scheduler's filters, `estimator` the
 //! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
-//! `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`), `reasons` why it decided so.
+//! `similar` which groups share one, `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`),
+//! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so.
 
 pub mod autoscaler;
 mod cleanup;
