@@ -132,7 +132,7 @@ impl Simulation {
     pub fn new(objects: &Objects, config: &MemoryConfig, prices: &PriceOverrides) -> Result<Self> {
         let Inputs {
             mut nodes,
-            pods,
+            mut pods,
             pdbs,
             daemon_pods,
         } = Inputs::convert(
@@ -143,6 +143,11 @@ impl Simulation {
             &objects.storage(),
             Err,
         )?;
+        crate::k8s::owners::set_owner_replicas(
+            &mut pods,
+            &objects.replicasets,
+            &objects.replication_controllers,
+        );
         let start = pods
             .iter()
             .map(|p| p.meta.created)
@@ -403,8 +408,10 @@ impl Simulation {
             }
             self.nodes.retain(|n| n.name != down.node);
             self.node_groups.remove(&down.node);
+            // DaemonSet, mirror and terminating pods go with the node; the others come back pending.
             self.pods.retain(|p| {
-                !(p.node_name.as_deref() == Some(down.node.as_str()) && p.node_bound())
+                !(p.node_name.as_deref() == Some(down.node.as_str())
+                    && (p.node_bound() || p.meta.deleted.is_some()))
             });
             for p in &mut self.pods {
                 if p.node_name.as_deref() == Some(down.node.as_str()) {

@@ -16,6 +16,7 @@ use crate::cloud::aws::{ttl, AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::engine::expander::{Priorities, Strategy};
+use crate::engine::similar::Balancing;
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -276,24 +277,59 @@ pub struct LoopFlags {
     /// After a removal failed, scale-down waits this long.
     #[arg(long, value_name = "DURATION", default_value = "3m")]
     pub scale_down_delay_after_failure: GoDuration,
-    /// A node below this share of requested cpu and memory may be removed (groups may override).
+    /// A node at or below this share of requested cpu and memory may be removed (groups may override).
     #[arg(long, default_value_t = OptionValues::DEFAULT.scale_down_utilization_threshold)]
     pub scale_down_utilization_threshold: f64,
+    /// A GPU node at or below this share of requested GPUs may be removed (groups may override).
+    #[arg(long, default_value_t = OptionValues::DEFAULT.scale_down_gpu_utilization_threshold)]
+    pub scale_down_gpu_utilization_threshold: f64,
+    /// Leave DaemonSet pods out of utilization (groups may override).
+    #[arg(long, default_value_t = OptionValues::DEFAULT.ignore_daemonsets_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_daemonsets_utilization: bool,
     /// How long a node must be unneeded before it is removed (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.scale_down_unneeded_time))]
     pub scale_down_unneeded_time: GoDuration,
     /// Keep nodes with pods using emptyDir or hostPath.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub skip_nodes_with_local_storage: bool,
-    /// Keep nodes with kube-system pods that have no PodDisruptionBudget.
+    /// Keep nodes with kube-system pods that have no PodDisruptionBudget (for
+    /// --blocking-system-pod-distruption-timeout after their creation).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub skip_nodes_with_system_pods: bool,
+    /// How long after its creation a kube-system pod without a PodDisruptionBudget keeps its node
+    /// (upstream's spelling).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub blocking_system_pod_distruption_timeout: GoDuration,
+    /// Keep nodes with pods of controllers other than ReplicaSet, ReplicationController, Job and
+    /// StatefulSet (false: any controller will do); --min-replica-count applies only with it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub skip_nodes_with_custom_controller_pods: bool,
+    /// Keep nodes with pods of ReplicaSets or ReplicationControllers with fewer replicas than this
+    /// (`simulate` reads them from the dump; `run` does not watch them yet).
+    #[arg(long, default_value_t = 0)]
+    pub min_replica_count: i32,
     /// Most empty nodes removed in one loop.
     #[arg(long, default_value_t = 10)]
     pub max_empty_bulk_delete: usize,
     /// Split scale-ups across groups with the same template (zone aside).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,
+    /// A label that tells similar groups: only the labels given are compared (repeatable).
+    #[arg(long, value_name = "LABEL")]
+    pub balancing_label: Vec<String>,
+    /// A label left out when comparing groups, besides upstream's zone, hostname and AWS ones
+    /// (repeatable).
+    #[arg(long, value_name = "LABEL")]
+    pub balancing_ignore_label: Vec<String>,
+    /// Most memory capacity similar groups may differ by, as a share.
+    #[arg(long, default_value_t = Balancing::DEFAULT.memory_difference_ratio)]
+    pub memory_difference_ratio: f64,
+    /// Most each allocatable resource of similar groups may differ by, as a share.
+    #[arg(long, default_value_t = Balancing::DEFAULT.max_allocatable_difference_ratio)]
+    pub max_allocatable_difference_ratio: f64,
+    /// Most each free resource (after DaemonSet pods) of similar groups may differ by, as a share.
+    #[arg(long, default_value_t = Balancing::DEFAULT.max_free_difference_ratio)]
+    pub max_free_difference_ratio: f64,
     /// Instances without a node after this long are deleted and their group backs off; capacity not
     /// delivered after this long is given up (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.max_node_provision_time))]
@@ -326,11 +362,21 @@ impl LoopFlags {
     /// The engine's settings, with the expander's chain and tiers; files are read here, errors name the
     /// flag.
     pub fn engine(&self, expander: &ExpanderFlags) -> Result<Settings> {
-        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
-            return Err(Error::config(format!(
-                "--scale-down-utilization-threshold: must be in [0, 1], got {}",
-                self.scale_down_utilization_threshold
-            )));
+        for (flag, v) in [
+            (
+                "scale-down-utilization-threshold",
+                self.scale_down_utilization_threshold,
+            ),
+            (
+                "scale-down-gpu-utilization-threshold",
+                self.scale_down_gpu_utilization_threshold,
+            ),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::config(format!(
+                    "--{flag}: must be in [0, 1], got {v}"
+                )));
+            }
         }
         Ok(Settings {
             expander: expander.chain()?,
@@ -348,8 +394,18 @@ impl LoopFlags {
             scale_down_delay_after_failure: self.scale_down_delay_after_failure.0,
             skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
             skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
+            skip_nodes_with_custom_controller_pods: self.skip_nodes_with_custom_controller_pods,
+            min_replica_count: self.min_replica_count,
+            blocking_system_pod_disruption_timeout: self.blocking_system_pod_distruption_timeout.0,
             max_empty_bulk_delete: self.max_empty_bulk_delete,
             balance_similar_node_groups: self.balance_similar_node_groups,
+            balancing: Balancing {
+                labels: self.balancing_label.clone(),
+                ignore_labels: self.balancing_ignore_label.clone(),
+                memory_difference_ratio: self.memory_difference_ratio,
+                max_allocatable_difference_ratio: self.max_allocatable_difference_ratio,
+                max_free_difference_ratio: self.max_free_difference_ratio,
+            },
             ok_total_unready_count: self.ok_total_unready_count,
             max_total_unready_percentage: self.max_total_unready_percentage,
             scale_down_unready_enabled: self.scale_down_unready_enabled,
@@ -358,6 +414,8 @@ impl LoopFlags {
             force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
             defaults: OptionValues {
                 scale_down_utilization_threshold: self.scale_down_utilization_threshold,
+                scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
+                ignore_daemonsets_utilization: self.ignore_daemonsets_utilization,
                 scale_down_unneeded_time: self.scale_down_unneeded_time.0,
                 scale_down_unready_time: self.scale_down_unready_time.0,
                 max_node_provision_time: self.max_node_provision_time.0,

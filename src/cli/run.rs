@@ -195,6 +195,11 @@ fn identity() -> String {
 /// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
 pub async fn main(flags: RunFlags) -> Result<()> {
     let settings = flags.rules.engine(&flags.expander)?;
+    if settings.min_replica_count > 0 {
+        tracing::warn!(
+            "--min-replica-count has no effect in run: ReplicaSets and ReplicationControllers are not watched"
+        );
+    }
     let identity = identity();
     let run_settings = flags.run_settings(&identity)?;
     flags.cloud.check(&flags.expander)?;

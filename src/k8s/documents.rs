@@ -1,8 +1,8 @@
 //! Kubernetes objects from YAML: multi-document files and `List`s (what `kubectl get
-//! nodes,pods,pdb,ds,pvc,pv,storageclass,csinode -A -o yaml` writes). Unknown kinds and broken objects are
-//! errors naming the document and field.
+//! nodes,pods,pdb,ds,pvc,pv,storageclass,csinode -A -o yaml` writes, with `rs,rc` for
+//! `--min-replica-count`). Unknown kinds and broken objects are errors naming the document and field.
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
@@ -21,6 +21,8 @@ pub struct Objects {
     pub volumes: Vec<core::PersistentVolume>,
     pub classes: Vec<StorageClass>,
     pub csinodes: Vec<CSINode>,
+    pub replicasets: Vec<ReplicaSet>,
+    pub replication_controllers: Vec<core::ReplicationController>,
 }
 
 impl Objects {
@@ -58,7 +60,9 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
         | "PersistentVolumeClaimList"
         | "PersistentVolumeList"
         | "StorageClassList"
-        | "CSINodeList" => {
+        | "CSINodeList"
+        | "ReplicaSetList"
+        | "ReplicationControllerList" => {
             let items = match value.get("items") {
                 Some(serde_yaml::Value::Sequence(items)) => items.clone(),
                 None | Some(serde_yaml::Value::Null) => vec![],
@@ -90,9 +94,15 @@ fn add(objects: &mut Objects, value: serde_yaml::Value, at: &str) -> Result<()> 
         "CSINode" => objects
             .csinodes
             .push(serde_yaml::from_value(value).map_err(bad)?),
+        "ReplicaSet" => objects
+            .replicasets
+            .push(serde_yaml::from_value(value).map_err(bad)?),
+        "ReplicationController" => objects
+            .replication_controllers
+            .push(serde_yaml::from_value(value).map_err(bad)?),
         other => {
             return Err(Error::config(format!(
-                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
+                "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
             )))
         }
     }

@@ -14,8 +14,8 @@ use super::selectors::requirement;
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
-    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SelectorOp,
-    SpreadConstraint, Toleration,
+    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
+    SelectorOp, SpreadConstraint, Toleration,
 };
 use crate::model::{RequestParts, Resources, Taint, TaintEffect};
 
@@ -251,12 +251,30 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                     && c.reason.as_deref() == Some("Unschedulable")
             })
         });
-    let local_storage = spec.volumes.iter().flatten().any(|v| {
-        v.host_path.is_some()
-            || v.empty_dir
-                .as_ref()
-                .is_some_and(|e| e.medium.as_deref() != Some("Memory"))
-    });
+    let local_volumes = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.host_path.is_some()
+                || v.empty_dir
+                    .as_ref()
+                    .is_some_and(|e| e.medium.as_deref() != Some("Memory"))
+        })
+        .map(|v| v.name.clone())
+        .collect();
+    // Split as upstream does: on commas, nothing trimmed.
+    let safe_local_volumes = annotations
+        .get(labels::SAFE_TO_EVICT_LOCAL_VOLUMES)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    let controller = p
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
     Ok(Pod {
         labels: p.metadata.labels.clone().unwrap_or_default(),
         requests: parts.effective(),
@@ -283,18 +301,23 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         // Resolved with the cluster's storage objects (`Inputs::convert`).
         claims: Vec::new(),
         meta: PodMeta {
-            controller: p
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.kind.clone()),
+            controller: controller.map(|o| o.kind.clone()),
+            controller_name: controller.map(|o| o.name.clone()),
+            owner_replicas: None,
             priority: spec.priority.unwrap_or(0),
             unschedulable,
             created: time(&p.metadata.creation_timestamp),
-            safe_to_evict: annotations.get(labels::SAFE_TO_EVICT).map(|v| v == "true"),
-            local_storage,
+            deleted: p
+                .metadata
+                .deletion_timestamp
+                .as_ref()
+                .map(|t| t.0.as_second()),
+            grace_period: spec.termination_grace_period_seconds,
+            safe_to_evict: annotations
+                .get(labels::SAFE_TO_EVICT)
+                .and_then(|v| SafeToEvict::parse(v)),
+            local_volumes,
+            safe_local_volumes,
             mirror: annotations.contains_key(labels::MIRROR),
         },
         namespace,
@@ -314,6 +337,10 @@ pub fn node(n: &core::Node) -> Result<Node> {
     if allocatable.pods == 0 {
         allocatable.pods = 110;
     }
+    let capacity = resources(
+        &status.capacity.clone().or(status.allocatable.clone()),
+        &format!("node {name}: status.capacity"),
+    )?;
     Ok(Node {
         labels: n.metadata.labels.clone().unwrap_or_default(),
         taints: spec
@@ -330,6 +357,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
             })
             .collect::<Result<_>>()?,
         allocatable,
+        capacity,
         unschedulable: spec.unschedulable.unwrap_or(false),
         provider_id: spec.provider_id.clone().unwrap_or_default(),
         ready: status

@@ -174,6 +174,7 @@ impl Runner {
                     .iter()
                     .filter_map(|k| pod_by_key.get(k).map(|p| Arc::clone(p)))
                     .collect(),
+                left: s.left.clone(),
                 reason: s.reason.clone(),
             };
             self.in_flight

@@ -42,6 +42,9 @@ pub(super) struct Removal {
     pub(super) group: String,
     pub(super) provider_id: String,
     pub(super) pods: Vec<Arc<KubePod>>,
+    /// Pods (`namespace/name`) that go down with the node unevicted: expendable ones and those
+    /// terminating past their grace period.
+    pub(super) left: Vec<String>,
     pub(super) reason: crate::engine::reasons::Removal,
 }
 
@@ -101,6 +104,7 @@ impl DrainContext {
                         p.metadata.name.as_deref().unwrap_or_default(),
                     )
                 })
+                .filter(|k| !r.left.contains(k))
                 .collect();
             if !left.is_empty() {
                 return Err(Error::Unavailable(format!(

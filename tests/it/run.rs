@@ -282,7 +282,8 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
 pub(crate) async fn pool(api: &KubeApi, allowed: i64) {
     api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
-    api.put(PODS, pod("anchor", "2", Some("pool-a"), "anchor"));
+    // Above half of pool-a's 4 cpu: kept (a node at the threshold would go).
+    api.put(PODS, pod("anchor", "2100m", Some("pool-a"), "anchor"));
     api.put(PODS, pod("web-1", "200m", Some("pool-b"), "web"));
     api.put(PODS, pod("web-2", "200m", Some("pool-b"), "web"));
     api.put(

@@ -1,7 +1,8 @@
 //! `ferroscale run` fails closed, against the loopback Kubernetes API: a renewal that hangs or a Lease
 //! taken mid-drain stops every mutation, a broken watch or an unreadable pod holds scale-down back (not
 //! scale-up), drains are capped across loops, a pod scheduled onto a draining node stops its deletion, and
-//! an unhealthy cluster gets no action; a node being drained counts against its group's min size.
+//! an unhealthy cluster gets no action; a node being drained counts against its group's min size; an
+//! expendable pod goes down with its node without eviction.
 
 use std::time::{Duration, Instant};
 
@@ -368,4 +369,32 @@ async fn a_node_being_drained_counts_against_min_size() {
         }
     );
     assert!(!has_deletion_taint(&api, "pool-a"));
+}
+
+#[tokio::test]
+async fn an_expendable_pod_goes_down_with_its_node_unevicted() {
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
+    api.put(PODS, pod("anchor", "3", Some("pool-a"), "anchor"));
+    // Below --expendable-pods-priority-cutoff (-10): it neither counts nor moves.
+    let mut filler = pod("filler", "3", Some("pool-b"), "filler");
+    filler["spec"]["priority"] = json!(-100);
+    api.put(PODS, filler);
+    let mut h = Harness::new(api.clone(), crate::run::POOL, eager(), run_settings()).await;
+    h.synced(2, 2).await;
+    let d = h
+        .runner
+        .run_once(ferroscale::time::unix_now())
+        .await
+        .unwrap();
+    assert_eq!(d.scale_down.len(), 1, "{d:?}");
+    let down = &d.scale_down[0];
+    assert_eq!(down.node, "pool-b");
+    assert!(down.evict.is_empty(), "{down:?}");
+    assert_eq!(down.left, vec!["default/filler".to_string()]);
+    let results = h.runner.settle().await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(h.group("pool").target_size, 1, "deleted with the pod on it");
+    assert_eq!(evictions(&api), 0);
 }

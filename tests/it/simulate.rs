@@ -188,7 +188,7 @@ fn scale_down_removes_idle_nodes_and_explains_every_kept_one() {
     assert!(unremovable(&r, "bare").contains("has no controller"));
     assert!(unremovable(&r, "local").contains("has local storage"));
     assert!(unremovable(&r, "pinned").contains("safe-to-evict=false"));
-    assert!(unremovable(&r, "busy").contains("not below threshold"));
+    assert!(unremovable(&r, "busy").contains("above threshold"));
     assert_eq!(unremovable(&r, "keep"), "scale-down disabled by annotation");
 }
 

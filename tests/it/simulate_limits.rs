@@ -1,10 +1,12 @@
-//! `simulate` under limits: --max-nodes-total and friends, and a spent binpacking budget.
+//! `simulate` under limits: --max-nodes-total, --cores-total and --memory-total (capacity, both ways),
+//! a spent binpacking budget, and which groups balance a scale-up.
 
 use ferroscale::engine::Settings;
 
 use std::time::Duration;
 
-use crate::simulate::{pacing, pod, reason_of, sim, ups, GROUPS};
+use crate::simulate::{node, pacing, pod, reason_of, sim, unremovable, ups, GROUPS};
+use crate::simulate_drain::flags;
 
 #[test]
 fn limits_cap_the_scale_up() {
@@ -45,4 +47,104 @@ fn a_spent_binpacking_budget_scales_nothing_and_says_so() {
     assert!(ups(&r).is_empty(), "{r:?}");
     let why = reason_of(&r, "a/wide");
     assert!(why.contains("--max-nodegroup-binpacking-duration"), "{why}");
+}
+
+/// `node` with a capacity of 2 cpu and 8Gi above its allocatable.
+fn with_capacity(node: String) -> String {
+    node.replace(
+        "  conditions:",
+        "  capacity: {cpu: \"2\", memory: 8Gi, pods: \"20\"}\n  conditions:",
+    )
+}
+
+#[test]
+fn cores_total_counts_node_capacity_not_allocatable() {
+    // 2 cores of capacity (1.5 allocatable) now, 2 per new small node: a 4-core cap allows one more.
+    let mut cluster = vec![
+        with_capacity(node("n1", "small", "1500m", "7Gi")),
+        pod("a", "full", "1400m", "1Gi", Some("n1"), ""),
+    ];
+    cluster.extend((0..3).map(|i| {
+        pod(
+            "a",
+            &format!("p{i}"),
+            "1500m",
+            "1Gi",
+            None,
+            "  nodeSelector: {size: small}\n",
+        )
+    }));
+    let r = sim(&cluster, GROUPS).step(&flags(&["--cores-total", "0:4"]), &pacing());
+    assert_eq!(ups(&r), vec![("small", 1)], "{r:?}");
+    assert!(
+        reason_of(&r, "a/p2").contains("would exceed a limit"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn the_cores_and_memory_minima_keep_idle_nodes() {
+    let cluster: Vec<String> = (1..=3)
+        .map(|i| with_capacity(node(&format!("idle-{i}"), "small", "1500m", "7Gi")))
+        .collect();
+    let removed = |args: &[&str]| {
+        let r = sim(&cluster, GROUPS).step(&flags(args), &pacing());
+        (r.scale_down.len(), r)
+    };
+    // 6 cores, at least 3: one node of 2 may go, a second would leave 2.
+    let (n, r) = removed(&["--cores-total", "3:320000"]);
+    assert_eq!(n, 1, "{r:?}");
+    let kept = r.unremovable.iter().find(|u| u.reason.contains("minimum"));
+    assert_eq!(
+        kept.map(|u| u.reason.as_str()),
+        Some("the cluster would go below the minimum of --cores-total"),
+        "{r:?}"
+    );
+    // 24Gi of capacity, at least 17: none of 8Gi may go.
+    let (n, r) = removed(&["--memory-total", "17:6400000"]);
+    assert_eq!(n, 0, "{r:?}");
+    assert_eq!(
+        unremovable(&r, "idle-1"),
+        "the cluster would go below the minimum of --memory-total"
+    );
+    assert_eq!(removed(&[]).0, 3, "no minimum: all go");
+}
+
+#[test]
+fn similar_groups_are_told_by_upstreams_comparator_and_the_balancing_flags() {
+    let groups = r#"
+nodeGroups:
+  - {name: x, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi}, labels: {size: s, team: x, node.kubernetes.io/instance-type: m5.large}}
+  - {name: y, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi}, labels: {size: s, team: y, node.kubernetes.io/instance-type: m5.large}}
+"#;
+    let cluster: Vec<String> = (0..4)
+        .map(|i| {
+            pod(
+                "a",
+                &format!("p{i}"),
+                "1500m",
+                "1Gi",
+                None,
+                "  nodeSelector: {size: s}\n",
+            )
+        })
+        .collect();
+    let split = |args: &[&str]| {
+        let mut all = vec!["--balance-similar-node-groups"];
+        all.extend_from_slice(args);
+        let r = sim(&cluster, groups).step(&flags(&all), &pacing());
+        let mut got: Vec<(String, i32)> = ups(&r)
+            .into_iter()
+            .map(|(g, n)| (g.to_string(), n))
+            .collect();
+        got.sort();
+        got.into_iter().map(|(_, n)| n).collect::<Vec<i32>>()
+    };
+    assert_eq!(split(&[]), vec![4], "team differs: not similar");
+    assert_eq!(split(&["--balancing-ignore-label", "team"]), vec![2, 2]);
+    assert_eq!(split(&["--balancing-label", "size"]), vec![2, 2]);
+    assert_eq!(
+        split(&["--balancing-label", "size", "--balancing-label", "team"]),
+        vec![4]
+    );
 }

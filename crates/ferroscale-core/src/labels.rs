@@ -20,6 +20,15 @@ pub const OS: &str = "kubernetes.io/os";
 pub const GPU: &str = "k8s.amazonaws.com/accelerator";
 /// Extended resource name of NVIDIA GPUs.
 pub const NVIDIA_GPU: &str = "nvidia.com/gpu";
+/// The GPU resources upstream knows, in its order (`GPUVendorResourceNames`): a node with any of them
+/// allocatable is a GPU node.
+pub const GPU_RESOURCES: &[&str] = &[
+    NVIDIA_GPU,
+    "habana.ai/gaudi",
+    "gpu.intel.com/xe",
+    "amd.com/gpu",
+    "microsoft.com/directx",
+];
 /// ferroscale's label on template nodes naming their group.
 pub const NODE_GROUP: &str = "ferroscale.io/node-group";
 /// The EKS managed node group of a node.
@@ -30,6 +39,9 @@ pub const EKSCTL_NODEGROUP: &str = "alpha.eksctl.io/nodegroup-name";
 /// Pod annotation: `"true"` lets scale-down evict the pod whatever else would block it, `"false"` keeps
 /// its node.
 pub const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+/// Pod annotation: names (comma-separated) of local volumes that do not keep the pod's node.
+pub const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
+    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
 /// Node annotation: `"true"` keeps the node from scale-down.
 pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
 /// Pod annotation of static (mirror) pods.
@@ -40,3 +52,24 @@ pub const LAST_UPDATED: &str = "cluster-autoscaler.kubernetes.io/last-updated";
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// Taint put on a node being removed, so nothing new is scheduled there (upstream's key).
 pub const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Labels upstream ignores when it compares node groups for `--balance-similar-node-groups`: its basic
+/// set (`BasicIgnoredLabels`), the AWS provider's (`CreateAwsNodeInfoComparator`), and ferroscale's own
+/// group label.
+pub const BALANCING_IGNORED: &[&str] = &[
+    HOSTNAME,
+    ZONE,
+    REGION,
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/fluentd-ds-ready",
+    "kops.k8s.io/instancegroup",
+    "alpha.eksctl.io/instance-id",
+    EKSCTL_NODEGROUP,
+    EKS_NODEGROUP,
+    "k8s.amazonaws.com/eniConfig",
+    "lifecycle",
+    "topology.ebs.csi.aws.com/zone",
+    "topology.k8s.aws/zone-id",
+    NODE_GROUP,
+];

@@ -116,43 +116,16 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
 mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
-    use std::time::Duration;
 
     use crate::clock::FixedClock;
-    use crate::engine::expander::{Priorities, Strategy};
     use crate::engine::reasons::{Cancel, Doubt};
     use crate::engine::{run_once, Decisions, Memory, Settings, World};
     use crate::model::{
-        ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, OptionValues, TemplateNode,
+        ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, TemplateNode,
     };
 
     fn settings() -> Settings {
-        Settings {
-            expander: vec![Strategy::LeastWaste],
-            priorities: Priorities::default(),
-            max_nodes_total: 0,
-            cores_total: (0, 320_000),
-            memory_total_gib: (0, 6_400_000),
-            max_nodes_per_scaleup: 1000,
-            max_nodegroup_binpacking_duration: Duration::from_secs(10),
-            new_pod_scale_up_delay: Duration::ZERO,
-            expendable_pods_priority_cutoff: -10,
-            scale_down_enabled: true,
-            scale_down_delay_after_add: Duration::from_secs(600),
-            scale_down_delay_after_delete: Duration::ZERO,
-            scale_down_delay_after_failure: Duration::from_secs(180),
-            skip_nodes_with_local_storage: true,
-            skip_nodes_with_system_pods: true,
-            max_empty_bulk_delete: 10,
-            balance_similar_node_groups: false,
-            ok_total_unready_count: 3,
-            max_total_unready_percentage: 45.0,
-            scale_down_unready_enabled: true,
-            max_scale_down_parallelism: 10,
-            max_drain_parallelism: 1,
-            force_delete_unregistered_nodes: false,
-            defaults: OptionValues::DEFAULT,
-        }
+        Settings::upstream()
     }
 
     /// A group of `min`..10 with target `target` and these instances, none of which has a node.

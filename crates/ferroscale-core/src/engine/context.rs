@@ -51,6 +51,7 @@ pub fn template_node(t: &TemplateNode, name: &str, group: &str) -> Node {
         labels,
         taints: t.taints.clone(),
         allocatable: t.allocatable.clone(),
+        capacity: t.capacity.clone(),
         ready: true,
         ..Default::default()
     }

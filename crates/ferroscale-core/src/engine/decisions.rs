@@ -19,6 +19,9 @@ pub struct ScaleDown {
     pub reason: Removal,
     /// Pods to evict first (none for an empty node).
     pub evict: Vec<String>,
+    /// Pods left to go down with the node unevicted, besides DaemonSet and mirror pods: expendable ones
+    /// and those terminating past their grace period (upstream leaves them out of the drain too).
+    pub left: Vec<String>,
 }
 
 /// A cloud instance to delete because it never became a usable node.

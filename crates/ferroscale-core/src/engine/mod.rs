@@ -1,22 +1,27 @@
 //! The autoscaling engine: pure functions of a snapshot (no I/O), shared by the gRPC expander, the
 //! standalone loop and the simulator. `predicates` are the kube-scheduler's filters, `estimator` the
 //! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
-//! `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`), `reasons` why it decided so.
+//! `similar` which groups share one, `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`),
+//! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so.
 
 pub mod autoscaler;
 mod cleanup;
 mod context;
 pub mod decisions;
+pub mod drainability;
 mod equivalence;
 pub mod estimator;
 pub mod expander;
+pub mod limits;
 pub mod memory;
 pub mod predicates;
 pub mod reasons;
 mod scale_down;
 mod scale_up;
 pub mod settings;
+pub mod similar;
 pub mod topology;
+pub mod utilization;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};

@@ -156,8 +156,13 @@ impl fmt::Display for Refusal {
 pub enum Unremovable {
     /// The node's `scale-down-disabled` annotation.
     ScaleDownDisabled,
-    /// Utilization at or above the threshold.
-    NotUnderutilized { utilization: f64, threshold: f64 },
+    /// Utilization above the threshold (`gpu`: a GPU node, measured by GPU against
+    /// `--scale-down-gpu-utilization-threshold`).
+    NotUnderutilized {
+        utilization: f64,
+        threshold: f64,
+        gpu: bool,
+    },
     /// One of its pods may not be evicted.
     Blocked(Blocker),
     /// One of its pods fits no other node (`why` the last node's refusal, if any was tried).
@@ -168,6 +173,10 @@ pub enum Unremovable {
     Paused(Pause),
     /// Its group would go below its min size.
     AtMinSize { group: String },
+    /// The cluster would go below the minimum of `--cores-total` (`cores`) or `--memory-total` (`memory`).
+    MinimalResourceLimit { resource: String },
+    /// Unneeded, but a pod annotated `safe-to-evict: "on-completion"` runs on it until it is done.
+    OnCompletion { pod: String },
     /// Unneeded; this loop's removal budget is spent.
     WaitsForNextLoop,
     /// Unready, and scale-down of unready nodes is disabled (`--scale-down-unready-enabled=false`).
@@ -183,9 +192,11 @@ impl fmt::Display for Unremovable {
             Unremovable::NotUnderutilized {
                 utilization,
                 threshold,
+                gpu,
             } => write!(
                 f,
-                "utilization {utilization:.2} not below threshold {threshold:.2}"
+                "{}utilization {utilization:.2} above threshold {threshold:.2}",
+                if *gpu { "GPU " } else { "" }
             ),
             Unremovable::Blocked(b) => write!(f, "{b}"),
             Unremovable::NoPlaceFor { pod, why } => match why {
@@ -197,6 +208,14 @@ impl fmt::Display for Unremovable {
             }
             Unremovable::Paused(p) => write!(f, "{p}"),
             Unremovable::AtMinSize { group } => write!(f, "group {group} at min size"),
+            Unremovable::MinimalResourceLimit { resource } => write!(
+                f,
+                "the cluster would go below the minimum of --{resource}-total"
+            ),
+            Unremovable::OnCompletion { pod } => write!(
+                f,
+                "unneeded, but pod {pod} (safe-to-evict: on-completion) runs until it is done"
+            ),
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
             Unremovable::UnreadyKept => {
                 write!(f, "unready, and --scale-down-unready-enabled is false")
@@ -209,37 +228,66 @@ impl fmt::Display for Unremovable {
     }
 }
 
-/// A pod that keeps its node.
+/// A pod that keeps its node (upstream's drainability rules, `engine::drainability`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Blocker {
-    /// Annotated `safe-to-evict: "false"`.
-    NotSafeToEvict {
+    /// Its ReplicaSet or ReplicationController has fewer replicas than `--min-replica-count`.
+    MinReplicas {
         pod: String,
+        owner: String,
+        replicas: i32,
+        min: i32,
     },
+    /// No controller (`owner` None), or with `--skip-nodes-with-custom-controller-pods` one that is not
+    /// a ReplicaSet, ReplicationController, Job or StatefulSet.
+    NotReplicated { pod: String, owner: Option<String> },
+    /// A kube-system pod without a PodDisruptionBudget, with `--skip-nodes-with-system-pods`, younger
+    /// than `--blocking-system-pod-distruption-timeout`.
+    SystemPodWithoutBudget { pod: String },
+    /// Annotated `safe-to-evict: "false"`.
+    NotSafeToEvict { pod: String },
+    /// A local volume (emptyDir or hostPath) not named in `safe-to-evict-local-volumes`, with
+    /// `--skip-nodes-with-local-storage`.
+    LocalStorage { pod: String, volume: String },
     /// A PodDisruptionBudget covering it allows no disruption.
     Budget {
         pod: String,
         namespace: String,
         name: String,
     },
-    NoController {
-        pod: String,
-    },
-    /// emptyDir or hostPath, with `--skip-nodes-with-local-storage`.
-    LocalStorage {
-        pod: String,
-    },
-    /// A kube-system pod without a PodDisruptionBudget, with `--skip-nodes-with-system-pods`.
-    SystemPodWithoutBudget {
-        pod: String,
-    },
 }
 
 impl fmt::Display for Blocker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Blocker::MinReplicas {
+                pod,
+                owner,
+                replicas,
+                min,
+            } => write!(
+                f,
+                "pod {pod}: its {owner} has {replicas} replicas, fewer than --min-replica-count {min}"
+            ),
+            Blocker::NotReplicated { pod, owner: None } => {
+                write!(f, "pod {pod} has no controller")
+            }
+            Blocker::NotReplicated {
+                pod,
+                owner: Some(kind),
+            } => write!(
+                f,
+                "pod {pod} is owned by a {kind}, a custom controller (--skip-nodes-with-custom-controller-pods)"
+            ),
+            Blocker::SystemPodWithoutBudget { pod } => write!(
+                f,
+                "kube-system pod {pod} has no PodDisruptionBudget (younger than --blocking-system-pod-distruption-timeout)"
+            ),
             Blocker::NotSafeToEvict { pod } => {
                 write!(f, "pod {pod} is annotated safe-to-evict=false")
+            }
+            Blocker::LocalStorage { pod, volume } => {
+                write!(f, "pod {pod} has local storage (volume {volume})")
             }
             Blocker::Budget {
                 pod,
@@ -249,11 +297,6 @@ impl fmt::Display for Blocker {
                 f,
                 "pod {pod}: PodDisruptionBudget {namespace}/{name} allows no disruption"
             ),
-            Blocker::NoController { pod } => write!(f, "pod {pod} has no controller"),
-            Blocker::LocalStorage { pod } => write!(f, "pod {pod} has local storage"),
-            Blocker::SystemPodWithoutBudget { pod } => {
-                write!(f, "kube-system pod {pod} has no PodDisruptionBudget")
-            }
         }
     }
 }
@@ -297,7 +340,7 @@ impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "utilization {:.2} below {:.2} for {}s, {}",
+            "utilization {:.2} at or below {:.2} for {}s, {}",
             self.utilization,
             self.threshold,
             self.waited,

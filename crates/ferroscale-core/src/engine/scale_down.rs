@@ -1,45 +1,56 @@
-//! Scale-down, upstream's rules: a node of a group goes once it has been underutilized for the group's
-//! unneeded time, every pod on it may be evicted and fits on another node, its group stays at or above
-//! min size, and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
+//! Scale-down, upstream's rules: a node of a group goes once it has been underutilized (at or below its
+//! group's threshold, GPU nodes by GPU: `utilization`) for the group's unneeded time, the drain of its
+//! pods is allowed (`drainability`) and every pod that moves fits on another node, its group stays at or
+//! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
+//! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
 
 use std::collections::HashMap;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, ScaleDown};
+use super::drainability::{drainability, long_terminating, Drain};
+use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};
 use super::reasons::{Blocker, Pause, Removal, Unremovable};
-use super::settings::Settings;
-use crate::model::workload::{Pdb, Pod};
+use super::utilization::utilization;
+use crate::model::workload::Pod;
 
-/// Why a pod keeps its node, if it does.
-fn blocker(p: &Pod, pdbs: &[Pdb], settings: &Settings) -> Option<Blocker> {
-    let pod = || p.key();
-    let safe = p.meta.safe_to_evict;
-    if safe == Some(false) {
-        return Some(Blocker::NotSafeToEvict { pod: pod() });
+/// What draining a node would do with its pods.
+#[derive(Default)]
+struct Drained {
+    /// Pods to evict and place elsewhere, unbound from the node.
+    movable: Vec<Pod>,
+    /// Pods that go down with the node unevicted (besides DaemonSet and mirror pods).
+    left: Vec<String>,
+    /// A pod the node waits for (`safe-to-evict: "on-completion"`).
+    waits_for: Option<String>,
+}
+
+/// The drain of `pods`, or the pod that forbids it. Expendable pods are left out of the drain as
+/// upstream leaves them out of its simulation: they go down with the node.
+fn drain(pods: &[Pod], ctx: &Ctx) -> Result<Drained, Blocker> {
+    let s = ctx.settings;
+    let mut d = Drained::default();
+    for p in pods {
+        if p.meta.priority < s.expendable_pods_priority_cutoff {
+            d.left.push(p.key());
+            continue;
+        }
+        match drainability(p, ctx.world.pdbs, s, ctx.now) {
+            Drain::Move => d.movable.push(Pod {
+                node_name: None,
+                ..p.clone()
+            }),
+            Drain::Stay if !p.node_bound() => d.left.push(p.key()),
+            Drain::Stay => {}
+            Drain::Wait => {
+                d.waits_for.get_or_insert_with(|| p.key());
+            }
+            Drain::Block(b) => return Err(b),
+        }
     }
-    let pdb = pdbs.iter().find(|b| b.covers(p));
-    if let Some(b) = pdb.filter(|b| b.disruptions_allowed < 1) {
-        return Some(Blocker::Budget {
-            pod: pod(),
-            namespace: b.namespace.clone(),
-            name: b.name.clone(),
-        });
-    }
-    if safe == Some(true) {
-        return None;
-    }
-    if p.meta.controller.is_none() {
-        return Some(Blocker::NoController { pod: pod() });
-    }
-    if settings.skip_nodes_with_local_storage && p.meta.local_storage {
-        return Some(Blocker::LocalStorage { pod: pod() });
-    }
-    if settings.skip_nodes_with_system_pods && p.namespace == "kube-system" && pdb.is_none() {
-        return Some(Blocker::SystemPodWithoutBudget { pod: pod() });
-    }
-    None
+    Ok(d)
 }
 
 /// Why scale-down waits at `now`, if it does.
@@ -132,6 +143,14 @@ pub(super) fn scale_down(
     let mut drains_left = settings
         .max_drain_parallelism
         .saturating_sub(drains_in_flight);
+    // Room above the cluster's minima, without the nodes already on their way out.
+    let mut total = Amount::default();
+    for info in &infos[..existing] {
+        if !ctx.world.removing.contains_key(&info.node.name) {
+            total.add(Amount::of_node(&info.node), 1);
+        }
+    }
+    let mut above_min = AboveMin::new(total, settings.cores_total.0, settings.memory_total_gib.0);
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     let any_repelling = repelling(&infos[..existing]);
     for i in 0..existing {
@@ -157,35 +176,39 @@ pub(super) fn scale_down(
             keep(d, Unremovable::UnreadyKept);
             continue;
         }
-        let util = infos[i].utilization();
-        // An unready node goes after the unready time whatever its pods ask (upstream).
-        if node.ready && util >= opts.scale_down_utilization_threshold {
+        let cutoff = settings.expendable_pods_priority_cutoff;
+        let util = utilization(&infos[i], opts.ignore_daemonsets_utilization, |p| {
+            p.meta.priority >= cutoff && !long_terminating(p, now)
+        });
+        let threshold = if util.gpu {
+            opts.scale_down_gpu_utilization_threshold
+        } else {
+            opts.scale_down_utilization_threshold
+        };
+        // An unready node goes after the unready time whatever its pods ask (upstream). At the threshold
+        // a node is underutilized.
+        if node.ready && util.value > threshold {
             keep(
                 d,
                 Unremovable::NotUnderutilized {
-                    utilization: util,
-                    threshold: opts.scale_down_utilization_threshold,
+                    utilization: util.value,
+                    threshold,
+                    gpu: util.gpu,
                 },
             );
             continue;
         }
-        // The pods that would move, unbound from this node.
-        let movable: Vec<Pod> = infos[i]
-            .pods
-            .iter()
-            .filter(|p| !p.node_bound())
-            .map(|p| Pod {
-                node_name: None,
-                ..p.clone()
-            })
-            .collect();
-        if let Some(b) = movable
-            .iter()
-            .find_map(|p| blocker(p, ctx.world.pdbs, ctx.settings))
-        {
-            keep(d, Unremovable::Blocked(b));
-            continue;
-        }
+        let Drained {
+            movable,
+            left,
+            waits_for,
+        } = match drain(&infos[i].pods, ctx) {
+            Ok(drained) => drained,
+            Err(b) => {
+                keep(d, Unremovable::Blocked(b));
+                continue;
+            }
+        };
         let repels = movable
             .iter()
             .map(Repel::of)
@@ -224,6 +247,20 @@ pub(super) fn scale_down(
             );
             continue;
         }
+        let mut room = above_min;
+        if let Err(resource) = room.take(Amount::of_node(&node)) {
+            keep(
+                d,
+                Unremovable::MinimalResourceLimit {
+                    resource: resource.into(),
+                },
+            );
+            continue;
+        }
+        if let Some(pod) = waits_for {
+            keep(d, Unremovable::OnCompletion { pod });
+            continue;
+        }
         let empty = movable.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
         if removals_left == 0 || (!empty && drains_left == 0) {
@@ -245,6 +282,7 @@ pub(super) fn scale_down(
             continue;
         }
         removals_left -= 1;
+        above_min = room;
         if !empty {
             drains_left -= 1;
             for (j, n) in changed {
@@ -257,12 +295,13 @@ pub(super) fn scale_down(
             node: node.name.clone(),
             group: group.id.clone(),
             reason: Removal {
-                utilization: util,
-                threshold: opts.scale_down_utilization_threshold,
+                utilization: util.value,
+                threshold,
                 waited,
                 empty,
             },
             evict: movable.iter().map(Pod::key).collect(),
+            left,
         });
     }
     memory.unneeded_since = still_unneeded;

@@ -7,20 +7,21 @@ use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
+use super::limits::{gib, Amount};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::{Pending, Refusal};
+use super::similar::similar;
 use super::topology;
 use crate::clock::Deadline;
-use crate::labels;
 use crate::model::workload::Pod;
-use crate::model::{NodeGroup, TemplateNode};
+use crate::model::NodeGroup;
 
-/// Nodes, cores and memory the cluster has, counting this loop's scale-ups.
+/// Nodes, cores and memory (bytes) the cluster has, counting this loop's scale-ups.
 struct Budget {
     nodes: usize,
     cores: i64,
-    memory_gib: i64,
+    memory: i64,
 }
 
 /// The scale-up options for some pods: one per group that can hold any, with the pods it holds, and per
@@ -45,13 +46,14 @@ pub(super) fn scale_up(
     existing: usize,
     d: &mut Decisions,
 ) {
+    let mut used = Amount::default();
+    for i in infos {
+        used.add(Amount::of_node(&i.node), 1);
+    }
     let mut budget = Budget {
         nodes: infos.len(),
-        cores: infos
-            .iter()
-            .map(|i| i.node.allocatable.cpu_milli / 1000)
-            .sum(),
-        memory_gib: infos.iter().map(|i| i.node.allocatable.memory >> 30).sum(),
+        cores: used.cores,
+        memory: used.memory,
     };
     let mut refusals: Vec<BTreeMap<Refusal, usize>> = vec![BTreeMap::new(); candidates.len()];
     let mut helped = vec![false; candidates.len()];
@@ -103,13 +105,18 @@ pub(super) fn scale_up(
         let option = &round.options[best];
         let chosen = ctx.groups[option.group.as_str()];
         let split = if ctx.settings.balance_similar_node_groups {
+            let daemons = ctx.world.daemon_pods;
+            let model = new_node(chosen, "balancing", daemons);
             let peers: Vec<&NodeGroup> = groups
                 .iter()
                 .copied()
                 .filter(|g| {
                     g.id == chosen.id
-                        || (similar(&g.template, &chosen.template)
-                            && memory.backed_off(&g.id, ctx.now).is_none()
+                        || (similar(
+                            &new_node(g, "balancing", daemons),
+                            &model,
+                            &ctx.settings.balancing,
+                        ) && memory.backed_off(&g.id, ctx.now).is_none()
                             && memory.capacity_out(&g.template, ctx.now).is_none())
                 })
                 .collect();
@@ -120,8 +127,9 @@ pub(super) fn scale_up(
         for (group, delta) in split {
             let g = ctx.groups[group.as_str()];
             budget.nodes += delta as usize;
-            budget.cores += i64::from(delta) * g.template.allocatable.cpu_milli / 1000;
-            budget.memory_gib += i64::from(delta) * (g.template.allocatable.memory >> 30);
+            let per_node = Amount::of_template(&g.template);
+            budget.cores += i64::from(delta) * per_node.cores;
+            budget.memory += i64::from(delta) * per_node.memory;
             chosen_groups.push(group.clone());
             // The provision time of the capacity asked for counts from now.
             memory
@@ -196,12 +204,11 @@ fn options_for(
                 why_not = Some(Refusal::MaxNodesTotal);
             }
         }
-        let t = &g.template.allocatable;
-        let per_node_cores = (t.cpu_milli / 1000).max(1);
-        let per_node_gib = (t.memory >> 30).max(1);
-        let by_cores = ((settings.cores_total.1 - budget.cores).max(0) / per_node_cores) as usize;
-        let by_memory =
-            ((settings.memory_total_gib.1 - budget.memory_gib).max(0) / per_node_gib) as usize;
+        let per_node = Amount::of_template(&g.template);
+        let by_cores =
+            ((settings.cores_total.1 - budget.cores).max(0) / per_node.cores.max(1)) as usize;
+        let by_memory = ((gib(settings.memory_total_gib.1) - budget.memory).max(0)
+            / per_node.memory.max(1)) as usize;
         limit = limit.min(by_cores).min(by_memory);
         if limit == 0 && why_not.is_none() {
             why_not = Some(Refusal::ResourceLimits);
@@ -252,35 +259,6 @@ fn options_for(
         }
     }
     round
-}
-
-/// Groups whose templates differ only in zone, hostname and group labels and whose allocatable cpu and
-/// memory are within 5% (upstream's `--balance-similar-node-groups` comparison).
-fn similar(a: &TemplateNode, b: &TemplateNode) -> bool {
-    let strip = |t: &TemplateNode| {
-        let mut l = t.labels.clone();
-        for k in [
-            labels::ZONE,
-            labels::HOSTNAME,
-            labels::NODE_GROUP,
-            labels::REGION,
-            // Per-group names on EKS, which upstream ignores too.
-            labels::EKS_NODEGROUP,
-            labels::EKSCTL_NODEGROUP,
-        ] {
-            l.remove(k);
-        }
-        l
-    };
-    let close = |x: i64, y: i64| {
-        let (x, y) = (x as f64, y as f64);
-        x.max(y) == 0.0 || (x - y).abs() / x.max(y) <= 0.05
-    };
-    strip(a) == strip(b)
-        && a.taints == b.taints
-        && close(a.allocatable.cpu_milli, b.allocatable.cpu_milli)
-        && close(a.allocatable.memory, b.allocatable.memory)
-        && a.allocatable.extended == b.allocatable.extended
 }
 
 /// Splits `delta` new nodes across similar groups so their sizes even out, within each one's max.

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::expander::{Priorities, Strategy};
+use super::similar::Balancing;
 use crate::model::{NodeGroup, OptionValues};
 
 /// Upstream's flags of the loop. Their defaults are the command line's (`ferroscale::cli::flags`), so
@@ -37,10 +38,21 @@ pub struct Settings {
     pub skip_nodes_with_local_storage: bool,
     /// `--skip-nodes-with-system-pods`.
     pub skip_nodes_with_system_pods: bool,
+    /// `--skip-nodes-with-custom-controller-pods`: only ReplicaSet, ReplicationController, Job and
+    /// StatefulSet owners make a pod replicated, and `--min-replica-count` applies.
+    pub skip_nodes_with_custom_controller_pods: bool,
+    /// `--min-replica-count`: pods of a ReplicaSet or ReplicationController with fewer replicas keep
+    /// their node.
+    pub min_replica_count: i32,
+    /// `--blocking-system-pod-distruption-timeout` (upstream's spelling): a kube-system pod without a
+    /// PodDisruptionBudget keeps its node until this long after its creation.
+    pub blocking_system_pod_disruption_timeout: Duration,
     /// `--max-empty-bulk-delete`.
     pub max_empty_bulk_delete: usize,
     /// `--balance-similar-node-groups`.
     pub balance_similar_node_groups: bool,
+    /// How similar groups are told (`--balancing-label`, `--balancing-ignore-label`, the ratios).
+    pub balancing: Balancing,
     /// `--ok-total-unready-count`: unready nodes the cluster may have and still be healthy.
     pub ok_total_unready_count: usize,
     /// `--max-total-unready-percentage`: beyond this share of unready nodes (and the count above) the
@@ -54,7 +66,9 @@ pub struct Settings {
     pub max_drain_parallelism: usize,
     /// `--force-delete-unregistered-nodes`: delete instances without a node even in a group at min size.
     pub force_delete_unregistered_nodes: bool,
-    /// Per-group option defaults (`--scale-down-utilization-threshold`, `--scale-down-unneeded-time`, ...).
+    /// Per-group option defaults (`--scale-down-utilization-threshold`,
+    /// `--scale-down-gpu-utilization-threshold`, `--ignore-daemonsets-utilization`,
+    /// `--scale-down-unneeded-time`, ...).
     pub defaults: OptionValues,
 }
 
@@ -64,6 +78,44 @@ impl Settings {
         match &g.options {
             Some(o) => o.apply_to(&self.defaults),
             None => self.defaults.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Settings {
+    /// Upstream's defaults, for the core's own tests (the binary takes them from its flags).
+    pub(crate) fn upstream() -> Settings {
+        use super::expander::Strategy;
+        Settings {
+            expander: vec![Strategy::LeastWaste],
+            priorities: Priorities::default(),
+            max_nodes_total: 0,
+            cores_total: (0, 320_000),
+            memory_total_gib: (0, 6_400_000),
+            max_nodes_per_scaleup: 1000,
+            max_nodegroup_binpacking_duration: Duration::from_secs(10),
+            new_pod_scale_up_delay: Duration::ZERO,
+            expendable_pods_priority_cutoff: -10,
+            scale_down_enabled: true,
+            scale_down_delay_after_add: Duration::from_secs(600),
+            scale_down_delay_after_delete: Duration::ZERO,
+            scale_down_delay_after_failure: Duration::from_secs(180),
+            skip_nodes_with_local_storage: true,
+            skip_nodes_with_system_pods: true,
+            skip_nodes_with_custom_controller_pods: true,
+            min_replica_count: 0,
+            blocking_system_pod_disruption_timeout: Duration::from_secs(3600),
+            max_empty_bulk_delete: 10,
+            balance_similar_node_groups: false,
+            balancing: Balancing::DEFAULT,
+            ok_total_unready_count: 3,
+            max_total_unready_percentage: 45.0,
+            scale_down_unready_enabled: true,
+            max_scale_down_parallelism: 10,
+            max_drain_parallelism: 1,
+            force_delete_unregistered_nodes: false,
+            defaults: OptionValues::DEFAULT,
         }
     }
 }

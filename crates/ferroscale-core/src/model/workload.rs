@@ -96,17 +96,52 @@ pub struct Pod {
 pub struct PodMeta {
     /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job`, ...), if any.
     pub controller: Option<String>,
+    /// Name of the controlling owner, if any.
+    pub controller_name: Option<String>,
+    /// `spec.replicas` of the controlling ReplicaSet or ReplicationController, when the adapter read it
+    /// (None: not known).
+    pub owner_replicas: Option<i32>,
     pub priority: i32,
     /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
     pub unschedulable: bool,
-    /// Creation time, seconds since the epoch.
+    /// Creation time, seconds since the epoch (0: not set).
     pub created: i64,
-    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set.
-    pub safe_to_evict: Option<bool>,
-    /// Mounts an emptyDir (not in memory) or hostPath volume.
-    pub local_storage: bool,
+    /// `metadata.deletionTimestamp`, seconds since the epoch: the pod is being deleted.
+    pub deleted: Option<i64>,
+    /// `spec.terminationGracePeriodSeconds`, when set.
+    pub grace_period: Option<i64>,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set to a value it knows.
+    pub safe_to_evict: Option<SafeToEvict>,
+    /// Names of its local volumes: emptyDir not in memory, hostPath.
+    pub local_volumes: Vec<String>,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`: local volumes that do not keep
+    /// its node.
+    pub safe_local_volumes: Vec<String>,
     /// A static pod's mirror (`kubernetes.io/config.mirror`).
     pub mirror: bool,
+}
+
+/// The values of the `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeToEvict {
+    /// `"true"`: evicted whatever else would keep its node.
+    Yes,
+    /// `"false"`: keeps its node.
+    No,
+    /// `"on-completion"`: not evicted; its node waits until it is done.
+    OnCompletion,
+}
+
+impl SafeToEvict {
+    /// The annotation's value as upstream reads it; other values mean nothing.
+    pub fn parse(value: &str) -> Option<SafeToEvict> {
+        match value {
+            "true" => Some(SafeToEvict::Yes),
+            "false" => Some(SafeToEvict::No),
+            "on-completion" => Some(SafeToEvict::OnCompletion),
+            _ => None,
+        }
+    }
 }
 
 impl Pod {
@@ -154,6 +189,8 @@ pub struct Node {
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
+    /// `status.capacity`: what `--cores-total` and `--memory-total` count. Left empty, allocatable counts.
+    pub capacity: Resources,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     pub provider_id: String,

@@ -1,0 +1,132 @@
+//! What becomes of each pod of a node that would be removed: upstream's drainability rules
+//! (`simulator/drainability/rules`, `Default`), in its order, the first that decides wins.
+//!
+//! 1. mirror: a static pod's mirror is left alone.
+//! 2. long terminating: a pod deleted more than its grace period (30s when unset) plus 30s ago is left
+//!    alone (upstream's `IsPodLongTerminating`).
+//! 3. replica count (with `--skip-nodes-with-custom-controller-pods`): a pod of a ReplicaSet or
+//!    ReplicationController with fewer than `--min-replica-count` replicas blocks. The count is the one
+//!    the adapter read (`PodMeta::owner_replicas`); when it is not known the rule does not apply, as
+//!    upstream without listers.
+//! 4. Interrupting: a DaemonSet pod stays with its node; `safe-to-evict: "true"` moves at once, before
+//!    any rule below (PodDisruptionBudgets included); terminal pods (Succeeded, Failed) never get here,
+//!    the adapters leave them out as upstream's pod lister does; `safe-to-evict: "on-completion"` is
+//!    waited for.
+//! 5. Blocking: no controller, or with `--skip-nodes-with-custom-controller-pods` one that is not a
+//!    ReplicaSet, ReplicationController, Job or StatefulSet; a kube-system pod matched by no
+//!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then it
+//!    moves at once), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a local volume
+//!    (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
+//!    `--skip-nodes-with-local-storage`; a PodDisruptionBudget that allows no disruption.
+//!
+//! Expendable pods (priority below `--expendable-pods-priority-cutoff`) never get here either: upstream
+//! leaves them out of the scale-down simulation, they go down with the node.
+
+use super::reasons::Blocker;
+use super::settings::Settings;
+use crate::model::workload::{Pdb, Pod, SafeToEvict};
+
+/// Upstream's `PodLongTerminatingExtraThreshold`: how long past its grace period a deleted pod is
+/// still waited for.
+pub const LONG_TERMINATING_EXTRA_SECS: i64 = 30;
+
+/// The grace period of a pod that sets none (Kubernetes' default).
+const DEFAULT_GRACE_SECS: i64 = 30;
+
+/// What the drain does with a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drain {
+    /// Evicted and placed on another node.
+    Move,
+    /// Neither moved nor evicted; it goes down with the node (mirror and DaemonSet pods, pods
+    /// terminating past their grace period).
+    Stay,
+    /// Not evicted; the node is kept until it is done (`safe-to-evict: "on-completion"`).
+    Wait,
+    /// Keeps the node.
+    Block(Blocker),
+}
+
+/// Whether a pod was deleted longer ago than its grace period and upstream's extra 30s.
+pub fn long_terminating(p: &Pod, now: i64) -> bool {
+    p.meta.deleted.is_some_and(|at| {
+        let grace = p.meta.grace_period.unwrap_or(DEFAULT_GRACE_SECS);
+        at + grace + LONG_TERMINATING_EXTRA_SECS < now
+    })
+}
+
+/// Owners whose pods are replicated with `--skip-nodes-with-custom-controller-pods` (upstream's
+/// `replicatedKind`).
+const REPLICATED_KINDS: [&str; 4] = ["ReplicationController", "Job", "ReplicaSet", "StatefulSet"];
+
+/// What the drain does with `p` at `now`.
+pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
+    let pod = || p.key();
+    let owner = p.meta.controller.as_deref();
+    if p.meta.mirror || long_terminating(p, now) {
+        return Drain::Stay;
+    }
+    if s.skip_nodes_with_custom_controller_pods {
+        if let (Some(kind @ ("ReplicaSet" | "ReplicationController")), Some(replicas)) =
+            (owner, p.meta.owner_replicas)
+        {
+            if replicas < s.min_replica_count {
+                return Drain::Block(Blocker::MinReplicas {
+                    pod: pod(),
+                    owner: kind.to_string(),
+                    replicas,
+                    min: s.min_replica_count,
+                });
+            }
+        }
+    }
+    if owner == Some("DaemonSet") {
+        return Drain::Stay;
+    }
+    match p.meta.safe_to_evict {
+        Some(SafeToEvict::Yes) => return Drain::Move,
+        Some(SafeToEvict::OnCompletion) => return Drain::Wait,
+        _ => {}
+    }
+    let replicated = match owner {
+        None => false,
+        Some(kind) => !s.skip_nodes_with_custom_controller_pods || REPLICATED_KINDS.contains(&kind),
+    };
+    if !replicated {
+        return Drain::Block(Blocker::NotReplicated {
+            pod: pod(),
+            owner: owner.map(str::to_string),
+        });
+    }
+    let mut budgets = pdbs.iter().filter(|b| b.covers(p)).peekable();
+    if s.skip_nodes_with_system_pods && p.namespace == "kube-system" && budgets.peek().is_none() {
+        let timeout = s.blocking_system_pod_disruption_timeout.as_secs() as i64;
+        if p.meta.created != 0 && now > p.meta.created + timeout {
+            return Drain::Move;
+        }
+        return Drain::Block(Blocker::SystemPodWithoutBudget { pod: pod() });
+    }
+    if p.meta.safe_to_evict == Some(SafeToEvict::No) {
+        return Drain::Block(Blocker::NotSafeToEvict { pod: pod() });
+    }
+    if s.skip_nodes_with_local_storage {
+        let safe = &p.meta.safe_local_volumes;
+        if let Some(v) = p.meta.local_volumes.iter().find(|v| !safe.contains(v)) {
+            return Drain::Block(Blocker::LocalStorage {
+                pod: pod(),
+                volume: v.clone(),
+            });
+        }
+    }
+    if let Some(b) = budgets.find(|b| b.disruptions_allowed < 1) {
+        return Drain::Block(Blocker::Budget {
+            pod: pod(),
+            namespace: b.namespace.clone(),
+            name: b.name.clone(),
+        });
+    }
+    Drain::Move
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! Each rule both ways, and the order between them.
+
+use std::time::Duration;
+
+use super::*;
+use crate::model::workload::{LabelSelector, PodMeta};
+
+const NOW: i64 = 100_000;
+
+fn pod(ns: &str, owner: Option<&str>) -> Pod {
+    Pod {
+        namespace: ns.into(),
+        name: "p".into(),
+        labels: [("app".to_string(), "p".to_string())].into(),
+        meta: PodMeta {
+            controller: owner.map(str::to_string),
+            created: NOW - 60,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn pdb(ns: &str, allowed: i32) -> Pdb {
+    Pdb {
+        namespace: ns.into(),
+        name: "guard".into(),
+        selector: LabelSelector {
+            match_labels: [("app".to_string(), "p".to_string())].into(),
+            requirements: vec![],
+        },
+        disruptions_allowed: allowed,
+    }
+}
+
+fn blocked(d: Drain) -> Blocker {
+    match d {
+        Drain::Block(b) => b,
+        other => panic!("not blocked: {other:?}"),
+    }
+}
+
+#[test]
+fn safe_to_evict_wins_over_every_blocking_rule_and_false_blocks() {
+    let s = Settings::upstream();
+    let mut p = pod("kube-system", None);
+    p.meta.local_volumes = vec!["scratch".into()];
+    p.meta.safe_to_evict = Some(SafeToEvict::Yes);
+    assert_eq!(
+        drainability(&p, &[pdb("kube-system", 0)], &s, NOW),
+        Drain::Move
+    );
+    p.meta.safe_to_evict = Some(SafeToEvict::No);
+    p.meta.controller = Some("ReplicaSet".into());
+    p.namespace = "a".into();
+    p.meta.local_volumes.clear();
+    assert!(matches!(
+        blocked(drainability(&p, &[], &s, NOW)),
+        Blocker::NotSafeToEvict { .. }
+    ));
+    p.meta.safe_to_evict = Some(SafeToEvict::OnCompletion);
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Wait);
+}
+
+#[test]
+fn mirror_daemonset_and_long_terminating_pods_stay() {
+    let s = Settings::upstream();
+    let mut p = pod("a", None);
+    p.meta.mirror = true;
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Stay);
+    let ds = pod("kube-system", Some("DaemonSet"));
+    assert_eq!(drainability(&ds, &[], &s, NOW), Drain::Stay);
+    let mut t = pod("a", None);
+    t.meta.grace_period = Some(10);
+    // Deleted 40s ago: 10s grace + 30s is not past yet; 41s ago it is.
+    t.meta.deleted = Some(NOW - 40);
+    assert!(matches!(
+        blocked(drainability(&t, &[], &s, NOW)),
+        Blocker::NotReplicated { owner: None, .. }
+    ));
+    t.meta.deleted = Some(NOW - 41);
+    assert_eq!(drainability(&t, &[], &s, NOW), Drain::Stay);
+    t.meta.grace_period = None;
+    assert!(!long_terminating(&t, NOW), "30s by default: 41 < 60");
+}
+
+#[test]
+fn custom_controllers_block_only_with_the_flag() {
+    let mut s = Settings::upstream();
+    let p = pod("a", Some("Foo"));
+    assert_eq!(
+        blocked(drainability(&p, &[], &s, NOW)),
+        Blocker::NotReplicated {
+            pod: "a/p".into(),
+            owner: Some("Foo".into())
+        }
+    );
+    s.skip_nodes_with_custom_controller_pods = false;
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+    assert!(matches!(
+        blocked(drainability(&pod("a", None), &[], &s, NOW)),
+        Blocker::NotReplicated { owner: None, .. }
+    ));
+}
+
+#[test]
+fn min_replica_count_applies_to_known_replica_sets_with_custom_controllers_skipped() {
+    let mut s = Settings::upstream();
+    s.min_replica_count = 3;
+    let mut p = pod("a", Some("ReplicaSet"));
+    assert_eq!(
+        drainability(&p, &[], &s, NOW),
+        Drain::Move,
+        "replicas unknown"
+    );
+    p.meta.owner_replicas = Some(2);
+    assert!(matches!(
+        blocked(drainability(&p, &[], &s, NOW)),
+        Blocker::MinReplicas {
+            replicas: 2,
+            min: 3,
+            ..
+        }
+    ));
+    p.meta.owner_replicas = Some(3);
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+    p.meta.owner_replicas = Some(2);
+    s.skip_nodes_with_custom_controller_pods = false;
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+}
+
+#[test]
+fn system_pods_block_until_the_timeout_after_their_creation() {
+    let mut s = Settings::upstream();
+    let mut p = pod("kube-system", Some("ReplicaSet"));
+    p.meta.created = NOW - 3600;
+    assert!(matches!(
+        blocked(drainability(&p, &[], &s, NOW)),
+        Blocker::SystemPodWithoutBudget { .. }
+    ));
+    p.meta.created = NOW - 3601;
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+    p.meta.created = 0;
+    assert!(
+        matches!(drainability(&p, &[], &s, NOW), Drain::Block(_)),
+        "no creation time: never"
+    );
+    // Past the timeout it moves at once: local storage no longer counts (upstream's order).
+    p.meta.created = NOW - 7200;
+    p.meta.local_volumes = vec!["v".into()];
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+    s.blocking_system_pod_disruption_timeout = Duration::from_secs(86_400);
+    assert!(matches!(
+        drainability(&p, &[], &s, NOW),
+        Drain::Block(Blocker::SystemPodWithoutBudget { .. })
+    ));
+    // With a budget it is no system blocker; the budget decides.
+    assert_eq!(
+        blocked(drainability(&p, &[pdb("kube-system", 1)], &s, NOW)),
+        Blocker::LocalStorage {
+            pod: "kube-system/p".into(),
+            volume: "v".into()
+        }
+    );
+    s.skip_nodes_with_system_pods = false;
+    s.skip_nodes_with_local_storage = false;
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+}
+
+#[test]
+fn local_volumes_named_safe_do_not_block() {
+    let s = Settings::upstream();
+    let mut p = pod("a", Some("StatefulSet"));
+    p.meta.local_volumes = vec!["cache".into(), "tmp".into()];
+    p.meta.safe_local_volumes = vec!["cache".into()];
+    assert_eq!(
+        blocked(drainability(&p, &[], &s, NOW)),
+        Blocker::LocalStorage {
+            pod: "a/p".into(),
+            volume: "tmp".into()
+        }
+    );
+    p.meta.safe_local_volumes.push("tmp".into());
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+}
+
+#[test]
+fn any_covering_budget_without_disruptions_blocks() {
+    let s = Settings::upstream();
+    let p = pod("a", Some("Job"));
+    let mut other = pdb("a", 0);
+    other.name = "second".into();
+    assert_eq!(drainability(&p, &[pdb("a", 2)], &s, NOW), Drain::Move);
+    assert_eq!(
+        blocked(drainability(&p, &[pdb("a", 2), other], &s, NOW)),
+        Blocker::Budget {
+            pod: "a/p".into(),
+            namespace: "a".into(),
+            name: "second".into()
+        }
+    );
+    assert_eq!(
+        drainability(&p, &[pdb("b", 0)], &s, NOW),
+        Drain::Move,
+        "other namespace"
+    );
+}

@@ -1,0 +1,163 @@
+//! A node's utilization as upstream measures it (`simulator/utilization`): the larger of the requested
+//! shares of allocatable cpu and memory, or for a GPU node the share of its GPUs. Pods the caller leaves
+//! out (expendable ones, those terminating past their grace period) do not count; with
+//! `--ignore-daemonsets-utilization` DaemonSet pods count neither in the requests nor in allocatable.
+
+use super::predicates::NodeInfo;
+use crate::labels;
+use crate::model::workload::{Node, Pod};
+
+/// A node's utilization and whether it is measured by GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Utilization {
+    pub value: f64,
+    pub gpu: bool,
+}
+
+/// The GPU resource a GPU node is measured by: a node with the GPU label or any GPU resource allocatable
+/// is one (upstream's `NodeHasGpu`); the resource is the first GPU resource it has allocatable, else
+/// `nvidia.com/gpu`.
+pub fn gpu_resource(node: &Node) -> Option<&'static str> {
+    let allocatable = labels::GPU_RESOURCES
+        .iter()
+        .copied()
+        .find(|r| node.allocatable.extended.get(*r).is_some_and(|n| *n > 0));
+    match allocatable {
+        Some(r) => Some(r),
+        None => node
+            .labels
+            .contains_key(labels::GPU)
+            .then_some(labels::NVIDIA_GPU),
+    }
+}
+
+/// `used` of `total`, with DaemonSet pods' `daemon` taken out of `total`; a node with nothing
+/// allocatable is unused (a GPU not exposed yet, as upstream takes it).
+fn share(used: i64, total: i64, daemon: i64) -> f64 {
+    if total <= 0 {
+        return 0.0;
+    }
+    let total = total - daemon;
+    if total <= 0 {
+        return if used > 0 { 1.0 } else { 0.0 };
+    }
+    used as f64 / total as f64
+}
+
+/// The utilization of `info`'s node, counting the pods `counts` keeps.
+pub fn utilization(
+    info: &NodeInfo,
+    ignore_daemonsets: bool,
+    counts: impl Fn(&Pod) -> bool,
+) -> Utilization {
+    let node = &info.node;
+    let gpu = gpu_resource(node);
+    let daemon = |p: &Pod| ignore_daemonsets && p.meta.controller.as_deref() == Some("DaemonSet");
+    // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet pods left out.
+    let (mut used, mut left_out) = ([0i64; 3], [0i64; 3]);
+    for p in &info.pods {
+        let r = &p.requests;
+        let g = gpu.map_or(0, |g| r.extended.get(g).copied().unwrap_or(0));
+        let into = if daemon(p) {
+            &mut left_out
+        } else if counts(p) {
+            &mut used
+        } else {
+            continue;
+        };
+        into[0] += r.cpu_milli;
+        into[1] += r.memory;
+        into[2] += g;
+    }
+    let a = &node.allocatable;
+    match gpu {
+        Some(g) => Utilization {
+            value: share(
+                used[2],
+                a.extended.get(g).copied().unwrap_or(0),
+                left_out[2],
+            ),
+            gpu: true,
+        },
+        None => Utilization {
+            value: share(used[0], a.cpu_milli, left_out[0]).max(share(
+                used[1],
+                a.memory,
+                left_out[1],
+            )),
+            gpu: false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::PodMeta;
+    use crate::model::Resources;
+
+    fn node(gpus: i64, gpu_label: bool) -> NodeInfo {
+        let mut n = Node {
+            allocatable: Resources {
+                cpu_milli: 4000,
+                memory: 16 << 30,
+                pods: 110,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if gpus > 0 {
+            n.allocatable
+                .extended
+                .insert(labels::NVIDIA_GPU.into(), gpus);
+        }
+        if gpu_label {
+            n.labels.insert(labels::GPU.into(), "nvidia-t4".into());
+        }
+        NodeInfo::new(n)
+    }
+
+    fn pod(cpu: i64, gpus: i64, controller: &str) -> Pod {
+        let mut p = Pod {
+            requests: Resources {
+                cpu_milli: cpu,
+                pods: 1,
+                ..Default::default()
+            },
+            meta: PodMeta {
+                controller: Some(controller.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if gpus > 0 {
+            p.requests.extended.insert(labels::NVIDIA_GPU.into(), gpus);
+        }
+        p
+    }
+
+    #[test]
+    fn gpu_nodes_are_measured_by_gpu() {
+        let mut n = node(2, false);
+        n.add(&pod(3500, 1, "Job"));
+        let u = utilization(&n, false, |_| true);
+        assert_eq!((u.value, u.gpu), (0.5, true), "cpu at 0.875 does not count");
+        // Labelled but its GPUs not exposed yet: unused.
+        let mut n = node(0, true);
+        n.add(&pod(3500, 0, "Job"));
+        assert_eq!(utilization(&n, false, |_| true).value, 0.0);
+    }
+
+    #[test]
+    fn daemonset_pods_leave_requests_and_allocatable_when_ignored() {
+        let mut n = node(0, false);
+        n.add(&pod(1000, 0, "DaemonSet"));
+        n.add(&pod(1000, 0, "ReplicaSet"));
+        assert_eq!(utilization(&n, false, |_| true).value, 0.5);
+        assert_eq!(utilization(&n, true, |_| true).value, 1.0 / 3.0);
+        let none = utilization(&n, false, |p| {
+            p.meta.controller.as_deref() != Some("ReplicaSet")
+        });
+        assert_eq!(none.value, 0.25, "a pod left out by the caller");
+    }
+}

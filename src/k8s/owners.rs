@@ -1,0 +1,47 @@
+//! The owners of pods, read for upstream's replica count rule (`--min-replica-count`): a pod's
+//! `owner_replicas` is the `spec.replicas` of its controlling ReplicaSet or ReplicationController.
+//! `ferroscale simulate` reads them from the dump; `ferroscale run` does not watch them (yet), so there
+//! the counts stay unknown and the rule applies to no pod, as upstream's rule without listers.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+use crate::model::workload::Pod;
+
+/// Sets the `owner_replicas` of each pod owned by one of these ReplicaSets or ReplicationControllers (by
+/// namespace, kind and name) to its `spec.replicas`, for `--min-replica-count`.
+pub fn set_owner_replicas(
+    pods: &mut [Pod],
+    replicasets: &[ReplicaSet],
+    controllers: &[core::ReplicationController],
+) {
+    let key = |kind: &str, m: &meta::ObjectMeta| {
+        (
+            m.namespace.clone().unwrap_or_else(|| "default".into()),
+            kind.to_string(),
+            m.name.clone().unwrap_or_default(),
+        )
+    };
+    let replicas: BTreeMap<(String, String, String), i32> = replicasets
+        .iter()
+        .filter_map(|r| Some((key("ReplicaSet", &r.metadata), r.spec.replicas?)))
+        .chain(controllers.iter().filter_map(|r| {
+            Some((
+                key("ReplicationController", &r.metadata),
+                r.spec.as_ref()?.replicas?,
+            ))
+        }))
+        .collect();
+    if replicas.is_empty() {
+        return;
+    }
+    for p in pods {
+        if let (Some(kind), Some(name)) = (&p.meta.controller, &p.meta.controller_name) {
+            let k = (p.namespace.clone(), kind.clone(), name.clone());
+            p.meta.owner_replicas = replicas.get(&k).copied();
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `simulate` on upstream's utilisation: a node at the threshold is underutilised, GPU nodes are judged
+//! by their GPUs, DaemonSet pods leave the sum with `--ignore-daemonsets-utilization`.
+
+use crate::simulate::{node, pacing, pod, sim, unremovable, GROUPS};
+use crate::simulate_drain::flags;
+
+fn removed(r: &ferroscale::simulate::LoopReport) -> Vec<&str> {
+    r.scale_down.iter().map(|d| d.node.as_str()).collect()
+}
+
+#[test]
+fn a_node_at_exactly_the_threshold_is_removed_and_one_above_it_kept() {
+    let cluster = vec![
+        node("half", "small", "2", "8Gi"),
+        pod("a", "one", "1", "1Gi", Some("half"), ""),
+        node("over", "small", "2", "8Gi"),
+        pod("a", "two", "1100m", "1Gi", Some("over"), ""),
+        // 8 cpu with 4.5 used: kept, with room for either.
+        node("roomy", "big", "8", "32Gi"),
+        pod("a", "three", "4500m", "1Gi", Some("roomy"), ""),
+    ];
+    let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(removed(&r), vec!["half"], "{r:?}");
+    assert_eq!(
+        r.scale_down[0].reason,
+        "utilization 0.50 at or below 0.50 for 0s, its pods fit elsewhere"
+    );
+    assert_eq!(
+        unremovable(&r, "over"),
+        "utilization 0.55 above threshold 0.50"
+    );
+}
+
+/// A node of group `gpu` with `gpus` GPUs allocatable.
+fn gpu_node(name: &str, cpu: &str, gpus: u32) -> String {
+    node(name, "gpu", cpu, "16Gi").replace(
+        "pods: \"20\"}",
+        &format!("pods: \"20\", nvidia.com/gpu: \"{gpus}\"}}"),
+    )
+}
+
+fn gpu_pod(name: &str, cpu: &str, gpus: u32, on: &str) -> String {
+    pod("ml", name, cpu, "1Gi", Some(on), "").replace(
+        "memory: 1Gi}",
+        &format!("memory: 1Gi, nvidia.com/gpu: \"{gpus}\"}}"),
+    )
+}
+
+#[test]
+fn a_gpu_node_is_judged_by_its_gpus_against_the_gpu_threshold() {
+    let cluster = vec![
+        // Three of four GPUs used: kept, with room for the pod of gpu-a.
+        gpu_node("gpu-b", "8", 4),
+        gpu_pod("train-b", "1", 3, "gpu-b"),
+        // GPUs half used, cpu at 0.75: judged by GPU it is at the threshold.
+        gpu_node("gpu-a", "2", 2),
+        gpu_pod("train-a", "1500m", 1, "gpu-a"),
+    ];
+    let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(removed(&r), vec!["gpu-a"], "{r:?}");
+    assert_eq!(r.scale_down[0].evicted, vec!["ml/train-a"]);
+    assert_eq!(
+        unremovable(&r, "gpu-b"),
+        "GPU utilization 0.75 above threshold 0.50"
+    );
+    let r = sim(&cluster, GROUPS).step(
+        &flags(&["--scale-down-gpu-utilization-threshold", "0.4"]),
+        &pacing(),
+    );
+    assert!(removed(&r).is_empty(), "{r:?}");
+    assert_eq!(
+        unremovable(&r, "gpu-a"),
+        "GPU utilization 0.50 above threshold 0.40"
+    );
+    // --scale-down-utilization-threshold does not apply to GPU nodes.
+    let r = sim(&cluster, GROUPS).step(
+        &flags(&["--scale-down-utilization-threshold", "0.9"]),
+        &pacing(),
+    );
+    assert!(
+        unremovable(&r, "gpu-b").starts_with("GPU utilization"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn daemonset_pods_are_left_out_of_utilisation_with_the_flag() {
+    let daemon = pod("kube-system", "agent", "800m", "100Mi", Some("ds"), "")
+        .replace("kind: ReplicaSet, name: rs", "kind: DaemonSet, name: agent");
+    let cluster = vec![
+        node("ds", "small", "2", "8Gi"),
+        daemon,
+        pod("a", "web", "600m", "1Gi", Some("ds"), ""),
+        node("spare", "small", "2", "8Gi"),
+        pod("a", "api", "200m", "1Gi", Some("spare"), ""),
+    ];
+    let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(
+        unremovable(&r, "ds"),
+        "utilization 0.70 above threshold 0.50",
+        "1.4 of 2 cpu"
+    );
+    // 0.6 of the 1.2 cpu the DaemonSet pod leaves: at the threshold.
+    let r = sim(&cluster, GROUPS).step(&flags(&["--ignore-daemonsets-utilization"]), &pacing());
+    assert_eq!(removed(&r), vec!["ds"], "{r:?}");
+    assert_eq!(
+        r.scale_down[0].evicted,
+        vec!["a/web"],
+        "the DaemonSet pod stays"
+    );
+}
