@@ -37,5 +37,6 @@ mod run_safety;
 mod simulate;
 mod simulate_example;
 mod simulate_limits;
+mod simulate_templates;
 mod template;
 mod tls;

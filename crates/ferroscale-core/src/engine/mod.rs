@@ -16,9 +16,11 @@ pub mod reasons;
 mod scale_down;
 mod scale_up;
 pub mod settings;
+pub mod templates;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
 pub use decisions::{CancelCapacity, Decisions, DeleteInstance, ScaleDown, ScaleUp};
 pub use memory::Memory;
 pub use settings::Settings;
+pub use templates::GroupTemplate;

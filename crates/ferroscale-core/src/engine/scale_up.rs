@@ -99,7 +99,7 @@ pub(super) fn scale_up(
                 .copied()
                 .filter(|g| {
                     g.id == chosen.id
-                        || (similar(&g.template, &chosen.template)
+                        || (similar(&ctx.template(g).node, &ctx.template(chosen).node)
                             && memory.backed_off(&g.id, ctx.now).is_none()
                             && memory.capacity_out(&g.template, ctx.now).is_none())
                 })
@@ -111,8 +111,9 @@ pub(super) fn scale_up(
         for (group, delta) in split {
             let g = ctx.groups[group.as_str()];
             budget.nodes += delta as usize;
-            budget.cores += i64::from(delta) * g.template.allocatable.cpu_milli / 1000;
-            budget.memory_gib += i64::from(delta) * (g.template.allocatable.memory >> 30);
+            let t = &ctx.template(g).node.allocatable;
+            budget.cores += i64::from(delta) * t.cpu_milli / 1000;
+            budget.memory_gib += i64::from(delta) * (t.memory >> 30);
             chosen_groups.push(group.clone());
             // The provision time of the capacity asked for counts from now.
             memory
@@ -185,7 +186,7 @@ fn options_for(
                 why_not = Some(Refusal::MaxNodesTotal);
             }
         }
-        let t = &g.template.allocatable;
+        let t = &ctx.template(g).node.allocatable;
         let per_node_cores = (t.cpu_milli / 1000).max(1);
         let per_node_gib = (t.memory >> 30).max(1);
         let by_cores = ((settings.cores_total.1 - budget.cores).max(0) / per_node_cores) as usize;
@@ -195,7 +196,7 @@ fn options_for(
         if limit == 0 && why_not.is_none() {
             why_not = Some(Refusal::ResourceLimits);
         }
-        let template = new_node(g, &format!("{}-template", g.id), ctx.world.daemon_pods);
+        let template = new_node(ctx, g, &format!("{}-template", g.id));
         if let Some(why) = why_not {
             for (k, p) in pods.iter().enumerate() {
                 // Only groups the pod would fit are worth naming.
@@ -233,7 +234,7 @@ fn options_for(
                     .iter()
                     .map(|&k| pods[k].requests.clone())
                     .collect(),
-                template: (*g.template).clone(),
+                template: (*ctx.template(g).node).clone(),
                 price_per_hour: g.price_per_hour,
             });
             round.scheduled.push(e.scheduled);
