@@ -1,11 +1,13 @@
 //! The Kubernetes side: turning Kubernetes objects into the model (`objects`), reading them from YAML
 //! as `kubectl get -o yaml` writes them (`documents`), and what `ferroscale run` does live: the watches
-//! (`watch`), taints and evictions (`drain`), the status ConfigMap (`status`) and the Lease (`lease`).
+//! (`watch`), taints and evictions (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the
+//! priority expander's ConfigMap (`priorities`).
 
 pub mod documents;
 pub mod drain;
 pub mod lease;
 pub mod objects;
+pub mod priorities;
 pub mod status;
 pub mod watch;
 
@@ -37,6 +39,9 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),
     ("", "configmaps", "patch"),
+    // The priority expander's ConfigMap, by name (a field selector) in run's namespace.
+    ("", "configmaps", "list"),
+    ("", "configmaps", "watch"),
     ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "update"),
