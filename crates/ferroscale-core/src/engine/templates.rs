@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn only_stable_ready_schedulable_nodes_not_being_removed_are_candidates() {
         let mut n = real();
-        n.taints.retain(|t| t.key != labels::TO_BE_DELETED);
+        n.taints.retain(|t| t.key == "dedicated");
         n.ready_since = 1000;
         assert!(good_candidate(&n, 1061, false));
         assert!(!good_candidate(&n, 1060, false), "ready for only a minute");
