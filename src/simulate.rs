@@ -232,7 +232,9 @@ impl Simulation {
             .collect()
     }
 
-    /// Nodes of the instances that started running, with the DaemonSet pods that start on them.
+    /// Nodes of the instances that started running, with the DaemonSet pods that start on them. A node
+    /// joins as the engine's template of its group said it would: like the group's real nodes when it
+    /// had one (their labels, taints, allocatable and DaemonSet pods), else as the cloud's template.
     fn join_nodes(&mut self) {
         let now = self.now;
         let snapshot = self.cloud.snapshot();
@@ -241,20 +243,31 @@ impl Simulation {
                 continue;
             };
             let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
-            let mut node = template_node(&g.template, &name, &group);
+            let copied = self.memory.templates.get(&group);
+            let template = copied.map_or(&g.template, |t| &t.node);
+            let mut node = template_node(template, &name, &group);
             node.created = now;
+            node.ready_since = now;
             node.provider_id = instance.clone();
             let mut info = NodeInfo::new(node.clone());
-            for d in &self.daemon_pods {
-                if fits(d, &[], &info).is_ok() {
-                    let mut p = d.clone();
-                    p.name = format!("{}-{name}", d.name);
-                    p.node_name = Some(name.clone());
-                    p.meta.created = now;
-                    info.add(&p);
-                    self.pods.push(p);
-                }
+            let starting: Vec<&Pod> = match copied.and_then(|t| t.pods.as_ref()) {
+                Some(pods) => pods.iter().collect(),
+                None => self
+                    .daemon_pods
+                    .iter()
+                    .filter(|d| fits(d, &[], &info).is_ok())
+                    .collect(),
+            };
+            let mut started = Vec::with_capacity(starting.len());
+            for d in starting {
+                let mut p = d.clone();
+                p.name = format!("{}-{name}", d.name);
+                p.node_name = Some(name.clone());
+                p.meta.created = now;
+                info.add(&p);
+                started.push(p);
             }
+            self.pods.extend(started);
             self.node_groups.insert(name, group);
             self.nodes.push(node);
         }

@@ -12,9 +12,11 @@ use super::config::relative_to_config;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
+use crate::engine::expander::Strategy;
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
 use crate::k8s::lease::LeaseSettings;
+use crate::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use crate::metrics::Metrics;
 use crate::run::{Health, RunSettings, Runner};
 
@@ -50,7 +52,7 @@ pub struct RunFlags {
     /// events, status or Lease.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub dry_run: bool,
-    /// Namespace of the status ConfigMap and the Lease.
+    /// Namespace of the status ConfigMap, the Lease and the priority expander's ConfigMap.
     #[arg(long, default_value = "kube-system")]
     pub namespace: String,
     /// Write the status ConfigMap.
@@ -228,12 +230,30 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     watches
         .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
         .await?;
+    // Upstream's priority expander reads its ConfigMap in its own namespace; a --priority-config file,
+    // ferroscale's own way, wins.
+    let from_config_map = flags.expander.priority_config.is_none()
+        && flags.expander.chain()?.contains(&Strategy::Priority);
+    let priority_config_map = if from_config_map {
+        let watch = PriorityWatch::start(&watch_client, &run_settings.namespace);
+        watch
+            .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
+            .await?;
+        tracing::info!(
+            namespace = run_settings.namespace,
+            config_map = CONFIG_MAP,
+            "priorities from the ConfigMap"
+        );
+        Some(watch)
+    } else {
+        None
+    };
     tracing::info!(
         identity,
         dry_run = run_settings.dry_run,
         "watching the cluster"
     );
-    Runner::new(
+    let runner = Runner::new(
         cloud,
         client,
         watches,
@@ -241,8 +261,11 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         run_settings,
         metrics,
         health,
-    )
-    .with_priorities(priorities)
+    );
+    match priority_config_map {
+        Some(watch) => runner.with_priority_config_map(watch),
+        None => runner.with_priorities(priorities),
+    }
     .run(crate::server::termination_signal())
     .await
 }

@@ -104,6 +104,8 @@ pub fn template_from_node(node: &core::Node, field: &str) -> Result<TemplateNode
         taints,
         capacity,
         allocatable,
+        // Known only from a real node's CSINode.
+        volume_limits: Default::default(),
     })
 }
 

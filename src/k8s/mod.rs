@@ -1,12 +1,15 @@
 //! The Kubernetes side: turning Kubernetes objects into the model (`objects`), reading them from YAML
-//! as `kubectl get -o yaml` writes them (`documents`), pods' owners (`owners`), and what `ferroscale run` does live: the watches
-//! (`watch`), taints and evictions (`drain`), the status ConfigMap (`status`) and the Lease (`lease`).
+//! as `kubectl get -o yaml` writes them (`documents`), pods' owners (`owners`), claims and volumes
+//! (`volumes`), and what `ferroscale run` does live: the watches (`watch`), taints and evictions
+//! (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the priority expander's
+//! ConfigMap (`priorities`).
 
 pub mod documents;
 pub mod drain;
 pub mod lease;
 pub mod objects;
 pub mod owners;
+pub mod priorities;
 mod selectors;
 pub mod status;
 pub mod volumes;
@@ -48,6 +51,9 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),
     ("", "configmaps", "patch"),
+    // The priority expander's ConfigMap, by name (a field selector) in run's namespace.
+    ("", "configmaps", "list"),
+    ("", "configmaps", "watch"),
     ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "update"),

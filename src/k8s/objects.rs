@@ -337,10 +337,13 @@ pub fn node(n: &core::Node) -> Result<Node> {
     if allocatable.pods == 0 {
         allocatable.pods = 110;
     }
-    let capacity = resources(
-        &status.capacity.clone().or(status.allocatable.clone()),
-        &format!("node {name}: status.capacity"),
-    )?;
+    let mut capacity = match &status.capacity {
+        Some(_) => resources(&status.capacity, &format!("node {name}: status.capacity"))?,
+        None => allocatable.clone(),
+    };
+    if capacity.pods == 0 {
+        capacity.pods = allocatable.pods;
+    }
     Ok(Node {
         labels: n.metadata.labels.clone().unwrap_or_default(),
         taints: spec
@@ -365,6 +368,14 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .iter()
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True"),
+        ready_since: status
+            .conditions
+            .iter()
+            .flatten()
+            .filter(|c| ["Ready", "DiskPressure", "NetworkUnavailable"].contains(&c.type_.as_str()))
+            .map(|c| time(&c.last_transition_time))
+            .max()
+            .unwrap_or(0),
         scale_down_disabled: n
             .metadata
             .annotations

@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::objects::Inputs;
+use crate::k8s::priorities::PriorityWatch;
 use crate::k8s::status::{self, Status};
 use crate::k8s::volumes::Storage;
 use crate::k8s::watch::Watches;
@@ -87,8 +88,10 @@ pub struct Runner {
     untaint: Arc<Mutex<HashSet<String>>>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
     not_triggered: HashMap<String, (Pending, i64)>,
-    /// The priority expander's tiers as the priority file says now (re-read while running).
+    /// The priority expander's tiers as the priority file or ConfigMap says now (re-read while running).
     priorities: Option<Arc<RwLock<Priorities>>>,
+    /// The priority ConfigMap's watch, whose problems the loop reports.
+    priority_config_map: Option<PriorityWatch>,
 }
 
 impl Runner {
@@ -127,6 +130,7 @@ impl Runner {
             untaint: Arc::default(),
             not_triggered: HashMap::new(),
             priorities: None,
+            priority_config_map: None,
         }
     }
 
@@ -134,6 +138,14 @@ impl Runner {
     /// changes).
     pub fn with_priorities(mut self, tiers: Arc<RwLock<Priorities>>) -> Self {
         self.priorities = Some(tiers);
+        self
+    }
+
+    /// Takes the priority tiers from the priority expander's ConfigMap before every loop, and reports
+    /// a ConfigMap that cannot be used with a Warning event on it (upstream's `PriorityConfigMapInvalid`).
+    pub fn with_priority_config_map(mut self, watch: PriorityWatch) -> Self {
+        self.priorities = Some(watch.tiers());
+        self.priority_config_map = Some(watch);
         self
     }
 
@@ -254,6 +266,15 @@ impl Runner {
 
         if let Some(tiers) = &self.priorities {
             self.settings.priorities = tiers.read().unwrap_or_else(|p| p.into_inner()).clone();
+        }
+        for p in self
+            .priority_config_map
+            .iter()
+            .flat_map(PriorityWatch::take_problems)
+        {
+            let kind = kube::runtime::events::EventType::Warning;
+            self.events
+                .send(p.regarding, kind, "PriorityConfigMapInvalid", p.message);
         }
         let t = Instant::now();
         let decisions = run_once(

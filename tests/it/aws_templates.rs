@@ -41,7 +41,11 @@ async fn templates_from_zero() {
         16 << 30,
         "the tag wins over the 4 GiB of the type"
     );
-    assert_eq!(t.allocatable.memory, 16 << 30);
+    assert_eq!(
+        t.allocatable.memory,
+        (16384 - (11 * 29 + 255) - 100) * MIB,
+        "allocatable is the tag's capacity minus the reserve"
+    );
     assert_eq!(t.capacity.cpu_milli, 2000);
     assert_eq!(t.allocatable.cpu_milli, 1930);
     assert_eq!(t.capacity.pods, 29, "c5d.large: 3 ENIs × (10 − 1) + 2");
@@ -81,4 +85,61 @@ async fn templates_from_zero() {
     assert_eq!(quantity::format_bytes(mixed.capacity.memory), "4Gi");
     assert_eq!(mixed.labels["topology.kubernetes.io/zone"], "us-east-1b");
     assert!(s.group("mixed").unwrap().options.is_none());
+}
+
+/// `ferroscale run` on a group tagged `resources/memory: 16Gi` (c5d.large, 29 pods): a 15.5Gi pod does not
+/// make it grow, since a node has 15710 MiB allocatable; a 14Gi pod does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_16gi_memory_tag_grows_the_group_only_for_what_fits_its_allocatable() {
+    use crate::kube_api::{KubeApi, PODS};
+    use crate::run::{pod, run_settings, Harness};
+
+    let moto = Moto::start().await;
+    moto.group(
+        "c5d",
+        "c5d.large",
+        0,
+        3,
+        0,
+        &[(
+            "k8s.io/cluster-autoscaler/node-template/resources/memory",
+            "16Gi",
+        )],
+    )
+    .await;
+    let cloud = moto.cloud(&[DISCOVERY], &[]).await;
+    let api = KubeApi::start().await;
+    let asking = |name: &str, memory: &str| {
+        let mut p = pod(name, "500m", None, name);
+        p["spec"]["containers"][0]["resources"]["requests"]["memory"] = memory.into();
+        p
+    };
+    api.put(PODS, asking("fifteen-and-a-half", "15872Mi"));
+    let mut h = Harness::with_cloud(
+        api,
+        cloud,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    h.synced(0, 1).await;
+    let now = ferroscale::time::unix_now();
+    let d = h.runner.run_once(now).await.unwrap();
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(
+        d.pending[0].1.to_string(),
+        "no group fits: 1 insufficient memory"
+    );
+    assert_eq!(moto.desired("c5d").await, 0);
+
+    h.api.put(PODS, asking("fourteen", "14Gi"));
+    h.synced(0, 2).await;
+    let d = h.runner.run_once(now + 10).await.unwrap();
+    let ups: Vec<(&str, i32, &[String])> = d
+        .scale_up
+        .iter()
+        .map(|u| (u.group.as_str(), u.delta, u.pods.as_slice()))
+        .collect();
+    assert_eq!(ups, vec![("c5d", 1, &["default/fourteen".to_string()][..])]);
+    assert_eq!(moto.desired("c5d").await, 1);
 }

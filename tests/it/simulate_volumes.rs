@@ -24,11 +24,13 @@ fn by_price() -> Settings {
     s
 }
 
-/// A node of group `group` in `zone`.
+/// A node of group `group` in `zone`, long ready (a template candidate).
 fn zoned_node(name: &str, group: &str, zone: &str, cpu: &str) -> String {
     node(name, group, cpu, "16Gi").replace(
         "  labels: {",
-        &format!("  labels: {{topology.kubernetes.io/zone: {zone}, "),
+        &format!(
+            "  creationTimestamp: \"2026-11-01T10:00:00Z\"\n  labels: {{topology.kubernetes.io/zone: {zone}, "
+        ),
     )
 }
 
@@ -238,7 +240,8 @@ fn topology_spread_counts_the_pods_on_existing_nodes() {
         pod("shop", "batch", "4", "1Gi", Some("b1"), ""),
         web("web-5", None, SPREAD),
     ];
-    empty_a.push(zoned_node("a1", "a", "us-east-1a", "0"));
+    empty_a.push(zoned_node("a1", "a", "us-east-1a", "4"));
+    empty_a.push(pod("shop", "batch-a", "4", "1Gi", Some("a1"), ""));
     let r = sim(&empty_a, &groups).step(&by_price(), &pacing());
     assert_eq!(ups(&r), vec![("a", 1)], "{r:?}");
 }
@@ -255,4 +258,38 @@ fn anti_affinity_counts_the_pods_on_existing_nodes() {
     ];
     let r = sim(&cluster, ZONED).step(&by_price(), &pacing());
     assert_eq!(ups(&r), vec![("a", 1)], "{r:?}");
+}
+
+#[test]
+fn a_template_copied_from_a_real_node_keeps_its_attach_limit() {
+    // Group a has a real node that can attach one EBS volume; a pod needing two goes to b, whose
+    // template comes from the cloud (no CSINode known: no limit), though a is cheaper here.
+    let groups = ZONED.replace("pricePerHour: 0.2", "pricePerHour: 0.05");
+    let two_claims = pod(
+        "shop",
+        "db-0",
+        "1",
+        "1Gi",
+        None,
+        "  volumes: [{name: d1, persistentVolumeClaim: {claimName: one}}, {name: d2, persistentVolumeClaim: {claimName: two}}]\n",
+    );
+    let csinode = "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: a1}\n\
+                   spec:\n  drivers:\n  - {name: ebs.csi.aws.com, nodeID: i-a1, allocatable: {count: 1}}\n";
+    let mut cluster = vec![
+        zoned_node("a1", "a", "us-east-1a", "1"),
+        pod("shop", "busy", "1", "1Gi", Some("a1"), ""),
+        two_claims,
+        unbound_claim("one", "gp3"),
+        unbound_claim("two", "gp3"),
+        storage_class("gp3", "WaitForFirstConsumer", &[]),
+    ];
+    let r = sim(&cluster, &groups).step(&by_price(), &pacing());
+    assert_eq!(
+        ups(&r),
+        vec![("a", 1)],
+        "without a CSINode a is cheaper: {r:?}"
+    );
+    cluster.push(csinode.into());
+    let r = sim(&cluster, &groups).step(&by_price(), &pacing());
+    assert_eq!(ups(&r), vec![("b", 1)], "{r:?}");
 }

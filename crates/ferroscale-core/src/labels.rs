@@ -73,3 +73,28 @@ pub const BALANCING_IGNORED: &[&str] = &[
     "topology.k8s.aws/zone-id",
     NODE_GROUP,
 ];
+/// Soft taint upstream puts on nodes it found unneeded (PreferNoSchedule).
+pub const DELETION_CANDIDATE: &str = "DeletionCandidateOfClusterAutoscaler";
+/// Taints that describe a node's passing state (conditions, cloud initialisation, shutdown), not what a
+/// new node of its group would have: left out of templates copied from real nodes (upstream's list).
+pub const NODE_CONDITION_TAINTS: &[&str] = &[
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/network-unavailable",
+    "node.kubernetes.io/pid-pressure",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "node.cloudprovider.kubernetes.io/shutdown",
+    "cloud.google.com/impending-node-termination",
+    "NodeWithImpairedVolumes",
+];
+/// Prefixes of taints a node has only while it starts (upstream's `ignore-taint.` and `startup-taint.`):
+/// such a node counts as not ready yet, and the taints are left out of templates.
+pub const STARTUP_TAINT_PREFIXES: &[&str] = &[
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+];
+/// Prefix of taints that report a status (upstream's `status-taint.`): left out of templates.
+pub const STATUS_TAINT_PREFIX: &str = "status-taint.cluster-autoscaler.kubernetes.io/";

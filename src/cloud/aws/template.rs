@@ -142,26 +142,22 @@ pub fn build_template(
             resource_overrides.push((resource, value));
         }
     }
-    let mut allocatable = reserve::allocatable_from_capacity(&capacity);
+    // A resources tag says what the node has (upstream sets capacity from it); what pods may use is that
+    // minus the reserve, as on the nodes that register.
     for (resource, value) in resource_overrides {
-        let mut c = capacity.clone();
-        let mut a = allocatable.clone();
-        match c.set(resource, value).and_then(|_| a.set(resource, value)) {
-            Ok(()) => {
-                capacity = c;
-                allocatable = a;
-            }
-            Err(e) => {
-                tracing::warn!(asg = %asg.name, %resource, error = %e, "resource tag ignored")
-            }
+        if let Err(e) = capacity.set(resource, value) {
+            tracing::warn!(asg = %asg.name, %resource, error = %e, "resource tag ignored")
         }
     }
+    let allocatable = reserve::allocatable_from_capacity(&capacity);
     Ok(TemplateNode {
         name,
         labels,
         taints: taints.into_values().collect(),
         capacity,
         allocatable,
+        // Known only from a real node's CSINode.
+        volume_limits: Default::default(),
     })
 }
 
@@ -227,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn memory_tag_overrides_capacity_and_allocatable() {
+    fn memory_tag_sets_capacity_and_allocatable_keeps_the_reserve() {
         let mut c5d = t("c5d.large", 2, 4096, 3, 10);
         c5d.instance_storage_gb = Some(50);
         let node = build_template(
@@ -240,7 +236,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(node.capacity.memory, 16 << 30);
-        assert_eq!(node.allocatable.memory, 16 << 30);
+        // 16 GiB − (11 MiB × 29 pods + 255 MiB) − 100 MiB: a 15.5 GiB pod does not fit.
+        assert_eq!(
+            node.allocatable.memory,
+            (16384 - (11 * 29 + 255) - 100) << 20
+        );
         assert_eq!(node.allocatable.cpu_milli, 1930);
         assert_eq!(node.capacity.ephemeral_storage, 50_000_000_000);
     }

@@ -280,6 +280,8 @@ fn template(i: usize, g: &GroupConfig) -> Result<TemplateNode> {
         taints: g.taints.clone(),
         capacity,
         allocatable,
+        // Known only from a real node's CSINode.
+        volume_limits: Default::default(),
     })
 }
 

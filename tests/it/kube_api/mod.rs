@@ -1,9 +1,10 @@
 //! A Kubernetes API server on loopback for `ferroscale run` tests, following the real API's semantics
 //! for what ferroscale uses: list and watch with resourceVersions (watch events after the version asked
-//! for, then live ones), create (409 AlreadyExists), replace and JSON merge patch (409 Conflict when the
-//! body carries a stale `metadata.resourceVersion`), delete, and the Eviction subresource (429 while a
-//! PodDisruptionBudget selecting the pod has `status.disruptionsAllowed` 0; otherwise the budget is
-//! decremented and the pod deleted). Every request is recorded so tests can assert the exact calls.
+//! for, then live ones) and field selectors, create (409 AlreadyExists), replace and JSON merge patch
+//! (409 Conflict when the body carries a stale `metadata.resourceVersion`), delete, and the Eviction
+//! subresource (429 while a PodDisruptionBudget selecting the pod has `status.disruptionsAllowed` 0;
+//! otherwise the budget is decremented and the pod deleted). Every request is recorded so tests can
+//! assert the exact calls.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -430,10 +431,14 @@ impl KubeApi {
             s.log.iter().filter(|c| c.0 > from).cloned().collect()
         };
         let (collection, namespace) = (t.collection.clone(), t.namespace.clone());
+        let fields = q.get("fieldSelector").cloned();
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(256);
         tokio::spawn(async move {
-            let wanted =
-                |c: &Change| c.1 == collection && (namespace.is_empty() || c.2 == namespace);
+            let wanted = |c: &Change| {
+                c.1 == collection
+                    && (namespace.is_empty() || c.2 == namespace)
+                    && fields_match(&c.4, fields.as_ref())
+            };
             let line = |c: &Change| {
                 Ok(Bytes::from(format!(
                     "{}\n",

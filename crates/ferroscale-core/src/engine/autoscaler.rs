@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::cleanup::cleanup_instances;
-use super::context::{new_node, Ctx, World};
+use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
@@ -37,6 +37,7 @@ pub fn run_once(
             .iter()
             .map(|g| (g.id.as_str(), g.as_ref()))
             .collect(),
+        templates: group_templates(world, memory, now),
     };
     let mut d = Decisions::default();
 
@@ -81,11 +82,7 @@ pub fn run_once(
             - registered.get(g.id.as_str()).copied().unwrap_or(0)
             - deleting.get(g.id.as_str()).copied().unwrap_or(0);
         for k in 0..upcoming.max(0) {
-            infos.push(new_node(
-                g,
-                &format!("{}-upcoming-{k}", g.id),
-                world.daemon_pods,
-            ));
+            infos.push(new_node(&ctx, g, &format!("{}-upcoming-{k}", g.id)));
         }
     }
 

@@ -1,12 +1,14 @@
 //! What one loop works with, below the loop and its rooms (cleanup, scale-up, scale-down) so none of them
-//! imports another: the world, the settings, the time, and nodes of a group's template.
+//! imports another: the world, the settings, the time, each group's template and nodes made of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::Doubt;
 use super::settings::Settings;
+use super::templates::{good_candidate, GroupTemplate};
 use crate::clock::Clock;
 use crate::labels;
 use crate::model::workload::{Node, Pdb, Pod};
@@ -39,6 +41,67 @@ pub(super) struct Ctx<'a> {
     /// For time budgets.
     pub clock: &'a dyn Clock,
     pub groups: HashMap<&'a str, &'a NodeGroup>,
+    /// Each group's template this loop, by group id (every group of the world has one).
+    pub templates: HashMap<String, GroupTemplate>,
+}
+
+impl Ctx<'_> {
+    /// The template of `g` this loop.
+    pub fn template(&self, g: &NodeGroup) -> &GroupTemplate {
+        &self.templates[&g.id]
+    }
+}
+
+/// Each group's template at `now` (see `templates`): a copy of its first good node by age then name,
+/// else the copy `memory` remembers from an earlier loop, else the cloud's. Copies of good nodes are
+/// remembered for when the group has none (scaled to zero, all nodes starting or going), and forgotten
+/// with their group, as upstream's template cache does.
+pub(super) fn group_templates(
+    world: &World,
+    memory: &mut Memory,
+    now: i64,
+) -> HashMap<String, GroupTemplate> {
+    let mut best: HashMap<&str, &Node> = HashMap::new();
+    for n in world.nodes {
+        let Some(g) = world.node_groups.get(&n.name) else {
+            continue;
+        };
+        if !good_candidate(n, now, world.removing.contains_key(&n.name)) {
+            continue;
+        }
+        let e = best.entry(g.as_str()).or_insert(n);
+        if (n.created, &n.name) < (e.created, &e.name) {
+            *e = n;
+        }
+    }
+    let chosen: HashMap<&str, &str> = best.iter().map(|(g, n)| (n.name.as_str(), *g)).collect();
+    let mut bound: HashMap<&str, Vec<&Pod>> = HashMap::new();
+    for p in world.pods {
+        if let Some(&g) = p.node_name.as_deref().and_then(|n| chosen.get(n)) {
+            bound.entry(g).or_default().push(p);
+        }
+    }
+    memory
+        .templates
+        .retain(|id, _| world.groups.iter().any(|g| g.id == *id));
+    let mut out = HashMap::with_capacity(world.groups.len());
+    for g in world.groups {
+        let t = match best.get(g.id.as_str()) {
+            Some(n) => {
+                let pods = bound.remove(g.id.as_str()).unwrap_or_default();
+                let t = GroupTemplate::from_node(n, pods, &g.id);
+                memory.templates.insert(g.id.clone(), t.clone());
+                t
+            }
+            None => memory
+                .templates
+                .get(&g.id)
+                .cloned()
+                .unwrap_or_else(|| GroupTemplate::cloud(g)),
+        };
+        out.insert(g.id.clone(), t);
+    }
+    out
 }
 
 /// A node of a template, for simulations.
@@ -52,18 +115,107 @@ pub fn template_node(t: &TemplateNode, name: &str, group: &str) -> Node {
         taints: t.taints.clone(),
         allocatable: t.allocatable.clone(),
         capacity: t.capacity.clone(),
+        volume_limits: t.volume_limits.clone(),
         ready: true,
         ..Default::default()
     }
 }
 
-/// A new node of a group with the DaemonSet pods that would start on it.
-pub(super) fn new_node(group: &NodeGroup, name: &str, daemon_pods: &[Pod]) -> NodeInfo {
-    let mut info = NodeInfo::new(template_node(&group.template, name, &group.id));
-    for d in daemon_pods {
-        if fits(d, &[], &info).is_ok() {
-            info.add(d);
+/// A new node of a group, of its template this loop, with the pods that start on it: those of the real
+/// node the template was copied from, or those of the DaemonSets that would run there.
+pub(super) fn new_node(ctx: &Ctx, group: &NodeGroup, name: &str) -> NodeInfo {
+    let t = ctx.template(group);
+    let mut info = NodeInfo::new(template_node(&t.node, name, &group.id));
+    match &t.pods {
+        Some(pods) => {
+            for p in pods.iter() {
+                info.add(&Pod {
+                    node_name: Some(name.into()),
+                    ..p.clone()
+                });
+            }
+        }
+        None => {
+            for d in ctx.world.daemon_pods {
+                if fits(d, &[], &info).is_ok() {
+                    info.add(d);
+                }
+            }
         }
     }
     info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Resources;
+
+    fn node(name: &str, created: i64, cpu_milli: i64) -> Node {
+        Node {
+            name: name.into(),
+            allocatable: Resources {
+                cpu_milli,
+                memory: 8 << 30,
+                pods: 20,
+                ..Default::default()
+            },
+            ready: true,
+            created,
+            ..Default::default()
+        }
+    }
+
+    fn templates(
+        nodes: &[Node],
+        groups: &[Arc<NodeGroup>],
+        removing: &HashMap<String, bool>,
+        memory: &mut Memory,
+    ) -> HashMap<String, GroupTemplate> {
+        let node_groups: HashMap<String, String> = nodes
+            .iter()
+            .map(|n| (n.name.clone(), "g".to_string()))
+            .collect();
+        let world = World {
+            nodes,
+            node_groups: &node_groups,
+            pods: &[],
+            pdbs: &[],
+            daemon_pods: &[],
+            groups,
+            removing,
+            doubts: &[],
+        };
+        group_templates(&world, memory, 1000)
+    }
+
+    #[test]
+    fn the_oldest_good_node_is_copied_and_remembered_until_its_group_goes() {
+        let groups = [Arc::new(NodeGroup::new(
+            "g",
+            TemplateNode::default(),
+            "aws:///z/",
+        ))];
+        let mut memory = Memory::default();
+        let none = HashMap::new();
+        let nodes = [
+            node("b", 10, 1000),
+            node("a", 10, 2000),
+            node("old", 5, 3000),
+        ];
+        let t = templates(&nodes, &groups, &none, &mut memory);
+        assert_eq!(t["g"].copied_from.as_deref(), Some("old"));
+        // Being removed, it is no template: the next oldest, then first by name.
+        let removing = HashMap::from([("old".to_string(), false)]);
+        let t = templates(&nodes, &groups, &removing, &mut memory);
+        assert_eq!(t["g"].copied_from.as_deref(), Some("a"));
+        assert_eq!(t["g"].node.allocatable.cpu_milli, 2000);
+        // No node left: the last copy serves; without the group it is forgotten.
+        let t = templates(&[], &groups, &none, &mut memory);
+        assert_eq!(t["g"].copied_from.as_deref(), Some("a"));
+        assert!(templates(&[], &[], &none, &mut memory).is_empty());
+        assert!(memory.templates.is_empty());
+        let t = templates(&[], &groups, &none, &mut memory);
+        assert_eq!(t["g"], GroupTemplate::cloud(&groups[0]));
+    }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::templates::GroupTemplate;
 use crate::labels;
 use crate::model::{NodeGroup, TemplateNode};
 
@@ -24,6 +25,9 @@ pub struct Memory {
     pub out_of_capacity: HashMap<(String, String), i64>,
     /// Group → since when it has had capacity asked for and not delivered.
     pub unfulfilled_since: HashMap<String, i64>,
+    /// Group → the template last copied from one of its real nodes, used while it has no good node
+    /// (upstream's template cache; one template and its DaemonSet pods per group).
+    pub templates: HashMap<String, GroupTemplate>,
 }
 
 /// The (instance type, zone) of a template, when its labels say.

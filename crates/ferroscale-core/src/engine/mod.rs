@@ -20,6 +20,7 @@ mod scale_down;
 mod scale_up;
 pub mod settings;
 pub mod similar;
+pub mod templates;
 pub mod topology;
 pub mod utilization;
 
@@ -28,3 +29,4 @@ pub use context::{template_node, World};
 pub use decisions::{CancelCapacity, Decisions, DeleteInstance, ScaleDown, ScaleUp};
 pub use memory::Memory;
 pub use settings::Settings;
+pub use templates::GroupTemplate;

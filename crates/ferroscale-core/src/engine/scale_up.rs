@@ -105,15 +105,14 @@ pub(super) fn scale_up(
         let option = &round.options[best];
         let chosen = ctx.groups[option.group.as_str()];
         let split = if ctx.settings.balance_similar_node_groups {
-            let daemons = ctx.world.daemon_pods;
-            let model = new_node(chosen, "balancing", daemons);
+            let model = new_node(ctx, chosen, "balancing");
             let peers: Vec<&NodeGroup> = groups
                 .iter()
                 .copied()
                 .filter(|g| {
                     g.id == chosen.id
                         || (similar(
-                            &new_node(g, "balancing", daemons),
+                            &new_node(ctx, g, "balancing"),
                             &model,
                             &ctx.settings.balancing,
                         ) && memory.backed_off(&g.id, ctx.now).is_none()
@@ -127,7 +126,7 @@ pub(super) fn scale_up(
         for (group, delta) in split {
             let g = ctx.groups[group.as_str()];
             budget.nodes += delta as usize;
-            let per_node = Amount::of_template(&g.template);
+            let per_node = Amount::of_template(&ctx.template(g).node);
             budget.cores += i64::from(delta) * per_node.cores;
             budget.memory += i64::from(delta) * per_node.memory;
             chosen_groups.push(group.clone());
@@ -204,7 +203,7 @@ fn options_for(
                 why_not = Some(Refusal::MaxNodesTotal);
             }
         }
-        let per_node = Amount::of_template(&g.template);
+        let per_node = Amount::of_template(&ctx.template(g).node);
         let by_cores =
             ((settings.cores_total.1 - budget.cores).max(0) / per_node.cores.max(1)) as usize;
         let by_memory = ((gib(settings.memory_total_gib.1) - budget.memory).max(0)
@@ -213,7 +212,7 @@ fn options_for(
         if limit == 0 && why_not.is_none() {
             why_not = Some(Refusal::ResourceLimits);
         }
-        let template = new_node(g, &format!("{}-template", g.id), ctx.world.daemon_pods);
+        let template = new_node(ctx, g, &format!("{}-template", g.id));
         if let Some(why) = why_not {
             for (k, p) in pods.iter().enumerate() {
                 // Only groups the pod would fit are worth naming.
@@ -251,7 +250,7 @@ fn options_for(
                     .iter()
                     .map(|&k| pods[k].requests.clone())
                     .collect(),
-                template: (*g.template).clone(),
+                template: (*ctx.template(g).node).clone(),
                 price_per_hour: g.price_per_hour,
             });
             round.scheduled.push(e.scheduled);

@@ -188,4 +188,6 @@ pub struct TemplateNode {
     pub taints: Vec<Taint>,
     pub capacity: Resources,
     pub allocatable: Resources,
+    /// Volumes each CSI driver can attach, when copied from a real node's CSINode (empty: no limit).
+    pub volume_limits: BTreeMap<String, i64>,
 }

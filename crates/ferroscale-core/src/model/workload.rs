@@ -189,12 +189,16 @@ pub struct Node {
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
-    /// `status.capacity`: what `--cores-total` and `--memory-total` count. Left empty, allocatable counts.
+    /// `status.capacity`: what `--cores-total` and `--memory-total` count and what a template copied
+    /// from this node promises the expanders. Left empty, allocatable counts.
     pub capacity: Resources,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     pub provider_id: String,
     pub ready: bool,
+    /// When its readiness last changed (the latest transition of its Ready, DiskPressure and
+    /// NetworkUnavailable conditions), seconds since the epoch; 0 when unknown.
+    pub ready_since: i64,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`.
     pub scale_down_disabled: bool,
     /// Creation time, seconds since the epoch.

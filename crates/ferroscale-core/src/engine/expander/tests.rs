@@ -38,6 +38,7 @@ fn option(
             taints: vec![],
             allocatable: capacity.clone(),
             capacity,
+            volume_limits: Default::default(),
         },
         price_per_hour: Some(price),
     }

@@ -1,0 +1,229 @@
+//! What a new node of a group looks like in the loop's simulations, as upstream builds it
+//! (`MixedTemplateNodeInfoProvider`): a sanitised copy of one of the group's real nodes when it has a good
+//! one (ready for a minute, schedulable, not being removed), carrying that node's DaemonSet and mirror
+//! pods; else the last such copy remembered (a group scaled to zero keeps it); else the cloud's template,
+//! with the pods the DaemonSets would start there.
+//!
+//! A real node knows what the cloud's template can only guess: labels the kubelet adds
+//! (`--node-labels`), its true allocatable, its taints and the DaemonSet pods that really run.
+
+use std::sync::Arc;
+
+use crate::labels;
+use crate::model::workload::{Node, Pod};
+use crate::model::{NodeGroup, Resources, Taint, TemplateNode};
+
+/// How long a node's readiness must have held before it serves as a template (upstream's
+/// stabilization delay), in seconds.
+pub const STABILIZATION_DELAY: i64 = 60;
+
+/// A group's template for one loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupTemplate {
+    /// Labels, taints, capacity and allocatable of a new node (`template_node` makes nodes of it).
+    pub node: Arc<TemplateNode>,
+    /// The pods that start with a new node: the real node's DaemonSet and mirror pods (bound to no node
+    /// here), or `None` for the cloud's template, whose DaemonSet pods are guessed from the DaemonSets.
+    pub pods: Option<Arc<[Pod]>>,
+    /// The real node it was copied from; `None` for the cloud's template.
+    pub copied_from: Option<String>,
+}
+
+impl GroupTemplate {
+    /// The cloud's template of `g`.
+    pub fn cloud(g: &NodeGroup) -> Self {
+        GroupTemplate {
+            node: g.template.clone(),
+            pods: None,
+            copied_from: None,
+        }
+    }
+
+    /// A sanitised copy of `node`, a node of `group`, with the pods of `bound` that stay with their node
+    /// (DaemonSet and mirror pods): its own name (also its hostname) and the group's label, its taints
+    /// without the autoscaler's and the passing ones, its capacity and allocatable.
+    pub fn from_node<'a>(
+        node: &Node,
+        bound: impl IntoIterator<Item = &'a Pod>,
+        group: &str,
+    ) -> Self {
+        let name = format!("template-node-for-{group}");
+        let mut node_labels = node.labels.clone();
+        node_labels.insert(labels::HOSTNAME.into(), name.clone());
+        node_labels.insert(labels::NODE_GROUP.into(), group.into());
+        // A node whose capacity was not reported promises what it can allocate.
+        let capacity = if node.capacity == Resources::default() {
+            node.allocatable.clone()
+        } else {
+            node.capacity.clone()
+        };
+        let pods: Vec<Pod> = bound
+            .into_iter()
+            .filter(|p| p.node_bound())
+            .map(|p| Pod {
+                node_name: None,
+                ..p.clone()
+            })
+            .collect();
+        GroupTemplate {
+            node: Arc::new(TemplateNode {
+                name,
+                labels: node_labels,
+                taints: sanitize_taints(&node.taints),
+                capacity,
+                allocatable: node.allocatable.clone(),
+                volume_limits: node.volume_limits.clone(),
+            }),
+            pods: Some(pods.into()),
+            copied_from: Some(node.name.clone()),
+        }
+    }
+}
+
+/// A taint the node has only while it starts.
+fn startup(t: &Taint) -> bool {
+    labels::STARTUP_TAINT_PREFIXES
+        .iter()
+        .any(|p| t.key.starts_with(p))
+}
+
+/// Whether a taint belongs to the node's moment rather than to its group: the autoscaler's own
+/// (ToBeDeleted, DeletionCandidate), node conditions, cloud initialisation, start-up and status taints.
+fn transient(t: &Taint) -> bool {
+    t.key == labels::TO_BE_DELETED
+        || t.key == labels::DELETION_CANDIDATE
+        || labels::NODE_CONDITION_TAINTS.contains(&t.key.as_str())
+        || startup(t)
+        || t.key.starts_with(labels::STATUS_TAINT_PREFIX)
+}
+
+/// The taints a new node of the group would have, from a real node's (upstream's `SanitizeTaints`).
+pub fn sanitize_taints(taints: &[Taint]) -> Vec<Taint> {
+    taints.iter().filter(|t| !transient(t)).cloned().collect()
+}
+
+/// Whether `node` may serve as its group's template at `now` (upstream's good template candidate):
+/// ready for at least [`STABILIZATION_DELAY`] (a start-up taint means not ready yet), not cordoned, not
+/// tainted for deletion, and not being removed.
+pub fn good_candidate(node: &Node, now: i64, being_removed: bool) -> bool {
+    node.ready
+        && node.ready_since + STABILIZATION_DELAY < now
+        && !node.unschedulable
+        && !being_removed
+        && !node
+            .taints
+            .iter()
+            .any(|t| t.key == labels::TO_BE_DELETED || startup(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::PodMeta;
+    use crate::model::TaintEffect;
+
+    fn taint(key: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: String::new(),
+            effect: TaintEffect::NoSchedule,
+        }
+    }
+
+    fn pod(name: &str, controller: Option<&str>, mirror: bool) -> Pod {
+        Pod {
+            namespace: "kube-system".into(),
+            name: name.into(),
+            node_name: Some("ip-10-0-0-1".into()),
+            meta: PodMeta {
+                controller: controller.map(str::to_string),
+                mirror,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn real() -> Node {
+        Node {
+            name: "ip-10-0-0-1".into(),
+            labels: [
+                (labels::HOSTNAME.to_string(), "ip-10-0-0-1".to_string()),
+                ("team".to_string(), "blue".to_string()),
+            ]
+            .into(),
+            taints: vec![
+                taint("dedicated"),
+                taint(labels::TO_BE_DELETED),
+                taint(labels::DELETION_CANDIDATE),
+                taint("node.kubernetes.io/not-ready"),
+                taint("node.cloudprovider.kubernetes.io/uninitialized"),
+                taint("startup-taint.cluster-autoscaler.kubernetes.io/cni"),
+                taint("status-taint.cluster-autoscaler.kubernetes.io/gpu-health"),
+            ],
+            allocatable: Resources {
+                cpu_milli: 3900,
+                memory: 14 << 30,
+                pods: 58,
+                ..Default::default()
+            },
+            ready: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_real_node_is_sanitised_into_a_template() {
+        let pods = [
+            pod("agent", Some("DaemonSet"), false),
+            pod("kube-proxy", None, true),
+            pod("web", Some("ReplicaSet"), false),
+        ];
+        let t = GroupTemplate::from_node(&real(), &pods, "g");
+        assert_eq!(t.copied_from.as_deref(), Some("ip-10-0-0-1"));
+        assert_eq!(t.node.name, "template-node-for-g");
+        assert_eq!(t.node.labels[labels::HOSTNAME], "template-node-for-g");
+        assert_eq!(t.node.labels[labels::NODE_GROUP], "g");
+        assert_eq!(t.node.labels["team"], "blue");
+        assert_eq!(t.node.taints, vec![taint("dedicated")]);
+        assert_eq!(t.node.allocatable.memory, 14 << 30);
+        assert_eq!(t.node.capacity, t.node.allocatable, "no capacity reported");
+        let names: Vec<&str> = t
+            .pods
+            .iter()
+            .flat_map(|p| p.iter())
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["agent", "kube-proxy"]);
+        assert!(t.pods.unwrap().iter().all(|p| p.node_name.is_none()));
+    }
+
+    #[test]
+    fn only_stable_ready_schedulable_nodes_not_being_removed_are_candidates() {
+        let mut n = real();
+        n.taints.retain(|t| t.key == "dedicated");
+        n.ready_since = 1000;
+        assert!(good_candidate(&n, 1061, false));
+        assert!(!good_candidate(&n, 1060, false), "ready for only a minute");
+        assert!(!good_candidate(&n, 2000, true), "being removed");
+        let cordoned = Node {
+            unschedulable: true,
+            ..n.clone()
+        };
+        assert!(!good_candidate(&cordoned, 2000, false));
+        let unready = Node {
+            ready: false,
+            ..n.clone()
+        };
+        assert!(!good_candidate(&unready, 2000, false));
+        assert!(
+            !good_candidate(&real(), 2000, false),
+            "tainted for deletion"
+        );
+        let starting = Node {
+            taints: vec![taint("startup-taint.cluster-autoscaler.kubernetes.io/cni")],
+            ..n.clone()
+        };
+        assert!(!good_candidate(&starting, 2000, false), "still starting");
+    }
+}
