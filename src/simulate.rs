@@ -145,8 +145,8 @@ impl Simulation {
         )?;
         crate::k8s::owners::set_owner_replicas(
             &mut pods,
-            &objects.replicasets,
-            &objects.replication_controllers,
+            objects.replicasets.iter(),
+            objects.replication_controllers.iter(),
         );
         let start = pods
             .iter()

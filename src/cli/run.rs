@@ -197,11 +197,6 @@ fn identity() -> String {
 /// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
 pub async fn main(flags: RunFlags) -> Result<()> {
     let settings = flags.rules.engine(&flags.expander)?;
-    if settings.min_replica_count > 0 {
-        tracing::warn!(
-            "--min-replica-count has no effect in run: ReplicaSets and ReplicationControllers are not watched"
-        );
-    }
     let identity = identity();
     let run_settings = flags.run_settings(&identity)?;
     flags.cloud.check(&flags.expander)?;
@@ -226,7 +221,9 @@ pub async fn main(flags: RunFlags) -> Result<()> {
             tracing::error!(error = %e, "HTTP listener stopped");
         }
     });
-    let watches = crate::k8s::watch::Watches::start(&watch_client);
+    // Upstream's replica count rule reads the owners' replicas only when it applies.
+    let owners = settings.min_replica_count > 0 && settings.skip_nodes_with_custom_controller_pods;
+    let watches = crate::k8s::watch::Watches::start(&watch_client, owners);
     watches
         .ready(tokio::time::sleep(INITIAL_SYNC_TIMEOUT))
         .await?;

@@ -1,7 +1,6 @@
 //! The owners of pods, read for upstream's replica count rule (`--min-replica-count`): a pod's
 //! `owner_replicas` is the `spec.replicas` of its controlling ReplicaSet or ReplicationController.
-//! `ferroscale simulate` reads them from the dump; `ferroscale run` does not watch them (yet), so there
-//! the counts stay unknown and the rule applies to no pod, as upstream's rule without listers.
+//! `ferroscale simulate` reads them from the dump; `ferroscale run` watches them when the rule is on.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +12,10 @@ use crate::model::workload::Pod;
 
 /// Sets the `owner_replicas` of each pod owned by one of these ReplicaSets or ReplicationControllers (by
 /// namespace, kind and name) to its `spec.replicas`, for `--min-replica-count`.
-pub fn set_owner_replicas(
+pub fn set_owner_replicas<'a>(
     pods: &mut [Pod],
-    replicasets: &[ReplicaSet],
-    controllers: &[core::ReplicationController],
+    replicasets: impl IntoIterator<Item = &'a ReplicaSet>,
+    controllers: impl IntoIterator<Item = &'a core::ReplicationController>,
 ) {
     let key = |kind: &str, m: &meta::ObjectMeta| {
         (
@@ -26,9 +25,9 @@ pub fn set_owner_replicas(
         )
     };
     let replicas: BTreeMap<(String, String, String), i32> = replicasets
-        .iter()
+        .into_iter()
         .filter_map(|r| Some((key("ReplicaSet", &r.metadata), r.spec.replicas?)))
-        .chain(controllers.iter().filter_map(|r| {
+        .chain(controllers.into_iter().filter_map(|r| {
             Some((
                 key("ReplicationController", &r.metadata),
                 r.spec.as_ref()?.replicas?,

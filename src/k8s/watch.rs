@@ -7,8 +7,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::reflector::{self, Store};
@@ -52,7 +54,9 @@ pub struct Watches {
     pub volumes: Store<PersistentVolume>,
     pub classes: Store<StorageClass>,
     pub csinodes: Store<CSINode>,
-    health: [(&'static str, Arc<WatchHealth>); KINDS.len()],
+    /// ReplicaSets and ReplicationControllers, watched only for `--min-replica-count`.
+    pub owners: Option<(Store<ReplicaSet>, Store<ReplicationController>)>,
+    health: Vec<(&'static str, Arc<WatchHealth>)>,
 }
 
 /// The kinds watched, as their resources are named.
@@ -66,6 +70,9 @@ const KINDS: [&str; 8] = [
     "storageclasses",
     "csinodes",
 ];
+
+/// The kinds watched for `--min-replica-count`.
+const OWNER_KINDS: [&str; 2] = ["replicasets", "replicationcontrollers"];
 
 /// First pause before a watch that failed starts over; doubled up to [`WATCH_RETRY_MAX`].
 const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
@@ -127,12 +134,16 @@ where
 }
 
 impl Watches {
-    /// Starts the watches (cluster-wide).
-    pub fn start(client: &Client) -> Self {
-        let health = KINDS.map(|k| (k, Arc::<WatchHealth>::default()));
+    /// Starts the watches (cluster-wide); `owners` adds ReplicaSets and ReplicationControllers.
+    pub fn start(client: &Client, owners: bool) -> Self {
+        let mut health: Vec<(&'static str, Arc<WatchHealth>)> = KINDS
+            .iter()
+            .chain(owners.then_some(&OWNER_KINDS).into_iter().flatten())
+            .map(|k| (*k, Arc::<WatchHealth>::default()))
+            .collect();
         let h = |i: usize| health[i].1.clone();
         let c = || client.clone();
-        Watches {
+        let watches = Watches {
             pods: start(Api::all(c()), KINDS[0], h(0)),
             nodes: start(Api::all(c()), KINDS[1], h(1)),
             pdbs: start(Api::all(c()), KINDS[2], h(2)),
@@ -141,7 +152,17 @@ impl Watches {
             volumes: start(Api::all(c()), KINDS[5], h(5)),
             classes: start(Api::all(c()), KINDS[6], h(6)),
             csinodes: start(Api::all(c()), KINDS[7], h(7)),
-            health,
+            owners: owners.then(|| {
+                (
+                    start(Api::all(c()), OWNER_KINDS[0], h(8)),
+                    start(Api::all(c()), OWNER_KINDS[1], h(9)),
+                )
+            }),
+            health: Vec::new(),
+        };
+        Watches {
+            health: std::mem::take(&mut health),
+            ..watches
         }
     }
 
@@ -164,6 +185,10 @@ impl Watches {
             let _ = self.volumes.wait_until_ready().await;
             let _ = self.classes.wait_until_ready().await;
             let _ = self.csinodes.wait_until_ready().await;
+            if let Some((rs, rc)) = &self.owners {
+                let _ = rs.wait_until_ready().await;
+                let _ = rc.wait_until_ready().await;
+            }
         };
         tokio::select! {
             _ = all => Ok(()),

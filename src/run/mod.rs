@@ -216,7 +216,7 @@ impl Runner {
         // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
         // makes its node look emptier, a node left out makes its instance look unregistered.
         let mut unreadable: (usize, String) = (0, String::new());
-        let inputs = Inputs::convert(
+        let mut inputs = Inputs::convert(
             nodes.iter().map(AsRef::as_ref),
             pods.iter().map(AsRef::as_ref),
             pdbs.iter().map(AsRef::as_ref),
@@ -231,6 +231,14 @@ impl Runner {
                 Ok(())
             },
         )?;
+        if let Some((rs, rc)) = &self.watches.owners {
+            let (rs, rc) = (rs.state(), rc.state());
+            crate::k8s::owners::set_owner_replicas(
+                &mut inputs.pods,
+                rs.iter().map(AsRef::as_ref),
+                rc.iter().map(AsRef::as_ref),
+            );
+        }
         let mut doubts = self.watches.doubts();
         if unreadable.0 > 0 {
             doubts.push(Doubt::Unreadable {

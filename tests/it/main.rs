@@ -33,6 +33,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_leadership;
+mod run_owners;
 mod run_priorities;
 mod run_safety;
 mod run_volumes;

@@ -116,7 +116,8 @@ impl Harness {
         run: RunSettings,
     ) -> Harness {
         let client = api.client();
-        let watches = Watches::start(&client);
+        let owners = settings.min_replica_count > 0;
+        let watches = Watches::start(&client, owners);
         watches
             .ready(tokio::time::sleep(Duration::from_secs(10)))
             .await

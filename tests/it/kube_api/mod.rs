@@ -60,6 +60,7 @@ pub const CLAIMS: &str = "/api/v1/persistentvolumeclaims";
 pub const VOLUMES: &str = "/api/v1/persistentvolumes";
 pub const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
 pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
+pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 
 mod eviction;
 mod rbac;

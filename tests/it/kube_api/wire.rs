@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 use super::{
-    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS, VOLUMES,
+    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS,
+    REPLICASETS, VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -23,6 +24,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         VOLUMES => "PersistentVolume",
         CLASSES => "StorageClass",
         CSINODES => "CSINode",
+        REPLICASETS => "ReplicaSet",
         _ => "Unknown",
     }
 }
