@@ -202,3 +202,62 @@ proptest! {
         );
     }
 }
+
+/// A dump of a pod, two claims, a volume, a class and a CSINode with `a`, `b`, `op` and `count` where
+/// names, modes, operators and counts go.
+fn storage_dump(a: &str, b: &str, op: &str, count: i32, ephemeral: bool) -> String {
+    let volume = if ephemeral {
+        format!("{{name: {a}x, ephemeral: {{volumeClaimTemplate: {{spec: {{storageClassName: '{a}'}}}}}}}}")
+    } else {
+        format!("{{name: v, persistentVolumeClaim: {{claimName: '{a}'}}}}")
+    };
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: n}}\nspec: {{containers: [{{name: c}}], volumes: [{volume}]}}\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: '{a}', namespace: n}}\nspec: {{volumeName: '{b}', storageClassName: '{a}'}}\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: 'p-{a}x', namespace: n}}\nspec: {{storageClassName: '{a}'}}\n---\n\
+         apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: '{b}', labels: {{topology.kubernetes.io/zone: '{b}'}}}}\n\
+         spec: {{csi: {{driver: '{a}', volumeHandle: h}}, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: '{a}', operator: '{op}', values: ['{b}']}}]}}]}}}}}}\n---\n\
+         apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: '{a}'}}\nprovisioner: '{b}'\nvolumeBindingMode: '{b}'\n\
+         allowedTopologies: [{{matchLabelExpressions: [{{key: '{a}', values: ['{b}']}}]}}]\n---\n\
+         apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {{name: '{a}'}}\nspec: {{drivers: [{{name: '{b}', nodeID: x, allocatable: {{count: {count}}}}}]}}\n"
+    )
+}
+
+#[test]
+fn the_storage_dump_resolves_when_its_values_are_sound() {
+    let objects =
+        ferroscale::k8s::documents::parse(&storage_dump("gp3", "pv-1", "In", 25, false), "d")
+            .unwrap();
+    let storage = objects.storage();
+    let claims = storage.claims_of(&objects.pods[0]).unwrap();
+    assert!(
+        matches!(
+            claims[0].state,
+            ferroscale::model::volumes::ClaimState::Bound { .. }
+        ),
+        "{claims:?}"
+    );
+    assert_eq!(storage.limits_of("gp3").get("pv-1"), Some(&25));
+}
+
+proptest! {
+    /// Storage objects with arbitrary scalars where names, modes, operators and counts go: resolving a
+    /// pod's claims and a node's attach limits never panics, whatever the dump says.
+    #[test]
+    fn storage_objects_never_panic(
+        a in "[a-z0-9./_-]{0,12}",
+        b in "\\PC{0,12}",
+        op in "(In|NotIn|Exists|Gt|Lt|\\PC{0,4})",
+        count in any::<i32>(),
+        ephemeral in any::<bool>(),
+    ) {
+        let dump = storage_dump(&a, &b, &op, count, ephemeral);
+        if let Ok(objects) = ferroscale::k8s::documents::parse(&dump, "dump.yaml") {
+            let storage = objects.storage();
+            for p in &objects.pods {
+                let _ = storage.claims_of(p);
+            }
+            let _ = storage.limits_of(&a);
+        }
+    }
+}
