@@ -14,8 +14,8 @@
 //!    waited for.
 //! 5. Blocking: no controller, or with `--skip-nodes-with-custom-controller-pods` one that is not a
 //!    ReplicaSet, ReplicationController, Job or StatefulSet; a kube-system pod matched by no
-//!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then it
-//!    moves at once), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a local volume
+//!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then the
+//!    rules below decide), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a local volume
 //!    (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
 //!    `--skip-nodes-with-local-storage`; a PodDisruptionBudget that allows no disruption.
 //!
@@ -100,11 +100,11 @@ pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
     }
     let mut budgets = pdbs.iter().filter(|b| b.covers(p)).peekable();
     if s.skip_nodes_with_system_pods && p.namespace == "kube-system" && budgets.peek().is_none() {
+        // Past the timeout the rule no longer decides; the rules below still may.
         let timeout = s.blocking_system_pod_disruption_timeout.as_secs() as i64;
-        if p.meta.created != 0 && now > p.meta.created + timeout {
-            return Drain::Move;
+        if p.meta.created == 0 || now <= p.meta.created + timeout {
+            return Drain::Block(Blocker::SystemPodWithoutBudget { pod: pod() });
         }
-        return Drain::Block(Blocker::SystemPodWithoutBudget { pod: pod() });
     }
     if p.meta.safe_to_evict == Some(SafeToEvict::No) {
         return Drain::Block(Blocker::NotSafeToEvict { pod: pod() });
