@@ -136,14 +136,14 @@ where
 impl Watches {
     /// Starts the watches (cluster-wide); `owners` adds ReplicaSets and ReplicationControllers.
     pub fn start(client: &Client, owners: bool) -> Self {
-        let mut health: Vec<(&'static str, Arc<WatchHealth>)> = KINDS
+        let health: Vec<(&'static str, Arc<WatchHealth>)> = KINDS
             .iter()
             .chain(owners.then_some(&OWNER_KINDS).into_iter().flatten())
             .map(|k| (*k, Arc::<WatchHealth>::default()))
             .collect();
         let h = |i: usize| health[i].1.clone();
         let c = || client.clone();
-        let watches = Watches {
+        Watches {
             pods: start(Api::all(c()), KINDS[0], h(0)),
             nodes: start(Api::all(c()), KINDS[1], h(1)),
             pdbs: start(Api::all(c()), KINDS[2], h(2)),
@@ -158,11 +158,7 @@ impl Watches {
                     start(Api::all(c()), OWNER_KINDS[1], h(9)),
                 )
             }),
-            health: Vec::new(),
-        };
-        Watches {
-            health: std::mem::take(&mut health),
-            ..watches
+            health: health.clone(),
         }
     }
 
