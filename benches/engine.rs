@@ -9,7 +9,9 @@
 //! * `scale_down_2000`: scale-down evaluation of 2,000 lightly used nodes.
 //! * `spread_500_in_2000`: one `run_once` where 500 pending pods spread by zone (maxSkew 1) over three
 //!   zonal groups, against 2,000 full nodes holding 20,000 pods, 2,000 of the same app: the estimate
-//!   counts the cluster's pods.
+//!   counts the cluster's pods. `spread_5000_in_1000`: 5,000 such pods against 1,000 nodes.
+//! * `loop_5000x30_10000_pending`: one loop with 5,000 full nodes × 30 pods and 10,000 pending pods.
+//! * `scale_down_5000`: scale-down evaluation of 5,000 lightly used nodes.
 //! * `convert_51000`: what `ferroscale run` does first every loop, turning the watch caches' Kubernetes
 //!   objects (1,000 nodes, 51,000 pods) into the engine's model.
 //!
@@ -207,10 +209,10 @@ fn scale_down_2000(bencher: divan::Bencher) {
     bencher.bench_local(|| black_box(run(black_box(&c))));
 }
 
-#[divan::bench(sample_count = 10)]
-fn spread_500_in_2000(bencher: divan::Bencher) {
-    // 10 pods × 400m fill the 4-core nodes; one in ten is a web pod.
-    let mut c = cluster(2_000, 10, 400, 0);
+/// `nodes` full nodes (10 pods × 400m, one in ten of app `web`) over three zones, three zonal groups, and
+/// `pending` web pods spread by zone (maxSkew 1).
+fn zoned_spread(nodes: usize, pending: usize) -> Cluster {
+    let mut c = cluster(nodes, 10, 400, 0);
     let zone = |i: usize| format!("zone-{}", i % 3);
     for (i, n) in c.nodes.iter_mut().enumerate() {
         n.labels.insert(labels::ZONE.into(), zone(i));
@@ -230,11 +232,39 @@ fn spread_500_in_2000(bencher: divan::Bencher) {
     for p in c.pods.iter_mut().filter(|p| p.name.ends_with("-0")) {
         p.labels.insert("app".into(), "web".into());
     }
-    for i in 0..500 {
+    for i in 0..pending {
         let mut p = pod(format!("web-{i}"), "web", 500, 512 * MIB);
         p.spread.push(spread.clone());
         c.pods.push(p);
     }
+    c
+}
+
+#[divan::bench(sample_count = 10)]
+fn spread_500_in_2000(bencher: divan::Bencher) {
+    let c = zoned_spread(2_000, 500);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 3)]
+fn spread_5000_in_1000(bencher: divan::Bencher) {
+    let c = zoned_spread(1_000, 5_000);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 5)]
+fn loop_5000x30_10000_pending(bencher: divan::Bencher) {
+    // 30 pods × 130m fill the 4-core nodes.
+    let c = cluster(5_000, 30, 130, 10_000);
+    assert!(run(&c) > 0);
+    bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+#[divan::bench(sample_count = 5)]
+fn scale_down_5000(bencher: divan::Bencher) {
+    let c = cluster(5_000, 5, 100, 0);
     assert!(run(&c) > 0);
     bencher.bench_local(|| black_box(run(black_box(&c))));
 }
