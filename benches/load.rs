@@ -16,8 +16,13 @@
 //! The load generator runs on the same machine and competes with the server for CPU, so throughput is a
 //! lower bound for a dedicated core; "server CPU µs/req" (from `/proc/<pid>/stat`) is the server's own cost.
 //!
+//! Then open-loop rounds (`open_loop`): CA's read mix sent on a fixed schedule at each rate, latency
+//! measured from when each request was due (no coordinated omission), p50/p99/p99.9 per rate.
+//!
 //! Knobs: `FERROSCALE_LOAD_REQUESTS` (requests per round, default 50,000), `FERROSCALE_LOAD_CLIENTS`
-//! (concurrency levels, default `8,32,64`), `FERROSCALE_LOAD_ROUND_SECS` (time limit per round, default 30).
+//! (concurrency levels, default `8,32,64`), `FERROSCALE_LOAD_ROUND_SECS` (time limit per round, default 30),
+//! `FERROSCALE_LOAD_RATES` (open-loop rates, default `1000,5000,10000`), `FERROSCALE_LOAD_OPEN_SECS`
+//! (seconds per rate, default 5).
 //! Run with `cargo bench --bench load`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +42,8 @@ use tonic::Code;
 
 #[path = "support/load_cluster.rs"]
 mod cluster;
+#[path = "support/open_loop.rs"]
+mod open_loop;
 #[path = "support/served.rs"]
 mod served;
 use cluster::Rpc::*;
@@ -425,6 +432,13 @@ async fn main() {
     ));
     for r in rounds {
         errors += round(&server, &fixture, r).await;
+    }
+    let open_secs: u64 = env_or("FERROSCALE_LOAD_OPEN_SECS", 5);
+    for rate in env_or::<String>("FERROSCALE_LOAD_RATES", "1000,5000,10000".into())
+        .split(',')
+        .map(|r| r.trim().parse::<u64>().expect("FERROSCALE_LOAD_RATES: comma-separated rates"))
+    {
+        errors += open_loop::round(&addr, &fixture, rate.max(1), open_secs).await;
     }
 
     println!(
