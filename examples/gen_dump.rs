@@ -1,5 +1,5 @@
-//! Writes a cluster dump as `kubectl get nodes,pods -A -o json` does (one `List`, four-space indent) for
-//! measuring `ferroscale simulate` on a big cluster:
+//! Writes a cluster dump as `kubectl get nodes,pods -A -o json` does (one `List`, four-space indent; pods
+//! trimmed to the fields that matter, about 1 KB each) for measuring `ferroscale simulate` on a big cluster:
 //!
 //! ```text
 //! cargo run --release --example gen_dump -- 1000 51 > /tmp/big.json
@@ -63,56 +63,23 @@ fn node(i: usize) -> Value {
 
 fn pod(node: usize, nodes: usize, j: usize, per_node: usize) -> Value {
     let bound = j + 1 < per_node;
-    let app = format!("app-{}", (node * per_node + j) % 200);
-    let name = format!("{app}-{node:05x}{j:03x}");
-    let node_name = format!(
-        "ip-10-{}-{}-{}.ec2.internal",
-        node / 65536,
-        (node / 256) % 256,
-        node % 256
-    );
+    let n = node * per_node + j;
+    let app = format!("app-{}", n % 200);
     let mut spec = json!({
         "containers": [{
             "image": format!("registry.example.com/{app}:1.2.3"),
-            "imagePullPolicy": "IfNotPresent",
             "name": "main",
-            "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-            "resources": {"limits": {"memory": "256Mi"}, "requests": {"cpu": "50m", "memory": "100Mi"}},
-            "terminationMessagePath": "/dev/termination-log",
-            "terminationMessagePolicy": "File"
-        }],
-        "dnsPolicy": "ClusterFirst",
-        "enableServiceLinks": true,
-        "priority": 0,
-        "restartPolicy": "Always",
-        "schedulerName": "default-scheduler",
-        "serviceAccountName": "default",
-        "terminationGracePeriodSeconds": 30,
-        "tolerations": [
-            {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
-            {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300}
-        ]
+            "resources": {"requests": {"cpu": "50m", "memory": "100Mi"}}
+        }]
     });
     let status = if bound {
-        spec["nodeName"] = json!(node_name);
-        json!({
-            "conditions": [
-                {"lastTransitionTime": "2026-11-01T10:05:00Z", "status": "True", "type": "Ready"},
-                {"lastTransitionTime": "2026-11-01T10:05:00Z", "status": "True", "type": "PodScheduled"}
-            ],
-            "hostIP": format!("10.0.{}.{}", node / 256, node % 256),
-            "phase": "Running",
-            "podIP": format!("10.1.{}.{}", (node * per_node + j) / 256 % 256, j),
-            "qosClass": "Burstable",
-            "startTime": "2026-11-01T10:05:00Z"
-        })
+        spec["nodeName"] = json!(node_name(node));
+        json!({"phase": "Running", "podIP": format!("10.1.{}.{}", n / 256 % 256, n % 256)})
     } else {
         json!({
-            "conditions": [{"lastProbeTime": null, "lastTransitionTime": "2026-11-23T10:00:00Z",
-                "message": format!("0/{nodes} nodes are available: {nodes} Insufficient cpu."),
+            "conditions": [{"message": format!("0/{nodes} nodes are available: {nodes} Insufficient cpu."),
                 "reason": "Unschedulable", "status": "False", "type": "PodScheduled"}],
-            "phase": "Pending",
-            "qosClass": "Burstable"
+            "phase": "Pending"
         })
     };
     json!({
@@ -120,18 +87,25 @@ fn pod(node: usize, nodes: usize, j: usize, per_node: usize) -> Value {
         "kind": "Pod",
         "metadata": {
             "creationTimestamp": "2026-11-01T10:05:00Z",
-            "generateName": format!("{app}-7d9f8c6b5-"),
-            "labels": {"app": app, "pod-template-hash": "7d9f8c6b5"},
-            "name": name,
-            "namespace": format!("ns-{}", (node * per_node + j) % 20),
-            "ownerReferences": [{"apiVersion": "apps/v1", "blockOwnerDeletion": true, "controller": true,
-                "kind": "ReplicaSet", "name": format!("{app}-7d9f8c6b5"), "uid": format!("00000000-0000-4000-9000-{:012}", (node * per_node + j) % 200)}],
-            "resourceVersion": format!("{}", 100000 + node * per_node + j),
-            "uid": format!("00000000-0000-4000-a000-{:012}", node * per_node + j)
+            "labels": {"app": app},
+            "name": format!("{app}-{node:05x}{j:03x}"),
+            "namespace": format!("ns-{}", n % 20),
+            "ownerReferences": [{"apiVersion": "apps/v1", "controller": true, "kind": "ReplicaSet",
+                "name": format!("{app}-7d9f8c6b5"), "uid": format!("00000000-0000-4000-9000-{:012}", n % 200)}],
+            "uid": format!("00000000-0000-4000-a000-{n:012}")
         },
         "spec": spec,
         "status": status
     })
+}
+
+fn node_name(i: usize) -> String {
+    format!(
+        "ip-10-{}-{}-{}.ec2.internal",
+        i / 65536,
+        (i / 256) % 256,
+        i % 256
+    )
 }
 
 /// One item, indented as an element of the List's `items`.
@@ -166,7 +140,7 @@ fn main() -> std::io::Result<()> {
     }
     for i in 0..nodes {
         for j in 0..per_node {
-            write_item(&mut out, &pod(i, nodes, j, per_node), nodes == 0)?;
+            write_item(&mut out, &pod(i, nodes, j, per_node), false)?;
         }
     }
     out.write_all(b"\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")?;
