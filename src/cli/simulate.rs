@@ -69,6 +69,8 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     let groups = crate::cloud::memory::MemoryConfig::load(node_groups)?;
     let settings = flags.rules.engine(&flags.expander)?;
     let mut sim = Simulation::new(&objects, &groups, &flags.expander.price_overrides()?)?;
+    // The simulation holds the model of every object: the Kubernetes objects are not needed again.
+    drop(objects);
     let pacing = Pacing {
         loops: flags.loops,
         scan_interval: flags.scan_interval.0,

@@ -40,6 +40,7 @@ mod run_volumes;
 mod simulate;
 mod simulate_drain;
 mod simulate_example;
+mod simulate_json;
 mod simulate_limits;
 mod simulate_templates;
 mod simulate_utilization;

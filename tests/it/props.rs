@@ -189,6 +189,21 @@ proptest! {
         let _ = ferroscale::k8s::documents::parse(&text, "dump.yaml");
     }
 
+    #[test]
+    fn json_dumps_never_panic(text in "[{\\[]\\PC{0,200}") {
+        let _ = ferroscale::k8s::documents::parse(&text, "dump.json");
+    }
+
+    /// JSON shaped like `kubectl get -o json`, with arbitrary scalars where values go.
+    #[test]
+    fn json_shaped_dumps_never_panic(a in "\\PC{0,12}", b in "[^\"\\\\]{0,12}", n in any::<i64>(), kind in "(Pod|Node|List|PodList|\\PC{0,6})") {
+        let a = serde_json::to_string(&a).unwrap();
+        let _ = ferroscale::k8s::documents::parse(
+            &format!(r#"{{"apiVersion": "v1", "items": [{{"kind": "{kind}", "metadata": {{"name": {a}}}, "spec": {{"containers": [{{"name": "c", "resources": {{"requests": {{"cpu": "{b}"}}}}}}], "priority": {n}}}, "status": {{"phase": {a}}}}}, {n}, {a}], "kind": "{kind}"}}"#),
+            "dump.json",
+        );
+    }
+
     /// YAML shaped like the files, with arbitrary scalars where values go.
     #[test]
     fn yaml_shaped_files_never_panic(a in "\\PC{0,12}", b in "\\PC{0,12}", n in any::<i64>()) {
