@@ -388,7 +388,7 @@ async fn main() {
             "--memory-config",
             config.to_str().expect("a UTF-8 path"),
         ],
-        "ferroscale=warn",
+        "ferroscale::grpc=warn",
     );
     let (grpc_port, http_port) = (server.grpc.port(), server.http.port());
     let ready = wait_ready(&mut server, http_port).await;
@@ -436,7 +436,11 @@ async fn main() {
     let open_secs: u64 = env_or("FERROSCALE_LOAD_OPEN_SECS", 5);
     for rate in env_or::<String>("FERROSCALE_LOAD_RATES", "1000,5000,10000".into())
         .split(',')
-        .map(|r| r.trim().parse::<u64>().expect("FERROSCALE_LOAD_RATES: comma-separated rates"))
+        .map(|r| {
+            r.trim()
+                .parse::<u64>()
+                .expect("FERROSCALE_LOAD_RATES: comma-separated rates")
+        })
     {
         errors += open_loop::round(&addr, &fixture, rate.max(1), open_secs).await;
     }
