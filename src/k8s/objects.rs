@@ -10,7 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
-use super::selectors::requirement;
+use super::selectors::{node_selector_terms, requirement};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
@@ -154,27 +154,15 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .map(|sel| {
-            sel.node_selector_terms
-                .iter()
-                .enumerate()
-                .map(|(t, term)| {
-                    term.match_expressions
-                        .iter()
-                        .flatten()
-                        .enumerate()
-                        .map(|(i, e)| {
-                            requirement(
-                                &e.key,
-                                &e.operator,
-                                &e.values,
-                                &at(&format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{t}].matchExpressions[{i}].operator")),
-                            )
-                        })
-                        .collect::<Result<Vec<_>>>()
-                })
-                .collect::<Result<Vec<_>>>()
+            node_selector_terms(
+                sel,
+                &at("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+            )
         })
         .transpose()?
         .unwrap_or_default();

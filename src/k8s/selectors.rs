@@ -1,6 +1,8 @@
 //! Label and node selector requirements from Kubernetes objects (pods' affinity, volumes' node
 //! affinity), below both converters so neither imports the other.
 
+use k8s_openapi::api::core::v1::NodeSelector;
+
 use crate::error::{Error, Result};
 use crate::model::workload::{Requirement, SelectorOp};
 
@@ -28,4 +30,31 @@ pub(crate) fn requirement(
         op: op(operator, field)?,
         values: values.clone().unwrap_or_default(),
     })
+}
+
+/// A required node selector as an OR of terms, each an AND of requirements; `field` names the selector
+/// (`spec.nodeAffinity.required`, with the object) in errors.
+pub(crate) fn node_selector_terms(
+    sel: &NodeSelector,
+    field: &str,
+) -> Result<Vec<Vec<Requirement>>> {
+    sel.node_selector_terms
+        .iter()
+        .enumerate()
+        .map(|(t, term)| {
+            term.match_expressions
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, e)| {
+                    requirement(
+                        &e.key,
+                        &e.operator,
+                        &e.values,
+                        &format!("{field}.nodeSelectorTerms[{t}].matchExpressions[{i}].operator"),
+                    )
+                })
+                .collect()
+        })
+        .collect()
 }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
-use super::selectors::requirement;
+use super::selectors::node_selector_terms;
 use crate::error::Result;
 use crate::model::volumes::{volume_zones, Claim, ClaimState, Wait};
 use crate::model::workload::{Requirement, SelectorOp};
@@ -177,29 +177,7 @@ fn bound(pv: &core::PersistentVolume, name: &str) -> Result<ClaimState> {
         .node_affinity
         .as_ref()
         .and_then(|a| a.required.as_ref())
-        .map(|sel| {
-            sel.node_selector_terms
-                .iter()
-                .enumerate()
-                .map(|(t, term)| {
-                    term.match_expressions
-                        .iter()
-                        .flatten()
-                        .enumerate()
-                        .map(|(i, e)| {
-                            requirement(
-                                &e.key,
-                                &e.operator,
-                                &e.values,
-                                &at(&format!(
-                                    "spec.nodeAffinity.required.nodeSelectorTerms[{t}].matchExpressions[{i}].operator"
-                                )),
-                            )
-                        })
-                        .collect::<Result<Vec<_>>>()
-                })
-                .collect::<Result<Vec<_>>>()
-        })
+        .map(|sel| node_selector_terms(sel, &at("spec.nodeAffinity.required")))
         .transpose()?
         .unwrap_or_default();
     let driver = if let Some(csi) = &spec.csi {

@@ -293,3 +293,37 @@ fn a_template_copied_from_a_real_node_keeps_its_attach_limit() {
     let r = sim(&cluster, &groups).step(&by_price(), &pacing());
     assert_eq!(ups(&r), vec![("b", 1)], "{r:?}");
 }
+
+#[test]
+fn a_bad_operator_in_a_volume_or_pod_node_affinity_is_named() {
+    use ferroscale::cloud::memory::MemoryConfig;
+    use ferroscale::k8s::documents;
+    use ferroscale::pricing::PriceOverrides;
+    use ferroscale::simulate::Simulation;
+
+    let error = |cluster: &[String]| {
+        let objects = documents::parse(&cluster.join("---\n"), "cluster.yaml").unwrap();
+        Simulation::new(
+            &objects,
+            &MemoryConfig::parse(ZONED).unwrap(),
+            &PriceOverrides::default(),
+        )
+        .err()
+        .expect("refused")
+        .to_string()
+    };
+    let mut cluster = vec![pod_with_claim("db-0", "1", None, "data-0")];
+    cluster.extend(bound_volume("data-0", "us-east-1a"));
+    cluster[1] = cluster[1].replace("operator: In", "operator: Near");
+    let e = error(&cluster);
+    assert!(
+        e.contains("persistentvolume pv-data-0: spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator"),
+        "{e}"
+    );
+    let affinity = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n        - matchExpressions: [{key: zone, operator: Near, values: [a]}]\n";
+    let e = error(&[pod("shop", "web", "1", "1Gi", None, affinity)]);
+    assert!(
+        e.contains("pod shop/web: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"),
+        "{e}"
+    );
+}
