@@ -10,7 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
-use super::selectors::{node_selector_terms, requirement};
+use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
@@ -52,20 +52,13 @@ fn effect(e: &str, field: &str) -> Result<TaintEffect> {
 pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelector> {
     Ok(LabelSelector {
         match_labels: s.match_labels.clone().unwrap_or_default(),
-        requirements: s
-            .match_expressions
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, e)| {
-                requirement(
-                    &e.key,
-                    &e.operator,
-                    &e.values,
-                    &format!("{field}.matchExpressions[{i}].operator"),
-                )
-            })
-            .collect::<Result<_>>()?,
+        requirements: requirements(
+            s.match_expressions
+                .iter()
+                .flatten()
+                .map(|e| (&e.key, &e.operator, &e.values)),
+            field,
+        )?,
     })
 }
 

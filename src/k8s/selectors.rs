@@ -19,7 +19,7 @@ fn op(o: &str, field: &str) -> Result<SelectorOp> {
 }
 
 /// One label or node selector requirement; `field` names the operator in errors.
-pub(crate) fn requirement(
+fn requirement(
     key: &str,
     operator: &str,
     values: &Option<Vec<String>>,
@@ -42,19 +42,31 @@ pub(crate) fn node_selector_terms(
         .iter()
         .enumerate()
         .map(|(t, term)| {
-            term.match_expressions
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, e)| {
-                    requirement(
-                        &e.key,
-                        &e.operator,
-                        &e.values,
-                        &format!("{field}.nodeSelectorTerms[{t}].matchExpressions[{i}].operator"),
-                    )
-                })
-                .collect()
+            requirements(
+                term.match_expressions
+                    .iter()
+                    .flatten()
+                    .map(|e| (&e.key, &e.operator, &e.values)),
+                &format!("{field}.nodeSelectorTerms[{t}]"),
+            )
+        })
+        .collect()
+}
+
+/// The `matchExpressions` of a label or node selector (`field` names the selector or term in errors).
+pub(crate) fn requirements<'a>(
+    expressions: impl Iterator<Item = (&'a String, &'a String, &'a Option<Vec<String>>)>,
+    field: &str,
+) -> Result<Vec<Requirement>> {
+    expressions
+        .enumerate()
+        .map(|(i, (key, operator, values))| {
+            requirement(
+                key,
+                operator,
+                values,
+                &format!("{field}.matchExpressions[{i}].operator"),
+            )
         })
         .collect()
 }
