@@ -114,7 +114,7 @@ fn anti_affinity_5000(bencher: divan::Bencher) {
 struct Cluster {
     nodes: Vec<Node>,
     node_groups: HashMap<String, String>,
-    pods: Vec<Pod>,
+    pods: Vec<std::sync::Arc<Pod>>,
     groups: Vec<Arc<NodeGroup>>,
 }
 
@@ -153,17 +153,20 @@ fn cluster(nodes: usize, per_node: usize, cpu: i64, pending: usize) -> Cluster {
             let mut p = pod(format!("bound-{n}-{k}"), "bound", cpu, 64 * MIB);
             p.node_name = Some(name.clone());
             p.meta.unschedulable = false;
-            out.pods.push(p);
+            out.pods.push(p.into());
         }
     }
     for i in 0..pending {
         let app = format!("web-{}", i % 5);
-        out.pods.push(pod(
-            format!("{app}-{i}"),
-            &app,
-            250 * (1 + (i % 5) as i64),
-            512 * MIB,
-        ));
+        out.pods.push(
+            pod(
+                format!("{app}-{i}"),
+                &app,
+                250 * (1 + (i % 5) as i64),
+                512 * MIB,
+            )
+            .into(),
+        );
     }
     out
 }
@@ -230,12 +233,14 @@ fn zoned_spread(nodes: usize, pending: usize) -> Cluster {
         },
     };
     for p in c.pods.iter_mut().filter(|p| p.name.ends_with("-0")) {
-        p.labels.insert("app".into(), "web".into());
+        std::sync::Arc::make_mut(p)
+            .labels
+            .insert("app".into(), "web".into());
     }
     for i in 0..pending {
         let mut p = pod(format!("web-{i}"), "web", 500, 512 * MIB);
         p.spread.push(spread.clone());
-        c.pods.push(p);
+        c.pods.push(p.into());
     }
     c
 }

@@ -115,7 +115,7 @@ pub struct LoopReport {
 pub struct Simulation {
     nodes: Vec<Node>,
     node_groups: HashMap<String, String>,
-    pods: Vec<Pod>,
+    pods: Vec<Arc<Pod>>,
     pdbs: Vec<Pdb>,
     daemon_pods: Vec<Pod>,
     cloud: MemoryCloud,
@@ -211,7 +211,7 @@ impl Simulation {
         Ok(Simulation {
             nodes,
             node_groups,
-            pods,
+            pods: pods.into_iter().map(Arc::new).collect(),
             pdbs,
             daemon_pods,
             cloud,
@@ -267,7 +267,7 @@ impl Simulation {
                 info.add(&p);
                 started.push(p);
             }
-            self.pods.extend(started);
+            self.pods.extend(started.into_iter().map(Arc::new));
             self.node_groups.insert(name, group);
             self.nodes.push(node);
         }
@@ -285,7 +285,7 @@ impl Simulation {
             .collect();
         for p in &self.pods {
             if let Some(&i) = p.node_name.as_ref().and_then(|n| index.get(n)) {
-                infos[i].add(p);
+                infos[i].add(Arc::clone(p));
             }
         }
         let mut pending: Vec<usize> = (0..self.pods.len())
@@ -294,11 +294,11 @@ impl Simulation {
         pending.sort_by_key(|&i| (-self.pods[i].meta.priority, self.pods[i].meta.created));
         let ready: Vec<bool> = self.nodes.iter().map(|n| n.ready).collect();
         let placed = {
-            let pods: Vec<&Pod> = pending.iter().map(|&i| &self.pods[i]).collect();
+            let pods: Vec<&Pod> = pending.iter().map(|&i| &*self.pods[i]).collect();
             first_fit(&pods, &mut infos, |n| ready[n])
         };
         for (i, at) in pending.into_iter().zip(placed) {
-            let p = &mut self.pods[i];
+            let p = Arc::make_mut(&mut self.pods[i]);
             match at {
                 Some(n) => {
                     p.node_name = Some(self.nodes[n].name.clone());
@@ -428,7 +428,7 @@ impl Simulation {
             });
             for p in &mut self.pods {
                 if p.node_name.as_deref() == Some(down.node.as_str()) {
-                    p.node_name = None;
+                    Arc::make_mut(p).node_name = None;
                 }
             }
             report.scale_down.push(ScaleDownReport {

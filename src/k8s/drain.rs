@@ -22,6 +22,17 @@ const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
 /// Attempts at a taint patch when other writers change the node meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
 
+/// A pod to evict, as the loop's index keeps it.
+#[derive(Debug, Clone)]
+pub struct Evictee {
+    pub namespace: String,
+    pub name: String,
+    /// This incarnation of the pod: one recreated under the same name is not waited for.
+    pub uid: Option<String>,
+    /// `spec.terminationGracePeriodSeconds`.
+    pub grace_period: Option<i64>,
+}
+
 /// Upstream's drain flags.
 #[derive(Debug, Clone)]
 pub struct DrainSettings {
@@ -97,17 +108,14 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
 /// `fence` is checked before every attempt: a replica that lost its Lease evicts nothing more.
 pub async fn evict(
     client: &Client,
-    pod: &Pod,
+    pod: &Evictee,
     settings: &DrainSettings,
     fence: &Fence,
 ) -> Result<()> {
-    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let (namespace, name) = (pod.namespace.as_str(), pod.name.as_str());
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let grace = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds)
+        .grace_period
         .unwrap_or(30)
         .min(settings.max_graceful_termination.as_secs() as i64);
     let params = EvictParams {
@@ -142,7 +150,7 @@ pub async fn evict(
         tokio::time::sleep(settings.retry()).await;
     }
     // Evicted: wait for the pod (this incarnation of it) to be deleted.
-    let uid = pod.metadata.uid.clone();
+    let uid = pod.uid.clone();
     let deadline = Duration::from_secs(grace.max(0) as u64) + TERMINATION_HEADROOM;
     let waited = Instant::now();
     loop {

@@ -4,8 +4,10 @@
 //! (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the priority expander's
 //! ConfigMap (`priorities`).
 
+pub mod converted;
 pub mod documents;
 pub mod drain;
+pub mod index;
 pub mod lease;
 pub mod objects;
 pub mod owners;

@@ -10,13 +10,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::model::workload::Pod;
 
-/// Sets the `owner_replicas` of each pod owned by one of these ReplicaSets or ReplicationControllers (by
-/// namespace, kind and name) to its `spec.replicas`, for `--min-replica-count`.
-pub fn set_owner_replicas<'a>(
-    pods: &mut [Pod],
+/// (namespace, kind, name) of a controller → its `spec.replicas`.
+pub type Replicas = BTreeMap<(String, String, String), i32>;
+
+/// The replicas of these ReplicaSets and ReplicationControllers, by namespace, kind and name.
+pub fn replicas<'a>(
     replicasets: impl IntoIterator<Item = &'a ReplicaSet>,
     controllers: impl IntoIterator<Item = &'a core::ReplicationController>,
-) {
+) -> Replicas {
     let key = |kind: &str, m: &meta::ObjectMeta| {
         (
             m.namespace.clone().unwrap_or_else(|| "default".into()),
@@ -24,7 +25,7 @@ pub fn set_owner_replicas<'a>(
             m.name.clone().unwrap_or_default(),
         )
     };
-    let replicas: BTreeMap<(String, String, String), i32> = replicasets
+    replicasets
         .into_iter()
         .filter_map(|r| Some((key("ReplicaSet", &r.metadata), r.spec.replicas?)))
         .chain(controllers.into_iter().filter_map(|r| {
@@ -33,14 +34,29 @@ pub fn set_owner_replicas<'a>(
                 r.spec.as_ref()?.replicas?,
             ))
         }))
-        .collect();
+        .collect()
+}
+
+/// Sets a pod's `owner_replicas` from `replicas` (None when its controller is not among them).
+pub fn set_replicas(p: &mut Pod, replicas: &Replicas) {
+    if let (Some(kind), Some(name)) = (&p.meta.controller, &p.meta.controller_name) {
+        let k = (p.namespace.clone(), kind.clone(), name.clone());
+        p.meta.owner_replicas = replicas.get(&k).copied();
+    }
+}
+
+/// Sets the `owner_replicas` of each pod owned by one of these ReplicaSets or ReplicationControllers (by
+/// namespace, kind and name) to its `spec.replicas`, for `--min-replica-count`.
+pub fn set_owner_replicas<'a>(
+    pods: &mut [Pod],
+    replicasets: impl IntoIterator<Item = &'a ReplicaSet>,
+    controllers: impl IntoIterator<Item = &'a core::ReplicationController>,
+) {
+    let replicas = replicas(replicasets, controllers);
     if replicas.is_empty() {
         return;
     }
     for p in pods {
-        if let (Some(kind), Some(name)) = (&p.meta.controller, &p.meta.controller_name) {
-            let k = (p.namespace.clone(), kind.clone(), name.clone());
-            p.meta.owner_replicas = replicas.get(&k).copied();
-        }
+        set_replicas(p, &replicas);
     }
 }

@@ -28,6 +28,24 @@ fn csi_name(plugin: &str) -> &str {
     }
 }
 
+/// The names of the claims a pod mounts, each once: `persistentVolumeClaim` volumes and generic
+/// ephemeral volumes (whose claim is named `<pod>-<volume>`).
+pub fn claim_names(pod: &core::Pod) -> Vec<String> {
+    let pod_name = name_of(&pod.metadata);
+    let mut out: Vec<String> = Vec::new();
+    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        let claim = match (&v.persistent_volume_claim, &v.ephemeral) {
+            (Some(c), _) => c.claim_name.clone(),
+            (None, Some(_)) => format!("{pod_name}-{}", v.name),
+            (None, None) => continue,
+        };
+        if !out.contains(&claim) {
+            out.push(claim);
+        }
+    }
+    out
+}
+
 /// The storage objects of a cluster, indexed for resolving pods' claims.
 #[derive(Debug, Default)]
 pub struct Storage<'a> {
@@ -103,22 +121,20 @@ impl<'a> Storage<'a> {
     /// claim is named `<pod>-<volume>`), resolved.
     pub fn claims_of(&self, pod: &core::Pod) -> Result<Vec<Claim>> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let pod_name = name_of(&pod.metadata);
-        let mut out: Vec<Claim> = Vec::new();
-        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-            let claim = match (&v.persistent_volume_claim, &v.ephemeral) {
-                (Some(c), _) => c.claim_name.clone(),
-                (None, Some(_)) => format!("{pod_name}-{}", v.name),
-                (None, None) => continue,
-            };
-            let key = format!("{ns}/{claim}");
-            if out.iter().any(|c| c.key == key) {
-                continue;
-            }
-            let state = self.resolve(ns, &claim)?;
-            out.push(Claim { key, state });
-        }
-        Ok(out)
+        self.resolve_claims(ns, &claim_names(pod))
+    }
+
+    /// Claims of namespace `ns` by name ([`claim_names`]), resolved.
+    pub fn resolve_claims(&self, ns: &str, names: &[String]) -> Result<Vec<Claim>> {
+        names
+            .iter()
+            .map(|claim| {
+                Ok(Claim {
+                    key: format!("{ns}/{claim}"),
+                    state: self.resolve(ns, claim)?,
+                })
+            })
+            .collect()
     }
 
     fn resolve(&self, ns: &str, name: &str) -> Result<ClaimState> {

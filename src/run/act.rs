@@ -1,11 +1,10 @@
 //! Carrying one loop's decisions out: instances given up, scale-ups, NotTriggerScaleUp events, node
 //! removals started in the background, and the clean-up of deletion taints a previous leader left.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
+use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::Api;
 use kube::runtime::events::EventType;
 
@@ -14,33 +13,24 @@ use super::removal::{DrainContext, Removal};
 use super::{Runner, NOT_TRIGGERED_REPEAT};
 use crate::engine::Decisions;
 use crate::error::Result;
-use crate::k8s::drain;
+use crate::k8s::drain::{self, Evictee};
+use crate::k8s::index::Index;
 
 impl Runner {
     /// Carries the decisions out. Every mutation first checks this replica still leads. A failed
     /// scale-up is logged, recorded and returned after everything else was tried, so one bad group does
     /// not stop the others; a failed clean-up (instances, capacity given up) is logged and tried again
     /// by a later loop, never a loop error.
-    pub(super) async fn act(
-        &mut self,
-        d: &Decisions,
-        pods: &[Arc<KubePod>],
-        nodes: &[Arc<KubeNode>],
-        now: i64,
-    ) -> Result<()> {
+    pub(super) async fn act(&mut self, d: &Decisions, index: &Index, now: i64) -> Result<()> {
         let mut first_error = None;
-        let pod_by_key: HashMap<String, &Arc<KubePod>> = pods
-            .iter()
-            .map(|p| {
-                (
-                    crate::model::workload::pod_key(
-                        p.metadata.namespace.as_deref().unwrap_or("default"),
-                        p.metadata.name.as_deref().unwrap_or_default(),
-                    ),
-                    p,
-                )
+        let evictee = |key: &str| {
+            index.pods.get(key).map(|(p, x)| Evictee {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                uid: x.uid.clone(),
+                grace_period: p.meta.grace_period,
             })
-            .collect();
+        };
 
         // Instances that failed or never registered.
         let mut by_group: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -99,9 +89,9 @@ impl Runner {
                         from + s.delta,
                         max
                     );
-                    for p in s.pods.iter().filter_map(|k| pod_by_key.get(k)) {
+                    for p in s.pods.iter().filter_map(|k| evictee(k)) {
                         self.events.send(
-                            pod_ref(p),
+                            pod_ref(&p),
                             EventType::Normal,
                             "TriggeredScaleUp",
                             note.clone(),
@@ -128,9 +118,9 @@ impl Runner {
                 Some((r, at)) => r != reason || now - at >= NOT_TRIGGERED_REPEAT,
                 None => true,
             };
-            if let (true, Some(p)) = (repeat, pod_by_key.get(key)) {
+            if let (true, Some(p)) = (repeat, evictee(key)) {
                 self.events.send(
-                    pod_ref(p),
+                    pod_ref(&p),
                     EventType::Normal,
                     "NotTriggerScaleUp",
                     format!("pod didn't trigger scale-up: {reason}"),
@@ -155,25 +145,15 @@ impl Runner {
             outcomes: self.outcomes.clone(),
         };
         for s in &d.scale_down {
-            let node = nodes
-                .iter()
-                .find(|n| n.metadata.name.as_deref() == Some(s.node.as_str()));
-            let Some(node) = node else { continue };
-            let provider_id = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.provider_id.clone())
-                .unwrap_or_default();
+            let Some((node, extra)) = index.nodes.get(&s.node) else {
+                continue;
+            };
             let removal = Removal {
                 node: s.node.clone(),
-                uid: node.metadata.uid.clone(),
+                uid: extra.uid.clone(),
                 group: s.group.clone(),
-                provider_id,
-                pods: s
-                    .evict
-                    .iter()
-                    .filter_map(|k| pod_by_key.get(k).map(|p| Arc::clone(p)))
-                    .collect(),
+                provider_id: node.provider_id.clone(),
+                pods: s.evict.iter().filter_map(|k| evictee(k)).collect(),
                 left: s.left.clone(),
                 reason: s.reason.clone(),
             };
@@ -201,28 +181,34 @@ impl Runner {
 
     /// Takes the deletion taint off every node that has it: left by a replica that stopped mid-drain (or
     /// by a leader before this one), as upstream cleans up when it starts acting. Not in dry-run.
-    pub async fn clean_stale_taints(&self) {
+    pub async fn clean_stale_taints(&mut self) {
         if self.run.dry_run || self.fence.check("untainting").is_err() {
             return;
         }
+        self.index.update(&self.watches);
         let api: Api<KubeNode> = Api::all(self.client.clone());
         let in_flight = self
             .in_flight
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        for n in self.watches.nodes.state() {
-            let tainted = n
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_ref())
-                .is_some_and(|ts| ts.iter().any(|t| t.key == crate::labels::TO_BE_DELETED));
-            let name = n.metadata.name.clone().unwrap_or_default();
-            if tainted && !in_flight.contains_key(&name) {
-                match drain::set_deletion_taint(&api, &name, false, 0).await {
-                    Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
-                    Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
-                }
+        let tainted: Vec<String> = self
+            .index
+            .nodes
+            .items()
+            .iter()
+            .filter(|n| {
+                n.taints
+                    .iter()
+                    .any(|t| t.key == crate::labels::TO_BE_DELETED)
+            })
+            .map(|n| n.name.clone())
+            .filter(|name| !in_flight.contains_key(name))
+            .collect();
+        for name in tainted {
+            match drain::set_deletion_taint(&api, &name, false, 0).await {
+                Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
+                Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Events on pods and nodes (events.k8s.io/v1 through kube's Recorder), queued for a background
 //! writer so the loop never waits on the API for them.
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod as KubePod};
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use crate::k8s::drain::Evictee;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Client;
 use tokio::sync::mpsc;
@@ -69,13 +71,13 @@ impl Events {
     }
 }
 
-pub(super) fn pod_ref(p: &KubePod) -> ObjectReference {
+pub(super) fn pod_ref(p: &Evictee) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
-        name: p.metadata.name.clone(),
-        namespace: p.metadata.namespace.clone(),
-        uid: p.metadata.uid.clone(),
+        name: Some(p.name.clone()),
+        namespace: Some(p.namespace.clone()),
+        uid: p.uid.clone(),
         ..Default::default()
     }
 }

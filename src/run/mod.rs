@@ -29,11 +29,10 @@ use crate::engine::reasons::{Doubt, Pending};
 use crate::engine::{run_once, Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
+use crate::k8s::index::{Index, Updated};
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
-use crate::k8s::objects::Inputs;
 use crate::k8s::priorities::PriorityWatch;
 use crate::k8s::status::{self, Status};
-use crate::k8s::volumes::Storage;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
@@ -70,6 +69,10 @@ pub struct Runner {
     cloud: Arc<dyn Cloud>,
     client: Client,
     watches: Watches,
+    /// The cluster as the watches delivered it, converted (brought up to date at each loop's start).
+    index: Index,
+    /// What the last loop's index update did.
+    last_update: Updated,
     settings: Settings,
     run: RunSettings,
     memory: Memory,
@@ -113,6 +116,8 @@ impl Runner {
             cloud,
             client,
             watches,
+            index: Index::default(),
+            last_update: Updated::default(),
             settings,
             run,
             memory: Memory::default(),
@@ -151,6 +156,19 @@ impl Runner {
 
     fn observe(&self, function: &'static str, since: Instant) {
         self.record.observe(function, since.elapsed());
+    }
+
+    /// Nodes and pods in the index (pods that finished are not).
+    pub fn indexed(&self) -> (usize, usize) {
+        (
+            self.index.nodes.items().len(),
+            self.index.pods.items().len(),
+        )
+    }
+
+    /// What the last loop's index update did: watch events applied, claims resolved.
+    pub fn last_update(&self) -> Updated {
+        self.last_update
     }
 
     /// The last status written (or computed, in dry-run).
@@ -201,49 +219,37 @@ impl Runner {
         self.observe("cloudProviderRefresh", t);
 
         let t = Instant::now();
+        let mut index = std::mem::take(&mut self.index);
+        let updated = index.update(&self.watches);
+        self.last_update = updated;
+        self.observe("updateClusterState", t);
+        let result = self.decide_and_act(&index, now).await;
+        self.index = index;
+        tracing::debug!(
+            took_ms = started.elapsed().as_secs_f64() * 1e3,
+            changes = updated.changes,
+            claims_resolved = updated.claims_resolved,
+            "loop done"
+        );
+        self.observe("main", started);
+        let decisions = result?;
+        self.health.success(now);
+        self.record.activity("autoscaling", now);
+        Ok(decisions)
+    }
+
+    /// The loop from the index on: the engine's decisions, carried out unless in dry-run, then the
+    /// status and the report.
+    async fn decide_and_act(&mut self, index: &Index, now: i64) -> Result<Decisions> {
         let snapshot = self.cloud.snapshot();
         let groups: Vec<_> = snapshot.groups().cloned().collect();
-        let (nodes, pods) = (self.watches.nodes.state(), self.watches.pods.state());
-        let (pdbs, daemonsets) = (self.watches.pdbs.state(), self.watches.daemonsets.state());
-        let (claims, volumes) = (self.watches.claims.state(), self.watches.volumes.state());
-        let (classes, csinodes) = (self.watches.classes.state(), self.watches.csinodes.state());
-        let storage = Storage::new(
-            claims.iter().map(AsRef::as_ref),
-            volumes.iter().map(AsRef::as_ref),
-            classes.iter().map(AsRef::as_ref),
-            csinodes.iter().map(AsRef::as_ref),
-        );
         // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
         // makes its node look emptier, a node left out makes its instance look unregistered.
-        let mut unreadable: (usize, String) = (0, String::new());
-        let mut inputs = Inputs::convert(
-            nodes.iter().map(AsRef::as_ref),
-            pods.iter().map(AsRef::as_ref),
-            pdbs.iter().map(AsRef::as_ref),
-            daemonsets.iter().map(AsRef::as_ref),
-            &storage,
-            |e| {
-                tracing::warn!(error = %e, "object left out of the loop; no scale-down");
-                if unreadable.0 == 0 {
-                    unreadable.1 = e.to_string();
-                }
-                unreadable.0 += 1;
-                Ok(())
-            },
-        )?;
-        if let Some((rs, rc)) = &self.watches.owners {
-            let (rs, rc) = (rs.state(), rc.state());
-            crate::k8s::owners::set_owner_replicas(
-                &mut inputs.pods,
-                rs.iter().map(AsRef::as_ref),
-                rc.iter().map(AsRef::as_ref),
-            );
-        }
         let mut doubts = self.watches.doubts();
-        if unreadable.0 > 0 {
+        if let (count @ 1.., first) = index.unreadable() {
             doubts.push(Doubt::Unreadable {
-                count: unreadable.0,
-                first: unreadable.1,
+                count,
+                first: first.unwrap_or_default().to_string(),
             });
         }
         let removing = self
@@ -251,8 +257,9 @@ impl Runner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let node_groups: HashMap<String, String> = inputs
+        let node_groups: HashMap<String, String> = index
             .nodes
+            .items()
             .iter()
             .filter_map(|n| {
                 snapshot
@@ -261,16 +268,15 @@ impl Runner {
             })
             .collect();
         let world = World {
-            nodes: &inputs.nodes,
+            nodes: index.nodes.items(),
             node_groups: &node_groups,
-            pods: &inputs.pods,
-            pdbs: &inputs.pdbs,
-            daemon_pods: &inputs.daemon_pods,
+            pods: index.pods.items(),
+            pdbs: index.pdbs.items(),
+            daemon_pods: index.daemon_pods.items(),
             groups: &groups,
             removing: &removing,
             doubts: &doubts,
         };
-        self.observe("updateClusterState", t);
 
         if let Some(tiers) = &self.priorities {
             self.settings.priorities = tiers.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -293,10 +299,12 @@ impl Runner {
             &crate::time::MONOTONIC,
         );
         self.observe("engine", t);
+        let engine_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
         let result = if self.run.dry_run {
             Ok(())
         } else {
-            self.act(&decisions, &pods, &nodes, now).await
+            self.act(&decisions, index, now).await
         };
         // The status shows the groups as the loop left them.
         let groups: Vec<_> = self.cloud.snapshot().groups().cloned().collect();
@@ -313,13 +321,17 @@ impl Runner {
             self.status.as_ref(),
         );
         self.report(&decisions, &status, groups.len());
+        let status_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
         self.write_status(&status).await;
         self.status = Some(status);
-        self.observe("main", started);
-        result?;
-        self.health.success(now);
-        self.record.activity("autoscaling", now);
-        Ok(decisions)
+        tracing::debug!(
+            engine_ms,
+            act_and_status_ms = status_ms,
+            write_status_ms = t.elapsed().as_secs_f64() * 1e3,
+            "loop phases"
+        );
+        result.map(|()| decisions)
     }
 
     /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.

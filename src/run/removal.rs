@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{Node as KubeNode, Pod as KubePod};
+use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::Api;
 use kube::runtime::events::EventType;
 use kube::Client;
@@ -41,7 +41,7 @@ pub(super) struct Removal {
     pub(super) uid: Option<String>,
     pub(super) group: String,
     pub(super) provider_id: String,
-    pub(super) pods: Vec<Arc<KubePod>>,
+    pub(super) pods: Vec<drain::Evictee>,
     /// Pods (`namespace/name`) that go down with the node unevicted: expendable ones and those
     /// terminating past their grace period.
     pub(super) left: Vec<String>,
@@ -93,7 +93,7 @@ impl DrainContext {
             // A pod bound to the node after the decision (before the taint took) would be killed
             // without eviction: read the node's pods again, and stop if one is left.
             let evicted: HashSet<Option<&str>> =
-                r.pods.iter().map(|p| p.metadata.uid.as_deref()).collect();
+                r.pods.iter().map(|p| p.uid.as_deref()).collect();
             let left: Vec<String> = drain::pods_on(&self.client, &r.node)
                 .await?
                 .iter()

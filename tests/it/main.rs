@@ -32,6 +32,7 @@ mod props;
 mod resize;
 mod run;
 mod run_aws;
+mod run_index;
 mod run_leadership;
 mod run_owners;
 mod run_priorities;

@@ -161,8 +161,8 @@ impl Harness {
     /// Waits until the watches have seen `n` nodes and `p` pods.
     pub(crate) async fn synced(&self, n: usize, p: usize) {
         for _ in 0..200 {
-            if self.watches.nodes.state().len() == n
-                && self.watches.pods.state().len() == p
+            if self.watches.nodes.len() == n
+                && self.watches.pods.len() == p
                 && self.watches.doubts().is_empty()
             {
                 return;
@@ -409,6 +409,7 @@ async fn a_drain_the_budget_never_allows_untaints_and_keeps_the_node() {
     );
     // The failure pauses scale-down for --scale-down-delay-after-failure (3m), even once the budget
     // allows a disruption again.
+    let pdb_events = h.watches.pdbs.events();
     h.api.update(
         PDBS,
         "default",
@@ -417,11 +418,7 @@ async fn a_drain_the_budget_never_allows_untaints_and_keeps_the_node() {
     );
     h.synced(2, 2).await;
     for _ in 0..200 {
-        let allowed = h.watches.pdbs.state()[0]
-            .status
-            .as_ref()
-            .and_then(|s| s.disruptions_allowed);
-        if allowed == Some(1) {
+        if h.watches.pdbs.events() > pdb_events {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;

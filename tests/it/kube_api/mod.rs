@@ -63,6 +63,7 @@ pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 
 mod eviction;
+mod list;
 mod rbac;
 mod wire;
 
@@ -302,7 +303,7 @@ impl KubeApi {
             (Method::GET, None, _) if q.get("watch").map(String::as_str) == Some("true") => {
                 self.watch(&t, &q)
             }
-            (Method::GET, None, _) => self.list_response(&t, q.get("fieldSelector")),
+            (Method::GET, None, _) => self.list_response(&t, &q),
             (Method::GET, Some(name), None) => match self.get(&t.collection, &t.namespace, name) {
                 Some(v) => json_response(200, &v),
                 None => status(
@@ -391,27 +392,6 @@ impl KubeApi {
             obj["metadata"]["namespace"] = json!(t.namespace);
         }
         self.put(&t.collection, obj)
-    }
-
-    fn list_response(&self, t: &Target, fields: Option<&String>) -> Response {
-        let s = self.store.lock().unwrap();
-        let items: Vec<Value> = s
-            .objects
-            .iter()
-            .filter(|((c, ns, _), v)| {
-                *c == t.collection
-                    && (t.namespace.is_empty() || *ns == t.namespace)
-                    && fields_match(v, fields)
-            })
-            .map(|(_, v)| v.clone())
-            .collect();
-        let body = json!({
-            "kind": format!("{}List", kind_of(&t.collection)),
-            "apiVersion": api_version_of(&t.collection),
-            "metadata": { "resourceVersion": s.rv.to_string() },
-            "items": items,
-        });
-        json_response(200, &body)
     }
 
     /// Events of the collection after `resourceVersion`, then live ones, one JSON object per line.

@@ -4,6 +4,7 @@
 //! pending and every node kept (`reasons`). Shared by `ferroscale run` and `ferroscale simulate`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::cleanup::cleanup_instances;
 use super::context::{group_templates, new_node, Ctx, World};
@@ -61,7 +62,7 @@ pub fn run_once(
 
     // Existing nodes with their pods, then the nodes asked for but not registered yet.
     let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
-    let index: HashMap<&str, usize> = world
+    let index: foldhash::HashMap<&str, usize> = world
         .nodes
         .iter()
         .enumerate()
@@ -69,7 +70,7 @@ pub fn run_once(
         .collect();
     for p in world.pods {
         if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-            infos[i].add(p);
+            infos[i].add(Arc::clone(p));
         }
     }
     let existing = infos.len();

@@ -20,7 +20,7 @@ pub struct World<'a> {
     /// Node name → id of the group it belongs to (nodes of no group are kept and never scaled).
     pub node_groups: &'a HashMap<String, String>,
     /// Every live pod, bound or pending.
-    pub pods: &'a [Pod],
+    pub pods: &'a [Arc<Pod>],
     pub pdbs: &'a [Pdb],
     /// The pods DaemonSets would start on a new node.
     pub daemon_pods: &'a [Pod],
@@ -74,7 +74,8 @@ pub(super) fn group_templates(
             *e = n;
         }
     }
-    let chosen: HashMap<&str, &str> = best.iter().map(|(g, n)| (n.name.as_str(), *g)).collect();
+    let chosen: foldhash::HashMap<&str, &str> =
+        best.iter().map(|(g, n)| (n.name.as_str(), *g)).collect();
     let mut bound: HashMap<&str, Vec<&Pod>> = HashMap::new();
     for p in world.pods {
         if let Some(&g) = p.node_name.as_deref().and_then(|n| chosen.get(n)) {
@@ -129,7 +130,7 @@ pub(super) fn new_node(ctx: &Ctx, group: &NodeGroup, name: &str) -> NodeInfo {
     match &t.pods {
         Some(pods) => {
             for p in pods.iter() {
-                info.add(&Pod {
+                info.add(Pod {
                     node_name: Some(name.into()),
                     ..p.clone()
                 });
@@ -138,7 +139,7 @@ pub(super) fn new_node(ctx: &Ctx, group: &NodeGroup, name: &str) -> NodeInfo {
         None => {
             for d in ctx.world.daemon_pods {
                 if fits(d, &[], &info).is_ok() {
-                    info.add(d);
+                    info.add(d.clone());
                 }
             }
         }

@@ -152,7 +152,7 @@ pub fn estimate_within(
                 }
             };
             if keep_pods {
-                nodes[n].add(pod);
+                nodes[n].add(pod.clone());
             } else {
                 nodes[n].add_counted(pod);
             }

@@ -5,6 +5,7 @@
 //! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, ScaleDown};
@@ -29,7 +30,7 @@ struct Drained {
 
 /// The drain of `pods`, or the pod that forbids it. Expendable pods are left out of the drain as
 /// upstream leaves them out of its simulation: they go down with the node.
-fn drain(pods: &[Pod], ctx: &Ctx) -> Result<Drained, Blocker> {
+fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
     let s = ctx.settings;
     let mut d = Drained::default();
     for p in pods {
@@ -40,7 +41,7 @@ fn drain(pods: &[Pod], ctx: &Ctx) -> Result<Drained, Blocker> {
         match drainability(p, ctx.world.pdbs, s, ctx.now) {
             Drain::Move => d.movable.push(Pod {
                 node_name: None,
-                ..p.clone()
+                ..(**p).clone()
             }),
             Drain::Stay if !p.node_bound() => d.left.push(p.key()),
             Drain::Stay => {}
@@ -101,7 +102,10 @@ fn place_elsewhere(
             }
         });
         match target {
-            Some(j) => changed.entry(j).or_insert_with(|| infos[j].clone()).add(p),
+            Some(j) => changed
+                .entry(j)
+                .or_insert_with(|| infos[j].clone())
+                .add(p.clone()),
             None => {
                 return Err(Unremovable::NoPlaceFor {
                     pod: p.key(),

@@ -139,20 +139,20 @@ mod tests {
     #[test]
     fn gpu_nodes_are_measured_by_gpu() {
         let mut n = node(2, false);
-        n.add(&pod(3500, 1, "Job"));
+        n.add(pod(3500, 1, "Job"));
         let u = utilization(&n, false, |_| true);
         assert_eq!((u.value, u.gpu), (0.5, true), "cpu at 0.875 does not count");
         // Labelled but its GPUs not exposed yet: unused.
         let mut n = node(0, true);
-        n.add(&pod(3500, 0, "Job"));
+        n.add(pod(3500, 0, "Job"));
         assert_eq!(utilization(&n, false, |_| true).value, 0.0);
     }
 
     #[test]
     fn daemonset_pods_leave_requests_and_allocatable_when_ignored() {
         let mut n = node(0, false);
-        n.add(&pod(1000, 0, "DaemonSet"));
-        n.add(&pod(1000, 0, "ReplicaSet"));
+        n.add(pod(1000, 0, "DaemonSet"));
+        n.add(pod(1000, 0, "ReplicaSet"));
         assert_eq!(utilization(&n, false, |_| true).value, 0.5);
         assert_eq!(utilization(&n, true, |_| true).value, 1.0 / 3.0);
         let none = utilization(&n, false, |p| {

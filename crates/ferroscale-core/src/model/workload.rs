@@ -67,6 +67,14 @@ impl HostPort {
     }
 }
 
+/// A copy of a pod shared from here on (places that keep pods hold them as `Arc`s, so sharing one
+/// never copies it again).
+impl From<&Pod> for std::sync::Arc<Pod> {
+    fn from(p: &Pod) -> Self {
+        std::sync::Arc::new(p.clone())
+    }
+}
+
 /// What a pod asks of the node it lands on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pod {

@@ -5,6 +5,7 @@
 use crate::labels;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::model::volumes::Wait;
 use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
@@ -22,7 +23,8 @@ pub struct NodeInfo {
     /// Sum of the placed pods' requests (`pods` counts them).
     pub requested: Resources,
     pub ports: Vec<HostPort>,
-    pub pods: Vec<Pod>,
+    /// Shared with the world and other simulations: placing a pod never copies it.
+    pub pods: Vec<Arc<Pod>>,
     /// Volumes attached by the placed pods: CSI driver → volume ids (a shared volume counts once).
     pub attached: BTreeMap<String, BTreeSet<String>>,
 }
@@ -39,9 +41,10 @@ impl NodeInfo {
     }
 
     /// Places a pod (no checks: call [`fits`] first).
-    pub fn add(&mut self, pod: &Pod) {
-        self.add_counted(pod);
-        self.pods.push(pod.clone());
+    pub fn add(&mut self, pod: impl Into<Arc<Pod>>) {
+        let pod = pod.into();
+        self.add_counted(&pod);
+        self.pods.push(pod);
     }
 
     /// Counts a pod's requests and ports without keeping the pod: for simulations where no check reads
@@ -376,7 +379,7 @@ pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
 pub fn repelling(nodes: &[NodeInfo]) -> Repel {
     nodes
         .iter()
-        .flat_map(|n| n.pods.iter().map(Repel::of))
+        .flat_map(|n| n.pods.iter().map(|p| Repel::of(p)))
         .max()
         .unwrap_or(Repel::None)
 }
@@ -431,7 +434,7 @@ pub fn first_fit(
             .find(|&n| fits_in(pod, nodes, &nodes[n], repels).is_ok());
         match found {
             Some(n) => {
-                nodes[n].add(pod);
+                nodes[n].add((*pod).clone());
                 repels = repels.max(Repel::of(pod));
                 start[g] = n;
                 out[i] = Some(n);

@@ -52,7 +52,7 @@ fn web() -> LabelSelector {
 #[test]
 fn resources_name_the_short_one() {
     let mut n = node("n", 1000, &[]);
-    n.add(&pod("a", 800));
+    n.add(pod("a", 800));
     assert_eq!(
         fits_node(&pod("b", 300), &n),
         Err(Unfit::Insufficient("cpu".into()))

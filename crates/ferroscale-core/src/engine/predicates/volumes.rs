@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn attach_limits_count_distinct_volumes_per_driver() {
         let mut n = node("us-east-1a", Some(2));
-        n.add(&pod("a", vec![bound("data-a", "pv-a", "us-east-1a")]));
+        n.add(pod("a", vec![bound("data-a", "pv-a", "us-east-1a")]));
         // The same volume again costs no attachment.
         let same = pod("a2", vec![bound("data-a", "pv-a", "us-east-1a")]);
         assert!(fits_node(&same, &n).is_ok());

@@ -1,0 +1,64 @@
+//! What the watches keep of each object they convert (`k8s::watch::feed`) for the loop's index
+//! (`k8s::index`): the model, with the few fields of the Kubernetes object the adapter still needs.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+use super::objects::{daemonset_pod, node, pdb, pod, pod_terminal};
+use super::volumes::claim_names;
+use crate::model::workload::{Node, Pdb, Pod};
+
+/// An object converted, or why it could not be (the message names the object and the field).
+pub type Converted<T> = std::result::Result<T, String>;
+
+/// What the adapter keeps of a pod beside its model: what eviction and events need, and the claims
+/// to resolve.
+#[derive(Debug, Clone, Default)]
+pub struct PodExtra {
+    pub uid: Option<String>,
+    /// Names of the PersistentVolumeClaims it mounts (in its namespace).
+    pub claims: Vec<String>,
+}
+
+/// What the adapter keeps of a node beside its model.
+#[derive(Debug, Clone, Default)]
+pub struct NodeExtra {
+    pub uid: Option<String>,
+}
+
+/// A pod as its watch delivers it to the index (None: finished, not indexed).
+pub fn convert_pod(p: &core::Pod) -> Option<Converted<(Arc<Pod>, PodExtra)>> {
+    if pod_terminal(p) {
+        return None;
+    }
+    let extra = PodExtra {
+        uid: p.metadata.uid.clone(),
+        claims: claim_names(p),
+    };
+    Some(
+        pod(p)
+            .map(|m| (Arc::new(m), extra))
+            .map_err(|e| e.to_string()),
+    )
+}
+
+/// A node as its watch delivers it to the index.
+pub fn convert_node(n: &core::Node) -> Option<Converted<(Node, NodeExtra)>> {
+    let extra = NodeExtra {
+        uid: n.metadata.uid.clone(),
+    };
+    Some(node(n).map(|m| (m, extra)).map_err(|e| e.to_string()))
+}
+
+/// A PodDisruptionBudget as its watch delivers it to the index.
+pub fn convert_pdb(p: &PodDisruptionBudget) -> Option<Converted<(Pdb, ())>> {
+    Some(pdb(p).map(|m| (m, ())).map_err(|e| e.to_string()))
+}
+
+/// The pod a DaemonSet would start on a new node, as its watch delivers it to the index.
+pub fn convert_daemonset(d: &DaemonSet) -> Option<Converted<(Pod, ())>> {
+    Some(daemonset_pod(d).map(|m| (m, ())).map_err(|e| e.to_string()))
+}
