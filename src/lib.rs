@@ -13,6 +13,7 @@ pub mod k8s;
 pub mod metrics;
 pub mod run;
 pub mod server;
+pub mod report;
 pub mod simulate;
 pub mod time;
 pub mod tls;
