@@ -143,7 +143,8 @@ fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
             values: run.nodes_of(g),
         })
         .collect();
-    let _ = write!(
+    let _ =
+        write!(
         h,
         "<section data-chain=\"{c}\"><h3>expander {c}</h3>\n<figure class=\"nodes\">{}</figure>\n\
          <table class=\"decisions\"><thead><tr><th>loop</th><th>time</th><th>decision</th>\
@@ -184,7 +185,11 @@ fn decisions(
         row(&format!("cancel {}", c.count), &c.group, &c.reason);
     }
     for d in &l.delete_instances {
-        row("delete instance", &format!("{} ({})", d.instance, d.group), &d.reason);
+        row(
+            "delete instance",
+            &format!("{} ({})", d.instance, d.group),
+            &d.reason,
+        );
     }
     for u in &l.scale_up {
         let failed = if u.failed > 0 {

@@ -134,12 +134,7 @@ pub fn outcomes(runs: &[ChainRun]) -> Vec<Outcome> {
 pub fn parse_chains(text: &str) -> Result<Vec<String>> {
     let chains: Vec<String> = text
         .split(';')
-        .map(|c| {
-            c.split(',')
-                .map(str::trim)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .map(|c| c.split(',').map(str::trim).collect::<Vec<_>>().join(","))
         .collect();
     for (i, chain) in chains.iter().enumerate() {
         if chain.split(',').any(str::is_empty) {
@@ -159,16 +154,20 @@ pub fn parse_chains(text: &str) -> Result<Vec<String>> {
     Ok(chains)
 }
 
-/// Opens (creates or truncates) the `--report` file now, so an unwritable path fails before any loop.
+/// Opens (creates or truncates) the `--report` file now, so an unwritable path fails before any loop, as
+/// bad configuration (exit code 2).
 pub fn create(path: &std::path::Path) -> Result<std::fs::File> {
-    std::fs::File::create(path).map_err(|e| Error::Io {
-        context: format!("--report {}: cannot write", path.display()),
-        source: e,
-    })
+    std::fs::File::create(path)
+        .map_err(|e| Error::config(format!("--report {}: cannot write: {e}", path.display())))
 }
 
 /// Writes the page of `runs` to `file` (opened by [`create`]).
-pub fn write(file: std::fs::File, path: &std::path::Path, title: &str, runs: &[ChainRun]) -> Result<()> {
+pub fn write(
+    file: std::fs::File,
+    path: &std::path::Path,
+    title: &str,
+    runs: &[ChainRun],
+) -> Result<()> {
     use std::io::Write;
     let text = page(title, runs)?;
     let mut w = std::io::BufWriter::new(file);
