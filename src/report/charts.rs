@@ -29,15 +29,26 @@ fn failed(e: impl std::fmt::Display) -> Error {
     Error::config(format!("--report: cannot draw a chart: {e}"))
 }
 
-/// A line chart of `series` over the loops, as an `<svg>` element.
-pub fn lines(title: &str, y_label: &str, series: &[Series]) -> Result<String> {
+/// A line chart of `series` over the loops, as an `<svg>` element; `whole`: the values are counts (ticks
+/// on whole numbers only).
+pub fn lines(title: &str, y_label: &str, whole: bool, series: &[Series]) -> Result<String> {
     let loops = series.iter().map(|s| s.values.len()).max().unwrap_or(0);
     let top = series
         .iter()
         .flat_map(|s| s.values.iter().copied())
         .fold(0.0f64, f64::max);
-    // Whole numbers keep whole ticks; room above the highest line for the legend.
-    let top = if top <= 0.0 { 1.0 } else { top * 1.25 };
+    // Room above the highest line for the legend (a line of 18 px per series in a plot of about 230 px).
+    let legend = (18.0 * series.len() as f64 + 14.0) / 230.0;
+    let top = top.max(1.0) / (0.95 - legend.min(0.6));
+    let y_format = move |y: &f64| {
+        if !whole {
+            format!("{y:.2}")
+        } else if (y - y.round()).abs() < 1e-9 {
+            format!("{y:.0}")
+        } else {
+            String::new()
+        }
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -55,6 +66,7 @@ pub fn lines(title: &str, y_label: &str, series: &[Series]) -> Result<String> {
             .y_desc(y_label)
             .x_labels(loops.clamp(1, 12))
             .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&y_format)
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(failed)?;

@@ -13,8 +13,8 @@ use crate::simulate::LoopReport;
 const STYLE: &str = "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}h3{font-size:16px}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}\
-th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}\
-th{background:#e8eef6}td.n{text-align:right;white-space:nowrap}figure{margin:0}\
+th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}\
+th{background:#e8eef6}td.n{text-align:right;white-space:nowrap}figure{margin:0}.decisions th,.decisions td:nth-child(-n+3){white-space:nowrap}\
 .charts{display:flex;flex-wrap:wrap;gap:12px}\
 .chains{display:grid;gap:16px}.chains>section{min-width:0}\
 svg{max-width:100%;height:auto}";
@@ -81,8 +81,8 @@ pub fn page(title: &str, runs: &[ChainRun]) -> Result<String> {
         h,
         "<h2>Per loop</h2>\n<div class=\"charts\">\n<figure id=\"pending\">{}</figure>\n\
          <figure id=\"cost\">{}</figure>\n</div>\n",
-        lines("Pending pods per loop", "pods", &pending)?,
-        lines("Cost per hour per loop", "USD per hour", &cost)?
+        lines("Pending pods per loop", "pods", true, &pending)?,
+        lines("Cost per hour per loop", "USD per hour", false, &cost)?
     );
     let _ = write!(
         h,
@@ -149,7 +149,7 @@ fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
         "<section data-chain=\"{c}\"><h3>expander {c}</h3>\n<figure class=\"nodes\">{}</figure>\n\
          <table class=\"decisions\"><thead><tr><th>loop</th><th>time</th><th>decision</th>\
          <th>what</th><th>reason</th></tr></thead><tbody>\n",
-        lines(&format!("Nodes per group ({})", run.chain), "nodes", &series)?,
+        lines(&format!("Nodes per group ({})", run.chain), "nodes", true, &series)?,
         c = escape(&run.chain)
     );
     let mut shown: BTreeSet<(String, String)> = BTreeSet::new();
