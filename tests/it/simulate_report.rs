@@ -359,7 +359,10 @@ fn run_with_limit(command: &mut Command, limit: Duration) -> Output {
 
 #[test]
 fn headless_chromium_draws_the_report() {
-    let chromium = std::env::var("FERROSCALE_CHROMIUM").unwrap_or_else(|_| {
+    let chromium = std::env::var("FERROSCALE_CHROMIUM")
+        .ok()
+        .filter(|c| !c.is_empty());
+    let chromium = chromium.unwrap_or_else(|| {
         panic!(
             "FERROSCALE_CHROMIUM is not set: set it to a Chromium binary (scripts/test.sh installs \
              Debian's chromium and sets it to /usr/bin/chromium)"
