@@ -11,6 +11,7 @@ pub mod grpc;
 pub mod http;
 pub mod k8s;
 pub mod metrics;
+pub mod report;
 pub mod run;
 pub mod server;
 pub mod simulate;

@@ -232,6 +232,14 @@ impl Simulation {
             .collect()
     }
 
+    /// Each group's price of one node per hour (after `--price-overrides`), in the node-groups file's order.
+    pub fn prices(&self) -> Vec<(String, Option<f64>)> {
+        self.groups()
+            .iter()
+            .map(|g| (g.id.clone(), g.price_per_hour))
+            .collect()
+    }
+
     /// Nodes of the instances that started running, with the DaemonSet pods that start on them. A node
     /// joins as the engine's template of its group said it would: like the group's real nodes when it
     /// had one (their labels, taints, allocatable and DaemonSet pods), else as the cloud's template.

@@ -10,6 +10,7 @@ use super::config::relative_to_config;
 use super::flags::{read, ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
 use crate::error::{Error, Result};
+use crate::report::{self, ChainRun};
 use crate::simulate::{summary, Pacing, Simulation};
 
 /// Flags of `ferroscale simulate`; every one may also come from `--config FILE` (camelCase keys).
@@ -39,6 +40,16 @@ pub struct SimulateFlags {
     /// Virtual time from a scale-up to the new node joining (0: the next loop).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
     pub provision_delay: GoDuration,
+    /// Also write an HTML page of the run: charts of nodes per group, pending pods and cost per hour per
+    /// loop, and the decisions with their reasons (one file: inline SVG, no script, nothing fetched).
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub report: Option<PathBuf>,
+    /// Expander chains to compare, `;`-separated, each as --expander takes it
+    /// ("price,least-waste;least-waste"): the same loops run once per chain (instead of --expander);
+    /// stdout has one JSON line per chain (its outcome and its difference from the first chain).
+    #[arg(long, value_name = "CHAINS")]
+    pub compare_expanders: Option<String>,
     #[command(flatten)]
     #[serde(flatten)]
     pub expander: ExpanderFlags,
@@ -60,30 +71,80 @@ fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
         .ok_or_else(|| Error::config(format!("{flag} FILE is required")))
 }
 
-/// Runs the simulation, printing each loop's report.
+/// Runs the simulation, printing each loop's report; with `--compare-expanders` runs it once per chain
+/// and prints each chain's outcome instead; with `--report` also writes the page.
 pub fn main(flags: SimulateFlags) -> Result<()> {
     let cluster = required(&flags.cluster, "--cluster")?;
     let node_groups = required(&flags.node_groups, "--node-groups")?;
+    let chains = match &flags.compare_expanders {
+        Some(text) => Some(report::parse_chains(text)?),
+        None => None,
+    };
+    let file = flags.report.as_deref().map(report::create).transpose()?;
     let objects =
         crate::k8s::documents::parse(&read(cluster, "--cluster")?, &cluster.display().to_string())?;
     let groups = crate::cloud::memory::MemoryConfig::load(node_groups)?;
-    let settings = flags.rules.engine(&flags.expander)?;
-    let mut sim = Simulation::new(&objects, &groups, &flags.expander.price_overrides()?)?;
-    // The simulation holds the model of every object: the Kubernetes objects are not needed again.
-    drop(objects);
+    let prices = flags.expander.price_overrides()?;
     let pacing = Pacing {
         loops: flags.loops,
         scan_interval: flags.scan_interval.0,
         provision_delay: flags.provision_delay.0,
     };
-    for _ in 0..pacing.loops {
-        let report = sim.step(&settings, &pacing);
-        let line = serde_json::to_string(&report).map_err(|e| Error::Io {
-            context: "writing the report".into(),
-            source: std::io::Error::other(e),
-        })?;
-        println!("{line}");
-        eprintln!("{}", summary(&report));
+    let compare = chains.is_some();
+    let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
+    // Every run starts from the same snapshot: the simulations are built before the objects go.
+    let mut runs = Vec::with_capacity(chains.len());
+    for chain in chains {
+        let expander = ExpanderFlags {
+            expander: chain.clone(),
+            ..flags.expander.clone()
+        };
+        let settings = flags.rules.engine(&expander)?;
+        let sim = Simulation::new(&objects, &groups, &prices)?;
+        let run = ChainRun {
+            prices: sim.prices(),
+            chain,
+            loops: Vec::new(),
+        };
+        runs.push((settings, sim, run));
+    }
+    // The simulations hold the model of every object: the Kubernetes objects are not needed again.
+    drop(objects);
+    for (settings, sim, run) in &mut runs {
+        for _ in 0..pacing.loops {
+            let report = sim.step(settings, &pacing);
+            if compare {
+                eprintln!("{}: {}", run.chain, summary(&report));
+            } else {
+                println!("{}", json(&report)?);
+                eprintln!("{}", summary(&report));
+            }
+            run.loops.push(report);
+        }
+    }
+    let runs: Vec<ChainRun> = runs.into_iter().map(|(_, _, run)| run).collect();
+    if compare {
+        for outcome in report::outcomes(&runs) {
+            println!("{}", json(&outcome)?);
+        }
+    }
+    if let (Some(file), Some(path)) = (file, &flags.report) {
+        let title = format!(
+            "{} on {}, {} loops of {}",
+            cluster.display(),
+            node_groups.display(),
+            pacing.loops,
+            flags.scan_interval
+        );
+        report::write(file, path, &title, &runs)?;
     }
     Ok(())
+}
+
+/// One line of JSON for stdout.
+fn json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Io {
+        context: "writing the report".into(),
+        source: std::io::Error::other(e),
+    })
 }

@@ -43,6 +43,7 @@ mod simulate_drain;
 mod simulate_example;
 mod simulate_json;
 mod simulate_limits;
+mod simulate_report;
 mod simulate_templates;
 mod simulate_utilization;
 mod simulate_volumes;

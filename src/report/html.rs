@@ -1,0 +1,226 @@
+//! The report page: a summary table of the chains, the charts (inline SVG) and, per chain side by side,
+//! its nodes per group and its decisions with their reasons. No script, no stylesheet or image from
+//! elsewhere: the file is the whole page.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::charts::{lines, Series};
+use super::{outcomes, ChainRun};
+use crate::error::Result;
+use crate::simulate::LoopReport;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\
+h1{font-size:22px}h2{font-size:18px;margin-top:28px}h3{font-size:16px}\
+table{border-collapse:collapse;font-size:13px;margin:8px 0}\
+th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}\
+th{background:#e8eef6}td.n{text-align:right;white-space:nowrap}figure{margin:0}.decisions th,.decisions td:nth-child(-n+3){white-space:nowrap}\
+.charts{display:flex;flex-wrap:wrap;gap:12px}\
+.chains{display:grid;gap:16px}.chains>section{min-width:0}\
+svg{max-width:100%;height:auto}";
+
+/// Text made safe for HTML content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A whole number with its sign (`+1`, `0`, `-2`).
+fn signed(n: i64) -> String {
+    if n > 0 {
+        format!("+{n}")
+    } else {
+        n.to_string()
+    }
+}
+
+fn signed_usd(x: f64) -> String {
+    if x > 0.0 {
+        format!("+{x:.4}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// The whole page of `runs` (one run per expander chain), titled `title`.
+pub fn page(title: &str, runs: &[ChainRun]) -> Result<String> {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>ferroscale simulate: {t}</title><style>{STYLE}</style></head><body>\n\
+         <h1>ferroscale simulate</h1>\n<p>{t}</p>\n",
+        t = escape(title)
+    );
+    summary(&mut h, runs);
+    let pending: Vec<Series> = runs
+        .iter()
+        .map(|r| Series {
+            label: &r.chain,
+            values: r.loops.iter().map(|l| l.pending.len() as f64).collect(),
+        })
+        .collect();
+    let cost: Vec<Series> = runs
+        .iter()
+        .map(|r| Series {
+            label: &r.chain,
+            values: r.loops.iter().map(|l| r.cost_per_hour(l)).collect(),
+        })
+        .collect();
+    let _ = write!(
+        h,
+        "<h2>Per loop</h2>\n<div class=\"charts\">\n<figure id=\"pending\">{}</figure>\n\
+         <figure id=\"cost\">{}</figure>\n</div>\n",
+        lines("Pending pods per loop", "pods", true, &pending)?,
+        lines("Cost per hour per loop", "USD per hour", false, &cost)?
+    );
+    let _ = write!(
+        h,
+        "<h2>Per expander chain</h2>\n<div class=\"chains\" \
+         style=\"grid-template-columns:repeat({},minmax(0,1fr))\">\n",
+        runs.len().max(1)
+    );
+    for run in runs {
+        chain(&mut h, run)?;
+    }
+    h.push_str("</div>\n</body></html>\n");
+    Ok(h)
+}
+
+/// The summary table: one row per chain, with its difference from the first.
+fn summary(h: &mut String, runs: &[ChainRun]) {
+    h.push_str(
+        "<h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th>expander</th><th>loops</th>\
+         <th>nodes added</th><th>nodes removed</th><th>pods pending at the end</th>\
+         <th>nodes at the end</th><th>cost per hour at the end (USD)</th>\
+         <th>nodes added vs first</th><th>pods pending vs first</th><th>cost per hour vs first</th>\
+         </tr></thead><tbody>\n",
+    );
+    for o in outcomes(runs) {
+        let (added, pending, cost) = match &o.vs_first {
+            Some(d) => (
+                signed(d.nodes_added),
+                signed(d.pods_pending),
+                signed_usd(d.cost_per_hour),
+            ),
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            h,
+            "<tr data-chain=\"{c}\"><td>{c}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{:.4}</td><td class=\"n\">{added}</td><td class=\"n\">{pending}</td>\
+             <td class=\"n\">{cost}</td></tr>",
+            o.loops,
+            o.nodes_added,
+            o.nodes_removed,
+            o.pods_pending,
+            o.nodes,
+            o.cost_per_hour,
+            c = escape(&o.expander),
+        );
+    }
+    h.push_str("</tbody></table>\n");
+}
+
+/// One chain's column: its nodes per group and its decisions.
+fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
+    let groups = run.groups();
+    let series: Vec<Series> = groups
+        .iter()
+        .map(|g| Series {
+            label: g,
+            values: run.nodes_of(g),
+        })
+        .collect();
+    let _ =
+        write!(
+        h,
+        "<section data-chain=\"{c}\"><h3>expander {c}</h3>\n<figure class=\"nodes\">{}</figure>\n\
+         <table class=\"decisions\"><thead><tr><th>loop</th><th>time</th><th>decision</th>\
+         <th>what</th><th>reason</th></tr></thead><tbody>\n",
+        lines(&format!("Nodes per group ({})", run.chain), "nodes", true, &series)?,
+        c = escape(&run.chain)
+    );
+    let mut shown: BTreeSet<(String, String)> = BTreeSet::new();
+    for l in &run.loops {
+        shown = decisions(h, l, &shown);
+    }
+    h.push_str("</tbody></table></section>\n");
+    Ok(())
+}
+
+/// One loop's rows; pods pending and nodes kept for the same reason as in the loop before are not
+/// repeated. Returns what this loop showed of those.
+fn decisions(
+    h: &mut String,
+    l: &LoopReport,
+    before: &BTreeSet<(String, String)>,
+) -> BTreeSet<(String, String)> {
+    let mut row = |decision: &str, what: &str, reason: &str| {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">+{}s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            l.loop_number,
+            l.time,
+            escape(decision),
+            escape(what),
+            escape(reason)
+        );
+    };
+    if let Some(u) = &l.unhealthy {
+        row("unhealthy", "cluster", u);
+    }
+    for c in &l.cancel {
+        row(&format!("cancel {}", c.count), &c.group, &c.reason);
+    }
+    for d in &l.delete_instances {
+        row(
+            "delete instance",
+            &format!("{} ({})", d.instance, d.group),
+            &d.reason,
+        );
+    }
+    for u in &l.scale_up {
+        let failed = if u.failed > 0 {
+            format!(" ({} failed)", u.failed)
+        } else {
+            String::new()
+        };
+        let mut reason = format!("for {} pods: {}", u.pods.len(), u.pods.join(", "));
+        if !l.expander.is_empty() {
+            reason.push_str("; expander: ");
+            reason.push_str(&l.expander.join("; "));
+        }
+        row(&format!("scale-up +{}{failed}", u.delta), &u.group, &reason);
+    }
+    for d in &l.scale_down {
+        let mut reason = d.reason.clone();
+        if !d.evicted.is_empty() {
+            reason.push_str(&format!("; evicts {}", d.evicted.join(", ")));
+        }
+        row("scale-down", &format!("{} ({})", d.node, d.group), &reason);
+    }
+    let mut now = BTreeSet::new();
+    for (decision, list) in [("pending", &l.pending), ("kept", &l.unremovable)] {
+        for r in list {
+            let what = r.pod.as_deref().or(r.node.as_deref()).unwrap_or("");
+            let key = (format!("{decision} {what}"), r.reason.clone());
+            if !before.contains(&key) {
+                row(decision, what, &r.reason);
+            }
+            now.insert(key);
+        }
+    }
+    now
+}
