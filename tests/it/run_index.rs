@@ -9,8 +9,9 @@ use k8s_openapi::api::core::v1::Pod as KubePod;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-use crate::kube_api::{KubeApi, NODES, PODS};
+use crate::kube_api::{KubeApi, CLAIMS, NODES, PODS, VOLUMES};
 use crate::run::{eager, node, pod, run_settings, Harness, POOL};
+use ferroscale::engine::reasons::Doubt;
 use ferroscale::time::unix_now as now;
 
 /// Pods in two namespaces (so pages cross a namespace boundary), on two nodes they fill.
@@ -93,4 +94,60 @@ async fn the_index_follows_the_watches_and_a_quiet_loop_converts_nothing() {
             || d.not_triggered().any(|(k, _)| k == "default/late"),
         "the new pending pod is seen: {d:?}"
     );
+}
+
+/// A volume whose node affinity cannot be read.
+fn volume(operator: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"name": "pv-0"},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": operator, "values": ["us-east-1a"]}]}]}}},
+    })
+}
+
+#[tokio::test]
+async fn a_pod_whose_volume_cannot_be_read_holds_scale_down_back_until_the_volume_is_fixed() {
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
+    let mut db = pod("db-0", "100m", Some("pool-a"), "db");
+    db["spec"]["volumes"] =
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}]);
+    api.put(PODS, db);
+    api.put(VOLUMES, volume("Sometimes"));
+    api.put(
+        CLAIMS,
+        json!({
+            "metadata": {"name": "data-0", "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-0",
+                "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"phase": "Bound"},
+        }),
+    );
+    let mut h = Harness::new(api.clone(), POOL, eager(), run_settings()).await;
+    h.synced(2, 1).await;
+    // pool-b is empty and could go, but a pod the loop cannot read is left out: nothing is removed.
+    let d = h.runner.run_once(now()).await.unwrap();
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    assert!(
+        matches!(d.held_back.as_slice(), [Doubt::Unreadable { count: 1, first }] if first.contains("Sometimes")),
+        "{:?}",
+        d.held_back
+    );
+    assert_eq!(h.runner.indexed(), (2, 0));
+    // The volume is fixed: the storage kinds changed, so the pod is read again and counted.
+    let changes = h.watches.storage_changes();
+    api.put(VOLUMES, volume("In"));
+    for _ in 0..400 {
+        if h.watches.storage_changes() > changes {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let d = h.runner.run_once(now()).await.unwrap();
+    assert!(d.held_back.is_empty(), "{:?}", d.held_back);
+    assert_eq!(h.runner.indexed(), (2, 1));
+    assert_eq!(h.runner.last_update().claims_resolved, 1);
 }
