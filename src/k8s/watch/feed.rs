@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex};
 use kube::runtime::watcher;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use tokio_stream::StreamExt;
 
-use super::{WatchHealth, WATCH_RETRY_MAX, WATCH_RETRY_MIN};
+use super::WatchHealth;
 
 pub use crate::k8s::converted::Converted;
 
@@ -105,10 +104,8 @@ pub fn key_of<K: Resource>(o: &K) -> String {
     }
 }
 
-/// Starts the watch of one kind, converting each object with `convert`. Lists come in pages of 500 (the
-/// watcher's default), so neither the API server nor this process holds a whole list of a big kind at
-/// once. After a failure the watch starts over with a full list (with backoff); `health` is doubtful
-/// from the failure until that list is complete, and the list then replaces everything indexed.
+/// Starts the watch of one kind ([`super::spawn_watch`]), converting each object with `convert`; a
+/// complete list (the first, or one after a failure) replaces everything indexed.
 pub fn start<K, T>(
     api: Api<K>,
     kind: &'static str,
@@ -131,55 +128,34 @@ where
         events: AtomicU64::new(0),
     });
     let out = feed.clone();
-    tokio::spawn(async move {
-        let mut pause = WATCH_RETRY_MIN;
-        loop {
-            let mut stream = std::pin::pin!(watcher(api.clone(), watcher::Config::default()));
-            let mut listing: Vec<(String, Converted<T>)> = Vec::new();
-            let mut listed = HashSet::<String>::new();
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(watcher::Event::Init) => {
-                        listing.clear();
-                        listed.clear();
-                    }
-                    Ok(watcher::Event::InitApply(o)) => {
-                        feed.events.fetch_add(1, Ordering::Relaxed);
-                        let key = key_of(&o);
-                        if let Some(v) = convert(&o) {
-                            listing.push((key.clone(), v));
-                        }
-                        listed.insert(key);
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        feed.replace(std::mem::take(&mut listing), std::mem::take(&mut listed));
-                        health.synced();
-                        pause = WATCH_RETRY_MIN;
-                        if health.recovered() {
-                            tracing::info!(kind, "watch recovered: listed everything again");
-                        }
-                    }
-                    Ok(watcher::Event::Apply(o)) => {
-                        let key = key_of(&o);
-                        let v = convert(&o);
-                        feed.known().insert(key.clone());
-                        feed.push(key, v);
-                    }
-                    Ok(watcher::Event::Delete(o)) => {
-                        let key = key_of(&o);
-                        feed.known().remove(&key);
-                        feed.push(key, None);
-                    }
-                    Err(e) => {
-                        if health.failed() {
-                            tracing::warn!(kind, error = %e, "watch failed; no scale-down until it has listed everything again");
-                        }
-                        break;
-                    }
-                }
+    let mut listing: Vec<(String, Converted<T>)> = Vec::new();
+    let mut listed = HashSet::<String>::new();
+    super::spawn_watch(api, kind, health, move |event| match event {
+        watcher::Event::Init => {
+            listing.clear();
+            listed.clear();
+        }
+        watcher::Event::InitApply(o) => {
+            feed.events.fetch_add(1, Ordering::Relaxed);
+            let key = key_of(&o);
+            if let Some(v) = convert(&o) {
+                listing.push((key.clone(), v));
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(WATCH_RETRY_MAX);
+            listed.insert(key);
+        }
+        watcher::Event::InitDone => {
+            feed.replace(std::mem::take(&mut listing), std::mem::take(&mut listed));
+        }
+        watcher::Event::Apply(o) => {
+            let key = key_of(&o);
+            let v = convert(&o);
+            feed.known().insert(key.clone());
+            feed.push(key, v);
+        }
+        watcher::Event::Delete(o) => {
+            let key = key_of(&o);
+            feed.known().remove(&key);
+            feed.push(key, None);
         }
     });
     out

@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, ReplicationController};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -121,45 +121,30 @@ const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
 /// Longest pause before a failed watch starts over.
 const WATCH_RETRY_MAX: Duration = Duration::from_secs(30);
 
-/// Starts one reflector store of a small kind; `strip` drops the fields nothing reads. After any failure
-/// the watch starts over with a full list (with backoff), as client-go's reflector does, and the store is
-/// replaced when that list is complete: `health` is doubtful from the failure until then, so a loop never
-/// trusts a cache that may have missed events.
-fn start<K>(
+/// Runs the watch of one kind for ever, handing each event to `on_event`. Lists come in pages of 500
+/// (the watcher's default), so neither the API server nor this process holds a whole list of a big kind
+/// at once. After any failure the watch starts over with a full list after a pause (doubled from
+/// [`WATCH_RETRY_MIN`] up to [`WATCH_RETRY_MAX`]), as client-go's reflector does; `health` is doubtful
+/// from the failure until that list is complete, so a loop never trusts a cache that may have missed
+/// events.
+fn spawn_watch<K>(
     api: Api<K>,
     kind: &'static str,
     health: Arc<WatchHealth>,
-    strip: fn(&mut K),
-) -> Counted<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    mut on_event: impl FnMut(watcher::Event<K>) + Send + 'static,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    let (reader, mut writer) = reflector::store();
-    let changes = Arc::new(AtomicU64::new(0));
-    let counter = changes.clone();
     tokio::spawn(async move {
         let mut pause = WATCH_RETRY_MIN;
         loop {
-            let stream =
-                watcher(api.clone(), watcher::Config::default()).modify(move |o: &mut K| {
-                    // Managed fields and last-applied copies are never read.
-                    o.managed_fields_mut().clear();
-                    o.annotations_mut().remove(labels::LAST_APPLIED);
-                    strip(o);
-                });
-            let mut stream = std::pin::pin!(stream);
+            let mut stream = std::pin::pin!(watcher(api.clone(), watcher::Config::default()));
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(event) => {
-                        writer.apply_watcher_event(&event);
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        if matches!(event, watcher::Event::InitDone) {
+                        let listed = matches!(event, watcher::Event::InitDone);
+                        on_event(event);
+                        if listed {
                             health.synced();
                             pause = WATCH_RETRY_MIN;
                             if health.recovered() {
@@ -178,6 +163,38 @@ where
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(WATCH_RETRY_MAX);
         }
+    });
+}
+
+/// Starts one reflector store of a small kind; `strip` drops the fields nothing reads. The store is
+/// replaced when a relist completes ([`spawn_watch`]).
+fn start<K>(
+    api: Api<K>,
+    kind: &'static str,
+    health: Arc<WatchHealth>,
+    strip: fn(&mut K),
+) -> Counted<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, mut writer) = reflector::store();
+    let changes = Arc::new(AtomicU64::new(0));
+    let counter = changes.clone();
+    spawn_watch(api, kind, health, move |event| {
+        // Managed fields and last-applied copies are never read.
+        let event = event.modify(|o| {
+            o.managed_fields_mut().clear();
+            o.annotations_mut().remove(labels::LAST_APPLIED);
+            strip(o);
+        });
+        writer.apply_watcher_event(&event);
+        counter.fetch_add(1, Ordering::Relaxed);
     });
     Counted {
         store: reader,
