@@ -1,5 +1,7 @@
 //! What one loop decided, in logs and metrics.
 
+use std::collections::BTreeMap;
+
 use super::Runner;
 use crate::engine::Decisions;
 use crate::k8s::status::Status;
@@ -9,7 +11,20 @@ impl Runner {
     pub(super) fn report(&self, d: &Decisions, status: &Status, groups: usize) {
         let verb = if self.run.dry_run { "would" } else { "will" };
         for s in &d.scale_up {
-            tracing::info!(group = %s.group, delta = s.delta, pods = s.pods.len(), "{verb} scale up");
+            let reason = format!(
+                "{} pending pods fit a new node of this group and no existing one; expander: {}",
+                s.pods.len(),
+                d.expander.join("; ")
+            );
+            tracing::info!(group = %s.group, delta = s.delta, %reason, "{verb} scale up");
+        }
+        // Pods no scale-up helps: one line per reason, with how many and the first of them.
+        let mut waiting: BTreeMap<String, (usize, &str)> = BTreeMap::new();
+        for (pod, why) in d.not_triggered() {
+            waiting.entry(why.to_string()).or_insert((0, pod)).0 += 1;
+        }
+        for (reason, (count, first)) in waiting {
+            tracing::info!(count, first = %first, %reason, "pods did not trigger a scale-up");
         }
         for s in &d.scale_down {
             tracing::info!(node = %s.node, group = %s.group, reason = %s.reason, "{verb} remove node");
