@@ -21,6 +21,7 @@ mod instances;
 mod kube_api;
 mod layout;
 mod lease;
+mod logs;
 mod misc;
 mod moto;
 mod node_groups;
