@@ -34,6 +34,16 @@ pub struct LogFlags {
     #[arg(long = "v", value_name = "LEVEL", global = true,
           value_parser = clap::value_parser!(u8).range(0..=5))]
     pub verbosity: Option<u8>,
+    /// Accepted for cluster-autoscaler's command lines (klog's flag): ferroscale always logs to stderr,
+    /// so only true is.
+    #[arg(long, value_name = "BOOL", global = true, num_args = 0..=1, default_missing_value = "true",
+          value_parser = ["true"])]
+    pub logtostderr: Option<String>,
+    /// Accepted for cluster-autoscaler's command lines (klog's flag); with every line on stderr, as with
+    /// klog's --logtostderr, it changes nothing.
+    #[arg(long, value_name = "SEVERITY", global = true, ignore_case = true,
+          value_parser = ["info", "warning", "error", "fatal", "0", "1", "2", "3"])]
+    pub stderrthreshold: Option<String>,
 }
 
 impl LogFlags {

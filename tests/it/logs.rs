@@ -104,12 +104,16 @@ fn klog_verbosity_sets_the_level_unless_rust_log_does() {
     // RUST_LOG wins over --v.
     let log = serve_log(&["--v=0"], &[("RUST_LOG", "info")]);
     assert!(log.contains("serving"), "{log}");
-    // Before the command's name, too.
+    // Before the command's name, too; klog's other flags in upstream's chart defaults are accepted.
     let out = Command::new(BIN)
         .args(["--v=0", "--log-format=json", "simulate", "--help"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    for klog in ["--logtostderr=true", "--logtostderr"] {
+        let log = serve_log(&["--v=4", klog, "--stderrthreshold=INFO"], &[]);
+        assert!(log.contains("serving"), "{log}");
+    }
 }
 
 #[test]
@@ -119,6 +123,8 @@ fn bad_log_flags_exit_non_zero_naming_the_flag() {
         (&["run", "--log-format=yaml"], "--log-format"),
         (&["simulate", "--v=9"], "--v"),
         (&["serve", "--v=loud"], "--v"),
+        (&["serve", "--logtostderr=false"], "--logtostderr"),
+        (&["run", "--stderrthreshold=loud"], "--stderrthreshold"),
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
