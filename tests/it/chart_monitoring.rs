@@ -88,7 +88,7 @@ fn the_prometheus_rule_has_the_readmes_alerts() {
     );
     let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
     let table = readme
-        .split("**Alert on** (Prometheus):")
+        .split("**Alert on** (Prometheus")
         .nth(1)
         .unwrap()
         .split("\n\n")

@@ -304,3 +304,24 @@ fn pod_disruption_budget_and_priority_class_keep_upstreams_meaning() {
     let pdb: PodDisruptionBudget = one(&objects, "PodDisruptionBudget", SERVICE);
     assert_eq!(pdb.spec.unwrap().max_unavailable, Some(IntOrString::Int(0)));
 }
+
+#[test]
+fn upstream_values_with_no_meaning_here_are_refused_naming_the_field() {
+    for (bad, field) in [
+        ("cloudProvider: aws\n", "cloudProvider"),
+        ("awsAccessKeyID: AKIA\n", "awsAccessKeyID"),
+        ("rbac: {create: true}\n", "create"),
+        // Upstream's image would run cluster-autoscaler with ferroscale's flags.
+        (
+            "image: {repository: registry.k8s.io/autoscaling/cluster-autoscaler, tag: v1.34.1}\n",
+            "image/repository",
+        ),
+        ("autoDiscovery: {clusterName: a, tags: []}\n", "tags"),
+        ("expanderPriorities: {10: .*}\n", "expanderPriorities"),
+        ("prometheusRule: {interval: soon}\n", "interval"),
+        ("grafanaDashboard: {enable: true}\n", "enable"),
+    ] {
+        let err = render_yaml(bad).unwrap_err();
+        assert!(err.contains(field), "{bad}: {err}");
+    }
+}
