@@ -166,14 +166,17 @@ fn auto_discovery_cluster_name_renders_upstreams_tag_spec() {
 
 #[test]
 fn aws_region_and_extra_env_are_the_containers_environment() {
-    let objects =
-        render_yaml("awsRegion: eu-west-1\nextraEnv: {AWS_MAX_ATTEMPTS: 5, FOO: bar}\n").unwrap();
+    let objects = render_yaml(
+        "awsRegion: eu-west-1\nextraEnv: {AWS_MAX_ATTEMPTS: 5, FOO: bar, BIG: 100000000}\n",
+    )
+    .unwrap();
     let d = ferroscale(&objects);
     let env = env_of(&d);
     for (name, value) in [
         ("AWS_REGION", "eu-west-1"),
         ("AWS_MAX_ATTEMPTS", "5"),
         ("FOO", "bar"),
+        ("BIG", "100000000"),
     ] {
         assert!(
             env.contains(&(name.into(), value.into())),
@@ -257,7 +260,7 @@ fn expander_priorities_are_upstreams_config_map_or_serves_priority_file() {
 #[test]
 fn extra_args_are_flags_that_replace_the_charts_own() {
     let objects = render_yaml(
-        "mode: standalone\nextraArgs: {v: 4, expander: priority, scale-down-unneeded-time: 5m, scan-interval: 30s}\n\
+        "mode: standalone\nextraArgs: {v: 4, expander: priority, scale-down-unneeded-time: 5m, scan-interval: 30s, max-total-unready-percentage: 45.5, max-graceful-termination-sec: 100000000}\n\
          standalone: {extraArgs: {scan-interval: 20s, max-nodes-total: \"100\"}}\n",
     )
     .unwrap();
@@ -272,6 +275,15 @@ fn extra_args_are_flags_that_replace_the_charts_own() {
         // extraArgs wins over standalone.extraArgs, and both over the chart's flag.
         ("--scan-interval=", vec!["--scan-interval=30s"]),
         ("--max-nodes-total=", vec!["--max-nodes-total=100"]),
+        // Whole numbers as written, not 1e+08.
+        (
+            "--max-total-unready-percentage=",
+            vec!["--max-total-unready-percentage=45.5"],
+        ),
+        (
+            "--max-graceful-termination-sec=",
+            vec!["--max-graceful-termination-sec=100000000"],
+        ),
     ] {
         assert_eq!(with_prefix(&args, flag), want, "{args:?}");
     }

@@ -236,7 +236,7 @@ flags (--nodes, --node-group-auto-discovery, --tls-client-san) are kept with any
 {{- end }}
 {{- end }}
 {{- range $k, $v := $extra }}
-- {{ printf "--%s=%v" $k $v | quote }}
+- {{ printf "--%s=%s" $k (include "ferroscale.scalar" $v) | quote }}
 {{- end }}
 {{- end -}}
 
@@ -283,7 +283,17 @@ aws.region, wins over it in the SDK), then extraEnv {NAME: value}. */}}
 {{- $env = append $env (dict "name" "AWS_REGION" "value" (toString .)) -}}
 {{- end }}
 {{- range $k, $v := .Values.extraEnv }}
-{{- $env = append $env (dict "name" $k "value" (toString $v)) -}}
+{{- $env = append $env (dict "name" $k "value" (include "ferroscale.scalar" $v)) -}}
 {{- end }}
 {{- toYaml $env -}}
+{{- end -}}
+
+{{/* A value as text; whole numbers (YAML numbers reach templates as floats) without an exponent: 100000000,
+not 1e+08. */}}
+{{- define "ferroscale.scalar" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
 {{- end -}}
