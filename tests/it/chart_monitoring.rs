@@ -1,6 +1,6 @@
 //! The chart's monitoring objects, off by default: a PrometheusRule with the alerts the README's
 //! "Operating ferroscale" table lists, and a Grafana dashboard ConfigMap whose JSON parses and whose
-//! queries name metrics ferroscale exports (or upstream cluster-autoscaler's, named below).
+//! queries name metrics ferroscale exports (src/metrics.rs).
 
 use std::collections::BTreeSet;
 
@@ -69,15 +69,6 @@ fn exported() -> BTreeSet<String> {
     }
     out
 }
-
-/// Upstream cluster-autoscaler's per-group gauges (with --emit-per-nodegroup-metrics: the bundled or
-/// an existing CA exports them in provider mode), and the cost gauges the dashboard plots before
-/// ferroscale exports them.
-const NOT_FROM_FERROSCALE: [&str; 3] = [
-    "cluster_autoscaler_node_group_target_count",
-    "ferroscale_cluster_cost_per_hour",
-    "ferroscale_node_group_price_per_hour",
-];
 
 #[test]
 fn the_prometheus_rule_has_the_readmes_alerts() {
@@ -199,8 +190,8 @@ fn the_grafana_dashboard_is_valid_json_with_the_operators_panels() {
     let exported = exported();
     for m in &used {
         assert!(
-            exported.contains(m) || NOT_FROM_FERROSCALE.contains(&m.as_str()),
-            "{m} is neither exported by ferroscale nor listed"
+            exported.contains(m),
+            "{m} is not a metric ferroscale exports"
         );
     }
     for m in [
@@ -211,6 +202,7 @@ fn the_grafana_dashboard_is_valid_json_with_the_operators_panels() {
         "ferroscale_price_age_seconds",
         "ferroscale_cluster_cost_per_hour",
         "ferroscale_node_group_price_per_hour",
+        "cluster_autoscaler_node_group_target_count",
     ] {
         assert!(used.contains(m), "{m}: {used:?}");
     }
