@@ -120,6 +120,7 @@ async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
     if let Some(age) = ops.cloud.price_age() {
         ops.metrics.set_price_age(age);
     }
+    ops.metrics.set_groups(&ops.cloud.snapshot());
     (
         [(
             header::CONTENT_TYPE,

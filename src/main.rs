@@ -3,22 +3,16 @@
 use std::process::ExitCode;
 
 use ferroscale::cli::{Cli, Command};
-use tracing_subscriber::EnvFilter;
 
 /// Exit code for bad configuration or flags (as clap uses for usage errors).
 const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
-    let command = match Cli::load(std::env::args_os()) {
-        Ok(command) => command,
+    let (log, command) = match Cli::load(std::env::args_os()) {
+        Ok(loaded) => loaded,
         Err(usage) => usage.exit(),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    log.init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

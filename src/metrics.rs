@@ -3,6 +3,7 @@
 //! servers such as cluster-autoscaler's already use.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -68,6 +69,12 @@ pub struct EvictionLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActivityLabel {
     pub activity: &'static str,
+}
+
+/// Label of the per-group gauges (`cluster_autoscaler_node_group_*_count`, upstream's names).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GroupLabel {
+    pub node_group: String,
 }
 
 /// Upper bounds in seconds of loop phases, from 10ms to 5 minutes.
@@ -274,6 +281,7 @@ pub struct Metrics {
     aws_request_seconds: Family<AwsLabels, Histogram, fn() -> Histogram>,
     state_age_seconds: Gauge<f64, AtomicU64>,
     price_age_seconds: Gauge<f64, AtomicU64>,
+    groups: GroupGauges,
     /// The loop's metrics, registered by [`Metrics::for_run`] only.
     pub autoscaler: Option<LoopMetrics>,
 }
@@ -317,8 +325,10 @@ impl Default for Metrics {
             "Seconds since the on-demand and spot prices in use were last read from AWS",
             price_age_seconds.clone(),
         );
+        let groups = GroupGauges::register(&mut registry);
         Metrics {
             registry,
+            groups,
             price_age_seconds,
             handled,
             handling_seconds,
@@ -362,11 +372,95 @@ impl Metrics {
         self.price_age_seconds.set(age.as_secs_f64());
     }
 
+    /// Sets the per-group gauges and the cluster's cost from the groups being served (groups no longer
+    /// there disappear).
+    pub fn set_groups(&self, snapshot: &crate::model::Snapshot) {
+        self.groups.set(snapshot);
+    }
+
     /// The registry in the OpenMetrics text format.
     pub fn encode(&self) -> String {
+        let _groups = self.groups.lock.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// The node groups' sizes (upstream CA's `--emit-per-nodegroup-metrics` gauges) and prices, and what
+/// the cluster's instances cost per hour.
+struct GroupGauges {
+    target: Family<GroupLabel, Gauge>,
+    min: Family<GroupLabel, Gauge>,
+    max: Family<GroupLabel, Gauge>,
+    price: Family<GroupLabel, Gauge<f64, AtomicU64>>,
+    cost: Gauge<f64, AtomicU64>,
+    /// Held while the families are rebuilt and while they are encoded, so a scrape never sees them half set.
+    lock: Mutex<()>,
+}
+
+impl GroupGauges {
+    fn register(registry: &mut Registry) -> Self {
+        let g = GroupGauges {
+            target: Family::default(),
+            min: Family::default(),
+            max: Family::default(),
+            price: Family::default(),
+            cost: Gauge::default(),
+            lock: Mutex::new(()),
+        };
+        for (name, help, family) in [
+            (
+                "cluster_autoscaler_node_group_target_count",
+                "Target number of nodes in the node group",
+                &g.target,
+            ),
+            (
+                "cluster_autoscaler_node_group_min_count",
+                "Minimum number of nodes in the node group",
+                &g.min,
+            ),
+            (
+                "cluster_autoscaler_node_group_max_count",
+                "Maximum number of nodes in the node group",
+                &g.max,
+            ),
+        ] {
+            registry.register(name, help, family.clone());
+        }
+        registry.register(
+            "ferroscale_node_group_price_per_hour",
+            "Price of one node of the group per hour in USD (groups with a known price)",
+            g.price.clone(),
+        );
+        registry.register(
+            "ferroscale_cluster_cost_per_hour",
+            "What the groups' instances cost per hour in USD: instances times the group's price (groups with a known price)",
+            g.cost.clone(),
+        );
+        g
+    }
+
+    fn set(&self, snapshot: &crate::model::Snapshot) {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.target.clear();
+        self.min.clear();
+        self.max.clear();
+        self.price.clear();
+        let mut cost = 0.0;
+        for g in snapshot.groups() {
+            let label = GroupLabel {
+                node_group: g.id.clone(),
+            };
+            self.target.get_or_create(&label).set(g.target_size.into());
+            self.min.get_or_create(&label).set(g.min_size.into());
+            self.max.get_or_create(&label).set(g.max_size.into());
+            if let Some(price) = g.price_per_hour {
+                self.price.get_or_create(&label).set(price);
+                cost += price * g.instances.len() as f64;
+            }
+        }
+        self.cost.set(cost);
     }
 }

@@ -5,6 +5,7 @@
 
 mod config;
 pub mod flags;
+pub mod log;
 pub mod run;
 pub mod serve;
 pub mod simulate;
@@ -22,6 +23,8 @@ use crate::error::{Error, Result};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub log: log::LogFlags,
 }
 
 /// What to run.
@@ -37,9 +40,11 @@ pub enum Command {
 }
 
 impl Cli {
-    /// Parses the command line and merges the command's `--config` file under its flags. Usage errors
-    /// are clap's (printed with usage, exit 2); a bad file is a configuration error naming the key.
-    pub fn load<I, T>(args: I) -> std::result::Result<Result<Command>, clap::Error>
+    /// Parses the command line and merges the command's `--config` file under its flags, returning the
+    /// logging flags too. Usage errors are clap's (printed with usage, exit 2); a bad file is a
+    /// configuration error naming the key.
+    #[allow(clippy::type_complexity)]
+    pub fn load<I, T>(args: I) -> std::result::Result<(log::LogFlags, Result<Command>), clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
@@ -48,21 +53,25 @@ impl Cli {
         let cli = Cli::from_arg_matches(&matches)?;
         let sub = matches.subcommand().map(|(_, m)| m);
         let Some(sub) = sub else {
-            return Ok(Err(Error::config("no command given")));
+            return Ok((cli.log, Err(Error::config("no command given"))));
         };
-        Ok(match cli.command {
-            Command::Serve(f) => {
-                let config = f.config.clone();
-                config::load(f, sub, config.as_deref()).map(Command::Serve)
-            }
-            Command::Run(f) => {
-                let config = f.config.clone();
-                config::load(f, sub, config.as_deref()).map(Command::Run)
-            }
-            Command::Simulate(f) => {
-                let config = f.config.clone();
-                config::load(f, sub, config.as_deref()).map(Command::Simulate)
-            }
-        })
+        let log = cli.log.clone();
+        Ok((
+            log,
+            match cli.command {
+                Command::Serve(f) => {
+                    let config = f.config.clone();
+                    config::load(f, sub, config.as_deref()).map(Command::Serve)
+                }
+                Command::Run(f) => {
+                    let config = f.config.clone();
+                    config::load(f, sub, config.as_deref()).map(Command::Run)
+                }
+                Command::Simulate(f) => {
+                    let config = f.config.clone();
+                    config::load(f, sub, config.as_deref()).map(Command::Simulate)
+                }
+            },
+        ))
     }
 }

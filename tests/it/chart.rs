@@ -233,6 +233,13 @@ fn every_mode_and_ci_values_render_to_valid_objects() {
                     assert_eq!(o["apiVersion"], "monitoring.coreos.com/v1");
                     assert_eq!(o["spec"]["endpoints"][0]["port"], "http", "{o}");
                 }
+                "PrometheusRule" => {
+                    assert_eq!(o["apiVersion"], "monitoring.coreos.com/v1");
+                    assert!(
+                        o["spec"]["groups"][0]["rules"][0]["expr"].is_string(),
+                        "{o}"
+                    );
+                }
                 other => panic!("{file:?}: unexpected kind {other}"),
             }
         }

@@ -232,3 +232,60 @@ fn simulate_reads_the_same_settings_from_a_file() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--cluster FILE is required"), "{err}");
 }
+
+/// The value of the sample `name` (with its labels, as exposed) on /metrics.
+fn sample(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{name} not in:\n{metrics}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_carry_each_groups_sizes_and_price_and_the_cluster_cost() {
+    let served = Served::start(
+        &[
+            "--cloud",
+            "memory",
+            "--memory-config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/memory-cloud.yaml"),
+        ],
+        &[],
+    )
+    .await;
+    let (_, metrics) = http_get(served.http, "/metrics").await;
+    let general = "{node_group=\"general\"}";
+    for (name, want) in [
+        ("cluster_autoscaler_node_group_target_count", 2.0),
+        ("cluster_autoscaler_node_group_min_count", 1.0),
+        ("cluster_autoscaler_node_group_max_count", 20.0),
+        ("ferroscale_node_group_price_per_hour", 0.192),
+    ] {
+        assert_eq!(
+            sample(&metrics, &format!("{name}{general}")),
+            want,
+            "{name}"
+        );
+    }
+    // The example's instances: 2 general at 0.192, 3 spot-arm at 0.0308.
+    let cost = sample(&metrics, "ferroscale_cluster_cost_per_hour");
+    assert!((cost - (2.0 * 0.192 + 3.0 * 0.0308)).abs() < 1e-9, "{cost}");
+    // A scale-up shows at the next scrape.
+    let mut c = connect(served.grpc).await;
+    c.node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
+        id: "general".into(),
+        delta: 1,
+    })
+    .await
+    .unwrap();
+    let (_, metrics) = http_get(served.http, "/metrics").await;
+    assert_eq!(
+        sample(
+            &metrics,
+            &format!("cluster_autoscaler_node_group_target_count{general}")
+        ),
+        3.0
+    );
+}

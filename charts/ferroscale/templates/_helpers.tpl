@@ -19,11 +19,35 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/component: {{ .Values.mode }}
 {{- end -}}
 
-{{- define "ferroscale.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "ferroscale.fullname" .) .Values.serviceAccount.name -}}
+{{/* Upstream chart's rbac.serviceAccount, which wins over serviceAccount where set ({} when absent). */}}
+{{- define "ferroscale.caServiceAccount" -}}
+{{- toJson (dig "serviceAccount" dict (.Values.rbac | default dict)) -}}
+{{- end -}}
+
+{{/* "true" when the chart creates the ServiceAccount: rbac.serviceAccount.create, else serviceAccount.create. */}}
+{{- define "ferroscale.serviceAccountCreate" -}}
+{{- $ca := include "ferroscale.caServiceAccount" . | fromJson -}}
+{{- if hasKey $ca "create" -}}
+{{- $ca.create -}}
 {{- else -}}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- .Values.serviceAccount.create -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ServiceAccount's annotations: serviceAccount.annotations and rbac.serviceAccount.annotations, the
+latter winning per key (JSON). */}}
+{{- define "ferroscale.serviceAccountAnnotations" -}}
+{{- $ca := include "ferroscale.caServiceAccount" . | fromJson -}}
+{{- toJson (merge (dict) ($ca.annotations | default dict) (.Values.serviceAccount.annotations | default dict)) -}}
+{{- end -}}
+
+{{- define "ferroscale.serviceAccountName" -}}
+{{- $ca := include "ferroscale.caServiceAccount" . | fromJson -}}
+{{- $name := coalesce $ca.name .Values.serviceAccount.name "" -}}
+{{- if eq (include "ferroscale.serviceAccountCreate" .) "true" -}}
+{{- default (include "ferroscale.fullname" .) $name -}}
+{{- else -}}
+{{- required "serviceAccount.name (or rbac.serviceAccount.name) is required when the ServiceAccount is not created" $name -}}
 {{- end -}}
 {{- end -}}
 
@@ -31,16 +55,18 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 
-{{/* Replicas: provider runs exactly one (one cache, one writer; the schema refuses more, and so does this
-in case schema validation is skipped); standalone defaults to 2, one of which leads. */}}
+{{/* Replicas: replicaCount (upstream's name) or replicas. Provider runs exactly one (one cache, one writer;
+the schema refuses more, and so does this in case schema validation is skipped); standalone defaults to 2,
+one of which leads. */}}
 {{- define "ferroscale.replicas" -}}
+{{- $replicas := coalesce .Values.replicaCount .Values.replicas -}}
 {{- if eq .Values.mode "provider" -}}
-{{- if gt (int (default 1 .Values.replicas)) 1 -}}
-{{- fail "replicas: provider mode runs exactly one replica (one AWS cache, one writer; cluster-autoscaler is leader-elected itself)" -}}
+{{- if gt (int (default 1 $replicas)) 1 -}}
+{{- fail "replicas (or replicaCount): provider mode runs exactly one replica (one AWS cache, one writer; cluster-autoscaler is leader-elected itself)" -}}
 {{- end -}}
 1
 {{- else -}}
-{{- default 2 .Values.replicas -}}
+{{- default 2 $replicas -}}
 {{- end -}}
 {{- end -}}
 
@@ -114,6 +140,63 @@ exist, hold tls.crt, tls.key and ca.crt, and were issued for today's names; othe
 {{- end -}}
 {{- end -}}
 
+{{/* The text of the priority file (--priority-config), or nothing: expanderPriorities (upstream's name) in
+provider mode, else priorities. In standalone mode expanderPriorities is the ConfigMap
+cluster-autoscaler-priority-expander instead, which run follows, and no file is passed. */}}
+{{- define "ferroscale.priorityFile" -}}
+{{- if .Values.expanderPriorities -}}
+{{- if eq .Values.mode "provider" -}}
+{{- include "ferroscale.upstreamPriorities" .Values.expanderPriorities -}}
+{{- end -}}
+{{- else if .Values.priorities -}}
+{{- include "ferroscale.upstreamPriorities" .Values.priorities -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Priority tiers in upstream's format from a string (verbatim) or a map (keys written as integers). */}}
+{{- define "ferroscale.upstreamPriorities" -}}
+{{- if kindIs "string" . -}}
+{{ . }}
+{{- else -}}
+{{- range $priority, $patterns := . }}
+{{ int $priority }}:
+  {{- toYaml $patterns | nindent 2 }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The --nodes specs: aws.nodes, except those naming a group of autoscalingGroups, then autoscalingGroups
+(upstream's {name, minSize, maxSize}) as MIN:MAX:NAME (a YAML list). */}}
+{{- define "ferroscale.nodes" -}}
+{{- $caNames := list -}}
+{{- range .Values.autoscalingGroups }}
+{{- $caNames = append $caNames (toString .name) -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range .Values.aws.nodes }}
+{{- if not (has (regexReplaceAll "^[0-9]+:[0-9]+:" . "") $caNames) }}
+{{- $out = append $out . -}}
+{{- end }}
+{{- end }}
+{{- range .Values.autoscalingGroups }}
+{{- $out = append $out (printf "%v:%v:%v" (int .minSize) (int .maxSize) .name) -}}
+{{- end }}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The --node-group-auto-discovery specs: aws.autoDiscovery, then, when autoDiscovery.clusterName is set,
+asg:tag= and autoDiscovery.tags (run through tpl) joined by commas, as upstream's chart (a YAML list). */}}
+{{- define "ferroscale.autoDiscovery" -}}
+{{- $out := .Values.aws.autoDiscovery | default list -}}
+{{- if .Values.autoDiscovery.clusterName -}}
+{{- $spec := printf "asg:tag=%s" (tpl (join "," .Values.autoDiscovery.tags) .) -}}
+{{- if not (has $spec $out) -}}
+{{- $out = append $out $spec -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* Flags shared by serve and run: the cloud, prices and the expander. */}}
 {{- define "ferroscale.cloudArgs" -}}
 - --cloud={{ .Values.cloud }}
@@ -123,19 +206,94 @@ exist, hold tls.crt, tls.key and ca.crt, and were issued for today's names; othe
 {{- with .Values.aws.region }}
 - --aws-region={{ . }}
 {{- end }}
-{{- range .Values.aws.autoDiscovery }}
+{{- range include "ferroscale.autoDiscovery" . | fromYamlArray }}
 - --node-group-auto-discovery={{ . }}
 {{- end }}
-{{- range .Values.aws.nodes }}
+{{- range include "ferroscale.nodes" . | fromYamlArray }}
 - --nodes={{ . }}
 {{- end }}
 - --pricing-source={{ .Values.aws.pricingSource }}
 {{- end }}
 - --expander={{ .Values.expander }}
-{{- if .Values.priorities }}
+{{- if include "ferroscale.priorityFile" . }}
 - --priority-config=/etc/ferroscale/config/priorities.yaml
 {{- end }}
 {{- if .Values.priceOverrides }}
 - --price-overrides=/etc/ferroscale/config/price-overrides.yaml
 {{- end }}
+{{- end -}}
+
+{{/* Flags of ferroscale's container, as a YAML list: the chart's own, except those whose key extraArgs or
+(standalone) standalone.extraArgs set, then those (extraArgs winning per key), each --key=value. Repeatable
+flags (--nodes, --node-group-auto-discovery, --tls-client-san) are kept with any extraArgs one. */}}
+{{- define "ferroscale.args" -}}
+{{- $extra := merge (dict) (.Values.extraArgs | default dict) (ternary (.Values.standalone.extraArgs | default dict) dict (eq .Values.mode "standalone")) -}}
+{{- $repeatable := list "nodes" "node-group-auto-discovery" "tls-client-san" -}}
+{{- range include "ferroscale.chartArgs" . | fromYamlArray }}
+{{- $key := regexReplaceAll "^--([^=]+)(=.*)?$" . "${1}" }}
+{{- if or (not (hasPrefix "--" .)) (has $key $repeatable) (not (hasKey $extra $key)) }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := $extra }}
+- {{ printf "--%s=%s" $k (include "ferroscale.scalar" $v) | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The chart's own flags of ferroscale's container (a YAML list; "ferroscale.args" adds extraArgs). */}}
+{{- define "ferroscale.chartArgs" -}}
+{{- $provider := eq .Values.mode "provider" -}}
+{{- $tls := and $provider .Values.tls.enabled -}}
+{{- if $provider }}
+- serve
+- --listen=0.0.0.0:{{ .Values.provider.grpcPort }}
+- --http-listen=0.0.0.0:{{ .Values.metricsPort }}
+- --expander-listen=0.0.0.0:{{ .Values.provider.expanderPort }}
+{{- if $tls }}
+- --tls-cert=/etc/ferroscale/tls/tls.crt
+- --tls-key=/etc/ferroscale/tls/tls.key
+- --tls-client-ca=/etc/ferroscale/tls/ca.crt
+{{- range .Values.tls.clientNames }}
+- --tls-client-san={{ . }}
+{{- end }}
+- --expander-tls-cert=/etc/ferroscale/tls/tls.crt
+- --expander-tls-key=/etc/ferroscale/tls/tls.key
+{{- else }}
+{{- /* tls.enabled=false: plaintext on purpose (serve refuses it on a non-loopback address otherwise). */}}
+- --allow-plaintext
+{{- end }}
+{{- else }}
+- run
+- --address=0.0.0.0:{{ .Values.metricsPort }}
+- --namespace={{ .Release.Namespace }}
+- --scan-interval={{ .Values.standalone.scanInterval }}
+- --dry-run={{ .Values.standalone.dryRun }}
+- --leader-elect={{ .Values.standalone.leaderElect }}
+- --leader-elect-resource-name={{ .Values.standalone.leaseName }}
+- --status-config-map-name={{ .Values.standalone.statusConfigMapName }}
+{{- end }}
+{{ include "ferroscale.cloudArgs" . }}
+{{- end -}}
+
+{{/* ferroscale's environment (a YAML list): AWS_REGION from awsRegion (upstream's name; --aws-region, from
+aws.region, wins over it in the SDK), then extraEnv {NAME: value}. */}}
+{{- define "ferroscale.env" -}}
+{{- $env := list -}}
+{{- with .Values.awsRegion }}
+{{- $env = append $env (dict "name" "AWS_REGION" "value" (toString .)) -}}
+{{- end }}
+{{- range $k, $v := .Values.extraEnv }}
+{{- $env = append $env (dict "name" $k "value" (include "ferroscale.scalar" $v)) -}}
+{{- end }}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/* A value as text; whole numbers (YAML numbers reach templates as floats) without an exponent: 100000000,
+not 1e+08. */}}
+{{- define "ferroscale.scalar" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
 {{- end -}}
