@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use kube::runtime::watcher;
 use kube::{Api, Resource};
-use serde::de::DeserializeOwned;
 
-use super::WatchHealth;
+use super::{WatchHealth, Watched};
 
 pub use crate::k8s::converted::Converted;
 
@@ -106,22 +105,12 @@ pub fn key_of<K: Resource>(o: &K) -> String {
 
 /// Starts the watch of one kind ([`super::spawn_watch`]), converting each object with `convert`; a
 /// complete list (the first, or one after a failure) replaces everything indexed.
-pub fn start<K, T>(
+pub fn start<K: Watched, T: Send + 'static>(
     api: Api<K>,
     kind: &'static str,
     health: Arc<WatchHealth>,
     convert: Convert<K, T>,
-) -> Arc<Feed<T>>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    T: Send + 'static,
-{
+) -> Arc<Feed<T>> {
     let feed = Arc::new(Feed {
         pending: Mutex::new(Changes::default()),
         known: Mutex::default(),

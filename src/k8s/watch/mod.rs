@@ -121,20 +121,35 @@ const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
 /// Longest pause before a failed watch starts over.
 const WATCH_RETRY_MAX: Duration = Duration::from_secs(30);
 
+/// What a watched kind is: a Kubernetes object kube's watcher can list, decode and hand across tasks.
+pub trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Runs the watch of one kind for ever, handing each event to `on_event`. Lists come in pages of 500
 /// (the watcher's default), so neither the API server nor this process holds a whole list of a big kind
 /// at once. After any failure the watch starts over with a full list after a pause (doubled from
 /// [`WATCH_RETRY_MIN`] up to [`WATCH_RETRY_MAX`]), as client-go's reflector does; `health` is doubtful
 /// from the failure until that list is complete, so a loop never trusts a cache that may have missed
 /// events.
-fn spawn_watch<K>(
+fn spawn_watch<K: Watched>(
     api: Api<K>,
     kind: &'static str,
     health: Arc<WatchHealth>,
     mut on_event: impl FnMut(watcher::Event<K>) + Send + 'static,
-) where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
+) {
     tokio::spawn(async move {
         let mut pause = WATCH_RETRY_MIN;
         loop {
@@ -168,21 +183,12 @@ fn spawn_watch<K>(
 
 /// Starts one reflector store of a small kind; `strip` drops the fields nothing reads. The store is
 /// replaced when a relist completes ([`spawn_watch`]).
-fn start<K>(
+fn start<K: Watched>(
     api: Api<K>,
     kind: &'static str,
     health: Arc<WatchHealth>,
     strip: fn(&mut K),
-) -> Counted<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+) -> Counted<K> {
     let (reader, mut writer) = reflector::store();
     let changes = Arc::new(AtomicU64::new(0));
     let counter = changes.clone();
