@@ -320,7 +320,7 @@ impl Runner {
             now,
             self.status.as_ref(),
         );
-        self.report(&decisions, &status, groups.len());
+        self.report(&decisions, &status, &world);
         let status_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         self.write_status(&status).await;

@@ -3,12 +3,21 @@
 use std::collections::BTreeMap;
 
 use super::Runner;
-use crate::engine::Decisions;
+use crate::engine::{Decisions, World};
 use crate::k8s::status::Status;
 
 impl Runner {
     /// Logs the decisions and sets the gauges.
-    pub(super) fn report(&self, d: &Decisions, status: &Status, groups: usize) {
+    pub(super) fn report(&self, d: &Decisions, status: &Status, world: &World) {
+        let groups = world.groups.len();
+        self.record.totals.set(
+            world
+                .nodes
+                .iter()
+                .filter(|n| !world.removing.contains_key(&n.name)),
+            self.settings.cores_total,
+            self.settings.memory_total_gib,
+        );
         let verb = if self.run.dry_run { "would" } else { "will" };
         for s in &d.scale_up {
             let reason = format!(

@@ -1,6 +1,6 @@
 //! The chart's monitoring objects, off by default: a PrometheusRule with the alerts the README's
 //! "Operating ferroscale" table lists, and a Grafana dashboard ConfigMap whose JSON parses and whose
-//! queries name metrics ferroscale exports (src/metrics.rs).
+//! queries name metrics ferroscale exports (src/metrics/).
 
 use std::collections::BTreeSet;
 
@@ -55,10 +55,20 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     out
 }
 
-/// The metric names ferroscale registers (src/metrics.rs), as exposed: counters with `_total`, and the
-/// cluster_autoscaler_ ones built from the `p` prefix.
+/// The metric names ferroscale registers (the files of src/metrics/), as exposed: counters with `_total`,
+/// and the cluster_autoscaler_ ones built from the `p` prefix.
 fn exported() -> BTreeSet<String> {
-    let src = std::fs::read_to_string(format!("{ROOT}/src/metrics.rs")).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(format!("{ROOT}/src/metrics"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no source files in src/metrics");
+    let src: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
     let mut out = BTreeSet::new();
     for piece in src.split('"').skip(1).step_by(2) {
         let name = piece.replace("{p}", "cluster_autoscaler_");

@@ -2,6 +2,10 @@
 //! of go-grpc-prometheus (`grpc_service`, `grpc_method`, `grpc_code`), which dashboards for Go gRPC
 //! servers such as cluster-autoscaler's already use.
 
+mod totals;
+
+pub use totals::ClusterTotals;
+
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -104,6 +108,8 @@ pub struct LoopMetrics {
     last_activity: Family<ActivityLabel, Gauge>,
     safe_to_autoscale: Gauge,
     held_back: Gauge,
+    /// The cluster's cores and memory and their limits.
+    pub totals: ClusterTotals,
 }
 
 impl LoopMetrics {
@@ -188,6 +194,7 @@ impl LoopMetrics {
             last_activity: Family::default(),
             safe_to_autoscale: Gauge::default(),
             held_back: Gauge::default(),
+            totals: ClusterTotals::register(registry),
         };
         registry.register(
             "cluster_autoscaler_cluster_safe_to_autoscale",
