@@ -17,6 +17,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// Labels named as upstream names them where the name is a Rust keyword (`type`): (name, value) pairs.
+pub type Labels = Vec<(&'static str, &'static str)>;
+
 /// Labels of one RPC outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RpcLabels {
@@ -96,15 +99,15 @@ fn function_histogram() -> Histogram {
 #[derive(Clone)]
 pub struct LoopMetrics {
     function_duration: Family<FunctionLabel, Histogram, fn() -> Histogram>,
-    unschedulable_pods: Gauge,
+    unschedulable_pods: Family<Labels, Gauge>,
     nodes: Family<StateLabel, Gauge>,
-    node_groups: Gauge,
+    node_groups: Family<Labels, Gauge>,
     unneeded_nodes: Gauge,
     scaled_up_nodes: Counter,
     scaled_down_nodes: Family<ReasonLabel, Counter>,
     failed_scale_ups: Family<ReasonLabel, Counter>,
     evicted_pods: Family<EvictionLabel, Counter>,
-    errors: Family<ReasonLabel, Counter>,
+    errors: Family<Labels, Counter>,
     last_activity: Family<ActivityLabel, Gauge>,
     safe_to_autoscale: Gauge,
     held_back: Gauge,
@@ -156,9 +159,7 @@ impl LoopMetrics {
 
     /// A loop failed (`cloudProviderError`, ...).
     pub fn error(&self, kind: &'static str) {
-        self.errors
-            .get_or_create(&ReasonLabel { reason: kind })
-            .inc();
+        self.errors.get_or_create(&vec![("type", kind)]).inc();
     }
 
     /// What one loop saw: pods no node takes, nodes unneeded, groups, and nodes by state.
@@ -169,9 +170,14 @@ impl LoopMetrics {
         groups: usize,
         nodes: &[(&'static str, usize)],
     ) {
-        self.unschedulable_pods.set(unschedulable as i64);
+        // Upstream's other types (`scheduler_unprocessed`, `autoprovisioned`) have no counterpart here.
+        self.unschedulable_pods
+            .get_or_create(&vec![("type", "unschedulable")])
+            .set(unschedulable as i64);
         self.unneeded_nodes.set(unneeded as i64);
-        self.node_groups.set(groups as i64);
+        self.node_groups
+            .get_or_create(&vec![("node_group_type", "autoscaled")])
+            .set(groups as i64);
         for &(state, n) in nodes {
             self.nodes
                 .get_or_create(&StateLabel { state })
@@ -182,9 +188,9 @@ impl LoopMetrics {
     fn register(registry: &mut Registry) -> Self {
         let m = LoopMetrics {
             function_duration: Family::new_with_constructor(function_histogram),
-            unschedulable_pods: Gauge::default(),
+            unschedulable_pods: Family::default(),
             nodes: Family::default(),
-            node_groups: Gauge::default(),
+            node_groups: Family::default(),
             unneeded_nodes: Gauge::default(),
             scaled_up_nodes: Counter::default(),
             scaled_down_nodes: Family::default(),

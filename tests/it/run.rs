@@ -239,7 +239,7 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("cluster_autoscaler_unschedulable_pods_count 1"),
+        metrics.contains("cluster_autoscaler_unschedulable_pods_count{type=\"unschedulable\"} 1"),
         "{metrics}"
     );
 

@@ -1,5 +1,6 @@
 //! `ferroscale run`'s cluster totals under upstream's names and labels: the cores and memory of the
-//! nodes (a node being removed left out) and the `--cores-total` / `--memory-total` limits.
+//! nodes (a node being removed left out), the `--cores-total` / `--memory-total` limits, and the labels of
+//! the counts.
 
 use crate::kube_api::{KubeApi, NODES, PODS};
 use crate::run::{eager, node, pod, run_settings, Harness, POOL};
@@ -58,5 +59,20 @@ async fn the_clusters_cores_memory_and_their_limits_are_exported_as_upstream_nam
             &format!("{p}memory_limits_bytes{{direction=\"minimum\"}}")
         ),
         (1u64 << 30) as f64
+    );
+    // Upstream's label names on the counts.
+    assert_eq!(
+        sample(
+            &m,
+            &format!("{p}node_groups_count{{node_group_type=\"autoscaled\"}}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &m,
+            &format!("{p}unschedulable_pods_count{{type=\"unschedulable\"}}")
+        ),
+        0.0
     );
 }
