@@ -12,7 +12,7 @@ use std::time::Instant;
 use tonic::{Response, Status};
 
 use crate::error::Result;
-use crate::metrics::{Metrics, RpcLabels};
+use crate::metrics::Metrics;
 
 /// Largest CloudProvider request accepted (a DeleteNodes of many nodes is the biggest CA sends).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -54,6 +54,7 @@ pub async fn instrument<T>(
     handler: impl Future<Output = Result<T>>,
 ) -> Result<Response<T>, Status> {
     let started = Instant::now();
+    metrics.rpc_started(service, method);
     let outcome = handler.await.map(Response::new).map_err(|e| {
         let s = status::to_status(&e);
         if s.code() == tonic::Code::Unimplemented {
@@ -66,13 +67,6 @@ pub async fn instrument<T>(
     let code = outcome
         .as_ref()
         .map_or_else(|s| s.code(), |_| tonic::Code::Ok);
-    metrics.observe_rpc(
-        RpcLabels {
-            grpc_service: service,
-            grpc_method: method,
-            grpc_code: status::code_name(code),
-        },
-        started.elapsed(),
-    );
+    metrics.rpc_handled(service, method, status::code_name(code), started.elapsed());
     outcome
 }

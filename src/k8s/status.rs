@@ -12,6 +12,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::health::Readiness;
 use crate::engine::{Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
 
@@ -197,12 +198,23 @@ impl Status {
                 }
             }
             let prev = prev_group(&g.id).map(|p| &p.conditions);
-            let mut health = condition("Healthy", now, prev.map(|p| &p.health));
+            let readiness = Readiness {
+                ready: counts.registered.ready,
+                unready: counts.registered.unready.total,
+                not_started: counts.registered.not_started,
+                provisioning: counts.unregistered - counts.long_unregistered,
+            };
+            let healthy = if readiness.healthy(g.target_size, settings) {
+                "Healthy"
+            } else {
+                "Unhealthy"
+            };
+            let mut health = condition(healthy, now, prev.map(|p| &p.health));
             health.node_counts = Some(counts.clone());
             health.cloud_provider_target = Some(g.target_size);
             health.min_size = Some(g.min_size);
             health.max_size = Some(g.max_size);
-            let backoff = memory.backed_off(&g.id, now);
+            let backoff = memory.backoff_of(&g.id, now);
             let up_status = if backoff.is_some() {
                 "Backoff"
             } else if g.target_size as usize > counts.registered.total {
@@ -212,10 +224,10 @@ impl Status {
                 "NoActivity"
             };
             let mut scale_up = condition(up_status, now, prev.map(|p| &p.scale_up));
-            if let Some(until) = backoff {
+            if let Some(b) = backoff {
                 scale_up.backoff_info = Some(BackoffInfo {
-                    error_code: "scaleUpFailed".into(),
-                    error_message: format!("backed off until {}", rfc3339(until)),
+                    error_code: b.reason.clone(),
+                    error_message: format!("backed off until {}", rfc3339(b.until)),
                 });
             }
             let candidates = memory

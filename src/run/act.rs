@@ -11,7 +11,9 @@ use kube::runtime::events::EventType;
 use super::events::pod_ref;
 use super::removal::{DrainContext, Removal};
 use super::{Runner, NOT_TRIGGERED_REPEAT};
-use crate::engine::Decisions;
+use crate::engine::reasons::InstanceFault;
+use crate::engine::upstream::CLOUD_PROVIDER_ERROR;
+use crate::engine::{Decisions, DeleteInstance};
 use crate::error::Result;
 use crate::k8s::drain::{self, Evictee};
 use crate::k8s::index::Index;
@@ -33,20 +35,21 @@ impl Runner {
         };
 
         // Instances that failed or never registered.
-        let mut by_group: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut by_group: BTreeMap<&str, Vec<&DeleteInstance>> = BTreeMap::new();
         for i in &d.delete_instances {
-            by_group
-                .entry(&i.group)
-                .or_default()
-                .push(i.instance.clone());
+            by_group.entry(&i.group).or_default().push(i);
         }
-        for (group, ids) in by_group {
+        for (group, instances) in by_group {
+            let ids: Vec<String> = instances.iter().map(|i| i.instance.clone()).collect();
             let outcome = match self.fence.check("deleting instances") {
                 Ok(()) => self.cloud.delete_nodes(group, &ids).await,
                 Err(e) => Err(e),
             };
-            if let Err(e) = outcome {
-                tracing::warn!(group, error = %e, "deleting unregistered instances failed; a later loop tries again");
+            match outcome {
+                Ok(()) => self.record_failed_creations(&instances),
+                Err(e) => {
+                    tracing::warn!(group, error = %e, "deleting unregistered instances failed; a later loop tries again")
+                }
             }
         }
 
@@ -58,7 +61,9 @@ impl Runner {
             };
             match outcome {
                 Ok(()) => {
-                    tracing::info!(group = %c.group, count = c.count, reason = %c.reason, "gave up capacity not delivered")
+                    tracing::info!(group = %c.group, count = c.count, reason = %c.reason, "gave up capacity not delivered");
+                    self.record
+                        .scale_up_failed(c.reason.code(), c.count.max(0) as u64);
                 }
                 Err(e) => {
                     tracing::warn!(group = %c.group, error = %e, "giving up undelivered capacity failed; a later loop tries again")
@@ -100,8 +105,10 @@ impl Runner {
                 }
                 Err(e) => {
                     tracing::warn!(group = %s.group, delta = s.delta, error = %e, "scale-up failed; backing the group off");
-                    self.memory.scale_up_failed(&s.group, now);
-                    self.record.scale_up_failed("cloudProviderError");
+                    self.memory
+                        .scale_up_failed(&s.group, CLOUD_PROVIDER_ERROR, now);
+                    self.record
+                        .scale_up_failed(CLOUD_PROVIDER_ERROR, s.delta.max(0) as u64);
                     first_error.get_or_insert(e);
                 }
             }
@@ -242,5 +249,24 @@ impl Runner {
                 }
             }
         }
+    }
+}
+
+impl Runner {
+    /// Records one group's deleted instances as upstream does: a failed scale-up per error code with
+    /// its nodes, and those that never registered as old unregistered nodes removed.
+    fn record_failed_creations(&self, instances: &[&DeleteInstance]) {
+        let mut by_code: BTreeMap<&str, u64> = BTreeMap::new();
+        for i in instances {
+            *by_code.entry(i.reason.code()).or_default() += 1;
+        }
+        for (code, nodes) in by_code {
+            self.record.scale_up_failed(code, nodes);
+        }
+        let unregistered = instances
+            .iter()
+            .filter(|i| matches!(i.reason, InstanceFault::NotRegistered { .. }))
+            .count();
+        self.record.unregistered_removed(unregistered as u64);
     }
 }

@@ -205,7 +205,8 @@ impl Runner {
         }
         let t = Instant::now();
         if let Err(e) = self.cloud.refresh().await {
-            self.record.error("cloudProviderError");
+            self.record
+                .error(crate::engine::upstream::CLOUD_PROVIDER_ERROR);
             // The status says so rather than go stale while the cloud cannot be read.
             let status = Status::failed(
                 self.status.as_ref(),
@@ -320,7 +321,7 @@ impl Runner {
             now,
             self.status.as_ref(),
         );
-        self.report(&decisions, &status, &world);
+        self.report(&decisions, &status, &world, now);
         let status_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         self.write_status(&status).await;

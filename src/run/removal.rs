@@ -120,11 +120,7 @@ impl DrainContext {
         match &result {
             Ok(()) => {
                 tracing::info!(node = %r.node, group = %r.group, reason = %r.reason, "node removed");
-                self.record.scaled_down(if r.pods.is_empty() {
-                    "empty"
-                } else {
-                    "underutilized"
-                });
+                self.record.scaled_down(r.reason.upstream_reason());
             }
             Err(e) if self.fence.check("untainting").is_err() => {
                 tracing::warn!(node = %r.node, error = %e, "scale-down stopped: leadership lost; the next leader removes the taint");

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use super::Runner;
 use crate::engine::{Decisions, World};
 use crate::k8s::status::Status;
+use crate::metrics::{Cluster, GroupState};
 
 impl Runner {
     /// Logs the decisions and sets the gauges.
-    pub(super) fn report(&self, d: &Decisions, status: &Status, world: &World) {
+    pub(super) fn report(&self, d: &Decisions, status: &Status, world: &World, now: i64) {
         let groups = world.groups.len();
         self.record.totals.set(
             world
@@ -67,11 +68,42 @@ impl Runner {
         if let Some(u) = &d.unhealthy {
             tracing::warn!(%u, "doing nothing");
         }
-        self.record.cluster(
-            d.unschedulable().count(),
-            self.memory.unneeded_since.len(),
+        let max_nodes: usize = world
+            .groups
+            .iter()
+            .map(|g| g.max_size.max(0) as usize)
+            .sum();
+        self.record.cluster(&Cluster {
+            unschedulable: d.unschedulable().count(),
+            scheduler_unprocessed: world
+                .pods
+                .iter()
+                .filter(|p| p.node_name.is_none() && !p.meta.unschedulable)
+                .count(),
+            unneeded: self.memory.unneeded_since.len(),
             groups,
-            &nodes,
+            nodes,
+            max_nodes: match self.settings.max_nodes_total {
+                0 => max_nodes,
+                cap => cap.min(max_nodes),
+            },
+            pending_deletions: world.removing.len(),
+        });
+        self.record.scale_down(
+            d.unremovable.iter().map(|(_, why)| why.upstream_reason()),
+            d.skipped()
+                .map(|(direction, r)| (direction.as_str(), r.skipped_reason())),
+            self.memory.scale_down_paused(&self.settings, now).is_some(),
         );
+        self.record.groups.set(status.node_groups.iter().map(|g| {
+            GroupState {
+                group: &g.name,
+                healthy: g.conditions.health.status == "Healthy",
+                backoff: self
+                    .memory
+                    .backoff_of(&g.name, now)
+                    .map(|b| b.reason.as_str()),
+            }
+        }));
     }
 }

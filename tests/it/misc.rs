@@ -75,8 +75,33 @@ async fn metrics_count_rpcs_by_method_and_code() {
     );
     assert!(line("NodeGroupTargetSize", "NotFound").ends_with(" 1"));
     assert!(
-        body.contains("grpc_server_handling_seconds_bucket{"),
-        "{body}"
+        line("NodeGroups", "OK").contains("grpc_type=\"unary\""),
+        "go-grpc-prometheus's labels"
+    );
+    // go-grpc-prometheus's other counters: started and received for every call, sent for answers.
+    let unary = |metric: &str, method: &str| {
+        let prefix = format!(
+            "{metric}{{grpc_type=\"unary\",grpc_service=\"clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider\",grpc_method=\"{method}\"}} "
+        );
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{body}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(unary("grpc_server_started_total", "NodeGroupTargetSize"), 1);
+    assert_eq!(
+        unary("grpc_server_msg_received_total", "NodeGroupTargetSize"),
+        1
+    );
+    assert_eq!(unary("grpc_server_msg_sent_total", "NodeGroups"), 3);
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("grpc_server_handling_seconds_bucket{")
+                && l.contains("grpc_type=\"unary\"")
+                && !l.contains("grpc_code")),
+        "the histogram has go-grpc-prometheus's labels: {body}"
     );
     assert_eq!(s.get("/healthz").await.0, 200);
     let (status, ready) = s.get("/readyz").await;

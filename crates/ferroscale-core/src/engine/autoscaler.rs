@@ -9,9 +9,10 @@ use std::sync::Arc;
 use super::cleanup::cleanup_instances;
 use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
+use super::health::unhealthy;
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
-use super::reasons::{Pending, Unhealthy};
+use super::reasons::Pending;
 use super::scale_down::scale_down;
 use super::scale_up::scale_up;
 use super::settings::Settings;
@@ -138,22 +139,4 @@ pub fn run_once(
         scale_down(&ctx, memory, &mut infos, existing, &mut d);
     }
     d
-}
-
-/// Upstream's check: the cluster is unhealthy when more nodes are unready than both
-/// `--ok-total-unready-count` and `--max-total-unready-percentage` of all nodes allow. Nodes still
-/// starting (younger than `maxNodeStartupTime`) are not unready yet.
-fn unhealthy(ctx: &Ctx) -> Option<Unhealthy> {
-    let s = ctx.settings;
-    let startup = s.defaults.max_node_startup_time.as_secs() as i64;
-    let total = ctx.world.nodes.len();
-    let unready = ctx
-        .world
-        .nodes
-        .iter()
-        .filter(|n| !n.ready && ctx.now - n.created >= startup)
-        .count();
-    let share = s.max_total_unready_percentage / 100.0 * total as f64;
-    (unready > s.ok_total_unready_count && unready as f64 > share)
-        .then_some(Unhealthy { unready, total })
 }

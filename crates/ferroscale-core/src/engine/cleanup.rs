@@ -12,16 +12,25 @@ use super::memory::Memory;
 use super::reasons::{Cancel, InstanceFault};
 use crate::model::{ErrorClass, InstanceState, NodeGroup};
 
+/// Upstream's error code for capacity not delivered in time.
+pub const TIMEOUT: &str = "timeout";
+
 /// Records a failed launch of `g`: out of capacity or quota backs off every group of its type in its
 /// zone, anything else the group alone. A group already backed off is not pushed further back.
-fn launch_failed(memory: &mut Memory, g: &NodeGroup, out_of_resources: bool, now: i64) {
+fn launch_failed(
+    memory: &mut Memory,
+    g: &NodeGroup,
+    out_of_resources: bool,
+    reason: &str,
+    now: i64,
+) {
     if memory.backed_off(&g.id, now).is_some() {
         return;
     }
     if out_of_resources {
-        memory.capacity_exhausted(g, now);
+        memory.capacity_exhausted(g, reason, now);
     } else {
-        memory.scale_up_failed(&g.id, now);
+        memory.scale_up_failed(&g.id, reason, now);
     }
 }
 
@@ -41,7 +50,8 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
     let mut unfulfilled: HashMap<String, i64> = HashMap::new();
     for g in ctx.world.groups {
         let limit = ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64;
-        let mut failed = false;
+        // Upstream's error code of the first failure: the launch error's code, or `timeout`.
+        let mut failed: Option<String> = None;
         let mut out_of_resources = false;
         let mut deleting = 0;
         for i in &g.instances {
@@ -49,7 +59,7 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 continue;
             }
             if let Some(e) = &i.error {
-                failed = true;
+                failed.get_or_insert_with(|| e.code.clone());
                 out_of_resources |= e.class == ErrorClass::OutOfResources;
                 deleting += 1;
                 d.delete_instances.push(DeleteInstance {
@@ -65,7 +75,7 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
             let at_min = g.target_size - deleting <= g.min_size;
             let keep = doubtful || (at_min && !ctx.settings.force_delete_unregistered_nodes);
             if now - since >= limit && !keep {
-                failed = true;
+                failed.get_or_insert_with(|| TIMEOUT.to_string());
                 deleting += 1;
                 d.delete_instances.push(DeleteInstance {
                     group: g.id.clone(),
@@ -82,13 +92,14 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
             let since = *memory.unfulfilled_since.get(&g.id).unwrap_or(&now);
             let reason = match &g.launch_error {
                 Some(e) => {
-                    launch_failed(memory, g, e.class == ErrorClass::OutOfResources, now);
+                    let out = e.class == ErrorClass::OutOfResources;
+                    launch_failed(memory, g, out, &e.code, now);
                     Some(Cancel::LaunchFailed {
                         code: e.code.clone(),
                     })
                 }
                 None if now - since >= limit => {
-                    launch_failed(memory, g, false, now);
+                    launch_failed(memory, g, false, TIMEOUT, now);
                     Some(Cancel::NotDelivered { within_secs: limit })
                 }
                 None => None,
@@ -104,8 +115,8 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 }
             }
         }
-        if failed {
-            launch_failed(memory, g, out_of_resources, now);
+        if let Some(reason) = failed {
+            launch_failed(memory, g, out_of_resources, &reason, now);
         }
     }
     memory.unregistered_since = still;
@@ -214,7 +225,11 @@ mod tests {
         assert_eq!(d.cancel.len(), 1);
         assert_eq!(d.cancel[0].count, 2);
         assert!(matches!(d.cancel[0].reason, Cancel::LaunchFailed { .. }));
-        assert!(memory.backed_off("g", 100).is_some());
+        assert_eq!(
+            memory.backoff_of("g", 100).map(|b| b.reason.as_str()),
+            Some("InsufficientInstanceCapacity"),
+            "the backoff carries the cloud's code"
+        );
 
         let quiet = [group(0, 1, vec![])];
         let mut memory = Memory::default();
@@ -225,6 +240,10 @@ mod tests {
             d.cancel[0].reason,
             Cancel::NotDelivered { within_secs: 900 }
         );
-        assert!(memory.backed_off("g", 900).is_some());
+        assert_eq!(
+            memory.backoff_of("g", 900).map(|b| b.reason.as_str()),
+            Some("timeout")
+        );
+        assert!(memory.backoff_of("g", 900 + 300).is_none(), "5 minutes");
     }
 }

@@ -1,5 +1,6 @@
 //! What one loop decided, and why.
 
+use super::limits::Resource;
 use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
 
 /// A group to grow.
@@ -41,6 +42,13 @@ pub struct CancelCapacity {
     pub reason: Cancel,
 }
 
+/// Which way a scale event goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Up,
+    Down,
+}
+
 /// The loop's decisions and explanations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
@@ -60,12 +68,29 @@ pub struct Decisions {
     pub unhealthy: Option<Unhealthy>,
     /// The doubts that held scale-down (and the deletion of unregistered instances) back.
     pub held_back: Vec<Doubt>,
+    /// Groups not grown because `--cores-total` or `--memory-total` is reached, with the resource
+    /// (upstream's skipped scale-ups).
+    pub skipped_scale_ups: Vec<(String, Resource)>,
 }
 
 impl Decisions {
     /// Pending pods no existing or upcoming node will take (upstream's unschedulable pods).
     pub fn unschedulable(&self) -> impl Iterator<Item = &(String, Pending)> {
         self.pending.iter().filter(|(_, why)| why.unschedulable())
+    }
+
+    /// Scale events skipped because a cluster-wide limit is reached (upstream's
+    /// `skipped_scale_events_count`): each group not grown and each node not removed, with the resource.
+    pub fn skipped(&self) -> impl Iterator<Item = (Direction, Resource)> + '_ {
+        let up = self
+            .skipped_scale_ups
+            .iter()
+            .map(|(_, r)| (Direction::Up, *r));
+        let down = self.unremovable.iter().filter_map(|(_, why)| match why {
+            Unremovable::MinimalResourceLimit { resource } => Some((Direction::Down, *resource)),
+            _ => None,
+        });
+        up.chain(down)
     }
 
     /// Of those, the pods that could have triggered a scale-up and did not (upstream's

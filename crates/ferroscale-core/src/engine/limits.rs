@@ -2,10 +2,30 @@
 //! in bytes against the flag's GiB), not allocatable. A node or template that declares no capacity counts
 //! its allocatable. Scale-up stays under the maxima; scale-down keeps the cluster at or above the minima.
 
+use std::fmt;
+
 use crate::model::workload::Node;
 use crate::model::{Resources, TemplateNode};
 
 const GIB: i64 = 1 << 30;
+
+/// A resource with a cluster-wide limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// `--cores-total`.
+    Cores,
+    /// `--memory-total`.
+    Memory,
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Resource::Cores => "cores",
+            Resource::Memory => "memory",
+        })
+    }
+}
 
 /// Cores and memory (bytes) of a node, or of a whole cluster.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,13 +77,13 @@ impl AboveMin {
         })
     }
 
-    /// Takes a node out, or names the resource (`cores`, `memory`) whose minimum it would break.
-    pub fn take(&mut self, node: Amount) -> Result<(), &'static str> {
+    /// Takes a node out, or names the resource whose minimum it would break.
+    pub fn take(&mut self, node: Amount) -> Result<(), Resource> {
         if node.cores > self.0.cores {
-            return Err("cores");
+            return Err(Resource::Cores);
         }
         if node.memory > self.0.memory {
-            return Err("memory");
+            return Err(Resource::Memory);
         }
         self.0.cores -= node.cores;
         self.0.memory -= node.memory;
@@ -113,8 +133,12 @@ mod tests {
         };
         let mut left = AboveMin::new(total, 3, 0);
         assert_eq!(left.take(node), Ok(()));
-        assert_eq!(left.take(node), Err("cores"), "4 cores left, 3 the minimum");
+        assert_eq!(
+            left.take(node),
+            Err(Resource::Cores),
+            "4 cores left, 3 the minimum"
+        );
         let mut left = AboveMin::new(total, 0, 20);
-        assert_eq!(left.take(node), Err("memory"));
+        assert_eq!(left.take(node), Err(Resource::Memory));
     }
 }

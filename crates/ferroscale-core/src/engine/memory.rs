@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use super::reasons::Pause;
+use super::settings::Settings;
 use super::templates::GroupTemplate;
 use crate::labels;
 use crate::model::{NodeGroup, TemplateNode};
@@ -16,8 +18,8 @@ pub struct Memory {
     /// When a node was last removed, and when a removal last failed (set by whoever carries them out).
     pub last_scale_down_delete: Option<i64>,
     pub last_scale_down_failure: Option<i64>,
-    /// Group → (backed off until, current backoff, last failure).
-    pub backoff: HashMap<String, (i64, i64, i64)>,
+    /// Group → its backoff after failed scale-ups.
+    pub backoff: HashMap<String, Backoff>,
     /// Instance (provider id) → when it was first seen without a node.
     pub unregistered_since: HashMap<String, i64>,
     /// (instance type, zone) → until when it is taken as out of capacity: a launch that failed for lack
@@ -28,6 +30,20 @@ pub struct Memory {
     /// Group → the template last copied from one of its real nodes, used while it has no good node
     /// (upstream's template cache; one template and its DaemonSet pods per group).
     pub templates: HashMap<String, GroupTemplate>,
+}
+
+/// A group's backoff after failed scale-ups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff {
+    /// Backed off until (seconds).
+    pub until: i64,
+    /// The current backoff, doubled per failure.
+    pub seconds: i64,
+    /// When the last failure happened.
+    pub last_failure: i64,
+    /// Upstream's error code of the last failure (`cloudProviderError`, `timeout`, or the cloud's
+    /// launch error code), for `node_group_backoff_status{reason}` and the status ConfigMap.
+    pub reason: String,
 }
 
 /// The (instance type, zone) of a template, when its labels say.
@@ -44,24 +60,31 @@ const BACKOFF_MAX: i64 = 1800;
 const BACKOFF_RESET: i64 = 3 * 3600;
 
 impl Memory {
-    /// Records that a scale-up of `group` failed at `now`: it is skipped for 5m, 10m, ... up to 30m.
-    pub fn scale_up_failed(&mut self, group: &str, now: i64) {
-        let next = match self.backoff.get(group) {
-            Some(&(_, d, last)) if now - last < BACKOFF_RESET => (d * 2).min(BACKOFF_MAX),
+    /// Records that a scale-up of `group` failed at `now` for `reason` (upstream's error code): it is
+    /// skipped for 5m, 10m, ... up to 30m.
+    pub fn scale_up_failed(&mut self, group: &str, reason: &str, now: i64) {
+        let seconds = match self.backoff.get(group) {
+            Some(b) if now - b.last_failure < BACKOFF_RESET => (b.seconds * 2).min(BACKOFF_MAX),
             _ => BACKOFF_INITIAL,
         };
-        self.backoff
-            .insert(group.to_string(), (now + next, next, now));
+        self.backoff.insert(
+            group.to_string(),
+            Backoff {
+                until: now + seconds,
+                seconds,
+                last_failure: now,
+                reason: reason.to_string(),
+            },
+        );
     }
 
-    /// Records that `group` could not launch for lack of capacity: it backs off, and its instance type
-    /// in its zone is avoided by every group for as long.
-    pub fn capacity_exhausted(&mut self, group: &NodeGroup, now: i64) {
-        self.scale_up_failed(&group.id, now);
-        if let (Some(key), Some(&(until, _, _))) =
-            (type_and_zone(&group.template), self.backoff.get(&group.id))
+    /// Records that `group` could not launch for lack of capacity (`reason` the cloud's code): it backs
+    /// off, and its instance type in its zone is avoided by every group for as long.
+    pub fn capacity_exhausted(&mut self, group: &NodeGroup, reason: &str, now: i64) {
+        self.scale_up_failed(&group.id, reason, now);
+        if let (Some(key), Some(b)) = (type_and_zone(&group.template), self.backoff.get(&group.id))
         {
-            self.out_of_capacity.insert(key, until);
+            self.out_of_capacity.insert(key, b.until);
         }
     }
 
@@ -74,9 +97,31 @@ impl Memory {
 
     /// Until when `group` is backed off after failed scale-ups, if it is at `now`.
     pub fn backed_off(&self, group: &str, now: i64) -> Option<i64> {
-        self.backoff
-            .get(group)
-            .map(|&(until, _, _)| until)
-            .filter(|until| now < *until)
+        self.backoff_of(group, now).map(|b| b.until)
+    }
+
+    /// Why scale-down waits at `now` (`--scale-down-delay-after-add`, `-after-failure`,
+    /// `-after-delete`), if it does: upstream's scale-down cooldown.
+    pub fn scale_down_paused(&self, s: &Settings, now: i64) -> Option<Pause> {
+        let within = |t: Option<i64>, d: std::time::Duration| {
+            t.is_some_and(|t| now - t < d.as_secs() as i64)
+        };
+        if within(self.last_scale_up, s.scale_down_delay_after_add) {
+            Some(Pause::AfterAdd)
+        } else if within(
+            self.last_scale_down_failure,
+            s.scale_down_delay_after_failure,
+        ) {
+            Some(Pause::AfterFailure)
+        } else if within(self.last_scale_down_delete, s.scale_down_delay_after_delete) {
+            Some(Pause::AfterDelete)
+        } else {
+            None
+        }
+    }
+
+    /// `group`'s backoff, while it lasts at `now`.
+    pub fn backoff_of(&self, group: &str, now: i64) -> Option<&Backoff> {
+        self.backoff.get(group).filter(|b| now < b.until)
     }
 }

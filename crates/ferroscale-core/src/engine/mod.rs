@@ -2,7 +2,8 @@
 //! standalone loop and the simulator. `predicates` are the kube-scheduler's filters, `estimator` the
 //! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
 //! `similar` which groups share one, `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`),
-//! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so.
+//! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so,
+//! `health` upstream's cluster and group health, `upstream` upstream's metric label values for the reasons.
 
 pub mod autoscaler;
 mod cleanup;
@@ -12,6 +13,7 @@ pub mod drainability;
 mod equivalence;
 pub mod estimator;
 pub mod expander;
+pub mod health;
 pub mod limits;
 pub mod memory;
 pub mod predicates;
@@ -22,11 +24,12 @@ pub mod settings;
 pub mod similar;
 pub mod templates;
 pub mod topology;
+pub mod upstream;
 pub mod utilization;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
-pub use decisions::{CancelCapacity, Decisions, DeleteInstance, ScaleDown, ScaleUp};
+pub use decisions::{CancelCapacity, Decisions, DeleteInstance, Direction, ScaleDown, ScaleUp};
 pub use memory::Memory;
 pub use settings::Settings;
 pub use templates::GroupTemplate;

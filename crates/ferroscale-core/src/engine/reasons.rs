@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::limits::Resource;
 use super::predicates::Unfit;
 use crate::model::volumes::Wait;
 
@@ -109,8 +110,10 @@ pub enum Refusal {
     },
     /// `--max-nodes-total` is reached.
     MaxNodesTotal,
-    /// `--cores-total` or `--memory-total` is reached.
-    ResourceLimits,
+    /// `--cores-total` or `--memory-total` (or both) is reached.
+    ResourceLimits {
+        exceeded: Vec<Resource>,
+    },
     /// More nodes would exceed one of the limits above.
     WouldExceedLimit {
         group: String,
@@ -139,7 +142,12 @@ impl fmt::Display for Refusal {
             ),
             Refusal::AtMaxSize { group } => write!(f, "group {group} at max size"),
             Refusal::MaxNodesTotal => write!(f, "--max-nodes-total reached"),
-            Refusal::ResourceLimits => write!(f, "--cores-total or --memory-total reached"),
+            Refusal::ResourceLimits { exceeded } => {
+                for (k, r) in exceeded.iter().enumerate() {
+                    write!(f, "{}--{r}-total", if k > 0 { " and " } else { "" })?;
+                }
+                write!(f, " reached")
+            }
             Refusal::WouldExceedLimit { group } => {
                 write!(f, "group {group} would exceed a limit")
             }
@@ -174,7 +182,7 @@ pub enum Unremovable {
     /// Its group would go below its min size.
     AtMinSize { group: String },
     /// The cluster would go below the minimum of `--cores-total` (`cores`) or `--memory-total` (`memory`).
-    MinimalResourceLimit { resource: String },
+    MinimalResourceLimit { resource: Resource },
     /// Unneeded, but a pod annotated `safe-to-evict: "on-completion"` runs on it until it is done.
     OnCompletion { pod: String },
     /// Unneeded; this loop's removal budget is spent.
@@ -334,10 +342,15 @@ pub struct Removal {
     pub waited: i64,
     /// It has no pods to evict.
     pub empty: bool,
+    /// It is unready (removed after `--scale-down-unready-time`, whatever its utilization).
+    pub unready: bool,
 }
 
 impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.unready {
+            write!(f, "unready for {}s, ", self.waited)?;
+        }
         write!(
             f,
             "utilization {:.2} at or below {:.2} for {}s, {}",

@@ -13,7 +13,7 @@ use super::drainability::{drainability, long_terminating, Drain};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};
-use super::reasons::{Blocker, Pause, Removal, Unremovable};
+use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::utilization;
 use crate::model::workload::Pod;
 
@@ -52,29 +52,6 @@ fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
         }
     }
     Ok(d)
-}
-
-/// Why scale-down waits at `now`, if it does.
-fn paused(ctx: &Ctx, memory: &Memory) -> Option<Pause> {
-    let s = ctx.settings;
-    let within = |t: Option<i64>, d: std::time::Duration| {
-        t.is_some_and(|t| ctx.now - t < d.as_secs() as i64)
-    };
-    if within(memory.last_scale_up, s.scale_down_delay_after_add) {
-        Some(Pause::AfterAdd)
-    } else if within(
-        memory.last_scale_down_failure,
-        s.scale_down_delay_after_failure,
-    ) {
-        Some(Pause::AfterFailure)
-    } else if within(
-        memory.last_scale_down_delete,
-        s.scale_down_delay_after_delete,
-    ) {
-        Some(Pause::AfterDelete)
-    } else {
-        None
-    }
 }
 
 /// Where the pods of node `i` would go (the nodes that receive them, changed), or why one cannot move.
@@ -128,7 +105,7 @@ pub(super) fn scale_down(
 ) {
     let now = ctx.now;
     let settings = ctx.settings;
-    let paused = paused(ctx, memory);
+    let paused = memory.scale_down_paused(ctx.settings, ctx.now);
     let mut removed: Vec<usize> = Vec::new();
     // Nodes going away count against their group's min size: those removed this loop and those being
     // removed in the background.
@@ -253,12 +230,7 @@ pub(super) fn scale_down(
         }
         let mut room = above_min;
         if let Err(resource) = room.take(Amount::of_node(&node)) {
-            keep(
-                d,
-                Unremovable::MinimalResourceLimit {
-                    resource: resource.into(),
-                },
-            );
+            keep(d, Unremovable::MinimalResourceLimit { resource });
             continue;
         }
         if let Some(pod) = waits_for {
@@ -303,6 +275,7 @@ pub(super) fn scale_down(
                 threshold,
                 waited,
                 empty,
+                unready: !node.ready,
             },
             evict: movable.iter().map(Pod::key).collect(),
             left,

@@ -7,7 +7,7 @@ use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
-use super::limits::{gib, Amount};
+use super::limits::{gib, Amount, Resource};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::{Pending, Refusal};
@@ -33,6 +33,8 @@ struct Round {
     /// Per option, its new nodes with the pods placed on them.
     placements: Vec<Vec<NodeInfo>>,
     refusals: Vec<BTreeMap<Refusal, usize>>,
+    /// Groups skipped because a cluster-wide maximum is reached, with the resource.
+    skipped: Vec<(String, Resource)>,
 }
 
 /// Grows groups for `candidates` (pods no existing or upcoming node takes): the expander picks the best
@@ -77,6 +79,7 @@ pub(super) fn scale_up(
             .collect();
         let mut round = options_for(ctx, &pods, &groups, memory, &budget, &base);
         if first_round {
+            d.skipped_scale_ups = std::mem::take(&mut round.skipped);
             for (w, r) in round.refusals.into_iter().enumerate() {
                 refusals[waiting[w]] = r;
             }
@@ -192,6 +195,7 @@ fn options_for(
         scheduled: Vec::new(),
         placements: Vec::new(),
         refusals: vec![BTreeMap::new(); pods.len()],
+        skipped: Vec::new(),
     };
     for g in groups {
         let room = (g.max_size - g.target_size).max(0) as usize;
@@ -210,7 +214,16 @@ fn options_for(
             / per_node.memory.max(1)) as usize;
         limit = limit.min(by_cores).min(by_memory);
         if limit == 0 && why_not.is_none() {
-            why_not = Some(Refusal::ResourceLimits);
+            let exceeded: Vec<Resource> =
+                [(by_cores, Resource::Cores), (by_memory, Resource::Memory)]
+                    .into_iter()
+                    .filter(|&(n, _)| n == 0)
+                    .map(|(_, r)| r)
+                    .collect();
+            round
+                .skipped
+                .extend(exceeded.iter().map(|&r| (g.id.clone(), r)));
+            why_not = Some(Refusal::ResourceLimits { exceeded });
         }
         let template = new_node(ctx, g, &format!("{}-template", g.id));
         if let Some(why) = why_not {
