@@ -97,7 +97,7 @@ pub fn estimate_within(
         .iter()
         .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
     let empty = new_node(template, 0);
-    // The cluster does not change during the estimate: its spread counts are computed once.
+    // Spread counts, kept as nodes are added and pods placed.
     let memo = SpreadMemo::default();
     let mut time_up = false;
     for group in groups {
@@ -131,8 +131,9 @@ pub fn estimate_within(
                 added: &nodes,
                 memo: Some(&memo),
             };
-            let found = (from..nodes.len())
-                .find(|&n| fits_among(pod, cluster, &nodes[n], any_anti).is_ok());
+            let found = (from..nodes.len()).find(|&n| {
+                nodes[n].has_room_for(pod) && fits_among(pod, cluster, &nodes[n], any_anti).is_ok()
+            });
             let n = match found {
                 Some(n) => n,
                 None if nodes.len() < max_nodes => {
@@ -143,6 +144,7 @@ pub fn estimate_within(
                         continue;
                     }
                     nodes.push(node);
+                    memo.node_added(&nodes[nodes.len() - 1]);
                     nodes.len() - 1
                 }
                 None => {
@@ -153,6 +155,7 @@ pub fn estimate_within(
             };
             if keep_pods {
                 nodes[n].add(pod.clone());
+                memo.pod_placed(&nodes[n], pod);
             } else {
                 nodes[n].add_counted(pod);
             }

@@ -41,6 +41,11 @@ impl NodeInfo {
     }
 
     /// Places a pod (no checks: call [`fits`] first).
+    /// Whether the pod's requests fit what the node has left (the other predicates unchecked).
+    pub fn has_room_for(&self, pod: &Pod) -> bool {
+        has_room(&pod.requests, &self.requested, &self.node.allocatable)
+    }
+
     pub fn add(&mut self, pod: impl Into<Arc<Pod>>) {
         let pod = pod.into();
         self.add_counted(&pod);
@@ -210,29 +215,40 @@ pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
 
 /// Whether `want` more fits next to `used` within `alloc`; names the first resource short.
 pub fn fits_resources(want: &Resources, used: &Resources, alloc: &Resources) -> Result<(), Unfit> {
-    let short = |name: &str| Err(Unfit::Insufficient(name.to_string()));
+    match short_of(want, used, alloc) {
+        Some(name) => Err(Unfit::Insufficient(name.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// Whether `want` more fits next to `used` within `alloc`, without naming what is short: the cheap
+/// test the placement loops make before the full check, which would build a reason for every full
+/// node they pass.
+pub fn has_room(want: &Resources, used: &Resources, alloc: &Resources) -> bool {
+    short_of(want, used, alloc).is_none()
+}
+
+/// The first resource `want` more would exceed.
+fn short_of<'a>(want: &'a Resources, used: &Resources, alloc: &Resources) -> Option<&'a str> {
     if want.cpu_milli > 0 && used.cpu_milli + want.cpu_milli > alloc.cpu_milli {
-        return short("cpu");
+        return Some("cpu");
     }
     if want.memory > 0 && used.memory + want.memory > alloc.memory {
-        return short("memory");
+        return Some("memory");
     }
     if used.pods + want.pods.max(1) > alloc.pods {
-        return short("pods");
+        return Some("pods");
     }
     if want.ephemeral_storage > 0
         && used.ephemeral_storage + want.ephemeral_storage > alloc.ephemeral_storage
     {
-        return short("ephemeral-storage");
+        return Some("ephemeral-storage");
     }
-    for (name, n) in &want.extended {
+    want.extended.iter().find_map(|(name, n)| {
         let have = alloc.extended.get(name).copied().unwrap_or(0);
         let taken = used.extended.get(name).copied().unwrap_or(0);
-        if *n > 0 && taken + n > have {
-            return short(name);
-        }
-    }
-    Ok(())
+        (*n > 0 && taken + n > have).then_some(name.as_str())
+    })
 }
 
 /// Whether a pod the term selects runs in `node`'s domain of the term's topology key (None: `node`
@@ -430,7 +446,7 @@ pub fn first_fit(
         let monotone = pod.affinity.is_empty() && pod.spread.is_empty();
         let from = if monotone { start[g] } else { 0 };
         let found = (from..nodes.len())
-            .filter(|&n| eligible(n))
+            .filter(|&n| eligible(n) && nodes[n].has_room_for(pod))
             .find(|&n| fits_in(pod, nodes, &nodes[n], repels).is_ok());
         match found {
             Some(n) => {

@@ -1,10 +1,10 @@
 //! The scheduler's PodTopologySpread filter (`whenUnsatisfiable: DoNotSchedule`): placing the pod in the
 //! node's domain must not make that domain exceed the least populated eligible domain by more than
-//! `maxSkew`. Counting the selected pods over the whole cluster is the expensive part, so the counts over
-//! the cluster's unchanging nodes can be kept in a [`SpreadMemo`] while a simulation adds nodes.
+//! `maxSkew`. Counting the selected pods over the whole cluster is the expensive part, so the estimator
+//! keeps the counts in a [`SpreadMemo`], updated as it adds nodes and places pods.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{placement, Cluster, NodeInfo, Unfit};
 use crate::model::workload::{Pod, Requirement, SpreadConstraint};
@@ -18,58 +18,119 @@ struct Key {
     node_affinity: Vec<Vec<Requirement>>,
 }
 
-/// Per-domain counts over a cluster's nodes, by domain and sorted by count.
-#[derive(Debug, Clone, Default)]
-struct Counts {
-    by_domain: BTreeMap<String, i32>,
-    ascending: Vec<(i32, String)>,
+/// Per-domain counts of the selected pods, and the domains ordered by count, kept as pods are placed so
+/// a check reads its domain's count and the least populated domain without walking any node.
+#[derive(Debug, Default)]
+struct Totals {
+    by_domain: HashMap<String, i32>,
+    ascending: BTreeSet<(i32, String)>,
 }
 
-/// Topology spread counts over [`Cluster::base`], computed once per kind of constraint.
+impl Totals {
+    fn add(&mut self, domain: &str, k: i32) {
+        let old = self.by_domain.get(domain).copied();
+        if let Some(old) = old {
+            self.ascending.remove(&(old, domain.to_string()));
+        }
+        let new = old.unwrap_or(0) + k;
+        self.by_domain.insert(domain.to_string(), new);
+        self.ascending.insert((new, domain.to_string()));
+    }
+
+    /// Counts `n` as [`add`] does.
+    fn count(&mut self, pod: &Pod, c: &SpreadConstraint, n: &NodeInfo) {
+        if let Some((domain, k)) = selected(pod, c, n) {
+            self.add(domain, k);
+        }
+    }
+}
+
+/// One kind of constraint's counts: the pod it was made for stands for the key (namespace, node
+/// placement) when later nodes and pods are counted.
+#[derive(Debug)]
+struct Entry {
+    key: Key,
+    pod: Pod,
+    totals: Totals,
+}
+
+/// Topology spread counts over the cluster's nodes and the nodes a simulation adds, per kind of
+/// constraint, for the estimator: made once per kind from every node, then kept up to date as the
+/// estimator reports each node it adds ([`SpreadMemo::node_added`]) and each pod it places
+/// ([`SpreadMemo::pod_placed`]), so one check costs a lookup and not a count over the nodes.
 #[derive(Debug, Default)]
 pub struct SpreadMemo {
-    entries: RefCell<Vec<(Key, std::rc::Rc<Counts>)>>,
+    entries: RefCell<Vec<Entry>>,
+    /// The added nodes the entries count (the estimator's nodes, by name).
+    counted: RefCell<HashSet<String>>,
 }
 
 impl SpreadMemo {
-    fn counts(&self, pod: &Pod, c: &SpreadConstraint, base: &[NodeInfo]) -> std::rc::Rc<Counts> {
+    /// The index of `pod`'s entry for `c`, made from `nodes` when it is the first of its kind.
+    fn entry(&self, pod: &Pod, c: &SpreadConstraint, nodes: Cluster) -> usize {
         let key = Key {
             namespace: pod.namespace.clone(),
             constraint: c.clone(),
             node_selector: pod.node_selector.clone(),
             node_affinity: pod.node_affinity.clone(),
         };
-        if let Some((_, counts)) = self.entries.borrow().iter().find(|(k, _)| *k == key) {
-            return counts.clone();
+        if let Some(i) = self.entries.borrow().iter().position(|e| e.key == key) {
+            return i;
         }
-        let mut by_domain = BTreeMap::new();
-        for n in base {
-            add(&mut by_domain, pod, c, n);
+        let mut totals = Totals::default();
+        for n in nodes.iter() {
+            totals.count(pod, c, n);
         }
-        let mut ascending: Vec<(i32, String)> =
-            by_domain.iter().map(|(d, n)| (*n, d.clone())).collect();
-        ascending.sort();
-        let counts = std::rc::Rc::new(Counts {
-            by_domain,
-            ascending,
+        let mut entries = self.entries.borrow_mut();
+        entries.push(Entry {
+            key,
+            pod: pod.clone(),
+            totals,
         });
-        self.entries.borrow_mut().push((key, counts.clone()));
-        counts
+        entries.len() - 1
     }
+
+    /// The estimator added `node` (with no pod placed yet) to its nodes.
+    pub fn node_added(&self, node: &NodeInfo) {
+        self.counted.borrow_mut().insert(node.node.name.clone());
+        for e in self.entries.borrow_mut().iter_mut() {
+            e.totals.count(&e.pod, &e.key.constraint, node);
+        }
+    }
+
+    /// The estimator placed `pod` on `node`, one of the nodes it added.
+    pub fn pod_placed(&self, node: &NodeInfo, pod: &Pod) {
+        for e in self.entries.borrow_mut().iter_mut() {
+            let c = &e.key.constraint;
+            if pod.namespace != e.pod.namespace
+                || !c.selector.matches(&pod.labels)
+                || placement(&e.pod, &node.node).is_err()
+            {
+                continue;
+            }
+            if let Some(domain) = node.node.labels.get(&c.topology_key) {
+                e.totals.add(domain, 1);
+            }
+        }
+    }
+}
+
+/// `n`'s domain under `c` and how many of its pods `c` selects, if `pod` could go there at all.
+fn selected<'n>(pod: &Pod, c: &SpreadConstraint, n: &'n NodeInfo) -> Option<(&'n str, i32)> {
+    placement(pod, &n.node).ok()?;
+    let domain = n.node.labels.get(&c.topology_key)?;
+    let count = n
+        .pods
+        .iter()
+        .filter(|o| o.namespace == pod.namespace && c.selector.matches(&o.labels))
+        .count() as i32;
+    Some((domain, count))
 }
 
 /// Counts `n`'s pods selected by `c` into its domain, if the pod could go there at all.
 fn add(counts: &mut BTreeMap<String, i32>, pod: &Pod, c: &SpreadConstraint, n: &NodeInfo) {
-    if placement(pod, &n.node).is_err() {
-        return;
-    }
-    if let Some(v) = n.node.labels.get(&c.topology_key) {
-        let count = n
-            .pods
-            .iter()
-            .filter(|o| o.namespace == pod.namespace && c.selector.matches(&o.labels))
-            .count() as i32;
-        *counts.entry(v.clone()).or_default() += count;
+    if let Some((domain, k)) = selected(pod, c, n) {
+        *counts.entry(domain.to_string()).or_default() += k;
     }
 }
 
@@ -81,40 +142,205 @@ pub(super) fn fits(
     nodes: Cluster,
     node: &NodeInfo,
 ) -> Result<(), Unfit> {
-    let refuse = || Err(Unfit::TopologySpread(c.topology_key.clone()));
     let Some(here) = node.node.labels.get(&c.topology_key) else {
-        return refuse();
+        return Err(Unfit::TopologySpread(c.topology_key.clone()));
     };
-    let others = |n: &&NodeInfo| n.node.name != node.node.name;
-    // Counts beyond the memo's: the added nodes and `node` (or, without a memo, every node).
-    let mut extra: BTreeMap<String, i32> = BTreeMap::new();
-    let memo = nodes.memo.map(|m| m.counts(pod, c, nodes.base));
-    if memo.is_none() {
-        for n in nodes.base.iter().filter(others) {
-            add(&mut extra, pod, c, n);
-        }
-    }
-    for n in nodes.added.iter().filter(others) {
-        add(&mut extra, pod, c, n);
-    }
-    add(&mut extra, pod, c, node);
-    let base = |d: &str| {
-        memo.as_ref()
-            .and_then(|m| m.by_domain.get(d).copied())
-            .unwrap_or(0)
+    let (mine, min) = match nodes.memo {
+        Some(memo) => with_memo(memo, pod, c, nodes, node, here),
+        None => counted(pod, c, nodes, node, here),
     };
-    // The least populated domain: among those with extra pods, or the emptiest memo domain without.
-    let mut min = extra.iter().map(|(d, n)| base(d) + n).min();
-    if let Some(m) = &memo {
-        if let Some((n, _)) = m.ascending.iter().find(|(_, d)| !extra.contains_key(d)) {
-            min = Some(min.map_or(*n, |x| x.min(*n)));
-        }
-    }
-    let min = min.unwrap_or(0);
-    let mine = base(here) + extra.get(here).copied().unwrap_or(0);
     let selfmatch = i32::from(c.selector.matches(&pod.labels));
     if mine + selfmatch - min > c.max_skew {
-        return refuse();
+        return Err(Unfit::TopologySpread(c.topology_key.clone()));
     }
     Ok(())
+}
+
+/// The pods in `node`'s domain and in the least populated domain, from the memo's totals: `node` is
+/// either one the memo counts already or a new one, counted here.
+fn with_memo(
+    memo: &SpreadMemo,
+    pod: &Pod,
+    c: &SpreadConstraint,
+    nodes: Cluster,
+    node: &NodeInfo,
+    here: &str,
+) -> (i32, i32) {
+    let i = memo.entry(pod, c, nodes);
+    let entries = memo.entries.borrow();
+    let totals = &entries[i].totals;
+    let new = if memo.counted.borrow().contains(&node.node.name) {
+        None
+    } else {
+        selected(pod, c, node)
+    };
+    let mine = totals.by_domain.get(here).copied().unwrap_or(0) + new.map_or(0, |(_, k)| k);
+    let exists = new.is_some() || totals.by_domain.contains_key(here);
+    let others = totals
+        .ascending
+        .iter()
+        .find(|(_, d)| d != here)
+        .map(|(n, _)| *n);
+    let min = match (others, exists) {
+        (Some(o), true) => o.min(mine),
+        (Some(o), false) => o,
+        (None, true) => mine,
+        (None, false) => 0,
+    };
+    (mine, min)
+}
+
+/// The same, counted over every node (for callers whose candidate nodes are among the cluster's).
+fn counted(
+    pod: &Pod,
+    c: &SpreadConstraint,
+    nodes: Cluster,
+    node: &NodeInfo,
+    here: &str,
+) -> (i32, i32) {
+    let mut counts: BTreeMap<String, i32> = BTreeMap::new();
+    for n in nodes.iter().filter(|n| n.node.name != node.node.name) {
+        add(&mut counts, pod, c, n);
+    }
+    add(&mut counts, pod, c, node);
+    let min = counts.values().copied().min().unwrap_or(0);
+    (counts.get(here).copied().unwrap_or(0), min)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::workload::{LabelSelector, Node};
+    use proptest::prelude::*;
+
+    fn node(name: String, zone: Option<u8>, tier: bool) -> NodeInfo {
+        let mut labels = BTreeMap::new();
+        if let Some(z) = zone {
+            labels.insert("zone".to_string(), format!("z{z}"));
+        }
+        if tier {
+            labels.insert("tier".to_string(), "a".to_string());
+        }
+        NodeInfo::new(Node {
+            name,
+            labels,
+            ..Default::default()
+        })
+    }
+
+    fn pod(app: u8, namespace: u8) -> Pod {
+        Pod {
+            namespace: format!("ns{namespace}"),
+            labels: [("app".to_string(), format!("a{app}"))].into(),
+            ..Default::default()
+        }
+    }
+
+    /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes.
+    fn spreading(app: u8, skew: i32, tier: bool) -> (Pod, SpreadConstraint) {
+        let mut p = pod(app, 0);
+        if tier {
+            p.node_selector.insert("tier".into(), "a".into());
+        }
+        let c = SpreadConstraint {
+            max_skew: skew,
+            topology_key: "zone".into(),
+            selector: LabelSelector {
+                match_labels: [("app".to_string(), format!("a{app}"))].into(),
+                requirements: vec![],
+            },
+        };
+        (p, c)
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        AddNode(Option<u8>, bool),
+        Place {
+            node: usize,
+            app: u8,
+            namespace: u8,
+        },
+        Check {
+            node: Option<usize>,
+            app: u8,
+            skew: i32,
+            tier: bool,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (proptest::option::of(0u8..4), any::<bool>()).prop_map(|(z, t)| Op::AddNode(z, t)),
+            (0usize..16, 0u8..2, 0u8..2).prop_map(|(node, app, namespace)| Op::Place {
+                node,
+                app,
+                namespace
+            }),
+            (
+                proptest::option::of(0usize..16),
+                0u8..2,
+                1i32..3,
+                any::<bool>()
+            )
+                .prop_map(|(node, app, skew, tier)| Op::Check {
+                    node,
+                    app,
+                    skew,
+                    tier
+                }),
+        ]
+    }
+
+    proptest! {
+        /// The memo's running totals answer every check as counting every node does.
+        #[test]
+        fn the_memo_answers_as_counting_every_node(
+            base in proptest::collection::vec((proptest::option::of(0u8..4), any::<bool>(), 0usize..4), 0..6),
+            ops in proptest::collection::vec(op(), 0..60),
+        ) {
+            let base: Vec<NodeInfo> = base
+                .into_iter()
+                .enumerate()
+                .map(|(i, (zone, tier, pods))| {
+                    let mut n = node(format!("base-{i}"), zone, tier);
+                    for k in 0..pods {
+                        n.add(pod((k % 2) as u8, 0));
+                    }
+                    n
+                })
+                .collect();
+            let memo = SpreadMemo::default();
+            let mut added: Vec<NodeInfo> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::AddNode(zone, tier) => {
+                        added.push(node(format!("new-{}", added.len()), zone, tier));
+                        memo.node_added(&added[added.len() - 1]);
+                    }
+                    Op::Place { node, app, namespace } if node < added.len() => {
+                        let p = pod(app, namespace);
+                        added[node].add(p.clone());
+                        memo.pod_placed(&added[node], &p);
+                    }
+                    Op::Place { .. } => {}
+                    Op::Check { node: which, app, skew, tier } => {
+                        let (p, c) = spreading(app, skew, tier);
+                        let fresh = node(format!("new-{}", added.len()), Some(app), true);
+                        let candidate = match which {
+                            Some(i) if i < added.len() => &added[i],
+                            _ => &fresh,
+                        };
+                        let with = Cluster { base: &base, added: &added, memo: Some(&memo) };
+                        let without = Cluster { base: &base, added: &added, memo: None };
+                        prop_assert_eq!(
+                            fits(&p, &c, with, candidate),
+                            fits(&p, &c, without, candidate),
+                            "candidate {}", candidate.node.name
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
