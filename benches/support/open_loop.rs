@@ -30,11 +30,26 @@ pub async fn round(addr: &str, fixture: &Arc<Fixture>, rate: u64, secs: u64) -> 
         deadline: Instant::now() + Duration::from_secs(secs * 10),
     });
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
-    let start = tokio::time::Instant::now() + Duration::from_millis(50);
+    // The schedule is kept by a thread of its own that sleeps with the OS's timer (tens of
+    // microseconds late at worst) instead of tokio's, whose timer wheel rounds every wake-up up to the
+    // next millisecond: that lateness counted in every latency from the due time and made up most of the
+    // p99 at 10k req/s. Each request still counts from when it was due.
+    let start = Instant::now() + Duration::from_millis(50);
+    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+    let pacer = std::thread::spawn(move || {
+        for n in 0..total {
+            let due = start + interval * n as u32;
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            if due_tx.send((n, due)).is_err() {
+                break;
+            }
+        }
+    });
     let mut tasks = JoinSet::new();
-    for n in 0..total {
-        let due = start + interval * n as u32;
-        tokio::time::sleep_until(due).await;
+    while let Some((n, due)) = due_rx.recv().await {
         let mut c = channels[n % CHANNELS].clone();
         let w = work.clone();
         tasks.spawn(async move {
@@ -42,6 +57,7 @@ pub async fn round(addr: &str, fixture: &Arc<Fixture>, rate: u64, secs: u64) -> 
             (due.elapsed(), s.latency, s.error)
         });
     }
+    pacer.join().expect("the pacer thread");
     let sent = start.elapsed();
     let mut latencies = Vec::with_capacity(total);
     let mut service = Vec::with_capacity(total);
