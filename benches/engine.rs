@@ -181,6 +181,7 @@ fn run(c: &Cluster) -> usize {
         groups: &c.groups,
         removing: &Default::default(),
         doubts: &[],
+        interrupted: &HashMap::new(),
     };
     let mut memory = Memory::default();
     let mut settings = ferroscale::cli::flags::default_engine();

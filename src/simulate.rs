@@ -334,6 +334,7 @@ impl Simulation {
             // Removals are carried out at once: none is ever in flight between loops.
             removing: &HashMap::new(),
             doubts: &[],
+            interrupted: &HashMap::new(),
         };
         let now = self.now;
         let d = run_once(

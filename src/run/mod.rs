@@ -258,6 +258,7 @@ impl Runner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let interrupted = HashMap::new();
         let node_groups: HashMap<String, String> = index
             .nodes
             .items()
@@ -277,6 +278,7 @@ impl Runner {
             groups: &groups,
             removing: &removing,
             doubts: &doubts,
+            interrupted: &interrupted,
         };
 
         if let Some(tiers) = &self.priorities {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::cleanup::cleanup_instances;
 use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
+use super::disruption::{displace, replacements};
 use super::health::unhealthy;
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
@@ -75,6 +76,8 @@ pub fn run_once(
         }
     }
     let existing = infos.len();
+    let mut disruptions = Vec::new();
+    let displaced = displace(world, &infos, memory, now, &mut disruptions);
     let mut registered: HashMap<&str, i32> = HashMap::new();
     for g in world.node_groups.values() {
         *registered.entry(g.as_str()).or_default() += 1;
@@ -113,10 +116,16 @@ pub fn run_once(
         }
         waiting.push(p);
     }
+    // Pods of nodes going away need a place now, whatever their age or priority.
+    waiting.extend(displaced.iter().map(|(p, _)| p.as_ref()));
+    let gone: Vec<bool> = infos
+        .iter()
+        .map(|i| world.interrupted.contains_key(&i.node.name))
+        .collect();
     let mut candidates: Vec<&Pod> = Vec::new();
     for (p, placed) in waiting
         .iter()
-        .zip(first_fit(&waiting, &mut infos, |_| true))
+        .zip(first_fit(&waiting, &mut infos, |i| !gone[i]))
     {
         match placed {
             Some(i) if i < existing => d
@@ -133,6 +142,8 @@ pub fn run_once(
     }
 
     scale_up(&ctx, memory, &candidates, &infos, existing, &mut d);
+    d.disruptions = disruptions;
+    d.replacements = replacements(&d, &displaced);
     if !world.doubts.is_empty() {
         d.held_back = world.doubts.to_vec();
     } else if settings.scale_down_enabled && d.scale_up.is_empty() {

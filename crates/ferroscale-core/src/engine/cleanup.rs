@@ -175,6 +175,7 @@ mod tests {
             groups,
             removing: &HashMap::new(),
             doubts,
+            interrupted: &HashMap::new(),
         };
         run_once(&world, s, memory, now, &FixedClock::default())
     }

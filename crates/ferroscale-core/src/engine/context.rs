@@ -11,6 +11,7 @@ use super::settings::Settings;
 use super::templates::{good_candidate, GroupTemplate};
 use crate::clock::Clock;
 use crate::labels;
+use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{NodeGroup, TemplateNode};
 
@@ -30,6 +31,9 @@ pub struct World<'a> {
     pub removing: &'a HashMap<String, bool>,
     /// Why the state read this loop cannot be trusted: while any, nothing is removed.
     pub doubts: &'a [Doubt],
+    /// Nodes whose instance is going away (an interruption notice), by name, with why: their pods are
+    /// placed again this loop, elsewhere or on new nodes, before the instance dies.
+    pub interrupted: &'a HashMap<String, DisruptionReason>,
 }
 
 /// What one loop works with: the world, the settings, the time, and the groups by id.
@@ -186,6 +190,7 @@ mod tests {
             groups,
             removing,
             doubts: &[],
+            interrupted: &HashMap::new(),
         };
         group_templates(&world, memory, 1000)
     }

@@ -2,6 +2,7 @@
 
 use super::limits::Resource;
 use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
+use crate::model::lifecycle::DisruptionReason;
 
 /// A group to grow.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +43,23 @@ pub struct CancelCapacity {
     pub reason: Cancel,
 }
 
+/// A node taken out of service other than for scale-down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disruption {
+    pub node: String,
+    /// Its group, when it has one.
+    pub group: Option<String>,
+    pub reason: DisruptionReason,
+}
+
+/// A scale-up that replaces disrupted nodes: it places pods of `for_nodes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replacement {
+    pub group: String,
+    pub delta: i32,
+    pub for_nodes: Vec<String>,
+}
+
 /// Which way a scale event goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -71,6 +89,10 @@ pub struct Decisions {
     /// Groups not grown because `--cores-total` or `--memory-total` is reached, with the resource
     /// (upstream's skipped scale-ups).
     pub skipped_scale_ups: Vec<(String, Resource)>,
+    /// Nodes whose instance is going away this loop, with why.
+    pub disruptions: Vec<Disruption>,
+    /// The scale-ups among `scale_up` that replace them.
+    pub replacements: Vec<Replacement>,
 }
 
 impl Decisions {

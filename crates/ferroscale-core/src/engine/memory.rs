@@ -88,6 +88,16 @@ impl Memory {
         }
     }
 
+    /// Records that spot capacity of `instance_type` in `zone` is being taken back (a spot interruption
+    /// warning): every group of that type in that zone is avoided for the first backoff.
+    pub fn capacity_lost(&mut self, instance_type: String, zone: String, now: i64) {
+        let until = self
+            .out_of_capacity
+            .entry((instance_type, zone))
+            .or_insert(now);
+        *until = (*until).max(now + BACKOFF_INITIAL);
+    }
+
     /// Until when a template's instance type and zone are out of capacity, if they are.
     pub(super) fn capacity_out(&self, t: &TemplateNode, now: i64) -> Option<(String, String, i64)> {
         let (ty, zone) = type_and_zone(t)?;

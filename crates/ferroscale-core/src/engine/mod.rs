@@ -9,6 +9,7 @@ pub mod autoscaler;
 mod cleanup;
 mod context;
 pub mod decisions;
+mod disruption;
 pub mod drainability;
 mod equivalence;
 pub mod estimator;

@@ -136,7 +136,9 @@ pub(super) fn scale_down(
     let any_repelling = repelling(&infos[..existing]);
     for i in 0..existing {
         let node = infos[i].node.clone();
-        if ctx.world.removing.contains_key(&node.name) {
+        if ctx.world.removing.contains_key(&node.name)
+            || ctx.world.interrupted.contains_key(&node.name)
+        {
             continue;
         }
         let Some(group) = ctx

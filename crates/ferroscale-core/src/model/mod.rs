@@ -4,6 +4,7 @@
 
 mod duration;
 mod group;
+pub mod lifecycle;
 mod options;
 pub mod quantity;
 pub mod reserve;
