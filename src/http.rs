@@ -83,23 +83,43 @@ pub async fn serve(
 struct Ops {
     cloud: Arc<dyn Cloud>,
     metrics: Arc<Metrics>,
+    /// Another part `/readyz` answers for (`run`'s interruption queue).
+    also_ready: Option<HealthCheck>,
 }
 
 /// The router of the operations listener.
 pub fn router(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>) -> Router {
+    ops_router(cloud, metrics, None)
+}
+
+fn ops_router(
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+    also_ready: Option<HealthCheck>,
+) -> Router {
     Router::new()
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
-        .with_state(Ops { cloud, metrics })
+        .with_state(Ops {
+            cloud,
+            metrics,
+            also_ready,
+        })
 }
 
 /// What `/health-check` answers: Ok, or why the process is unhealthy (`ferroscale run` decides).
 pub type HealthCheck = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
 
-/// The router of `ferroscale run`: the same endpoints plus upstream's `/health-check`.
-pub fn run_router(cloud: Arc<dyn Cloud>, metrics: Arc<Metrics>, health: HealthCheck) -> Router {
-    router(cloud, metrics).route(
+/// The router of `ferroscale run`: the same endpoints plus upstream's `/health-check`; `/readyz` also
+/// answers for `also_ready` when given.
+pub fn run_router(
+    cloud: Arc<dyn Cloud>,
+    metrics: Arc<Metrics>,
+    health: HealthCheck,
+    also_ready: Option<HealthCheck>,
+) -> Router {
+    ops_router(cloud, metrics, also_ready).route(
         "/health-check",
         get(move || {
             let health = health.clone();
@@ -132,10 +152,10 @@ async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
 
 async fn ready(State(ops): State<Ops>) -> impl IntoResponse {
     let r = ops.cloud.readiness();
-    let code = if r.ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, format!("{}\n", r.detail))
+    let also = ops.also_ready.as_ref().map_or(Ok(()), |check| check());
+    match (r.ready, also) {
+        (true, Ok(())) => (StatusCode::OK, format!("{}\n", r.detail)),
+        (true, Err(why)) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, format!("{}\n", r.detail)),
+    }
 }

@@ -12,13 +12,15 @@ use super::config::relative_to_config;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
+use crate::cloud::aws::interruption::InterruptionQueue;
 use crate::engine::expander::Strategy;
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
 use crate::k8s::lease::LeaseSettings;
 use crate::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use crate::metrics::Metrics;
-use crate::run::{Health, RunSettings, Runner};
+use crate::run::interruptions::Inbox;
+use crate::run::{Health, Interruptions, RunSettings, Runner};
 
 /// Longest wait for an answer of one API call other than a watch.
 pub const API_CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -88,6 +90,13 @@ pub struct RunFlags {
     /// /health-check fails when no loop succeeded for this long.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub max_failing_time: GoDuration,
+    /// SQS queue (name or URL) EventBridge fills with spot interruption warnings, rebalance
+    /// recommendations, scheduled changes and instance state changes; off when unset.
+    #[arg(long, value_name = "NAME_OR_URL")]
+    pub interruption_queue: Option<String>,
+    /// Move pods off an instance on its rebalance recommendation, not only on its interruption warning.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub handle_rebalance_recommendations: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub cloud: CloudFlags,
@@ -208,6 +217,15 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         run_settings.max_inactivity,
         run_settings.max_failing_time,
     ));
+    let interruptions = match &flags.interruption_queue {
+        Some(q) => Some(
+            InterruptionQueue::connect(q, flags.cloud.aws_region.as_deref(), None)
+                .await
+                .map_err(|e| Error::config(format!("--interruption-queue {q}: {e}")))?,
+        ),
+        None => None,
+    };
+    let inbox = Inbox::default();
     let listener = bind(flags.address, "--address").await?;
     tracing::info!(http = ?listener.local_addr().ok(), cloud = cloud.name(), "serving");
     let check = health.clone();
@@ -215,6 +233,10 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         cloud.clone(),
         metrics.clone(),
         Arc::new(move || check.check(crate::time::unix_now())),
+        interruptions.as_ref().map(|_| {
+            let inbox = inbox.clone();
+            Arc::new(move || inbox.ready()) as crate::http::HealthCheck
+        }),
     );
     tokio::spawn(async move {
         if let Err(e) = crate::http::serve(listener, router, std::future::pending()).await {
@@ -250,15 +272,28 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         dry_run = run_settings.dry_run,
         "watching the cluster"
     );
-    let runner = Runner::new(
+    let mut runner = Runner::new(
         cloud,
         client,
         watches,
         settings,
         run_settings,
-        metrics,
+        metrics.clone(),
         health,
     );
+    if let Some(queue) = interruptions {
+        let lifecycle = metrics
+            .autoscaler
+            .as_ref()
+            .map(|m| m.lifecycle.clone())
+            .expect("run's metrics");
+        runner.set_interruptions(Interruptions::start(
+            queue,
+            inbox,
+            flags.handle_rebalance_recommendations,
+            lifecycle,
+        ));
+    }
     match priority_config_map {
         Some(watch) => runner.with_priority_config_map(watch),
         None => runner.with_priorities(priorities),

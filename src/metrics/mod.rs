@@ -5,11 +5,13 @@
 
 mod groups;
 mod grpc;
+mod lifecycle;
 mod run;
 mod totals;
 mod untyped;
 
 pub use groups::{GroupState, GroupStates};
+pub use lifecycle::LifecycleMetrics;
 pub use run::{Cluster, LoopMetrics};
 pub use totals::ClusterTotals;
 

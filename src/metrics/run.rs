@@ -13,6 +13,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::groups::GroupStates;
+use super::lifecycle::LifecycleMetrics;
 use super::totals::ClusterTotals;
 use super::untyped::UntypedCounter;
 use super::Labels;
@@ -111,6 +112,8 @@ pub struct LoopMetrics {
     pub totals: ClusterTotals,
     /// Each group's health and backoff.
     pub groups: GroupStates,
+    /// Disruptions and the interruption queue.
+    pub lifecycle: LifecycleMetrics,
 }
 
 impl LoopMetrics {
@@ -285,6 +288,7 @@ impl LoopMetrics {
             held_back: Gauge::default(),
             totals: ClusterTotals::register(registry),
             groups: GroupStates::register(registry, lock),
+            lifecycle: LifecycleMetrics::register(registry),
         };
         registry.register(
             "cluster_autoscaler_cluster_safe_to_autoscale",

@@ -138,19 +138,12 @@ impl Runner {
         }
         self.not_triggered.retain(|k, _| seen.contains(k));
 
+        // Nodes whose instance is going away: out of service at once.
+        self.disrupt(&d.disruptions, index, now);
+
         // Scale-downs: empty nodes now, the others drained in the background.
         let t = Instant::now();
-        let ctx = DrainContext {
-            client: self.client.clone(),
-            cloud: self.cloud.clone(),
-            events: self.events.clone(),
-            record: self.record.clone(),
-            settings: self.run.drain.clone(),
-            in_flight: self.in_flight.clone(),
-            fence: self.fence.clone(),
-            untaint: self.untaint.clone(),
-            outcomes: self.outcomes.clone(),
-        };
+        let ctx = self.drain_context();
         for s in &d.scale_down {
             let Some((node, extra)) = index.nodes.get(&s.node) else {
                 continue;
@@ -253,6 +246,21 @@ impl Runner {
 }
 
 impl Runner {
+    /// What a background drain shares with the loop.
+    pub(super) fn drain_context(&self) -> DrainContext {
+        DrainContext {
+            client: self.client.clone(),
+            cloud: self.cloud.clone(),
+            events: self.events.clone(),
+            record: self.record.clone(),
+            settings: self.run.drain.clone(),
+            in_flight: self.in_flight.clone(),
+            fence: self.fence.clone(),
+            untaint: self.untaint.clone(),
+            outcomes: self.outcomes.clone(),
+        }
+    }
+
     /// Records one group's deleted instances as upstream does: a failed scale-up per error code with
     /// its nodes, and those that never registered as old unregistered nodes removed.
     fn record_failed_creations(&self, instances: &[&DeleteInstance]) {

@@ -7,13 +7,16 @@
 //! calls), `report` (logs and metrics).
 
 mod act;
+mod disrupt;
 mod events;
 mod health;
+pub mod interruptions;
 mod removal;
 mod report;
 
 pub use events::EVENT_SOURCE;
 pub use health::Health;
+pub use interruptions::Interruptions;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
@@ -95,6 +98,8 @@ pub struct Runner {
     priorities: Option<Arc<RwLock<Priorities>>>,
     /// The priority ConfigMap's watch, whose problems the loop reports.
     priority_config_map: Option<PriorityWatch>,
+    /// `--interruption-queue`, when set.
+    interruptions: Option<Interruptions>,
 }
 
 impl Runner {
@@ -136,7 +141,13 @@ impl Runner {
             not_triggered: HashMap::new(),
             priorities: None,
             priority_config_map: None,
+            interruptions: None,
         }
+    }
+
+    /// Acts on the notices of an interruption queue.
+    pub fn set_interruptions(&mut self, interruptions: Interruptions) {
+        self.interruptions = Some(interruptions);
     }
 
     /// Takes the priority tiers from `tiers` before every loop (the priority file, re-read as it
@@ -258,7 +269,6 @@ impl Runner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let interrupted = HashMap::new();
         let node_groups: HashMap<String, String> = index
             .nodes
             .items()
@@ -269,6 +279,10 @@ impl Runner {
                     .map(|g| (n.name.clone(), g.id.clone()))
             })
             .collect();
+        let interrupted = match &mut self.interruptions {
+            Some(i) => i.interrupted(index, &node_groups),
+            None => HashMap::new(),
+        };
         let world = World {
             nodes: index.nodes.items(),
             node_groups: &node_groups,
@@ -309,6 +323,14 @@ impl Runner {
         } else {
             self.act(&decisions, index, now).await
         };
+        if let Some(i) = &mut self.interruptions {
+            if self.run.dry_run {
+                // Left in the queue for a replica that acts.
+                i.forget_handled();
+            } else {
+                i.acknowledge().await;
+            }
+        }
         // The status shows the groups as the loop left them.
         let groups: Vec<_> = self.cloud.snapshot().groups().cloned().collect();
         let world = World {

@@ -36,6 +36,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_index;
+mod run_interruptions;
 mod run_leadership;
 mod run_logs;
 mod run_metrics;

@@ -16,6 +16,7 @@ pub mod discovery;
 mod errors;
 mod group;
 mod instance_types;
+pub mod interruption;
 mod launch;
 pub mod price_keeper;
 pub mod prices;

@@ -30,7 +30,10 @@ pub mod utilization;
 
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
-pub use decisions::{CancelCapacity, Decisions, DeleteInstance, Direction, ScaleDown, ScaleUp};
+pub use decisions::{
+    CancelCapacity, Decisions, DeleteInstance, Direction, Disruption, Replacement, ScaleDown,
+    ScaleUp,
+};
 pub use memory::Memory;
 pub use settings::Settings;
 pub use templates::GroupTemplate;

@@ -1,0 +1,180 @@
+//! The EventBridge events an interruption queue carries, in AWS's own formats, decoded into notices
+//! about instances: `EC2 Spot Instance Interruption Warning`, `EC2 Instance Rebalance Recommendation`,
+//! `EC2 Instance State-change Notification` (stopping, stopped, shutting-down, terminated) and
+//! `AWS Health Event` scheduled changes naming instances. Anything else is foreign or malformed, with
+//! the field that says so; no input makes the decoder panic (property-tested).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::lifecycle::NoticeKind;
+
+/// What one message says about one instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The EC2 instance id (`i-…`).
+    pub instance_id: String,
+    pub kind: NoticeKind,
+}
+
+/// Why a message was not a notice ferroscale acts on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Undecodable {
+    /// Not an event of this shape at all, or a field missing or of the wrong type.
+    #[error("malformed event: {0}")]
+    Malformed(String),
+    /// A well-formed event of a kind or state ferroscale does not act on.
+    #[error("ignored event: {0}")]
+    Ignored(String),
+}
+
+/// The EventBridge envelope.
+#[derive(Deserialize)]
+struct Envelope {
+    source: String,
+    #[serde(rename = "detail-type")]
+    detail_type: String,
+    detail: Value,
+}
+
+/// The instance id in `detail.instance-id`.
+fn instance_id(detail: &Value) -> Result<String, Undecodable> {
+    match detail.get("instance-id") {
+        Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+        Some(_) => Err(Undecodable::Malformed(
+            "detail.instance-id is not a non-empty string".into(),
+        )),
+        None => Err(Undecodable::Malformed(
+            "detail.instance-id is missing".into(),
+        )),
+    }
+}
+
+/// Decodes one message body into the notices it carries (a Health event may name several instances).
+pub fn decode(body: &str) -> Result<Vec<Notice>, Undecodable> {
+    let e: Envelope = serde_json::from_str(body)
+        .map_err(|err| Undecodable::Malformed(format!("not an EventBridge event: {err}")))?;
+    let one = |kind| -> Result<Vec<Notice>, Undecodable> {
+        Ok(vec![Notice {
+            instance_id: instance_id(&e.detail)?,
+            kind,
+        }])
+    };
+    match (e.source.as_str(), e.detail_type.as_str()) {
+        ("aws.ec2", "EC2 Spot Instance Interruption Warning") => one(NoticeKind::SpotInterruption),
+        ("aws.ec2", "EC2 Instance Rebalance Recommendation") => one(NoticeKind::Rebalance),
+        ("aws.ec2", "EC2 Instance State-change Notification") => {
+            let state = e
+                .detail
+                .get("state")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Undecodable::Malformed("detail.state is missing".into()))?;
+            match state {
+                "stopping" | "stopped" | "shutting-down" | "terminated" => {
+                    one(NoticeKind::StateChange(state.to_string()))
+                }
+                other => Err(Undecodable::Ignored(format!("instance state {other}"))),
+            }
+        }
+        ("aws.health", "AWS Health Event") => health(&e.detail),
+        (source, kind) => Err(Undecodable::Ignored(format!("{source} {kind}"))),
+    }
+}
+
+/// An AWS Health event: only EC2 scheduled changes, for each affected instance.
+fn health(detail: &Value) -> Result<Vec<Notice>, Undecodable> {
+    let field = |name: &str| detail.get(name).and_then(Value::as_str);
+    if field("service") != Some("EC2") || field("eventTypeCategory") != Some("scheduledChange") {
+        return Err(Undecodable::Ignored(format!(
+            "health event {} {}",
+            field("service").unwrap_or("?"),
+            field("eventTypeCategory").unwrap_or("?")
+        )));
+    }
+    let entities = detail
+        .get("affectedEntities")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Undecodable::Malformed("detail.affectedEntities is missing".into()))?;
+    let notices: Vec<Notice> = entities
+        .iter()
+        .filter_map(|e| e.get("entityValue").and_then(Value::as_str))
+        .filter(|id| id.starts_with("i-"))
+        .map(|id| Notice {
+            instance_id: id.to_string(),
+            kind: NoticeKind::ScheduledChange,
+        })
+        .collect();
+    if notices.is_empty() {
+        return Err(Undecodable::Malformed(
+            "detail.affectedEntities names no instance".into(),
+        ));
+    }
+    Ok(notices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The spot warning exactly as AWS documents it.
+    pub const SPOT: &str = r#"{"version":"0","id":"12345678-1234-1234-1234-123456789012","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":"2021-02-17T14:05:57Z","region":"us-east-2","resources":["arn:aws:ec2:us-east-2a:instance/i-1234567890abcdef0"],"detail":{"instance-id":"i-1234567890abcdef0","instance-action":"terminate"}}"#;
+
+    #[test]
+    fn each_kind_decodes_and_the_rest_says_why_not() {
+        assert_eq!(
+            decode(SPOT),
+            Ok(vec![Notice {
+                instance_id: "i-1234567890abcdef0".into(),
+                kind: NoticeKind::SpotInterruption
+            }])
+        );
+        let health = r#"{"version":"0","id":"7fb65329-1628-4cf3-a740-95fg457h1402","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-11-24T06:27:57Z","region":"us-east-1","resources":["i-abcd1111","i-abcd2222"],"detail":{"eventArn":"arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/x","service":"EC2","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","eventTypeCategory":"scheduledChange","startTime":"Sat, 05 Dec 2026 03:00:00 GMT","eventDescription":[{"language":"en_US","latestDescription":"retirement"}],"affectedEntities":[{"entityValue":"i-abcd1111"},{"entityValue":"i-abcd2222"}]}}"#;
+        let notices = decode(health).unwrap();
+        assert_eq!(notices.len(), 2);
+        assert!(notices
+            .iter()
+            .all(|n| n.kind == NoticeKind::ScheduledChange));
+        let stopping = r#"{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","account":"123456789012","time":"2026-11-24T14:24:22Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],"detail":{"instance-id":"i-abcd1111","state":"stopping"}}"#;
+        assert_eq!(
+            decode(stopping).unwrap()[0].kind,
+            NoticeKind::StateChange("stopping".into())
+        );
+        let running = SPOT
+            .replace(
+                "EC2 Spot Instance Interruption Warning",
+                "EC2 Instance State-change Notification",
+            )
+            .replace(r#""instance-action":"terminate""#, r#""state":"running""#);
+        assert!(matches!(decode(&running), Err(Undecodable::Ignored(_))));
+        let missing = SPOT.replace("instance-id", "instance");
+        assert_eq!(
+            decode(&missing),
+            Err(Undecodable::Malformed(
+                "detail.instance-id is missing".into()
+            ))
+        );
+        assert!(matches!(decode("{}"), Err(Undecodable::Malformed(_))));
+    }
+
+    proptest! {
+        #[test]
+        fn no_body_makes_it_panic(body in ".{0,300}") {
+            let _ = decode(&body);
+        }
+
+        #[test]
+        fn no_detail_makes_it_panic(detail in "[ -~]{0,200}", kind in 0usize..5) {
+            let kinds = [
+                ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+                ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+                ("aws.ec2", "EC2 Instance State-change Notification"),
+                ("aws.health", "AWS Health Event"),
+                ("aws.s3", "Object Created"),
+            ];
+            let (source, detail_type) = kinds[kind];
+            let body = format!(r#"{{"source":"{source}","detail-type":"{detail_type}","detail":{detail}}}"#);
+            let _ = decode(&body);
+        }
+    }
+}

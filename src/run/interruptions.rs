@@ -1,0 +1,189 @@
+//! `--interruption-queue`: notices that an instance is going away, from an SQS queue EventBridge fills.
+//! A task long-polls the queue into an inbox; each loop takes the inbox, marks the nodes of managed
+//! groups whose instance a notice names (the engine then places their pods again at once), starts their
+//! drains, and only then deletes the messages. Foreign, ignored and malformed messages are counted and
+//! deleted; a queue that fails is retried with backoff and shows in `/readyz` and
+//! `ferroscale_interruption_queue_up`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cloud::aws::interruption::events::{decode, Notice, Undecodable};
+use crate::cloud::aws::interruption::InterruptionQueue;
+use crate::k8s::index::Index;
+use crate::metrics::LifecycleMetrics;
+use crate::model::lifecycle::{DisruptionReason, NoticeKind};
+
+/// First pause after a failed receive, doubled per failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// How long one receive waits for messages.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A decoded message waiting for the loop.
+struct Received {
+    notices: Vec<Notice>,
+    receipt: String,
+}
+
+/// What the poller and the loop share.
+#[derive(Clone, Default)]
+pub struct Inbox {
+    received: Arc<Mutex<Vec<Received>>>,
+    /// Why the queue fails, while it does.
+    failing: Arc<Mutex<Option<String>>>,
+}
+
+impl Inbox {
+    /// Ok while the queue answers, else why not (for `/readyz`).
+    pub fn ready(&self) -> std::result::Result<(), String> {
+        match &*self.failing.lock().unwrap_or_else(|p| p.into_inner()) {
+            None => Ok(()),
+            Some(why) => Err(format!("interruption queue failing: {why}")),
+        }
+    }
+
+    fn take(&self) -> Vec<Received> {
+        std::mem::take(&mut *self.received.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// The loop's side of the queue.
+pub struct Interruptions {
+    queue: InterruptionQueue,
+    pub inbox: Inbox,
+    handle_rebalance: bool,
+    metrics: LifecycleMetrics,
+    /// Nodes with a notice, by name, until they are gone.
+    disrupted: HashMap<String, DisruptionReason>,
+    /// Messages handled this loop, deleted once the loop has acted.
+    handled: Vec<String>,
+}
+
+impl Interruptions {
+    /// Starts the poller on `queue` into `inbox`; `handle_rebalance` is
+    /// `--handle-rebalance-recommendations`.
+    pub fn start(
+        queue: InterruptionQueue,
+        inbox: Inbox,
+        handle_rebalance: bool,
+        metrics: LifecycleMetrics,
+    ) -> Self {
+        tokio::spawn(poll(queue.clone(), inbox.clone(), metrics.clone()));
+        Interruptions {
+            queue,
+            inbox,
+            handle_rebalance,
+            metrics,
+            disrupted: HashMap::new(),
+            handled: Vec::new(),
+        }
+    }
+
+    /// Takes the inbox: each notice about a node of a managed group (`node_groups`) marks it; the rest
+    /// are counted as foreign or ignored. Returns every marked node still in the cluster.
+    pub fn interrupted(
+        &mut self,
+        index: &Index,
+        node_groups: &HashMap<String, String>,
+    ) -> HashMap<String, DisruptionReason> {
+        let by_instance: HashMap<&str, &str> = index
+            .nodes
+            .items()
+            .iter()
+            .filter(|n| node_groups.contains_key(&n.name))
+            .filter_map(|n| Some((instance_id(&n.provider_id)?, n.name.as_str())))
+            .collect();
+        for r in self.inbox.take() {
+            for n in &r.notices {
+                let result = match by_instance.get(n.instance_id.as_str()) {
+                    _ if n.kind == NoticeKind::Rebalance && !self.handle_rebalance => "ignored",
+                    Some(node) => {
+                        let reason = n.kind.reason();
+                        tracing::warn!(node, instance = %n.instance_id, %reason, "instance going away; moving its pods");
+                        self.disrupted.entry(node.to_string()).or_insert(reason);
+                        "handled"
+                    }
+                    None => {
+                        tracing::info!(instance = %n.instance_id, kind = n.kind.label(), "notice for an instance of no managed group");
+                        "foreign"
+                    }
+                };
+                self.metrics.message(n.kind.label(), result);
+            }
+            self.handled.push(r.receipt);
+        }
+        self.disrupted
+            .retain(|node, _| index.nodes.get(node).is_some());
+        self.disrupted.clone()
+    }
+
+    /// Forgets the messages handled this loop without deleting them (dry-run).
+    pub fn forget_handled(&mut self) {
+        self.handled.clear();
+    }
+
+    /// Deletes the messages handled this loop; one that fails to go is received again later, which
+    /// does no harm (its node is already marked).
+    pub async fn acknowledge(&mut self) {
+        for receipt in std::mem::take(&mut self.handled) {
+            if let Err(e) = self.queue.delete(&receipt).await {
+                tracing::warn!(error = %e, "could not delete a handled interruption message");
+            }
+        }
+    }
+}
+
+/// The instance id at the end of a provider id (`aws:///us-east-1a/i-0abc` → `i-0abc`).
+fn instance_id(provider_id: &str) -> Option<&str> {
+    provider_id.rsplit('/').next().filter(|id| !id.is_empty())
+}
+
+/// Receives until the process ends: decoded messages go to the inbox; others are logged, counted and
+/// deleted at once; a failed receive backs off and marks the queue failing until one succeeds.
+async fn poll(queue: InterruptionQueue, inbox: Inbox, metrics: LifecycleMetrics) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let messages = match queue.receive(WAIT).await {
+            Ok(m) => {
+                backoff = FIRST_BACKOFF;
+                *inbox.failing.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                metrics.queue_up(true);
+                m
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?backoff, "receiving from the interruption queue failed");
+                *inbox.failing.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                metrics.queue_up(false);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        for m in messages {
+            match decode(&m.body) {
+                Ok(notices) => inbox
+                    .received
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Received {
+                        notices,
+                        receipt: m.receipt,
+                    }),
+                Err(why) => {
+                    let result = match why {
+                        Undecodable::Malformed(_) => "malformed",
+                        Undecodable::Ignored(_) => "ignored",
+                    };
+                    tracing::info!(%why, "interruption message not acted on; deleting it");
+                    metrics.message("unknown", result);
+                    if let Err(e) = queue.delete(&m.receipt).await {
+                        tracing::warn!(error = %e, "could not delete an interruption message");
+                    }
+                }
+            }
+        }
+    }
+}
