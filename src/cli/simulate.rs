@@ -11,7 +11,7 @@ use super::flags::{read, ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
 use crate::error::{Error, Result};
 use crate::report::{self, ChainRun};
-use crate::simulate::{summary, Pacing, Simulation};
+use crate::simulate::{load_events, summary, Pacing, Simulation};
 
 /// Flags of `ferroscale simulate`; every one may also come from `--config FILE` (camelCase keys).
 #[derive(Debug, Clone, Args, Deserialize, Serialize)]
@@ -50,6 +50,14 @@ pub struct SimulateFlags {
     /// stdout has one JSON line per chain (its outcome and its difference from the first chain).
     #[arg(long, value_name = "CHAINS")]
     pub compare_expanders: Option<String>,
+    /// YAML list of `{at: DURATION, event: <an EventBridge event>}` replayed against the simulation: spot
+    /// interruption warnings, rebalance recommendations, Health scheduled changes, instance state changes.
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub events: Option<PathBuf>,
+    /// Act on rebalance recommendations in `--events`, as `run --handle-rebalance-recommendations` does.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub handle_rebalance_recommendations: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub expander: ExpanderFlags,
@@ -90,6 +98,10 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         scan_interval: flags.scan_interval.0,
         provision_delay: flags.provision_delay.0,
     };
+    let events = match &flags.events {
+        Some(path) => load_events(path)?,
+        None => Vec::new(),
+    };
     let compare = chains.is_some();
     let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
     // Every run starts from the same snapshot: the simulations are built before the objects go.
@@ -100,7 +112,8 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
             ..flags.expander.clone()
         };
         let settings = flags.rules.engine(&expander)?;
-        let sim = Simulation::new(&objects, &groups, &prices)?;
+        let mut sim = Simulation::new(&objects, &groups, &prices)?;
+        sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
         let run = ChainRun {
             prices: sim.prices(),
             chain,

@@ -46,6 +46,7 @@ mod run_safety;
 mod run_volumes;
 mod simulate;
 mod simulate_drain;
+mod simulate_events;
 mod simulate_example;
 mod simulate_json;
 mod simulate_limits;

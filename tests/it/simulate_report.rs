@@ -187,6 +187,8 @@ fn the_page_escapes_what_it_shows() {
             unremovable: vec![],
             nodes: [("a<b".to_string(), 1)].into(),
             expander: vec![],
+            disruptions: vec![],
+            replacements: vec![],
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();

@@ -8,7 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+mod events;
+mod report;
+
+pub use events::{load_events, parse_events, Scheduled};
+pub use report::*;
 
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
@@ -17,6 +21,7 @@ use crate::engine::{run_once, template_node, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
+use crate::model::lifecycle::{DisruptionReason, NoticeKind};
 use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
@@ -29,84 +34,6 @@ pub struct Pacing {
     pub scan_interval: Duration,
     /// `--provision-delay`: from scale-up to the node joining (0: at the next loop).
     pub provision_delay: Duration,
-}
-
-/// One pod or node with why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Reasoned {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ScaleUpReport {
-    pub group: String,
-    pub delta: i32,
-    /// Nodes the cloud could not launch (the group is backed off).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub failed: i32,
-    pub pods: Vec<String>,
-}
-
-fn is_zero(n: &i32) -> bool {
-    *n == 0
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ScaleDownReport {
-    pub node: String,
-    pub group: String,
-    pub reason: String,
-    pub evicted: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteReport {
-    pub group: String,
-    pub instance: String,
-    pub reason: String,
-}
-
-/// Capacity given up in one group.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelReport {
-    pub group: String,
-    pub count: i32,
-    pub reason: String,
-}
-
-/// What one loop decided, as printed on stdout (one JSON object per loop).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct LoopReport {
-    #[serde(rename = "loop")]
-    pub loop_number: u32,
-    /// Seconds of virtual time since the simulation started.
-    pub time: i64,
-    pub scale_up: Vec<ScaleUpReport>,
-    pub scale_down: Vec<ScaleDownReport>,
-    /// Instances deleted because they failed or never registered.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub delete_instances: Vec<DeleteReport>,
-    /// Capacity given up because its launch failed or it was not delivered in time.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cancel: Vec<CancelReport>,
-    /// Set when too many nodes are unready: the loop decided nothing else.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unhealthy: Option<String>,
-    pub pending: Vec<Reasoned>,
-    pub unremovable: Vec<Reasoned>,
-    /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
-    pub nodes: BTreeMap<String, usize>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub expander: Vec<String>,
 }
 
 /// A cluster and its groups under simulation: the groups live in a [`MemoryCloud`] on the simulation's
@@ -125,6 +52,12 @@ pub struct Simulation {
     start: i64,
     now: i64,
     loop_number: u32,
+    /// `--events` not replayed yet, in time order.
+    events: std::collections::VecDeque<Scheduled>,
+    /// `--handle-rebalance-recommendations`.
+    handle_rebalance: bool,
+    /// Nodes an event named, until they are gone.
+    interrupted: HashMap<String, DisruptionReason>,
 }
 
 impl Simulation {
@@ -220,6 +153,9 @@ impl Simulation {
             start,
             now: start,
             loop_number: 0,
+            events: Default::default(),
+            handle_rebalance: false,
+            interrupted: HashMap::new(),
         })
     }
 
@@ -318,11 +254,53 @@ impl Simulation {
     }
 
     /// Runs one loop and applies its decisions.
+    /// Replays `events` (`--events`) as the clock reaches them; rebalance recommendations only with
+    /// `handle_rebalance`.
+    pub fn set_events(&mut self, events: Vec<Scheduled>, handle_rebalance: bool) {
+        self.events = events.into();
+        self.handle_rebalance = handle_rebalance;
+    }
+
+    /// Marks the nodes the events due by now name (by the instance id their provider id ends with).
+    fn replay_events(&mut self) {
+        while self
+            .events
+            .front()
+            .is_some_and(|e| e.at <= self.now - self.start)
+        {
+            let Some(due) = self.events.pop_front() else {
+                break;
+            };
+            for n in due.notices {
+                if n.kind == NoticeKind::Rebalance && !self.handle_rebalance {
+                    continue;
+                }
+                let node = self.nodes.iter().find(|node| {
+                    node.provider_id.rsplit('/').next() == Some(n.instance_id.as_str())
+                        && self.node_groups.contains_key(&node.name)
+                });
+                match node {
+                    Some(node) => {
+                        self.interrupted
+                            .entry(node.name.clone())
+                            .or_insert(n.kind.reason());
+                    }
+                    None => eprintln!(
+                        "event at +{}s: instance {} is no node of a group; ignored",
+                        due.at, n.instance_id
+                    ),
+                }
+            }
+        }
+    }
+
     pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
         self.loop_number += 1;
         self.cloud.set_provision_delay(pacing.provision_delay);
         self.join_nodes();
         self.schedule();
+        self.replay_events();
+        let interrupted = std::mem::take(&mut self.interrupted);
         let groups = self.groups();
         let world = World {
             nodes: &self.nodes,
@@ -334,7 +312,7 @@ impl Simulation {
             // Removals are carried out at once: none is ever in flight between loops.
             removing: &HashMap::new(),
             doubts: &[],
-            interrupted: &HashMap::new(),
+            interrupted: &interrupted,
         };
         let now = self.now;
         let d = run_once(
@@ -372,6 +350,16 @@ impl Simulation {
                 .collect(),
             nodes: BTreeMap::new(),
             expander: d.expander.clone(),
+            disruptions: Vec::new(),
+            replacements: d
+                .replacements
+                .iter()
+                .map(|r| ReplacementReport {
+                    group: r.group.clone(),
+                    delta: r.delta,
+                    for_nodes: r.for_nodes.clone(),
+                })
+                .collect(),
         };
         for del in &d.delete_instances {
             if self
@@ -419,27 +407,21 @@ impl Simulation {
         if !d.scale_down.is_empty() {
             self.memory.last_scale_down_delete = Some(now);
         }
-        for down in &d.scale_down {
-            let provider_id = self
-                .nodes
-                .iter()
-                .find(|n| n.name == down.node)
-                .map(|n| n.provider_id.clone());
-            if let Some(id) = provider_id {
-                let _ = self.cloud.delete(&down.group, &[id]);
-            }
-            self.nodes.retain(|n| n.name != down.node);
-            self.node_groups.remove(&down.node);
-            // DaemonSet, mirror and terminating pods go with the node; the others come back pending.
-            self.pods.retain(|p| {
-                !(p.node_name.as_deref() == Some(down.node.as_str())
-                    && (p.node_bound() || p.meta.deleted.is_some()))
+        // Disrupted nodes go at once (their instance is deleted, the group shrinks back): their pods
+        // come back pending and take the replacement the loop asked for.
+        for x in &d.disruptions {
+            let Some(group) = x.group.clone() else {
+                continue;
+            };
+            self.take_out(&x.node, &group);
+            report.disruptions.push(DisruptionReport {
+                node: x.node.clone(),
+                group,
+                reason: x.reason.to_string(),
             });
-            for p in &mut self.pods {
-                if p.node_name.as_deref() == Some(down.node.as_str()) {
-                    Arc::make_mut(p).node_name = None;
-                }
-            }
+        }
+        for down in &d.scale_down {
+            self.take_out(&down.node, &down.group);
             report.scale_down.push(ScaleDownReport {
                 node: down.node.clone(),
                 group: down.group.clone(),
@@ -458,34 +440,27 @@ impl Simulation {
         self.now += pacing.scan_interval.as_secs().max(1) as i64;
         report
     }
-}
 
-/// A person's summary of one loop, for stderr.
-pub fn summary(r: &LoopReport) -> String {
-    let ups: Vec<String> = r
-        .scale_up
-        .iter()
-        .map(|u| {
-            let failed = if u.failed > 0 {
-                format!(" ({} failed)", u.failed)
-            } else {
-                String::new()
-            };
-            format!("+{} {}{failed} for {} pods", u.delta, u.group, u.pods.len())
-        })
-        .collect();
-    let downs: Vec<String> = r
-        .scale_down
-        .iter()
-        .map(|s| format!("-{}", s.node))
-        .collect();
-    format!(
-        "loop {} at +{}s: scale-up [{}], scale-down [{}], {} pods pending, {} nodes",
-        r.loop_number,
-        r.time,
-        ups.join(", "),
-        downs.join(", "),
-        r.pending.len(),
-        r.nodes.values().sum::<usize>()
-    )
+    /// Deletes a node's instance (its group shrinks) and the node; DaemonSet, mirror and terminating pods
+    /// go with it, the others come back pending.
+    fn take_out(&mut self, node: &str, group: &str) {
+        let provider_id = self
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .map(|n| n.provider_id.clone());
+        if let Some(id) = provider_id {
+            let _ = self.cloud.delete(group, &[id]);
+        }
+        self.nodes.retain(|n| n.name != node);
+        self.node_groups.remove(node);
+        self.pods.retain(|p| {
+            !(p.node_name.as_deref() == Some(node) && (p.node_bound() || p.meta.deleted.is_some()))
+        });
+        for p in &mut self.pods {
+            if p.node_name.as_deref() == Some(node) {
+                Arc::make_mut(p).node_name = None;
+            }
+        }
+    }
 }

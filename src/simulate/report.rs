@@ -1,0 +1,138 @@
+//! What `simulate` prints: one JSON object per loop on stdout, a one-line summary on stderr.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// One pod or node with why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Reasoned {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleUpReport {
+    pub group: String,
+    pub delta: i32,
+    /// Nodes the cloud could not launch (the group is backed off).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub failed: i32,
+    pub pods: Vec<String>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDownReport {
+    pub node: String,
+    pub group: String,
+    pub reason: String,
+    pub evicted: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteReport {
+    pub group: String,
+    pub instance: String,
+    pub reason: String,
+}
+
+/// Capacity given up in one group.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelReport {
+    pub group: String,
+    pub count: i32,
+    pub reason: String,
+}
+
+/// What one loop decided, as printed on stdout (one JSON object per loop).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LoopReport {
+    #[serde(rename = "loop")]
+    pub loop_number: u32,
+    /// Seconds of virtual time since the simulation started.
+    pub time: i64,
+    pub scale_up: Vec<ScaleUpReport>,
+    pub scale_down: Vec<ScaleDownReport>,
+    /// Instances deleted because they failed or never registered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delete_instances: Vec<DeleteReport>,
+    /// Capacity given up because its launch failed or it was not delivered in time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cancel: Vec<CancelReport>,
+    /// Set when too many nodes are unready: the loop decided nothing else.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
+    pub pending: Vec<Reasoned>,
+    pub unremovable: Vec<Reasoned>,
+    /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
+    pub nodes: BTreeMap<String, usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expander: Vec<String>,
+    /// Nodes taken out of service on an event (`--events`), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disruptions: Vec<DisruptionReport>,
+    /// The scale-ups that replace them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<ReplacementReport>,
+}
+
+/// A node taken out of service.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DisruptionReport {
+    pub node: String,
+    pub group: String,
+    /// `spot-interruption`, `rebalance`, `scheduled-change`, `instance-stopping`, `drift`, `expired`.
+    pub reason: String,
+}
+
+/// A scale-up that replaces disrupted nodes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ReplacementReport {
+    pub group: String,
+    pub delta: i32,
+    /// The disrupted nodes whose pods it takes.
+    #[serde(rename = "for")]
+    pub for_nodes: Vec<String>,
+}
+
+/// A person's summary of one loop, for stderr.
+pub fn summary(r: &LoopReport) -> String {
+    let ups: Vec<String> = r
+        .scale_up
+        .iter()
+        .map(|u| {
+            let failed = if u.failed > 0 {
+                format!(" ({} failed)", u.failed)
+            } else {
+                String::new()
+            };
+            format!("+{} {}{failed} for {} pods", u.delta, u.group, u.pods.len())
+        })
+        .collect();
+    let downs: Vec<String> = r
+        .scale_down
+        .iter()
+        .map(|s| format!("-{}", s.node))
+        .collect();
+    format!(
+        "loop {} at +{}s: scale-up [{}], scale-down [{}], {} pods pending, {} nodes",
+        r.loop_number,
+        r.time,
+        ups.join(", "),
+        downs.join(", "),
+        r.pending.len(),
+        r.nodes.values().sum::<usize>()
+    )
+}
