@@ -20,6 +20,7 @@ use crate::engine::similar::Balancing;
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::model::lifecycle::Budget;
 use crate::model::OptionValues;
 use crate::pricing::{PriceOverrides, PricingSource};
 
@@ -356,6 +357,14 @@ pub struct LoopFlags {
     /// Delete instances that never became nodes even when their group is at min size.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub force_delete_unregistered_nodes: bool,
+    /// Replace nodes older than this, surge first, within the disruption budget (0s: never; a group's
+    /// `ferroscale.io/max-node-lifetime` tag overrides).
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub node_max_lifetime: GoDuration,
+    /// How many of a group's nodes may be out of service at once for replacements and scale-down: a
+    /// count or a percentage, at least one (a group's `disruptionBudget` overrides).
+    #[arg(long, value_name = "COUNT_OR_PERCENT", default_value = "10%")]
+    pub max_disruption: String,
 }
 
 impl LoopFlags {
@@ -412,6 +421,9 @@ impl LoopFlags {
             max_scale_down_parallelism: self.max_scale_down_parallelism,
             max_drain_parallelism: self.max_drain_parallelism,
             force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
+            node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
+            max_disruption: Budget::parse(&self.max_disruption)
+                .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
             defaults: OptionValues {
                 scale_down_utilization_threshold: self.scale_down_utilization_threshold,
                 scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,

@@ -15,6 +15,7 @@ use crate::engine::Disruption;
 use crate::error::{Error, Result};
 use crate::k8s::drain::{self, DrainSettings, Evictee};
 use crate::k8s::index::Index;
+use crate::model::lifecycle::DisruptionReason;
 
 /// Most a pod of an interrupted node is given to terminate, and most its eviction is retried: together
 /// with the API's own time they end inside the two minutes a spot warning gives.
@@ -32,6 +33,23 @@ impl Runner {
             let Some((node, extra)) = index.nodes.get(&d.node) else {
                 continue;
             };
+            if !d.reason.involuntary() {
+                // Drifted and expired nodes go through the scale-down path once their replacement joined.
+                let kind = match d.reason {
+                    DisruptionReason::Drift => "Drifted",
+                    _ => "Expired",
+                };
+                self.events.send(
+                    node_ref(&d.node, extra.uid.clone()),
+                    EventType::Normal,
+                    kind,
+                    format!(
+                        "replaced ({}): its replacement has joined; draining",
+                        d.reason
+                    ),
+                );
+                continue;
+            }
             {
                 let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 if in_flight.contains_key(&d.node) {

@@ -120,7 +120,10 @@ impl DrainContext {
         match &result {
             Ok(()) => {
                 tracing::info!(node = %r.node, group = %r.group, reason = %r.reason, "node removed");
-                self.record.scaled_down(r.reason.upstream_reason());
+                match r.reason.disruption {
+                    Some(why) => self.record.lifecycle.disrupted(why.as_str(), &r.group),
+                    None => self.record.scaled_down(r.reason.upstream_reason()),
+                }
             }
             Err(e) if self.fence.check("untainting").is_err() => {
                 tracing::warn!(node = %r.node, error = %e, "scale-down stopped: leadership lost; the next leader removes the taint");

@@ -113,10 +113,22 @@ impl Simulation {
         for gc in &config.node_groups {
             // The group's instances are its nodes, plus listed instances no node has (never registered).
             let mut instances = Vec::new();
+            // The revision each was launched from: its entry's, else the group's (not drifted).
+            let mut revisions = BTreeMap::new();
             for n in nodes.iter_mut() {
                 if node_groups.get(&n.name) == Some(&gc.name) {
                     if n.provider_id.is_empty() {
                         n.provider_id = format!("sim:///{}/{}", gc.name, n.name);
+                    }
+                    let listed = gc
+                        .instances
+                        .iter()
+                        .find(|i| n.provider_id.ends_with(&format!("/{}", i.id)));
+                    if let Some(rev) = listed
+                        .and_then(|i| i.revision.clone())
+                        .or_else(|| gc.revision.clone())
+                    {
+                        revisions.insert(n.provider_id.clone(), rev);
                     }
                     instances.push(Instance {
                         id: n.provider_id.clone(),
@@ -139,7 +151,7 @@ impl Simulation {
             }
             let known = instances.len() as i32;
             let target = gc.target_size.unwrap_or(known).max(known);
-            cloud.adopt(&gc.name, instances, target)?;
+            cloud.adopt(&gc.name, instances, target, revisions)?;
         }
         Ok(Simulation {
             nodes,
@@ -413,7 +425,10 @@ impl Simulation {
             let Some(group) = x.group.clone() else {
                 continue;
             };
-            self.take_out(&x.node, &group);
+            // Drifted and expired nodes go as the scale-downs below (after their replacement joined).
+            if x.reason.involuntary() {
+                self.take_out(&x.node, &group);
+            }
             report.disruptions.push(DisruptionReport {
                 node: x.node.clone(),
                 group,

@@ -49,6 +49,7 @@ mod simulate_drain;
 mod simulate_events;
 mod simulate_example;
 mod simulate_json;
+mod simulate_lifecycle;
 mod simulate_limits;
 mod simulate_report;
 mod simulate_templates;

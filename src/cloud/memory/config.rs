@@ -9,6 +9,8 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::labels;
+use crate::model::lifecycle::{Budget, GroupLifecycle};
+use crate::model::parse_go_duration;
 use crate::model::{
     reserve, AutoscalingOptions, Instance, InstanceError, InstanceState, NodeGroup, Resources,
     Taint, TemplateNode,
@@ -70,6 +72,12 @@ pub struct GroupConfig {
     /// Instances that exist at start, beyond those created for `targetSize`.
     #[serde(default)]
     pub instances: Vec<InstanceConfig>,
+    /// The launch template or configuration new instances come from; an instance of another revision
+    /// is drifted and replaced.
+    pub revision: Option<String>,
+    /// How many of the group's nodes may be out of service at once (`"20%"` or a count); overrides
+    /// `--max-disruption`.
+    pub disruption_budget: Option<String>,
 }
 
 /// An instance present at start, e.g. one still creating or one whose launch failed.
@@ -81,6 +89,8 @@ pub struct InstanceConfig {
     #[serde(default = "running")]
     pub state: InstanceState,
     pub error: Option<InstanceError>,
+    /// The revision it was launched from (default: the group's).
+    pub revision: Option<String>,
 }
 
 fn running() -> InstanceState {
@@ -133,11 +143,43 @@ fn options(
     map: &BTreeMap<String, QuantityText>,
 ) -> Result<AutoscalingOptions> {
     let mut o = AutoscalingOptions::default();
-    for (name, value) in map {
+    for (name, value) in map.iter().filter(|(k, _)| *k != MAX_NODE_LIFETIME) {
         o.set(name, &value.text())
             .map_err(|e| bad(i, g, &format!("options.{name}"), e))?;
     }
     Ok(o)
+}
+
+/// The option naming a group's maximum node lifetime (not one of the protocol's options).
+const MAX_NODE_LIFETIME: &str = "maxNodeLifetime";
+
+/// The group's revisions, lifetime and budget.
+fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> {
+    let max_node_lifetime = match g.options.as_ref().and_then(|o| o.get(MAX_NODE_LIFETIME)) {
+        Some(v) => Some(
+            parse_go_duration(&v.text())
+                .map_err(|e| bad(i, g, &format!("options.{MAX_NODE_LIFETIME}"), e))?,
+        ),
+        None => None,
+    };
+    let disruption_budget = match &g.disruption_budget {
+        Some(b) => Some(Budget::parse(b).map_err(|e| bad(i, g, "disruptionBudget", e))?),
+        None => None,
+    };
+    let instance_revisions = g
+        .instances
+        .iter()
+        .filter_map(|ic| {
+            let rev = ic.revision.clone().or_else(|| g.revision.clone())?;
+            Some((format!("{prefix}{}", ic.id), rev))
+        })
+        .collect();
+    Ok(GroupLifecycle {
+        revision: g.revision.clone(),
+        instance_revisions,
+        max_node_lifetime,
+        disruption_budget,
+    })
 }
 
 /// Group `i` of the config, checked, priced by `overrides`, with the instances it lists; its target
@@ -214,6 +256,7 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
             ),
         ),
         launch_error: None,
+        lifecycle: lifecycle(i, g, &provider_id_prefix)?,
         provider_id_prefix,
         template: Arc::new(template),
     };

@@ -80,6 +80,13 @@ impl WriteState {
         let launch = capacity.map_or(wanted, |c| wanted.min(c.max(0) as usize));
         for _ in 0..launch {
             let instance = self.launch(group);
+            // A new instance comes from the group's current revision.
+            if let Some(rev) = &group.lifecycle.revision {
+                group
+                    .lifecycle
+                    .instance_revisions
+                    .insert(instance.id.clone(), rev.clone());
+            }
             group.instances.push(instance);
         }
         if let Some(Some(c)) = self.launch_capacity.get_mut(&group.id) {
@@ -177,9 +184,16 @@ impl MemoryCloud {
     }
 
     /// Gives a group exactly these instances and this target size (a simulation adopting its nodes).
-    pub fn adopt(&self, group: &str, instances: Vec<Instance>, target: i32) -> Result<()> {
+    pub fn adopt(
+        &self,
+        group: &str,
+        instances: Vec<Instance>,
+        target: i32,
+        revisions: BTreeMap<String, String>,
+    ) -> Result<()> {
         self.update(group, |_, g| {
             g.instances = instances;
+            g.lifecycle.instance_revisions = revisions;
             g.set_target(target);
             Ok(())
         })

@@ -14,6 +14,7 @@ use super::health::unhealthy;
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
 use super::reasons::Pending;
+use super::replace::replace;
 use super::scale_down::scale_down;
 use super::scale_up::scale_up;
 use super::settings::Settings;
@@ -146,8 +147,11 @@ pub fn run_once(
     d.replacements = replacements(&d, &displaced);
     if !world.doubts.is_empty() {
         d.held_back = world.doubts.to_vec();
-    } else if settings.scale_down_enabled && d.scale_up.is_empty() {
-        scale_down(&ctx, memory, &mut infos, existing, &mut d);
+    } else {
+        if settings.scale_down_enabled && d.scale_up.is_empty() {
+            scale_down(&ctx, memory, &mut infos, existing, &mut d);
+        }
+        replace(&ctx, memory, &infos[..existing], &mut d);
     }
     d
 }

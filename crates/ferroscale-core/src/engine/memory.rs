@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::reasons::Pause;
+use super::replace::Replacing;
 use super::settings::Settings;
 use super::templates::GroupTemplate;
 use crate::labels;
@@ -30,6 +31,8 @@ pub struct Memory {
     /// Group → the template last copied from one of its real nodes, used while it has no good node
     /// (upstream's template cache; one template and its DaemonSet pods per group).
     pub templates: HashMap<String, GroupTemplate>,
+    /// Nodes being replaced (drift, expiry): their surge was asked for, they go once it has joined.
+    pub replacing: HashMap<String, Replacing>,
 }
 
 /// A group's backoff after failed scale-ups.

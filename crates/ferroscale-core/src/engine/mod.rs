@@ -19,6 +19,7 @@ pub mod limits;
 pub mod memory;
 pub mod predicates;
 pub mod reasons;
+mod replace;
 mod scale_down;
 mod scale_up;
 pub mod settings;

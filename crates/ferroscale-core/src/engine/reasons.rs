@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::limits::Resource;
 use super::predicates::Unfit;
+use crate::model::lifecycle::DisruptionReason;
 use crate::model::volumes::Wait;
 
 /// Why a pending pod gets no new node this loop.
@@ -344,10 +345,15 @@ pub struct Removal {
     pub empty: bool,
     /// It is unready (removed after `--scale-down-unready-time`, whatever its utilization).
     pub unready: bool,
+    /// Set when the node goes because it is replaced (drift, expiry), not because it is unneeded.
+    pub disruption: Option<DisruptionReason>,
 }
 
 impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(reason) = self.disruption {
+            return write!(f, "replaced ({reason}): its replacement has joined");
+        }
         if self.unready {
             write!(f, "unready for {}s, ", self.waited)?;
         }

@@ -19,18 +19,18 @@ use crate::model::workload::Pod;
 
 /// What draining a node would do with its pods.
 #[derive(Default)]
-struct Drained {
+pub(super) struct Drained {
     /// Pods to evict and place elsewhere, unbound from the node.
-    movable: Vec<Pod>,
+    pub(super) movable: Vec<Pod>,
     /// Pods that go down with the node unevicted (besides DaemonSet and mirror pods).
-    left: Vec<String>,
+    pub(super) left: Vec<String>,
     /// A pod the node waits for (`safe-to-evict: "on-completion"`).
-    waits_for: Option<String>,
+    pub(super) waits_for: Option<String>,
 }
 
 /// The drain of `pods`, or the pod that forbids it. Expendable pods are left out of the drain as
 /// upstream leaves them out of its simulation: they go down with the node.
-fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
+pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
     let s = ctx.settings;
     let mut d = Drained::default();
     for p in pods {
@@ -278,6 +278,7 @@ pub(super) fn scale_down(
                 waited,
                 empty,
                 unready: !node.ready,
+                disruption: None,
             },
             evict: movable.iter().map(Pod::key).collect(),
             left,

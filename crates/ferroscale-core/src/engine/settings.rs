@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::expander::{Priorities, Strategy};
 use super::similar::Balancing;
+use crate::model::lifecycle::Budget;
 use crate::model::{NodeGroup, OptionValues};
 
 /// Upstream's flags of the loop. Their defaults are the command line's (`ferroscale::cli::flags`), so
@@ -66,6 +67,11 @@ pub struct Settings {
     pub max_drain_parallelism: usize,
     /// `--force-delete-unregistered-nodes`: delete instances without a node even in a group at min size.
     pub force_delete_unregistered_nodes: bool,
+    /// `--node-max-lifetime`: nodes older than this are replaced (None: never; groups may set their own).
+    pub node_max_lifetime: Option<Duration>,
+    /// `--max-disruption`: how many of a group's nodes may be out of service at once (groups may set
+    /// their own).
+    pub max_disruption: Budget,
     /// Per-group option defaults (`--scale-down-utilization-threshold`,
     /// `--scale-down-gpu-utilization-threshold`, `--ignore-daemonsets-utilization`,
     /// `--scale-down-unneeded-time`, ...).
@@ -73,6 +79,16 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// A group's disruption budget: its own, else `--max-disruption`.
+    pub fn budget_of(&self, g: &NodeGroup) -> Budget {
+        g.lifecycle.disruption_budget.unwrap_or(self.max_disruption)
+    }
+
+    /// A group's maximum node lifetime: its own, else `--node-max-lifetime`.
+    pub fn lifetime_of(&self, g: &NodeGroup) -> Option<Duration> {
+        g.lifecycle.max_node_lifetime.or(self.node_max_lifetime)
+    }
+
     /// A group's options: its own overrides on top of the flags' defaults.
     pub fn options_of(&self, g: &NodeGroup) -> OptionValues {
         match &g.options {
@@ -115,6 +131,8 @@ impl Settings {
             max_scale_down_parallelism: 10,
             max_drain_parallelism: 1,
             force_delete_unregistered_nodes: false,
+            node_max_lifetime: None,
+            max_disruption: Budget::default(),
             defaults: OptionValues::DEFAULT,
         }
     }

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::lifecycle::GroupLifecycle;
+
 use serde::{Deserialize, Serialize};
 
 use super::{AutoscalingOptions, TemplateNode};
@@ -75,6 +77,8 @@ pub struct NodeGroup {
     pub launch_error: Option<InstanceError>,
     /// Prefix of the group's provider ids, e.g. `aws:///us-east-1a/`; placeholders use it too.
     pub provider_id_prefix: String,
+    /// Revisions, lifetime and disruption budget.
+    pub lifecycle: GroupLifecycle,
 }
 
 /// Marker in the provider ids of placeholders for capacity not yet fulfilled (upstream's AWS convention).
@@ -112,6 +116,7 @@ impl NodeGroup {
             price_per_hour: None,
             launch_error: None,
             provider_id_prefix: provider_id_prefix.into(),
+            lifecycle: GroupLifecycle::default(),
         }
     }
 

@@ -2,7 +2,9 @@
 //! rebalance recommendations, scheduled changes, the instance stopping) and the reasons a node is taken
 //! out of service other than for scale-down.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 /// What a notice about an instance says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -75,5 +77,94 @@ impl DisruptionReason {
 impl fmt::Display for DisruptionReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// How many of a group's nodes may be out of service at once (`--max-disruption`, a group's
+/// `disruptionBudget`): a count, or a share of the group's nodes; never less than one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    Count(u32),
+    Percent(f64),
+}
+
+impl Default for Budget {
+    /// 10%.
+    fn default() -> Self {
+        Budget::Percent(10.0)
+    }
+}
+
+impl Budget {
+    /// `"20%"` or `"3"`.
+    pub fn parse(text: &str) -> Result<Budget, String> {
+        let t = text.trim();
+        let bad = || format!("{text:?}: a count (3) or a percentage (20%) of at least 0");
+        match t.strip_suffix('%') {
+            Some(p) => match p.trim().parse::<f64>() {
+                Ok(p) if p.is_finite() && (0.0..=100.0).contains(&p) => Ok(Budget::Percent(p)),
+                _ => Err(bad()),
+            },
+            None => t.parse::<u32>().map(Budget::Count).map_err(|_| bad()),
+        }
+    }
+
+    /// How many of `nodes` may be disrupted at once: at least one.
+    pub fn allowed(self, nodes: usize) -> usize {
+        let n = match self {
+            Budget::Count(n) => n as usize,
+            Budget::Percent(p) => (p / 100.0 * nodes as f64).floor() as usize,
+        };
+        n.max(1)
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Budget::Count(n) => write!(f, "{n}"),
+            Budget::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// What a group says about its nodes' lives: the revision new instances launch from (and each
+/// instance's), and the group's own lifetime and budget, when set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupLifecycle {
+    /// The group's current launch template (id and resolved version) or launch configuration.
+    pub revision: Option<String>,
+    /// Instance (provider id) → the revision it was launched from.
+    pub instance_revisions: BTreeMap<String, String>,
+    /// Nodes older than this are replaced (tag `ferroscale.io/max-node-lifetime`,
+    /// memory cloud `options.maxNodeLifetime`); overrides `--node-max-lifetime`.
+    pub max_node_lifetime: Option<Duration>,
+    /// Overrides `--max-disruption`.
+    pub disruption_budget: Option<Budget>,
+}
+
+impl GroupLifecycle {
+    /// Whether `instance` was launched from another revision than the group's current one.
+    pub fn drifted(&self, instance: &str) -> bool {
+        match (&self.revision, self.instance_revisions.get(instance)) {
+            (Some(now), Some(then)) => now != then,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse_and_allow_at_least_one() {
+        assert_eq!(Budget::parse("20%"), Ok(Budget::Percent(20.0)));
+        assert_eq!(Budget::parse("3"), Ok(Budget::Count(3)));
+        assert!(Budget::parse("-1").is_err());
+        assert!(Budget::parse("150%").is_err());
+        assert_eq!(Budget::Percent(10.0).allowed(5), 1, "never below one");
+        assert_eq!(Budget::Percent(20.0).allowed(50), 10);
+        assert_eq!(Budget::Count(0).allowed(50), 1);
     }
 }

@@ -1,0 +1,164 @@
+//! Voluntary replacements: a node whose instance was launched from another revision than its group's
+//! current one (drift), or older than its maximum lifetime (expiry), is replaced surge first: the group
+//! is asked for one more node; once that node has joined and the group has no capacity on its way, the
+//! old node is drained and deleted (its group shrinks back). Replacements wait for the group's disruption
+//! budget, which every node on its way out counts against (removals, interruptions, replacements), and
+//! for pods that may not be evicted.
+
+use std::collections::HashMap;
+
+use super::context::Ctx;
+use super::decisions::{Decisions, Disruption, Replacement, ScaleDown, ScaleUp};
+use super::memory::Memory;
+use super::predicates::NodeInfo;
+use super::reasons::Removal;
+use super::scale_down::drain;
+use crate::model::lifecycle::DisruptionReason;
+use crate::model::workload::Pod;
+use crate::model::NodeGroup;
+
+/// A replacement under way: the surge was asked for `since`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacing {
+    pub group: String,
+    pub reason: DisruptionReason,
+    pub since: i64,
+}
+
+/// Why `node` of `g` should be replaced at `now`, if it should.
+fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {
+    let n = &info.node;
+    if g.lifecycle.drifted(&n.provider_id) {
+        return Some(DisruptionReason::Drift);
+    }
+    let lifetime = ctx.settings.lifetime_of(g)?;
+    (ctx.now - n.created >= lifetime.as_secs() as i64).then_some(DisruptionReason::Expired)
+}
+
+/// Adds this loop's surges and retirements to `d`.
+pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mut Decisions) {
+    let world = ctx.world;
+    let present: HashMap<&str, &NodeInfo> =
+        infos.iter().map(|i| (i.node.name.as_str(), i)).collect();
+    memory
+        .replacing
+        .retain(|node, _| present.contains_key(node.as_str()));
+    let group_of = |node: &str| world.node_groups.get(node).map(String::as_str);
+    // What each group has on its way out, and how many nodes it has.
+    let mut out: HashMap<&str, usize> = HashMap::new();
+    let mut size: HashMap<&str, usize> = HashMap::new();
+    let mut ready: HashMap<&str, bool> = HashMap::new();
+    for info in infos {
+        let Some(g) = group_of(&info.node.name) else {
+            continue;
+        };
+        *size.entry(g).or_default() += 1;
+        let r = ready.entry(g).or_insert(true);
+        *r &= info.node.ready;
+        let name = info.node.name.as_str();
+        if world.removing.contains_key(name)
+            || world.interrupted.contains_key(name)
+            || memory.replacing.contains_key(name)
+            || d.scale_down.iter().any(|s| s.node == name)
+        {
+            *out.entry(g).or_default() += 1;
+        }
+    }
+    let mut surges: HashMap<String, (i32, Vec<String>)> = HashMap::new();
+    // Oldest first.
+    let mut candidates: Vec<&NodeInfo> = infos.iter().collect();
+    candidates.sort_by_key(|i| (i.node.created, i.node.name.clone()));
+    for info in candidates {
+        let name = info.node.name.as_str();
+        let Some(g) = group_of(name).and_then(|id| ctx.groups.get(id).copied()) else {
+            continue;
+        };
+        if world.removing.contains_key(name)
+            || world.interrupted.contains_key(name)
+            || d.scale_down.iter().any(|s| s.node == name)
+        {
+            continue;
+        }
+        if let Some(r) = memory.replacing.get(name) {
+            // The surge has joined when the group has every node it asked for, all ready.
+            let registered = size.get(g.id.as_str()).copied().unwrap_or(0);
+            let all_ready = ready.get(g.id.as_str()).copied().unwrap_or(false);
+            if registered as i32 >= g.target_size && all_ready {
+                retire(ctx, info, g, r.reason, d);
+            }
+            continue;
+        }
+        let Some(reason) = due(ctx, g, info) else {
+            continue;
+        };
+        let allowed = ctx
+            .settings
+            .budget_of(g)
+            .allowed(size.get(g.id.as_str()).copied().unwrap_or(0));
+        let gone = out.entry(g.id.as_str()).or_default();
+        let surge = surges.entry(g.id.clone()).or_default();
+        if *gone >= allowed || g.target_size + surge.0 >= g.max_size {
+            continue;
+        }
+        if drain(&info.pods, ctx).is_err() {
+            // A pod that may not be evicted keeps the node, as it keeps it from scale-down.
+            continue;
+        }
+        *gone += 1;
+        surge.0 += 1;
+        surge.1.push(name.to_string());
+        memory.replacing.insert(
+            name.to_string(),
+            Replacing {
+                group: g.id.clone(),
+                reason,
+                since: ctx.now,
+            },
+        );
+    }
+    let mut surges: Vec<(String, (i32, Vec<String>))> =
+        surges.into_iter().filter(|(_, (n, _))| *n > 0).collect();
+    surges.sort();
+    if !surges.is_empty() {
+        // A surge is a scale-up: scale-down pauses after it as after any other.
+        memory.last_scale_up = Some(ctx.now);
+    }
+    for (group, (delta, nodes)) in surges {
+        d.scale_up.push(ScaleUp {
+            group: group.clone(),
+            delta,
+            pods: Vec::new(),
+        });
+        d.replacements.push(Replacement {
+            group,
+            delta,
+            for_nodes: nodes,
+        });
+    }
+}
+
+/// The old node goes: drained (through the same rules as a scale-down) and deleted.
+fn retire(ctx: &Ctx, info: &NodeInfo, g: &NodeGroup, reason: DisruptionReason, d: &mut Decisions) {
+    let Ok(drained) = drain(&info.pods, ctx) else {
+        return;
+    };
+    d.disruptions.push(Disruption {
+        node: info.node.name.clone(),
+        group: Some(g.id.clone()),
+        reason,
+    });
+    d.scale_down.push(ScaleDown {
+        node: info.node.name.clone(),
+        group: g.id.clone(),
+        reason: Removal {
+            utilization: 0.0,
+            threshold: 0.0,
+            waited: 0,
+            empty: drained.movable.is_empty(),
+            unready: false,
+            disruption: Some(reason),
+        },
+        evict: drained.movable.iter().map(Pod::key).collect(),
+        left: drained.left,
+    });
+}

@@ -1,0 +1,144 @@
+//! Voluntary replacements through `simulate`: drifted nodes (launched from another revision than their
+//! group's) and expired ones are replaced surge first (the group grows by one, then the old node goes once
+//! the new one has joined), one at a time with a budget of one, never while a pod may not be evicted.
+
+use std::time::Duration;
+
+use crate::simulate::{pacing, pod, sim};
+use ferroscale::engine::Settings;
+use ferroscale::simulate::LoopReport;
+
+/// Three nodes of `pool` on instances i-0..i-2 launched from `lt-1:1`; the group now launches
+/// `revision` and allows `budget`.
+fn groups(revision: &str, budget: &str) -> String {
+    format!(
+        r#"
+nodeGroups:
+  - {{name: pool, minSize: 0, maxSize: 6, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},
+     revision: "{revision}", disruptionBudget: "{budget}",
+     instances: [{{id: i-0, revision: "lt-1:1"}}, {{id: i-1, revision: "lt-1:1"}}, {{id: i-2, revision: "lt-1:1"}}]}}
+"#
+    )
+}
+
+fn node(k: usize, created: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: pool-{k}\n  creationTimestamp: \"{created}\"\n  labels: {{ferroscale.io/node-group: pool, kubernetes.io/hostname: pool-{k}}}\n\
+         spec: {{providerID: \"memory:///pool/i-{k}\"}}\n\
+         status:\n  allocatable: {{cpu: \"4\", memory: 16Gi, pods: \"20\"}}\n  conditions: [{{type: Ready, status: \"True\"}}]\n"
+    )
+}
+
+/// Three nodes created a minute apart, each running one 3-cpu replica (none is unneeded).
+fn cluster() -> Vec<String> {
+    let mut c = Vec::new();
+    for k in 0..3 {
+        c.push(node(k, &format!("2026-01-01T00:0{k}:00Z")));
+        c.push(pod(
+            "shop",
+            &format!("web-{k}"),
+            "3",
+            "1Gi",
+            Some(&format!("pool-{k}")),
+            "",
+        ));
+    }
+    c
+}
+
+fn settings() -> Settings {
+    ferroscale::cli::flags::default_engine()
+}
+
+/// A surge: (group, delta, nodes it replaces).
+type Surge = (String, i32, Vec<String>);
+
+/// (surges, retired nodes with why) of one loop.
+fn what(r: &LoopReport) -> (Vec<Surge>, Vec<(String, String)>) {
+    (
+        r.replacements
+            .iter()
+            .map(|x| (x.group.clone(), x.delta, x.for_nodes.clone()))
+            .collect(),
+        r.disruptions
+            .iter()
+            .map(|x| (x.node.clone(), x.reason.clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn drifted_nodes_are_replaced_surge_first_one_at_a_time_under_a_budget_of_one() {
+    let mut s = sim(&cluster(), &groups("lt-1:2", "1"));
+    let p = pacing();
+    let mut log = Vec::new();
+    for _ in 0..7 {
+        let r = s.step(&settings(), &p);
+        log.push((what(&r), r.nodes["pool"], r.scale_down.len()));
+    }
+    let pool = |k: usize| format!("pool-{k}");
+    let surge = |k: usize| vec![("pool".to_string(), 1, vec![pool(k)])];
+    let retired = |k: usize| vec![(pool(k), "drift".to_string())];
+    // Loop 1 asks for the surge of the oldest; loop 2 (the surge joined) retires it; and so on.
+    assert_eq!(log[0].0, (surge(0), vec![]), "{log:#?}");
+    assert_eq!(log[1].0, (vec![], retired(0)), "{log:#?}");
+    assert_eq!(log[2].0, (surge(1), vec![]), "{log:#?}");
+    assert_eq!(log[3].0, (vec![], retired(1)), "{log:#?}");
+    assert_eq!(log[4].0, (surge(2), vec![]), "{log:#?}");
+    assert_eq!(log[5].0, (vec![], retired(2)), "{log:#?}");
+    assert_eq!(
+        log[6].0,
+        (vec![], vec![]),
+        "nothing drifted is left: {log:#?}"
+    );
+    // Never fewer than three nodes, never more than four.
+    assert!(log.iter().all(|(_, n, _)| (3..=4).contains(n)), "{log:#?}");
+}
+
+#[test]
+fn a_wider_budget_replaces_more_at_once_and_no_drift_means_no_replacement() {
+    let mut s = sim(&cluster(), &groups("lt-1:2", "100%"));
+    let r = s.step(&settings(), &pacing());
+    assert_eq!(r.replacements.len(), 1);
+    assert_eq!(r.replacements[0].delta, 3, "{r:?}");
+    let mut same = sim(&cluster(), &groups("lt-1:1", "100%"));
+    assert!(same.step(&settings(), &pacing()).replacements.is_empty());
+}
+
+#[test]
+fn nodes_past_their_lifetime_are_replaced_the_same_way() {
+    let mut s = sim(&cluster(), &groups("lt-1:1", "1"));
+    let mut expiring = settings();
+    // The clock starts at the newest node's creation: pool-0 is two minutes old, pool-1 one.
+    expiring.node_max_lifetime = Some(Duration::from_secs(90));
+    let r = s.step(&expiring, &pacing());
+    assert_eq!(
+        what(&r).0,
+        vec![("pool".to_string(), 1, vec!["pool-0".to_string()])]
+    );
+    let r = s.step(&expiring, &pacing());
+    assert_eq!(
+        what(&r).1,
+        vec![("pool-0".to_string(), "expired".to_string())]
+    );
+    assert!(
+        r.scale_down[0].reason.contains("replaced (expired)"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_pod_that_may_not_be_evicted_keeps_its_drifted_node() {
+    let mut c = cluster();
+    c.push(
+        pod("shop", "pinned", "100m", "64Mi", Some("pool-0"), "")
+            .replace("  labels: {app: pinned}\n", "  labels: {app: pinned}\n  annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"}\n"),
+    );
+    let mut s = sim(&c, &groups("lt-1:2", "1"));
+    let r = s.step(&settings(), &pacing());
+    assert_eq!(
+        what(&r).0,
+        vec![("pool".to_string(), 1, vec!["pool-1".to_string()])],
+        "pool-0 is skipped"
+    );
+}
