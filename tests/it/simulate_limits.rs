@@ -87,8 +87,14 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
     let cluster: Vec<String> = (1..=3)
         .map(|i| with_capacity(node(&format!("idle-{i}"), "small", "1500m", "7Gi")))
         .collect();
+    // Every node of the group may go at once: only the minima hold nodes back here.
     let removed = |args: &[&str]| {
-        let r = sim(&cluster, GROUPS).step(&flags(args), &pacing());
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--max-disruption", "100%"])
+            .collect();
+        let r = sim(&cluster, GROUPS).step(&flags(&args), &pacing());
         (r.scale_down.len(), r)
     };
     // 6 cores, at least 3: one node of 2 may go, a second would leave 2.
@@ -108,6 +114,13 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
         "the cluster would go below the minimum of --memory-total"
     );
     assert_eq!(removed(&[]).0, 3, "no minimum: all go");
+    // The default budget (10%, at least one) takes one node of the group per removal.
+    let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(r.scale_down.len(), 1, "{r:?}");
+    assert!(
+        unremovable(&r, "idle-2").contains("disruption budget"),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 
 use super::reasons::Pause;
-use super::replace::Replacing;
 use super::settings::Settings;
 use super::templates::GroupTemplate;
 use crate::labels;
+use crate::model::lifecycle::DisruptionReason;
 use crate::model::{NodeGroup, TemplateNode};
 
 /// What the autoscaler remembers between loops.
@@ -33,6 +33,14 @@ pub struct Memory {
     pub templates: HashMap<String, GroupTemplate>,
     /// Nodes being replaced (drift, expiry): their surge was asked for, they go once it has joined.
     pub replacing: HashMap<String, Replacing>,
+}
+
+/// A replacement under way: the surge was asked for `since`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacing {
+    pub group: String,
+    pub reason: DisruptionReason,
+    pub since: i64,
 }
 
 /// A group's backoff after failed scale-ups.

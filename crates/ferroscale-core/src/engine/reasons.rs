@@ -192,6 +192,8 @@ pub enum Unremovable {
     UnreadyKept,
     /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
     ParallelismReached,
+    /// Unneeded, but `allowed` nodes of its group are already on their way out (`--max-disruption`).
+    DisruptionBudget { group: String, allowed: usize },
 }
 
 impl fmt::Display for Unremovable {
@@ -229,6 +231,10 @@ impl fmt::Display for Unremovable {
             Unremovable::UnreadyKept => {
                 write!(f, "unready, and --scale-down-unready-enabled is false")
             }
+            Unremovable::DisruptionBudget { group, allowed } => write!(
+                f,
+                "unneeded, but {allowed} nodes of group {group} are already on their way out (its disruption budget)"
+            ),
             Unremovable::ParallelismReached => write!(
                 f,
                 "unneeded, but --max-scale-down-parallelism or --max-drain-parallelism removals are in flight"

@@ -9,21 +9,13 @@ use std::collections::HashMap;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, Replacement, ScaleDown, ScaleUp};
-use super::memory::Memory;
+use super::memory::{Memory, Replacing};
 use super::predicates::NodeInfo;
 use super::reasons::Removal;
 use super::scale_down::drain;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::Pod;
 use crate::model::NodeGroup;
-
-/// A replacement under way: the surge was asked for `since`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replacing {
-    pub group: String,
-    pub reason: DisruptionReason,
-    pub since: i64,
-}
 
 /// Why `node` of `g` should be replaced at `now`, if it should.
 fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {

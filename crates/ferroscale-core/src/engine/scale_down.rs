@@ -115,6 +115,16 @@ pub(super) fn scale_down(
             *removed_per_group.entry(g.clone()).or_default() += 1;
         }
     }
+    // The disruption budget also counts nodes interrupted or being replaced, and every node of a group
+    // makes its size.
+    let mut disrupted_per_group: HashMap<&str, usize> = HashMap::new();
+    let mut group_size: HashMap<&str, usize> = HashMap::new();
+    for (node, g) in ctx.world.node_groups.iter() {
+        *group_size.entry(g.as_str()).or_default() += 1;
+        if ctx.world.interrupted.contains_key(node) || memory.replacing.contains_key(node) {
+            *disrupted_per_group.entry(g.as_str()).or_default() += 1;
+        }
+    }
     // Upstream's parallelism caps count removals in flight across loops.
     let in_flight = ctx.world.removing.len();
     let drains_in_flight = ctx.world.removing.values().filter(|d| **d).count();
@@ -257,6 +267,24 @@ pub(super) fn scale_down(
         }
         if empty && empties >= settings.max_empty_bulk_delete {
             keep(d, Unremovable::WaitsForNextLoop);
+            continue;
+        }
+        let allowed = settings
+            .budget_of(group)
+            .allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0));
+        let out = going as usize
+            + disrupted_per_group
+                .get(group.id.as_str())
+                .copied()
+                .unwrap_or(0);
+        if out >= allowed {
+            keep(
+                d,
+                Unremovable::DisruptionBudget {
+                    group: group.id.clone(),
+                    allowed,
+                },
+            );
             continue;
         }
         removals_left -= 1;

@@ -40,7 +40,8 @@ impl Unremovable {
             Unremovable::UnreadyKept => "NotUnreadyLongEnough",
             Unremovable::Paused(_)
             | Unremovable::WaitsForNextLoop
-            | Unremovable::ParallelismReached => "NotUnneededOtherReason",
+            | Unremovable::ParallelismReached
+            | Unremovable::DisruptionBudget { .. } => "NotUnneededOtherReason",
         }
     }
 }
@@ -129,6 +130,10 @@ mod tests {
             Unremovable::WaitsForNextLoop,
             Unremovable::UnreadyKept,
             Unremovable::ParallelismReached,
+            Unremovable::DisruptionBudget {
+                group: "g".into(),
+                allowed: 1,
+            },
         ];
         for u in all {
             assert!(
