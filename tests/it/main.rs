@@ -38,6 +38,7 @@ mod run_aws;
 mod run_index;
 mod run_interruptions;
 mod run_leadership;
+mod run_lifecycle;
 mod run_logs;
 mod run_metrics;
 mod run_owners;
