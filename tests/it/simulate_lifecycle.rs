@@ -142,3 +142,40 @@ fn a_pod_that_may_not_be_evicted_keeps_its_drifted_node() {
         "pool-0 is skipped"
     );
 }
+
+#[test]
+fn nothing_voluntary_happens_while_the_groups_window_is_closed() {
+    // The simulation's clock starts at 00:02 UTC (the newest node's creation).
+    let with_window = |schedule: &str| {
+        groups("lt-1:2", "1").replace(
+            "disruptionBudget: \"1\",",
+            &format!("disruptionBudget: \"1\", disruptionWindow: {{schedule: \"{schedule}\", duration: 1h}},"),
+        )
+    };
+    let mut idle = cluster();
+    idle.push(node(3, "2026-01-01T00:00:00Z"));
+    let mut closed = sim(&idle, &with_window("0 12 * * *"));
+    // pool-3 is idle and could go at once, were the window open.
+    let r = closed.step(&crate::simulate::quick_scale_down(), &pacing());
+    assert!(r.replacements.is_empty(), "{r:?}");
+    assert!(r.scale_down.is_empty(), "{r:?}");
+    let kept = r
+        .unremovable
+        .iter()
+        .find(|u| u.node.as_deref() == Some("pool-3"))
+        .map(|u| u.reason.as_str());
+    assert!(
+        kept.is_some_and(|k| k.contains("disruption window is closed")),
+        "{r:?}"
+    );
+    let mut open = sim(&cluster(), &with_window("0 0 * * *"));
+    assert_eq!(open.step(&settings(), &pacing()).replacements.len(), 1);
+    let config = ferroscale::cloud::memory::MemoryConfig::parse(&with_window("nightly")).unwrap();
+    let bad = ferroscale::cloud::memory::MemoryCloud::new(&config)
+        .err()
+        .expect("a bad schedule is refused");
+    assert!(
+        bad.to_string().contains("disruptionWindow.schedule"),
+        "{bad}"
+    );
+}

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::labels;
-use crate::model::lifecycle::{Budget, GroupLifecycle};
+use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::parse_go_duration;
 use crate::model::{
     reserve, AutoscalingOptions, Instance, InstanceError, InstanceState, NodeGroup, Resources,
@@ -78,6 +78,16 @@ pub struct GroupConfig {
     /// How many of the group's nodes may be out of service at once (`"20%"` or a count); overrides
     /// `--max-disruption`.
     pub disruption_budget: Option<String>,
+    /// When voluntary disruptions may happen: `{schedule: "0 2 * * *", duration: 4h}` (cron, UTC).
+    pub disruption_window: Option<WindowConfig>,
+}
+
+/// A disruption window of the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowConfig {
+    pub schedule: String,
+    pub duration: String,
 }
 
 /// An instance present at start, e.g. one still creating or one whose launch failed.
@@ -166,6 +176,18 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         Some(b) => Some(Budget::parse(b).map_err(|e| bad(i, g, "disruptionBudget", e))?),
         None => None,
     };
+    let disruption_window = match &g.disruption_window {
+        Some(w) => {
+            let field = |f: &str| format!("disruptionWindow.{f}");
+            let duration =
+                parse_go_duration(&w.duration).map_err(|e| bad(i, g, &field("duration"), e))?;
+            Some(
+                Window::parse(&w.schedule, duration)
+                    .map_err(|e| bad(i, g, &field("schedule"), e))?,
+            )
+        }
+        None => None,
+    };
     let instance_revisions = g
         .instances
         .iter()
@@ -179,6 +201,7 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         instance_revisions,
         max_node_lifetime,
         disruption_budget,
+        disruption_window,
     })
 }
 

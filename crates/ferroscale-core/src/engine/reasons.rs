@@ -194,6 +194,8 @@ pub enum Unremovable {
     ParallelismReached,
     /// Unneeded, but `allowed` nodes of its group are already on their way out (`--max-disruption`).
     DisruptionBudget { group: String, allowed: usize },
+    /// Unneeded, but its group's disruption window is closed.
+    OutsideDisruptionWindow { group: String },
 }
 
 impl fmt::Display for Unremovable {
@@ -234,6 +236,10 @@ impl fmt::Display for Unremovable {
             Unremovable::DisruptionBudget { group, allowed } => write!(
                 f,
                 "unneeded, but {allowed} nodes of group {group} are already on their way out (its disruption budget)"
+            ),
+            Unremovable::OutsideDisruptionWindow { group } => write!(
+                f,
+                "unneeded, but group {group}'s disruption window is closed"
             ),
             Unremovable::ParallelismReached => write!(
                 f,

@@ -83,6 +83,9 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         let Some(reason) = due(ctx, g, info) else {
             continue;
         };
+        if !ctx.settings.disruption_allowed(g, ctx.now) {
+            continue;
+        }
         let allowed = ctx
             .settings
             .budget_of(g)

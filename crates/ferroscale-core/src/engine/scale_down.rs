@@ -269,6 +269,15 @@ pub(super) fn scale_down(
             keep(d, Unremovable::WaitsForNextLoop);
             continue;
         }
+        if !settings.disruption_allowed(group, now) {
+            keep(
+                d,
+                Unremovable::OutsideDisruptionWindow {
+                    group: group.id.clone(),
+                },
+            );
+            continue;
+        }
         let allowed = settings
             .budget_of(group)
             .allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0));

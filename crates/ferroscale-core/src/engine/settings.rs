@@ -84,6 +84,14 @@ impl Settings {
         g.lifecycle.disruption_budget.unwrap_or(self.max_disruption)
     }
 
+    /// Whether voluntary disruptions of `g` may happen at `now`: always without a window.
+    pub fn disruption_allowed(&self, g: &NodeGroup, now: i64) -> bool {
+        g.lifecycle
+            .disruption_window
+            .as_ref()
+            .is_none_or(|w| w.open(now))
+    }
+
     /// A group's maximum node lifetime: its own, else `--node-max-lifetime`.
     pub fn lifetime_of(&self, g: &NodeGroup) -> Option<Duration> {
         g.lifecycle.max_node_lifetime.or(self.node_max_lifetime)

@@ -41,7 +41,8 @@ impl Unremovable {
             Unremovable::Paused(_)
             | Unremovable::WaitsForNextLoop
             | Unremovable::ParallelismReached
-            | Unremovable::DisruptionBudget { .. } => "NotUnneededOtherReason",
+            | Unremovable::DisruptionBudget { .. }
+            | Unremovable::OutsideDisruptionWindow { .. } => "NotUnneededOtherReason",
         }
     }
 }
@@ -134,6 +135,7 @@ mod tests {
                 group: "g".into(),
                 allowed: 1,
             },
+            Unremovable::OutsideDisruptionWindow { group: "g".into() },
         ];
         for u in all {
             assert!(

@@ -128,6 +128,44 @@ impl fmt::Display for Budget {
     }
 }
 
+/// When voluntary disruptions (replacements, scale-down) are allowed: from each time `schedule` (cron,
+/// UTC) matches, for `duration`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    pub schedule: String,
+    cron: croner::Cron,
+    pub duration: Duration,
+}
+
+impl Window {
+    /// `schedule` in cron's five fields (or six, with seconds first).
+    pub fn parse(schedule: &str, duration: Duration) -> Result<Window, String> {
+        let cron = schedule
+            .parse::<croner::Cron>()
+            .map_err(|e| format!("{schedule:?}: not a cron schedule: {e}"))?;
+        if duration.is_zero() {
+            return Err("the window's duration must be above 0".into());
+        }
+        Ok(Window {
+            schedule: schedule.to_string(),
+            cron,
+            duration,
+        })
+    }
+
+    /// Whether the window is open at `now` (seconds since the epoch).
+    pub fn open(&self, now: i64) -> bool {
+        let Ok(t) = jiff::Timestamp::from_second(now) else {
+            return false;
+        };
+        let zoned = t.to_zoned(jiff::tz::TimeZone::UTC);
+        match self.cron.find_previous_occurrence(&zoned, true) {
+            Ok(start) => now - start.timestamp().as_second() < self.duration.as_secs() as i64,
+            Err(_) => false,
+        }
+    }
+}
+
 /// What a group says about its nodes' lives: the revision new instances launch from (and each
 /// instance's), and the group's own lifetime and budget, when set.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -141,6 +179,8 @@ pub struct GroupLifecycle {
     pub max_node_lifetime: Option<Duration>,
     /// Overrides `--max-disruption`.
     pub disruption_budget: Option<Budget>,
+    /// When set, voluntary disruptions happen only while it is open.
+    pub disruption_window: Option<Window>,
 }
 
 impl GroupLifecycle {
@@ -156,6 +196,18 @@ impl GroupLifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_is_open_from_each_match_for_its_duration() {
+        // 02:00 UTC every day, for two hours.
+        let w = Window::parse("0 2 * * *", Duration::from_secs(7200)).unwrap();
+        let day = 1_790_000_000 - 1_790_000_000 % 86_400;
+        assert!(!w.open(day + 3600), "01:00");
+        assert!(w.open(day + 2 * 3600), "02:00");
+        assert!(w.open(day + 3 * 3600 + 59 * 60), "03:59");
+        assert!(!w.open(day + 4 * 3600), "04:00");
+        assert!(Window::parse("every night", Duration::from_secs(1)).is_err());
+    }
 
     #[test]
     fn budgets_parse_and_allow_at_least_one() {
