@@ -5,6 +5,7 @@
 mod abuse;
 mod aws_discovery;
 mod aws_faults;
+mod aws_lifecycle;
 mod aws_pricing;
 mod aws_proxy;
 mod aws_safety;

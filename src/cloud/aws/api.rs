@@ -192,6 +192,7 @@ impl Api {
                         let facts = LaunchFacts {
                             instance_type: lc.instance_type().map(str::to_string),
                             spot: lc.spot_price().is_some_and(|p| !p.is_empty()),
+                            revision: Some(super::lifecycle::configuration_revision(n)),
                         };
                         out.insert(n.to_string(), facts);
                     }
@@ -227,11 +228,15 @@ impl Api {
                     .send(),
             )
             .await?;
-        let data = out
-            .launch_template_versions()
-            .first()
-            .and_then(|v| v.launch_template_data());
+        let first = out.launch_template_versions().first();
+        let data = first.and_then(|v| v.launch_template_data());
         Ok(LaunchFacts {
+            revision: first.and_then(|v| {
+                Some(super::lifecycle::template_revision(
+                    v.launch_template_id()?,
+                    v.version_number()?,
+                ))
+            }),
             instance_type: data
                 .and_then(|d| d.instance_type())
                 .map(|t| t.as_str().to_string()),
@@ -352,6 +357,14 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .unwrap_or("Pending")
                 .to_string(),
             instance_type: i.instance_type().map(str::to_string),
+            revision: match (i.launch_configuration_name(), i.launch_template()) {
+                (Some(lc), _) => Some(super::lifecycle::configuration_revision(lc)),
+                (None, Some(t)) => t
+                    .launch_template_id()
+                    .zip(t.version().and_then(|v| v.parse::<i64>().ok()))
+                    .map(|(id, v)| super::lifecycle::template_revision(id, v)),
+                (None, None) => None,
+            },
         })
         .collect();
     let template_source =
@@ -392,6 +405,7 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .mixed_instances_policy()
                 .map(|m| distribution(m.instances_distribution())),
             spot_launch: false,
+            revision: None,
         },
         launch,
     }

@@ -55,6 +55,7 @@ pub fn with_sizes(known: &NodeGroup, info: &AsgInfo) -> NodeGroup {
     g.min_size = info.min_size;
     g.max_size = info.max_size;
     g.instances = instances_of(info);
+    g.lifecycle.instance_revisions = super::lifecycle::instance_revisions(info);
     g.set_target(info.desired_capacity);
     g
 }

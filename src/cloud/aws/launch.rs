@@ -46,22 +46,34 @@ impl LaunchCache {
             }
             let resolved = match &g.launch {
                 // A mixed policy's InstancesDistribution, not its template, decides spot or on-demand.
-                LaunchSource::Mixed { overrides, .. } if !overrides.is_empty() => {
-                    Ok((overrides.clone(), false))
-                }
                 LaunchSource::Mixed {
-                    template: Some(t), ..
-                } => self
-                    .facts(api, t)
-                    .await
-                    .map(|f| (f.instance_type.into_iter().collect(), false)),
+                    overrides,
+                    template,
+                } => match template {
+                    Some(t) => self.facts(api, t).await.map(|f| {
+                        let types = if overrides.is_empty() {
+                            f.instance_type.into_iter().collect()
+                        } else {
+                            overrides.clone()
+                        };
+                        (types, false, f.revision)
+                    }),
+                    None => Ok((overrides.clone(), false, None)),
+                },
+                LaunchSource::Configuration(name) => self.facts(api, &g.launch).await.map(|f| {
+                    let rev = super::lifecycle::configuration_revision(name);
+                    (f.instance_type.into_iter().collect(), f.spot, Some(rev))
+                }),
                 other => self
                     .facts(api, other)
                     .await
-                    .map(|f| (f.instance_type.into_iter().collect(), f.spot)),
+                    .map(|f| (f.instance_type.into_iter().collect(), f.spot, f.revision)),
             };
             match resolved {
-                Ok((types, spot)) => (g.info.instance_types, g.info.spot_launch) = (types, spot),
+                Ok((types, spot, revision)) => {
+                    (g.info.instance_types, g.info.spot_launch, g.info.revision) =
+                        (types, spot, revision)
+                }
                 Err(e) => {
                     failed.insert(name.clone(), e);
                 }

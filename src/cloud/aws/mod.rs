@@ -18,6 +18,7 @@ mod group;
 mod instance_types;
 pub mod interruption;
 mod launch;
+pub mod lifecycle;
 pub mod price_keeper;
 pub mod prices;
 mod refresh;

@@ -162,7 +162,7 @@ impl AwsCloud {
             price_per_hour: None,
             launch_error,
             provider_id_prefix: format!("aws:///{zone}/"),
-            lifecycle: Default::default(),
+            lifecycle: super::lifecycle::lifecycle_of(info),
         })
     }
 }

@@ -213,6 +213,7 @@ mod tests {
             instance_types: vec![],
             distribution: None,
             spot_launch: false,
+            revision: None,
         }
     }
 

@@ -33,6 +33,8 @@ pub struct AsgInstance {
     /// Lifecycle state as AWS spells it (`Pending`, `InService`, `Terminating:Wait`, ...).
     pub lifecycle_state: String,
     pub instance_type: Option<String>,
+    /// The launch configuration or template version it was launched from (`lifecycle`'s revision).
+    pub revision: Option<String>,
 }
 
 /// An Auto Scaling group with the instance types its launches may use, resolved from its launch
@@ -52,6 +54,8 @@ pub struct AsgInfo {
     pub distribution: Option<Distribution>,
     /// The launch template or configuration asks for spot capacity.
     pub spot_launch: bool,
+    /// The revision new instances launch from, once resolved.
+    pub revision: Option<String>,
 }
 
 /// How a mixed-instances group splits on-demand and spot capacity (AWS's InstancesDistribution).
@@ -70,4 +74,6 @@ pub struct LaunchFacts {
     pub instance_type: Option<String>,
     /// A spot price (configuration) or spot market options (template).
     pub spot: bool,
+    /// A template version's revision (id and version number).
+    pub revision: Option<String>,
 }

@@ -130,11 +130,17 @@ impl fmt::Display for Budget {
 
 /// When voluntary disruptions (replacements, scale-down) are allowed: from each time `schedule` (cron,
 /// UTC) matches, for `duration`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Window {
     pub schedule: String,
     cron: croner::Cron,
     pub duration: Duration,
+}
+
+impl fmt::Debug for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Window({:?} for {:?})", self.schedule, self.duration)
+    }
 }
 
 impl Window {

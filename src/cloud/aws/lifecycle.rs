@@ -1,0 +1,92 @@
+//! A group's node lifecycle as AWS tells it: the revision new instances launch from (its launch
+//! configuration, or its launch template's id and resolved version), each instance's revision, and the
+//! group's own maximum node lifetime, disruption budget and window from its tags. A tag that does not
+//! parse is logged and ignored, as option tags are.
+
+use std::collections::BTreeMap;
+
+use super::types::AsgInfo;
+use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
+use crate::model::parse_go_duration;
+
+/// Nodes older than this (a Go duration) are replaced.
+pub const MAX_NODE_LIFETIME_TAG: &str = "ferroscale.io/max-node-lifetime";
+/// How many of the group's nodes may be out of service at once (`20%` or a count).
+pub const DISRUPTION_BUDGET_TAG: &str = "ferroscale.io/disruption-budget";
+/// When voluntary disruptions may start (cron, UTC), and for how long (a Go duration).
+pub const DISRUPTION_SCHEDULE_TAG: &str = "ferroscale.io/disruption-schedule";
+pub const DISRUPTION_DURATION_TAG: &str = "ferroscale.io/disruption-duration";
+
+/// The revision of a launch configuration.
+pub fn configuration_revision(name: &str) -> String {
+    format!("lc:{name}")
+}
+
+/// The revision of a launch template version.
+pub fn template_revision(id: &str, version: i64) -> String {
+    format!("lt:{id}:{version}")
+}
+
+/// The group's lifecycle from what AWS said of it.
+pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
+    let asg = info.name.as_str();
+    let tag = |k: &str| info.tags.get(k).map(String::as_str);
+    let ignored = |t: &str, value: &str, why: String| {
+        tracing::warn!(%asg, tag = t, %value, %why, "lifecycle tag ignored");
+    };
+    let max_node_lifetime = tag(MAX_NODE_LIFETIME_TAG).and_then(|v| match parse_go_duration(v) {
+        Ok(d) => Some(d),
+        Err(why) => {
+            ignored(MAX_NODE_LIFETIME_TAG, v, why);
+            None
+        }
+    });
+    let disruption_budget = tag(DISRUPTION_BUDGET_TAG).and_then(|v| match Budget::parse(v) {
+        Ok(b) => Some(b),
+        Err(why) => {
+            ignored(DISRUPTION_BUDGET_TAG, v, why);
+            None
+        }
+    });
+    let disruption_window = match (tag(DISRUPTION_SCHEDULE_TAG), tag(DISRUPTION_DURATION_TAG)) {
+        (Some(schedule), Some(duration)) => {
+            match parse_go_duration(duration).and_then(|d| Window::parse(schedule, d)) {
+                Ok(w) => Some(w),
+                Err(why) => {
+                    ignored(DISRUPTION_SCHEDULE_TAG, schedule, why);
+                    None
+                }
+            }
+        }
+        (None, None) => None,
+        (Some(v), None) | (None, Some(v)) => {
+            ignored(
+                DISRUPTION_SCHEDULE_TAG,
+                v,
+                format!("{DISRUPTION_SCHEDULE_TAG} and {DISRUPTION_DURATION_TAG} go together"),
+            );
+            None
+        }
+    };
+    GroupLifecycle {
+        revision: info.revision.clone(),
+        instance_revisions: instance_revisions(info),
+        max_node_lifetime,
+        disruption_budget,
+        disruption_window,
+    }
+}
+
+/// Each instance's revision, by provider id.
+pub fn instance_revisions(info: &AsgInfo) -> BTreeMap<String, String> {
+    info.instances
+        .iter()
+        .filter_map(|i| {
+            let rev = i.revision.clone()?;
+            Some((
+                format!("aws:///{}/{}", i.availability_zone, i.instance_id),
+                rev,
+            ))
+        })
+        .collect()
+}
