@@ -267,7 +267,14 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
         max_size: g.max_size,
         target_size: target,
         instances,
-        options: g.options.as_ref().map(|o| options(i, g, o)).transpose()?,
+        // A group whose only option is its node lifetime has no protocol options (GetOptions answers
+        // UNIMPLEMENTED, CA keeps its defaults).
+        options: g
+            .options
+            .as_ref()
+            .filter(|o| o.keys().any(|k| k != MAX_NODE_LIFETIME))
+            .map(|o| options(i, g, o))
+            .transpose()?,
         price_per_hour: overrides.group(
             &g.name,
             overrides.on_demand(
