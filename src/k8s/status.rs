@@ -101,6 +101,20 @@ pub struct Status {
     pub cluster_wide: Conditions,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_groups: Vec<NodeGroupStatus>,
+    /// ferroscale's own: nodes taken out of service other than by scale-down this loop (interruptions,
+    /// drift, expiry); upstream's readers ignore the field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disruptions: Vec<DisruptionStatus>,
+}
+
+/// One node taken out of service, with why (`spot-interruption`, `drift`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionStatus {
+    pub node: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_group: String,
+    pub reason: String,
 }
 
 /// A time as Go's `time.String()` prints it, as upstream writes `time` and the last-updated annotation:
@@ -303,6 +317,15 @@ impl Status {
                 scale_down,
             },
             node_groups: groups,
+            disruptions: decisions
+                .disruptions
+                .iter()
+                .map(|x| DisruptionStatus {
+                    node: x.node.clone(),
+                    node_group: x.group.clone().unwrap_or_default(),
+                    reason: x.reason.to_string(),
+                })
+                .collect(),
         }
     }
 

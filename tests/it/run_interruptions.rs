@@ -212,6 +212,10 @@ async fn a_spot_warning_moves_the_pods_at_once_and_asks_for_the_replacement_in_t
     );
     assert_eq!(group.target_size, 2, "2 + 1 replacement - 1 interrupted");
     assert!(!h.api.events("InterruptionNotice").is_empty());
+    // The status ConfigMap says the same.
+    let status = h.status();
+    assert_eq!(status.disruptions.len(), 1, "{status:?}");
+    assert_eq!(status.disruptions[0].reason, "spot-interruption");
     println!(
         "spot warning sent → replacement asked for: {asked:?}; → both pods evicted: {evicted:?}"
     );
