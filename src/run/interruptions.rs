@@ -24,6 +24,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A decoded message waiting for the loop.
 struct Received {
+    id: String,
     notices: Vec<Notice>,
     receipt: String,
 }
@@ -164,14 +165,17 @@ async fn poll(queue: InterruptionQueue, inbox: Inbox, metrics: LifecycleMetrics)
         };
         for m in messages {
             match decode(&m.body) {
-                Ok(notices) => inbox
-                    .received
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Received {
+                Ok(notices) => {
+                    // A message received again (its visibility timeout passed while no loop took it,
+                    // as on a replica that does not lead) replaces itself: its newest receipt deletes it.
+                    let mut received = inbox.received.lock().unwrap_or_else(|p| p.into_inner());
+                    received.retain(|r| r.id != m.id || m.id.is_empty());
+                    received.push(Received {
+                        id: m.id,
                         notices,
                         receipt: m.receipt,
-                    }),
+                    });
+                }
                 Err(why) => {
                     let result = match why {
                         Undecodable::Malformed(_) => "malformed",

@@ -46,6 +46,11 @@ struct Queue {
 
 impl Queue {
     async fn create(moto: &Moto) -> Queue {
+        Queue::create_with(moto, "30").await
+    }
+
+    /// The queue with this visibility timeout (seconds).
+    async fn create_with(moto: &Moto, visibility: &str) -> Queue {
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(REGION))
             .endpoint_url(&moto.url)
@@ -55,6 +60,10 @@ impl Queue {
         let url = sqs
             .create_queue()
             .queue_name("interruptions")
+            .attributes(
+                aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+                visibility,
+            )
             .send()
             .await
             .unwrap()
@@ -98,6 +107,14 @@ impl Queue {
 
 /// Two 4-cpu nodes of `pool`, each with two 1.5-cpu replicas (1 cpu left on each).
 async fn cluster(moto: &Moto, handle_rebalance: bool) -> (Harness, Queue, Inbox) {
+    let queue = Queue::create(moto).await;
+    let url = queue.url.clone();
+    let (h, _, inbox) = cluster_on(moto, handle_rebalance, url).await;
+    (h, queue, inbox)
+}
+
+/// The cluster with the poller on the queue at `url` (created by the caller).
+async fn cluster_on(moto: &Moto, handle_rebalance: bool, url: String) -> (Harness, (), Inbox) {
     let api = KubeApi::start().await;
     api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
@@ -117,8 +134,7 @@ async fn cluster(moto: &Moto, handle_rebalance: bool) -> (Harness, Queue, Inbox)
     )
     .await;
     h.synced(2, 4).await;
-    let queue = Queue::create(moto).await;
-    let connected = InterruptionQueue::connect("interruptions", Some(REGION), Some(&moto.url))
+    let connected = InterruptionQueue::connect(&url, Some(REGION), Some(&moto.url))
         .await
         .unwrap();
     let inbox = Inbox::default();
@@ -129,7 +145,7 @@ async fn cluster(moto: &Moto, handle_rebalance: bool) -> (Harness, Queue, Inbox)
         handle_rebalance,
         lifecycle,
     ));
-    (h, queue, inbox)
+    (h, (), inbox)
 }
 
 /// The value of a sample whose line starts with `series`, 0 when absent.
@@ -308,4 +324,25 @@ async fn a_queue_that_fails_shows_until_it_answers_again() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test]
+async fn a_message_received_again_before_a_loop_takes_it_counts_once() {
+    let moto = Moto::start().await;
+    // A one-second visibility timeout: the poller receives the message again and again while no loop
+    // runs, as a replica that does not lead would.
+    let queue = Queue::create_with(&moto, "1").await;
+    let (mut h, _, _inbox) = cluster_on(&moto, false, queue.url.clone()).await;
+    queue.send(&spot("i-0foreign000000000")).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    h.runner.run_once(now()).await.unwrap();
+    let m = h.metrics.encode();
+    assert_eq!(
+        sample(
+            &m,
+            "ferroscale_interruption_messages_total{kind=\"spot-interruption\",result=\"foreign\"}"
+        ),
+        1.0,
+        "{m}"
+    );
 }

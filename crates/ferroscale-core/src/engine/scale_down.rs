@@ -121,7 +121,10 @@ pub(super) fn scale_down(
     let mut group_size: HashMap<&str, usize> = HashMap::new();
     for (node, g) in ctx.world.node_groups.iter() {
         *group_size.entry(g.as_str()).or_default() += 1;
-        if ctx.world.interrupted.contains_key(node) || memory.replacing.contains_key(node) {
+        // Removals in flight are counted above already.
+        if !ctx.world.removing.contains_key(node)
+            && (ctx.world.interrupted.contains_key(node) || memory.replacing.contains_key(node))
+        {
             *disrupted_per_group.entry(g.as_str()).or_default() += 1;
         }
     }

@@ -19,6 +19,8 @@ const BATCH: i32 = 10;
 /// One message as received: its body and the handle that deletes it.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// SQS's id of the message: the same each time it is received again.
+    pub id: String,
     pub body: String,
     pub receipt: String,
 }
@@ -87,6 +89,7 @@ impl InterruptionQueue {
             .into_iter()
             .filter_map(|m| {
                 Some(Message {
+                    id: m.message_id.unwrap_or_default(),
                     body: m.body.unwrap_or_default(),
                     receipt: m.receipt_handle?,
                 })
