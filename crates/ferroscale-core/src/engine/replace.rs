@@ -30,6 +30,14 @@ fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {
 /// Adds this loop's surges and retirements to `d`.
 pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mut Decisions) {
     let world = ctx.world;
+    // Nothing to replace without revisions or lifetimes: the common case costs nothing.
+    let any = world
+        .groups
+        .iter()
+        .any(|g| g.lifecycle.revision.is_some() || ctx.settings.lifetime_of(g).is_some());
+    if !any && memory.replacing.is_empty() {
+        return;
+    }
     let present: HashMap<&str, &NodeInfo> =
         infos.iter().map(|i| (i.node.name.as_str(), i)).collect();
     memory
