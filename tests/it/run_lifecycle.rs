@@ -5,8 +5,8 @@
 use ferroscale::model::lifecycle::DisruptionReason;
 use ferroscale::time::unix_now as now;
 
-use crate::kube_api::{KubeApi, NODES};
-use crate::run::{node, run_settings, Harness};
+use crate::kube_api::{KubeApi, NODES, PODS};
+use crate::run::{node, pod, run_settings, Harness};
 
 const DRIFTED: &str = r#"
 nodeGroups:
@@ -95,4 +95,58 @@ async fn drifted_nodes_are_replaced_surge_first_one_at_a_time() {
         m.contains("ferroscale_nodes_disrupted_total{reason=\"drift\",node_group=\"pool\"} 1"),
         "{m}"
     );
+}
+
+const EXPIRING: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 0, maxSize: 5, capacity: {cpu: 4, memory: 16Gi, pods: 20},
+     options: {maxNodeLifetime: 24h},
+     disruptionWindow: {schedule: "0 2 * * *", duration: 1h},
+     instances: [{id: i-a}, {id: i-b}]}
+"#;
+
+#[tokio::test]
+async fn expired_nodes_are_replaced_only_inside_the_groups_window() {
+    let api = KubeApi::start().await;
+    for k in ["a", "b"] {
+        api.put(
+            NODES,
+            node(
+                &format!("pool-{k}"),
+                &format!("memory:///pool/i-{k}"),
+                "4",
+                "16Gi",
+            ),
+        );
+        // Busy: neither node is a scale-down candidate.
+        api.put(
+            PODS,
+            pod(&format!("web-{k}"), "3", Some(&format!("pool-{k}")), "web"),
+        );
+    }
+    let mut h = Harness::new(
+        api,
+        EXPIRING,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    h.synced(2, 2).await;
+    // Two days on, both nodes are past their 24h; at 12:00 UTC the window (02:00-03:00) is closed.
+    let day = (now() / 86_400 + 2) * 86_400;
+    let d = h.runner.run_once(day + 12 * 3600).await.unwrap();
+    assert!(
+        d.replacements.is_empty() && d.scale_down.is_empty(),
+        "{d:?}"
+    );
+    assert_eq!(h.group("pool").target_size, 2);
+    // At 02:30 the next day it is open: one surge (the default budget, 10% of 2, is one node).
+    let d = h
+        .runner
+        .run_once(day + 86_400 + 2 * 3600 + 1800)
+        .await
+        .unwrap();
+    assert_eq!(d.replacements.len(), 1, "{d:?}");
+    assert_eq!(d.replacements[0].delta, 1);
+    assert_eq!(h.group("pool").target_size, 3);
 }
