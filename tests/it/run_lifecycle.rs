@@ -1,6 +1,6 @@
-//! Drifted nodes replaced by `ferroscale run` against the loopback Kubernetes API: surge first (the
-//! group grows by one), the old node drained and deleted only once the new one has registered and is
-//! ready, one at a time under a budget of one.
+//! Drifted and expired nodes replaced by `ferroscale run` against the loopback Kubernetes API: surge
+//! first (the group grows by one), the old node drained and deleted only once the new one has registered
+//! and is ready, one at a time under a budget of one, and nothing while the group's window is closed.
 
 use ferroscale::model::lifecycle::DisruptionReason;
 use ferroscale::time::unix_now as now;
