@@ -346,3 +346,69 @@ async fn a_message_received_again_before_a_loop_takes_it_counts_once() {
         "{m}"
     );
 }
+
+// Two workers: the API server keeps answering while a worker blocks waiting for the child to exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() {
+    let moto = Moto::start().await;
+    let queue = Queue::create(&moto).await;
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
+    api.put(PODS, pod("web-1", "1500m", Some("pool-a"), "web"));
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.yaml");
+    std::fs::write(&groups, POOL).unwrap();
+    let kubeconfig = api.kubeconfig(dir.path());
+    let mut served = crate::process::Served::spawn(
+        &[
+            "run",
+            "--cloud",
+            "memory",
+            "--scan-interval",
+            "500ms",
+            "--leader-elect=false",
+            "--memory-config",
+            groups.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--address",
+            "127.0.0.1:0",
+            "--interruption-queue",
+            "interruptions",
+            "--aws-region",
+            REGION,
+        ],
+        &[("AWS_ENDPOINT_URL", moto.url.as_str())],
+    )
+    .await;
+    let http = served.http;
+    queue.send(&spot("i-a")).await;
+    api.wait_for("the InterruptionNotice event", |a| {
+        !a.events("InterruptionNotice").is_empty()
+    })
+    .await;
+    let (code, _) = crate::common::http_get(http, "/readyz").await;
+    assert_eq!(code, 200);
+    queue
+        .sqs
+        .delete_queue()
+        .queue_url(&queue.url)
+        .send()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let body = loop {
+        let (code, body) = crate::common::http_get(http, "/readyz").await;
+        if code == 503 {
+            break body;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "/readyz stayed {code}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(body.contains("interruption queue failing"), "{body}");
+    assert!(served.terminate().success());
+}
