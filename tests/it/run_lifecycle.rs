@@ -65,7 +65,13 @@ async fn drifted_nodes_are_replaced_surge_first_one_at_a_time() {
                 .any(|k| id.ends_with(&format!("/i-{k}")))
         })
         .unwrap();
-    h.api.put(NODES, node("pool-d", &new, "4", "16Gi"));
+    let mut joined = node("pool-d", &new, "4", "16Gi");
+    // Registered after the surge was asked for.
+    joined["metadata"]["creationTimestamp"] =
+        serde_json::json!(k8s_openapi::jiff::Timestamp::from_second(t0 + 15)
+            .unwrap()
+            .to_string());
+    h.api.put(NODES, joined);
     h.synced(4, 0).await;
     let d = h.runner.run_once(t0 + 20).await.unwrap();
     assert_eq!(d.disruptions.len(), 1, "{d:?}");

@@ -179,3 +179,20 @@ fn nothing_voluntary_happens_while_the_groups_window_is_closed() {
         "{bad}"
     );
 }
+
+#[test]
+fn a_surge_the_cloud_cannot_launch_leaves_the_old_node_in_place() {
+    // No capacity: the surge fails to launch and is given up; no node joins.
+    let groups = groups("lt-1:2", "1").replace("maxSize: 6,", "maxSize: 6, launchCapacity: 0,");
+    let mut s = sim(&cluster(), &groups);
+    let first = s.step(&settings(), &pacing());
+    assert_eq!(first.replacements.len(), 1, "{first:?}");
+    for _ in 0..4 {
+        let r = s.step(&settings(), &pacing());
+        assert!(
+            r.disruptions.is_empty(),
+            "nothing retired without its surge: {r:?}"
+        );
+        assert_eq!(r.nodes["pool"], 3, "{r:?}");
+    }
+}

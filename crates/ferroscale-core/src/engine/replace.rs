@@ -79,12 +79,25 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         {
             continue;
         }
-        if let Some(r) = memory.replacing.get(name) {
-            // The surge has joined when the group has every node it asked for, all ready.
+        if let Some(r) = memory.replacing.get(name).cloned() {
+            // The surge has joined when the group has every node it asked for, all ready, one of them
+            // registered since the surge was asked for: a surge the cloud refused or never delivered
+            // leaves the old node in place.
             let registered = size.get(g.id.as_str()).copied().unwrap_or(0);
             let all_ready = ready.get(g.id.as_str()).copied().unwrap_or(false);
-            if registered as i32 >= g.target_size && all_ready {
+            let joined = infos.iter().any(|i| {
+                group_of(&i.node.name) == Some(g.id.as_str())
+                    && i.node.ready
+                    && i.node.created > r.since
+                    && !memory.replacing.contains_key(&i.node.name)
+            });
+            if registered as i32 >= g.target_size && all_ready && joined {
                 retire(ctx, info, g, r.reason, d);
+            } else if ctx.now - r.since
+                > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
+            {
+                // Not delivered in time: given up; a later loop asks again.
+                memory.replacing.remove(name);
             }
             continue;
         }
