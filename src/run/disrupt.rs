@@ -6,9 +6,8 @@ use k8s_openapi::api::core::v1::Node as KubeNode;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use std::time::Duration;
-use tokio::task::JoinSet;
 
-use super::events::{node_ref, pod_ref};
+use super::events::node_ref;
 use super::removal::DrainContext;
 use super::Runner;
 use crate::engine::Disruption;
@@ -131,30 +130,11 @@ impl DrainContext {
                 )
                 .await
                 .map_err(|e| Error::kube(format!("cordoning node {}", n.node), e))?;
-            let mut evictions = JoinSet::new();
-            for p in &n.pods {
-                self.events.send(
-                    pod_ref(p),
-                    EventType::Normal,
-                    "InterruptionNotice",
-                    format!("evicting pod: its node {} is going away", n.node),
-                );
-                let (client, pod, settings, fence) = (
-                    self.client.clone(),
-                    p.clone(),
-                    settings.clone(),
-                    self.fence.clone(),
-                );
-                evictions.spawn(async move { drain::evict(&client, &pod, &settings, &fence).await });
-            }
-            let mut failure = None;
-            while let Some(done) = evictions.join_next().await {
-                let outcome = done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
-                self.record.evicted(outcome.is_ok());
-                if let Err(e) = outcome {
-                    failure.get_or_insert(e);
-                }
-            }
+            let failure = self
+                .evict_all(&n.pods, &settings, "InterruptionNotice", |_| {
+                    format!("evicting pod: its node {} is going away", n.node)
+                })
+                .await;
             match failure {
                 Some(e) if !n.involuntary => return Err(e),
                 Some(e) => {

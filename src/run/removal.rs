@@ -49,6 +49,38 @@ pub(super) struct Removal {
 }
 
 impl DrainContext {
+    /// Evicts `pods` in parallel under `settings`, each announced by a `reason` event with `note`;
+    /// records each outcome and returns the first failure.
+    pub(super) async fn evict_all(
+        &self,
+        pods: &[drain::Evictee],
+        settings: &DrainSettings,
+        reason: &'static str,
+        note: impl Fn(&drain::Evictee) -> String,
+    ) -> Option<Error> {
+        let mut evictions = JoinSet::new();
+        for p in pods {
+            self.events
+                .send(pod_ref(p), EventType::Normal, reason, note(p));
+            let (client, pod, settings, fence) = (
+                self.client.clone(),
+                p.clone(),
+                settings.clone(),
+                self.fence.clone(),
+            );
+            evictions.spawn(async move { drain::evict(&client, &pod, &settings, &fence).await });
+        }
+        let mut failure = None;
+        while let Some(done) = evictions.join_next().await {
+            let outcome = done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
+            self.record.evicted(outcome.is_ok());
+            if let Err(e) = outcome {
+                failure.get_or_insert(e);
+            }
+        }
+        failure
+    }
+
     /// Taints, evicts, checks nothing else landed on the node, deletes; on any failure the taint is
     /// removed and ScaleDownFailed says why, unless leadership was lost (the next leader cleans up).
     pub(super) async fn remove(self, r: Removal, now: i64) -> Result<()> {
@@ -62,31 +94,11 @@ impl DrainContext {
                 "ScaleDown",
                 format!("marked the node as toBeDeleted/unschedulable: {}", r.reason),
             );
-            let mut evictions = JoinSet::new();
-            for p in &r.pods {
-                self.events.send(
-                    pod_ref(p),
-                    EventType::Normal,
-                    "ScaleDown",
-                    format!("deleting pod for node scale down (node {})", r.node),
-                );
-                let (client, pod, settings, fence) = (
-                    self.client.clone(),
-                    p.clone(),
-                    self.settings.clone(),
-                    self.fence.clone(),
-                );
-                evictions
-                    .spawn(async move { drain::evict(&client, &pod, &settings, &fence).await });
-            }
-            let mut failure = None;
-            while let Some(done) = evictions.join_next().await {
-                let outcome = done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
-                self.record.evicted(outcome.is_ok());
-                if let Err(e) = outcome {
-                    failure.get_or_insert(e);
-                }
-            }
+            let failure = self
+                .evict_all(&r.pods, &self.settings, "ScaleDown", |_| {
+                    format!("deleting pod for node scale down (node {})", r.node)
+                })
+                .await;
             if let Some(e) = failure {
                 return Err(e);
             }
