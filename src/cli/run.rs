@@ -225,7 +225,8 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         ),
         None => None,
     };
-    let inbox = Inbox::default();
+    // Loops take the inbox every --scan-interval while this replica leads.
+    let inbox = Inbox::new((flags.scan_interval.0 * 3).max(Duration::from_secs(30)));
     let listener = bind(flags.address, "--address").await?;
     tracing::info!(http = ?listener.local_addr().ok(), cloud = cloud.name(), "serving");
     let check = health.clone();

@@ -32,7 +32,7 @@ impl Runner {
             let Some((node, extra)) = index.nodes.get(&d.node) else {
                 continue;
             };
-            if !d.reason.involuntary() {
+            if !d.reason.from_notice() {
                 // Drifted and expired nodes go through the scale-down path once their replacement joined.
                 let kind = match d.reason {
                     DisruptionReason::Drift => "Drifted",

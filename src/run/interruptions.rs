@@ -30,14 +30,44 @@ struct Received {
 }
 
 /// What the poller and the loop share.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Inbox {
     received: Arc<Mutex<Vec<Received>>>,
     /// Why the queue fails, while it does.
     failing: Arc<Mutex<Option<String>>>,
+    /// When a loop last took the inbox: the poller receives only while loops take what it receives,
+    /// so a replica that does not lead leaves the messages to the one that does.
+    taken: Arc<Mutex<Option<std::time::Instant>>>,
+    /// How long after the last take the poller keeps receiving.
+    idle: Duration,
+}
+
+impl Default for Inbox {
+    /// Receiving while a loop took the inbox within the last 30 s.
+    fn default() -> Self {
+        Inbox::new(Duration::from_secs(30))
+    }
 }
 
 impl Inbox {
+    /// An inbox whose poller receives while a loop took it within `idle`.
+    pub fn new(idle: Duration) -> Self {
+        Inbox {
+            received: Arc::default(),
+            failing: Arc::default(),
+            taken: Arc::default(),
+            idle,
+        }
+    }
+
+    /// Whether a loop took the inbox lately (this replica leads).
+    fn wanted(&self) -> bool {
+        self.taken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() < self.idle)
+    }
+
     /// Ok while the queue answers, else why not (for `/readyz`).
     pub fn ready(&self) -> std::result::Result<(), String> {
         match &*self.failing.lock().unwrap_or_else(|p| p.into_inner()) {
@@ -47,6 +77,7 @@ impl Inbox {
     }
 
     fn take(&self) -> Vec<Received> {
+        *self.taken.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
         std::mem::take(&mut *self.received.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -147,6 +178,16 @@ fn instance_id(provider_id: &str) -> Option<&str> {
 async fn poll(queue: InterruptionQueue, inbox: Inbox, metrics: LifecycleMetrics) {
     let mut backoff = FIRST_BACKOFF;
     loop {
+        if !inbox.wanted() {
+            // No loop takes what would be received (this replica does not lead, or has not started).
+            inbox
+                .received
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
         let messages = match queue.receive(WAIT).await {
             Ok(m) => {
                 backoff = FIRST_BACKOFF;

@@ -426,7 +426,7 @@ impl Simulation {
                 continue;
             };
             // Drifted and expired nodes go as the scale-downs below (after their replacement joined).
-            if x.reason.involuntary() {
+            if x.reason.from_notice() {
                 self.take_out(&x.node, &group);
             }
             report.disruptions.push(DisruptionReport {

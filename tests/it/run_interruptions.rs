@@ -294,7 +294,9 @@ async fn a_rebalance_recommendation_moves_pods_only_when_enabled() {
 #[tokio::test]
 async fn a_queue_that_fails_shows_until_it_answers_again() {
     let moto = Moto::start().await;
-    let (_h, queue, inbox) = cluster(&moto, false).await;
+    let (mut h, queue, inbox) = cluster(&moto, false).await;
+    // A loop takes the inbox: the poller receives while loops keep doing so (within 30 s here).
+    h.runner.run_once(now()).await.unwrap();
     // The queue disappears: receives fail, and readiness says so.
     queue
         .sqs
@@ -317,7 +319,9 @@ async fn a_queue_that_fails_shows_until_it_answers_again() {
         .contains("interruption queue failing"));
     // Back under the same name (and URL): the poller recovers by itself.
     Queue::create(&moto).await;
+    h.runner.run_once(now()).await.unwrap();
     while inbox.ready().is_err() {
+        h.runner.run_once(now()).await.unwrap();
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "never recovered"
@@ -333,6 +337,8 @@ async fn a_message_received_again_before_a_loop_takes_it_counts_once() {
     // runs, as a replica that does not lead would.
     let queue = Queue::create_with(&moto, "1").await;
     let (mut h, _, _inbox) = cluster_on(&moto, false, queue.url.clone()).await;
+    // A first loop: from now on the poller receives.
+    h.runner.run_once(now()).await.unwrap();
     queue.send(&spot("i-0foreign000000000")).await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     h.runner.run_once(now()).await.unwrap();
@@ -411,4 +417,27 @@ async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() 
     };
     assert!(body.contains("interruption queue failing"), "{body}");
     assert!(served.terminate().success());
+}
+
+#[tokio::test]
+async fn a_replica_whose_loops_do_not_run_leaves_the_messages_in_the_queue() {
+    let moto = Moto::start().await;
+    let (_h, queue, _inbox) = cluster(&moto, false).await;
+    queue.send(&spot("i-a")).await;
+    // No loop ever takes the inbox (a replica that does not lead): nothing is received.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let visible = queue
+        .sqs
+        .receive_message()
+        .queue_url(&queue.url)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(
+        visible.len(),
+        1,
+        "the message is still there for the leader"
+    );
 }

@@ -196,3 +196,19 @@ fn a_surge_the_cloud_cannot_launch_leaves_the_old_node_in_place() {
         assert_eq!(r.nodes["pool"], 3, "{r:?}");
     }
 }
+
+#[test]
+fn one_new_node_lets_one_old_node_go() {
+    // A budget of two surges two nodes; the cloud launches only one of them.
+    let groups = groups("lt-1:2", "2").replace("maxSize: 6,", "maxSize: 6, launchCapacity: 1,");
+    let mut s = sim(&cluster(), &groups);
+    let first = s.step(&settings(), &pacing());
+    assert_eq!(first.replacements[0].delta, 2, "{first:?}");
+    let mut retired = Vec::new();
+    for _ in 0..5 {
+        let r = s.step(&settings(), &pacing());
+        retired.extend(r.disruptions.iter().map(|x| x.node.clone()));
+        assert!(r.nodes["pool"] >= 3, "never below the three nodes: {r:?}");
+    }
+    assert_eq!(retired, vec!["pool-0"], "one joined, one went");
+}

@@ -1,7 +1,7 @@
 //! What the autoscaler remembers between loops: when nodes became unneeded, when scale-ups and removals
 //! happened or failed, which groups back off and which instance types ran out of capacity where.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::reasons::Pause;
 use super::settings::Settings;
@@ -33,6 +33,8 @@ pub struct Memory {
     pub templates: HashMap<String, GroupTemplate>,
     /// Nodes being replaced (drift, expiry): their surge was asked for, they go once it has joined.
     pub replacing: HashMap<String, Replacing>,
+    /// New nodes that already let an old node go: each counts for one replacement only.
+    pub surge_claimed: HashSet<String>,
 }
 
 /// A replacement under way: the surge was asked for `since`.

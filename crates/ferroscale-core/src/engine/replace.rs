@@ -43,6 +43,9 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
     memory
         .replacing
         .retain(|node, _| present.contains_key(node.as_str()));
+    memory
+        .surge_claimed
+        .retain(|node| present.contains_key(node.as_str()));
     let group_of = |node: &str| world.node_groups.get(node).map(String::as_str);
     // What each group has on its way out, and how many nodes it has.
     let mut out: HashMap<&str, usize> = HashMap::new();
@@ -85,14 +88,20 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
             // leaves the old node in place.
             let registered = size.get(g.id.as_str()).copied().unwrap_or(0);
             let all_ready = ready.get(g.id.as_str()).copied().unwrap_or(false);
-            let joined = infos.iter().any(|i| {
+            // One new node frees one old node, once: a node registered since this surge was asked for,
+            // not itself being replaced, and not already counted for another old node.
+            let fresh = infos.iter().find(|i| {
                 group_of(&i.node.name) == Some(g.id.as_str())
                     && i.node.ready
                     && i.node.created > r.since
                     && !memory.replacing.contains_key(&i.node.name)
+                    && !memory.surge_claimed.contains(&i.node.name)
             });
-            if registered as i32 >= g.target_size && all_ready && joined {
-                retire(ctx, info, g, r.reason, d);
+            if let (true, Some(new)) = (registered as i32 >= g.target_size && all_ready, fresh) {
+                let new = new.node.name.clone();
+                if retire(ctx, info, g, r.reason, d) {
+                    memory.surge_claimed.insert(new);
+                }
             } else if ctx.now - r.since
                 > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
             {
@@ -116,8 +125,9 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         if *gone >= allowed || g.target_size + surge.0 >= g.max_size {
             continue;
         }
-        if drain(&info.pods, ctx).is_err() {
-            // A pod that may not be evicted keeps the node, as it keeps it from scale-down.
+        if !drain(&info.pods, ctx).is_ok_and(|x| x.waits_for.is_none()) {
+            // A pod that may not be evicted (or that runs to completion) keeps the node, as it keeps it
+            // from scale-down.
             continue;
         }
         *gone += 1;
@@ -153,11 +163,21 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
     }
 }
 
-/// The old node goes: drained (through the same rules as a scale-down) and deleted.
-fn retire(ctx: &Ctx, info: &NodeInfo, g: &NodeGroup, reason: DisruptionReason, d: &mut Decisions) {
+/// The old node goes, drained through the same rules as a scale-down, and deleted; not while one of
+/// its pods may not be evicted or runs to completion. Whether it goes.
+fn retire(
+    ctx: &Ctx,
+    info: &NodeInfo,
+    g: &NodeGroup,
+    reason: DisruptionReason,
+    d: &mut Decisions,
+) -> bool {
     let Ok(drained) = drain(&info.pods, ctx) else {
-        return;
+        return false;
     };
+    if drained.waits_for.is_some() {
+        return false;
+    }
     d.disruptions.push(Disruption {
         node: info.node.name.clone(),
         group: Some(g.id.clone()),
@@ -177,4 +197,5 @@ fn retire(ctx: &Ctx, info: &NodeInfo, g: &NodeGroup, reason: DisruptionReason, d
         evict: drained.movable.iter().map(Pod::key).collect(),
         left: drained.left,
     });
+    true
 }

@@ -68,9 +68,20 @@ impl DisruptionReason {
         }
     }
 
-    /// Whether the cloud takes the instance whatever the autoscaler does (no budget makes it wait).
-    pub fn involuntary(self) -> bool {
+    /// Whether it comes from a notice about the instance (the interruption queue, `--events`), taken
+    /// out at once and never waiting for the budget; drift and expiry are the autoscaler's own.
+    pub fn from_notice(self) -> bool {
         !matches!(self, DisruptionReason::Drift | DisruptionReason::Expired)
+    }
+
+    /// Whether the cloud takes the instance whatever the autoscaler does (a spot interruption, the
+    /// instance stopping): it is deleted even when its pods could not all be evicted. A rebalance
+    /// recommendation or a scheduled change may not come to that: their drains honour budgets.
+    pub fn involuntary(self) -> bool {
+        matches!(
+            self,
+            DisruptionReason::SpotInterruption | DisruptionReason::InstanceStopping
+        )
     }
 }
 
