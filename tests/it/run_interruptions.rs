@@ -148,6 +148,22 @@ async fn cluster_on(moto: &Moto, handle_rebalance: bool, url: String) -> (Harnes
     (h, (), inbox)
 }
 
+/// Runs loops until one takes a node out of service (a notice has come through the queue), at most 30 s
+/// after `sent`.
+async fn until_disrupted(h: &mut Harness, sent: Instant) -> ferroscale::engine::Decisions {
+    loop {
+        let d = h.runner.run_once(now()).await.unwrap();
+        if !d.disruptions.is_empty() {
+            return d;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(30),
+            "no disruption: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The value of a sample whose line starts with `series`, 0 when absent.
 fn sample(metrics: &str, series: &str) -> f64 {
     metrics
@@ -167,18 +183,7 @@ async fn a_spot_warning_moves_the_pods_at_once_and_asks_for_the_replacement_in_t
     queue.send(&spot("i-0foreign000000000")).await;
     queue.send("this is not an event").await;
 
-    // Loops until the warning has come through the queue.
-    let d = loop {
-        let d = h.runner.run_once(now()).await.unwrap();
-        if !d.disruptions.is_empty() {
-            break d;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(30),
-            "no disruption: {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let d = until_disrupted(&mut h, sent).await;
     let asked = sent.elapsed();
     assert_eq!(d.disruptions.len(), 1, "{d:?}");
     assert_eq!(d.disruptions[0].node, "pool-a");
@@ -275,17 +280,7 @@ async fn a_rebalance_recommendation_moves_pods_only_when_enabled() {
     let (mut h, queue, _inbox) = cluster(&moto, true).await;
     let sent = Instant::now();
     queue.send(&rebalance("i-b")).await;
-    let d = loop {
-        let d = h.runner.run_once(now()).await.unwrap();
-        if !d.disruptions.is_empty() {
-            break d;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(30),
-            "no disruption: {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let d = until_disrupted(&mut h, sent).await;
     assert_eq!(d.disruptions[0].node, "pool-b");
     assert_eq!(d.disruptions[0].reason, DisruptionReason::Rebalance);
     assert_eq!(d.replacements.len(), 1, "{d:?}");
