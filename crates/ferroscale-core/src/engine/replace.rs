@@ -102,10 +102,12 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
                 if retire(ctx, info, g, r.reason, d) {
                     memory.surge_claimed.insert(new);
                 }
-            } else if ctx.now - r.since
-                > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
+            } else if fresh.is_none()
+                && ctx.now - r.since
+                    > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
             {
-                // Not delivered in time: given up; a later loop asks again.
+                // Not delivered in time: given up; a later loop asks again. A surge that did join is
+                // never asked again: the old node waits for its group instead of adding nodes.
                 memory.replacing.remove(name);
             }
             continue;
@@ -122,7 +124,14 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
             .allowed(size.get(g.id.as_str()).copied().unwrap_or(0));
         let gone = out.entry(g.id.as_str()).or_default();
         let surge = surges.entry(g.id.clone()).or_default();
-        if *gone >= allowed || g.target_size + surge.0 >= g.max_size {
+        // Room for the surge above the target and this loop's other scale-ups of the group.
+        let asked: i32 = d
+            .scale_up
+            .iter()
+            .filter(|u| u.group == g.id)
+            .map(|u| u.delta)
+            .sum();
+        if *gone >= allowed || g.target_size + asked + surge.0 >= g.max_size {
             continue;
         }
         if !drain(&info.pods, ctx).is_ok_and(|x| x.waits_for.is_none()) {
