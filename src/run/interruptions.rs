@@ -13,6 +13,7 @@ use crate::cloud::aws::interruption::events::{decode, Notice, Undecodable};
 use crate::cloud::aws::interruption::InterruptionQueue;
 use crate::k8s::index::Index;
 use crate::metrics::LifecycleMetrics;
+use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, NoticeKind};
 
 /// First pause after a failed receive, doubled per failure up to [`MAX_BACKOFF`].
@@ -121,14 +122,20 @@ impl Interruptions {
         index: &Index,
         node_groups: &HashMap<String, String>,
     ) -> HashMap<String, DisruptionReason> {
-        let by_instance: HashMap<&str, &str> = index
-            .nodes
-            .items()
-            .iter()
-            .filter(|n| node_groups.contains_key(&n.name))
-            .filter_map(|n| Some((instance_id(&n.provider_id)?, n.name.as_str())))
-            .collect();
-        for r in self.inbox.take() {
+        let received = self.inbox.take();
+        // Nodes of managed groups by instance id, when there is a notice to look them up for.
+        let by_instance: HashMap<&str, &str> = if received.is_empty() {
+            HashMap::new()
+        } else {
+            index
+                .nodes
+                .items()
+                .iter()
+                .filter(|n| node_groups.contains_key(&n.name) && !n.provider_id.is_empty())
+                .map(|n| (instance_id(&n.provider_id), n.name.as_str()))
+                .collect()
+        };
+        for r in received {
             for n in &r.notices {
                 let result = match by_instance.get(n.instance_id.as_str()) {
                     _ if n.kind == NoticeKind::Rebalance && !self.handle_rebalance => "ignored",
@@ -166,11 +173,6 @@ impl Interruptions {
             }
         }
     }
-}
-
-/// The instance id at the end of a provider id (`aws:///us-east-1a/i-0abc` → `i-0abc`).
-fn instance_id(provider_id: &str) -> Option<&str> {
-    provider_id.rsplit('/').next().filter(|id| !id.is_empty())
 }
 
 /// Receives until the process ends: decoded messages go to the inbox; others are logged, counted and

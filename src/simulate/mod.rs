@@ -21,6 +21,7 @@ use crate::engine::{run_once, template_node, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
+use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, NoticeKind};
 use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{Instance, InstanceState, NodeGroup};
@@ -288,7 +289,7 @@ impl Simulation {
                     continue;
                 }
                 let node = self.nodes.iter().find(|node| {
-                    node.provider_id.rsplit('/').next() == Some(n.instance_id.as_str())
+                    instance_id(&node.provider_id) == n.instance_id
                         && self.node_groups.contains_key(&node.name)
                 });
                 match node {

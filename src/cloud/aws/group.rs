@@ -43,10 +43,7 @@ fn lifecycle_state(state: &str) -> InstanceState {
     }
 }
 
-/// The EC2 instance id at the end of an `aws:///<az>/<id>` provider id.
-pub fn instance_id(provider_id: &str) -> &str {
-    provider_id.rsplit('/').next().unwrap_or(provider_id)
-}
+pub use crate::model::instance_id;
 
 /// `known` with what AWS just said of the group's bounds, desired capacity and instances: what a read
 /// of the group alone can tell (template, options and price stay as they were).

@@ -59,6 +59,12 @@ pub struct Instance {
     pub error: Option<InstanceError>,
 }
 
+/// The instance id at the end of a provider id (`aws:///us-east-1a/i-0abc` → `i-0abc`), as cloud
+/// notices and the cloud's own calls name an instance.
+pub fn instance_id(provider_id: &str) -> &str {
+    provider_id.rsplit('/').next().unwrap_or(provider_id)
+}
+
 /// A node group (an Auto Scaling group, or a group of the in-memory cloud) at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeGroup {

@@ -15,7 +15,9 @@ pub mod volumes;
 pub mod workload;
 
 pub use duration::parse_go_duration;
-pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup};
+pub use group::{
+    instance_id, DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup,
+};
 pub use options::{AutoscalingOptions, OptionValues};
 pub use resources::{RequestParts, Resources, Taint, TaintEffect, TemplateNode};
 pub use snapshot::Snapshot;
