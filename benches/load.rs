@@ -16,13 +16,15 @@
 //! The load generator runs on the same machine and competes with the server for CPU, so throughput is a
 //! lower bound for a dedicated core; "server CPU µs/req" (from `/proc/<pid>/stat`) is the server's own cost.
 //!
-//! Then open-loop rounds (`open_loop`): CA's read mix sent on a fixed schedule at each rate, latency
-//! measured from when each request was due (no coordinated omission), p50/p99/p99.9 per rate.
+//! Then open-loop rounds (`open_loop`): CA's read mix sent on a fixed schedule at each rate over one
+//! connection, latency measured from when each request was due (no coordinated omission), p50/p99/p99.9
+//! per rate after a second of warm-up, with each side's CPU per request; before them, how late the idle
+//! machine wakes a sleeping thread (the floor under those tails on a VM).
 //!
 //! Knobs: `FERROSCALE_LOAD_REQUESTS` (requests per round, default 50,000), `FERROSCALE_LOAD_CLIENTS`
 //! (concurrency levels, default `8,32,64`), `FERROSCALE_LOAD_ROUND_SECS` (time limit per round, default 30),
 //! `FERROSCALE_LOAD_RATES` (open-loop rates, default `1000,5000,10000`), `FERROSCALE_LOAD_OPEN_SECS`
-//! (seconds per rate, default 5).
+//! (counted seconds per rate, default 10).
 //! Run with `cargo bench --bench load`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -433,7 +435,8 @@ async fn main() {
     for r in rounds {
         errors += round(&server, &fixture, r).await;
     }
-    let open_secs: u64 = env_or("FERROSCALE_LOAD_OPEN_SECS", 5);
+    let open_secs: u64 = env_or("FERROSCALE_LOAD_OPEN_SECS", 10);
+    open_loop::machine_stalls(Duration::from_secs(open_secs));
     for rate in env_or::<String>("FERROSCALE_LOAD_RATES", "1000,5000,10000".into())
         .split(',')
         .map(|r| {
@@ -442,7 +445,7 @@ async fn main() {
                 .expect("FERROSCALE_LOAD_RATES: comma-separated rates")
         })
     {
-        errors += open_loop::round(&addr, &fixture, rate.max(1), open_secs).await;
+        errors += open_loop::round(&server, &addr, &fixture, rate.max(1), open_secs);
     }
 
     println!(

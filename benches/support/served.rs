@@ -89,16 +89,21 @@ impl Server {
     /// User plus system CPU time consumed so far.
     #[allow(dead_code)]
     pub fn cpu_time(&self, ticks_per_second: u64) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .expect("read /proc/<pid>/stat");
-        // Fields after the parenthesised command name start at field 3 (state); utime and stime are 14, 15.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .expect("stat has a command name")
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64)
+        cpu_time_of(&self.pid().to_string(), ticks_per_second)
     }
+}
+
+/// User plus system CPU time a process (a pid, or `self`) consumed so far.
+#[allow(dead_code)]
+pub fn cpu_time_of(pid: &str, ticks_per_second: u64) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/<pid>/stat");
+    // Fields after the parenthesised command name start at field 3 (state); utime and stime are 14, 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("stat has a command name")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64)
 }
