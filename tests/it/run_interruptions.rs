@@ -82,6 +82,16 @@ impl Queue {
             .unwrap();
     }
 
+    /// Deletes the queue, so that receiving from it fails from now on.
+    async fn delete(&self) {
+        self.sqs
+            .delete_queue()
+            .queue_url(&self.url)
+            .send()
+            .await
+            .unwrap();
+    }
+
     /// Messages left in the queue, visible or in flight.
     async fn left(&self) -> usize {
         let attrs = self
@@ -293,13 +303,7 @@ async fn a_queue_that_fails_shows_until_it_answers_again() {
     // A loop takes the inbox: the poller receives while loops keep doing so (within 30 s here).
     h.runner.run_once(now()).await.unwrap();
     // The queue disappears: receives fail, and readiness says so.
-    queue
-        .sqs
-        .delete_queue()
-        .queue_url(&queue.url)
-        .send()
-        .await
-        .unwrap();
+    queue.delete().await;
     let started = Instant::now();
     while inbox.ready().is_ok() {
         assert!(
@@ -391,13 +395,7 @@ async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() 
     .await;
     let (code, _) = crate::common::http_get(http, "/readyz").await;
     assert_eq!(code, 200);
-    queue
-        .sqs
-        .delete_queue()
-        .queue_url(&queue.url)
-        .send()
-        .await
-        .unwrap();
+    queue.delete().await;
     let started = Instant::now();
     let body = loop {
         let (code, body) = crate::common::http_get(http, "/readyz").await;
