@@ -4,6 +4,7 @@
 //! groups live), `grpc` (thin protocol services), `k8s` (the Kubernetes API), `metrics`/`http`
 //! (operations) and the commands (`cli`, `run`, `simulate`, `server`).
 
+pub mod actuator;
 pub mod cli;
 pub mod cloud;
 pub mod error;

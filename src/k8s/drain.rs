@@ -22,32 +22,7 @@ const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
 /// Attempts at a taint patch when other writers change the node meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
 
-/// A pod to evict, as the loop's index keeps it.
-#[derive(Debug, Clone)]
-pub struct Evictee {
-    pub namespace: String,
-    pub name: String,
-    /// This incarnation of the pod: one recreated under the same name is not waited for.
-    pub uid: Option<String>,
-    /// `spec.terminationGracePeriodSeconds`.
-    pub grace_period: Option<i64>,
-}
-
-/// Upstream's drain flags.
-#[derive(Debug, Clone)]
-pub struct DrainSettings {
-    /// `--max-pod-eviction-time`: how long evictions are retried (a PDB may block them).
-    pub max_pod_eviction_time: Duration,
-    /// `--max-graceful-termination-sec`: the most a pod is given to terminate.
-    pub max_graceful_termination: Duration,
-}
-
-impl DrainSettings {
-    /// Pause between attempts: a twelfth of the eviction time, between 100ms and 5s.
-    pub fn retry(&self) -> Duration {
-        (self.max_pod_eviction_time / 12).clamp(Duration::from_millis(100), Duration::from_secs(5))
-    }
-}
+pub use crate::actuator::{DrainSettings, Evictee};
 
 /// Adds (`mark`) or removes the deletion taint, keeping every other taint. The patch carries the
 /// resourceVersion it was computed from, so a concurrent change of the node (the kubelet, another

@@ -4,9 +4,11 @@
 //! (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the priority expander's
 //! ConfigMap (`priorities`).
 
+pub mod cluster;
 pub mod converted;
 pub mod documents;
 pub mod drain;
+pub mod events;
 pub mod index;
 pub mod lease;
 pub mod objects;

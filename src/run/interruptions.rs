@@ -6,8 +6,10 @@
 //! `ferroscale_interruption_queue_up`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
 
 use crate::cloud::aws::interruption::events::{decode, Notice, Undecodable};
 use crate::cloud::aws::interruption::InterruptionQueue;
@@ -30,15 +32,12 @@ struct Received {
     receipt: String,
 }
 
-/// What the poller and the loop share.
+/// The queue's health as `/readyz` sees it, and how long the poller keeps receiving after a loop last
+/// took its messages. Cloned freely; the poller reports through it.
 #[derive(Clone)]
 pub struct Inbox {
-    received: Arc<Mutex<Vec<Received>>>,
-    /// Why the queue fails, while it does.
-    failing: Arc<Mutex<Option<String>>>,
-    /// When a loop last took the inbox: the poller receives only while loops take what it receives,
-    /// so a replica that does not lead leaves the messages to the one that does.
-    taken: Arc<Mutex<Option<std::time::Instant>>>,
+    failing: watch::Receiver<Option<String>>,
+    report: Arc<watch::Sender<Option<String>>>,
     /// How long after the last take the poller keeps receiving.
     idle: Duration,
 }
@@ -53,40 +52,31 @@ impl Default for Inbox {
 impl Inbox {
     /// An inbox whose poller receives while a loop took it within `idle`.
     pub fn new(idle: Duration) -> Self {
+        let (report, failing) = watch::channel(None);
         Inbox {
-            received: Arc::default(),
-            failing: Arc::default(),
-            taken: Arc::default(),
+            failing,
+            report: Arc::new(report),
             idle,
         }
     }
 
-    /// Whether a loop took the inbox lately (this replica leads).
-    fn wanted(&self) -> bool {
-        self.taken
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some_and(|t| t.elapsed() < self.idle)
-    }
-
     /// Ok while the queue answers, else why not (for `/readyz`).
     pub fn ready(&self) -> std::result::Result<(), String> {
-        match &*self.failing.lock().unwrap_or_else(|p| p.into_inner()) {
+        match &*self.failing.borrow() {
             None => Ok(()),
             Some(why) => Err(format!("interruption queue failing: {why}")),
         }
-    }
-
-    fn take(&self) -> Vec<Received> {
-        *self.taken.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
-        std::mem::take(&mut *self.received.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
 /// The loop's side of the queue.
 pub struct Interruptions {
     queue: InterruptionQueue,
-    pub inbox: Inbox,
+    /// Messages the poller decoded, in the order received.
+    received: mpsc::UnboundedReceiver<Received>,
+    /// When a loop last took the messages: the poller receives only while loops take what it
+    /// receives, so a replica that does not lead leaves the messages to the one that does.
+    taken: watch::Sender<Option<Instant>>,
     handle_rebalance: bool,
     metrics: LifecycleMetrics,
     /// Nodes with a notice, by name, until they are gone.
@@ -104,10 +94,20 @@ impl Interruptions {
         handle_rebalance: bool,
         metrics: LifecycleMetrics,
     ) -> Self {
-        tokio::spawn(poll(queue.clone(), inbox.clone(), metrics.clone()));
+        let (to_loop, received) = mpsc::unbounded_channel();
+        let (taken, taken_seen) = watch::channel(None);
+        let poller = Poller {
+            queue: queue.clone(),
+            to_loop,
+            taken: taken_seen,
+            inbox,
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(poller.poll());
         Interruptions {
             queue,
-            inbox,
+            received,
+            taken,
             handle_rebalance,
             metrics,
             disrupted: HashMap::new(),
@@ -122,7 +122,14 @@ impl Interruptions {
         index: &Index,
         node_groups: &HashMap<String, String>,
     ) -> HashMap<String, DisruptionReason> {
-        let received = self.inbox.take();
+        self.taken.send_replace(Some(Instant::now()));
+        let mut received: Vec<Received> = Vec::new();
+        while let Ok(m) = self.received.try_recv() {
+            // A message received again (its visibility timeout passed while no loop took it) replaces
+            // itself: its newest receipt deletes it.
+            received.retain(|r| r.id != m.id || m.id.is_empty());
+            received.push(m);
+        }
         // Nodes of managed groups by instance id, when there is a notice to look them up for.
         let by_instance: HashMap<&str, &str> = if received.is_empty() {
             HashMap::new()
@@ -175,59 +182,69 @@ impl Interruptions {
     }
 }
 
-/// Receives until the process ends: decoded messages go to the inbox; others are logged, counted and
-/// deleted at once; a failed receive backs off and marks the queue failing until one succeeds.
-async fn poll(queue: InterruptionQueue, inbox: Inbox, metrics: LifecycleMetrics) {
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        if !inbox.wanted() {
-            // No loop takes what would be received (this replica does not lead, or has not started).
-            inbox
-                .received
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clear();
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            continue;
-        }
-        let messages = match queue.receive(WAIT).await {
-            Ok(m) => {
-                backoff = FIRST_BACKOFF;
-                *inbox.failing.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                metrics.queue_up(true);
-                m
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "receiving from the interruption queue failed");
-                *inbox.failing.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                metrics.queue_up(false);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+/// The task receiving from the queue.
+struct Poller {
+    queue: InterruptionQueue,
+    to_loop: mpsc::UnboundedSender<Received>,
+    taken: watch::Receiver<Option<Instant>>,
+    inbox: Inbox,
+    metrics: LifecycleMetrics,
+}
+
+impl Poller {
+    /// Whether a loop took the messages lately (this replica leads).
+    fn wanted(&self) -> bool {
+        self.taken
+            .borrow()
+            .is_some_and(|t| t.elapsed() < self.inbox.idle)
+    }
+
+    /// Receives until the loop's side is gone: decoded messages go to the loop; others are logged,
+    /// counted and deleted at once; a failed receive backs off and marks the queue failing until one
+    /// succeeds.
+    async fn poll(self) {
+        let mut backoff = FIRST_BACKOFF;
+        while !self.to_loop.is_closed() {
+            if !self.wanted() {
+                // No loop takes what would be received (this replica does not lead, or has not started).
+                tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             }
-        };
-        for m in messages {
-            match decode(&m.body) {
-                Ok(notices) => {
-                    // A message received again (its visibility timeout passed while no loop took it,
-                    // as on a replica that does not lead) replaces itself: its newest receipt deletes it.
-                    let mut received = inbox.received.lock().unwrap_or_else(|p| p.into_inner());
-                    received.retain(|r| r.id != m.id || m.id.is_empty());
-                    received.push(Received {
-                        id: m.id,
-                        notices,
-                        receipt: m.receipt,
-                    });
+            let messages = match self.queue.receive(WAIT).await {
+                Ok(m) => {
+                    backoff = FIRST_BACKOFF;
+                    self.inbox.report.send_replace(None);
+                    self.metrics.queue_up(true);
+                    m
                 }
-                Err(why) => {
-                    let result = match why {
-                        Undecodable::Malformed(_) => "malformed",
-                        Undecodable::Ignored(_) => "ignored",
-                    };
-                    tracing::info!(%why, "interruption message not acted on; deleting it");
-                    metrics.message("unknown", result);
-                    if let Err(e) = queue.delete(&m.receipt).await {
-                        tracing::warn!(error = %e, "could not delete an interruption message");
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in = ?backoff, "receiving from the interruption queue failed");
+                    self.inbox.report.send_replace(Some(e.to_string()));
+                    self.metrics.queue_up(false);
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            };
+            for m in messages {
+                match decode(&m.body) {
+                    Ok(notices) => {
+                        let _ = self.to_loop.send(Received {
+                            id: m.id,
+                            notices,
+                            receipt: m.receipt,
+                        });
+                    }
+                    Err(why) => {
+                        let result = match why {
+                            Undecodable::Malformed(_) => "malformed",
+                            Undecodable::Ignored(_) => "ignored",
+                        };
+                        tracing::info!(%why, "interruption message not acted on; deleting it");
+                        self.metrics.message("unknown", result);
+                        if let Err(e) = self.queue.delete(&m.receipt).await {
+                            tracing::warn!(error = %e, "could not delete an interruption message");
+                        }
                     }
                 }
             }

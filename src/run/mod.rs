@@ -1,49 +1,46 @@
-//! `ferroscale run`: the live autoscaling loop. Every `--scan-interval` it refreshes the cloud, reads the
-//! cluster from its watches, lets the pure engine decide, and carries the decisions out: IncreaseSize and
-//! DeleteNodes through the `Cloud`, taints and evictions through the Kubernetes API, events on pods and
-//! nodes, the status ConfigMap, metrics and `/health-check`. With `--leader-elect` only the replica
-//! holding the Lease acts; with `--dry-run` nothing is changed anywhere.
-//! Rooms: `health` (`/health-check`), `events`, `removal` (one node's drain), `act` (decisions to API
-//! calls), `report` (logs and metrics).
+//! `ferroscale run`: the live autoscaling loop. Every `--scan-interval` it runs four stages:
+//! *observe* (`observe`: the cloud refreshed, the watch-fed index, doubts, priorities, interruption
+//! notices), *decide* (the pure engine), *act* (the [`Actuator`] shared with `simulate`, here on the
+//! live Kubernetes API) and *publish* (`publish`, `report`: the status ConfigMap, events, metrics,
+//! logs). With `--leader-elect` only the replica holding the Lease acts; with `--dry-run` nothing is
+//! changed anywhere. Also here: `health` (`/health-check`) and `interruptions` (the SQS poller).
 
-mod act;
-mod disrupt;
-mod events;
 mod health;
 pub mod interruptions;
-mod removal;
+mod observe;
+mod publish;
 mod report;
 
-pub use events::EVENT_SOURCE;
+pub use crate::k8s::events::EVENT_SOURCE;
 pub use health::Health;
 pub use interruptions::Interruptions;
+pub use observe::Observed;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use kube::Client;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::actuator::Actuator;
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
-use crate::engine::reasons::{Doubt, Pending};
-use crate::engine::{run_once, Decisions, Memory, Settings, World};
+use crate::engine::{run_once, Decisions, Memory, Settings};
 use crate::error::{Error, Result};
+use crate::k8s::cluster::LiveCluster;
 use crate::k8s::drain::DrainSettings;
-use crate::k8s::index::{Index, Updated};
+use crate::k8s::events::Events;
+use crate::k8s::index::Updated;
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::priorities::PriorityWatch;
-use crate::k8s::status::{self, Status};
+use crate::k8s::status::Status;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
-use events::Events;
-
-/// A pod's NotTriggerScaleUp event is repeated at most this often while its reason stays the same
-/// (upstream relies on client-go's event spam filter for the same effect).
-const NOT_TRIGGERED_REPEAT: i64 = 300;
+use observe::Observer;
+use publish::Publisher;
 
 /// Flags of `ferroscale run` beyond the engine's.
 #[derive(Debug, Clone)]
@@ -67,39 +64,17 @@ pub struct RunSettings {
     pub instance: String,
 }
 
-/// The live loop's state.
+/// The live loop: its four stages and the engine's settings and memory between them.
 pub struct Runner {
-    cloud: Arc<dyn Cloud>,
-    client: Client,
-    watches: Watches,
-    /// The cluster as the watches delivered it, converted (brought up to date at each loop's start).
-    index: Index,
-    /// What the last loop's index update did.
-    last_update: Updated,
+    observer: Observer,
     settings: Settings,
-    run: RunSettings,
+    /// What the engine remembers between loops.
     memory: Memory,
-    status: Option<Status>,
-    events: Events,
-    /// The loop's metrics.
-    record: LoopMetrics,
+    actuator: Actuator<LiveCluster>,
+    publisher: Publisher,
+    run: RunSettings,
+    client: Client,
     health: Arc<Health>,
-    drains: JoinSet<Result<()>>,
-    /// Nodes being removed in the background, with whether they are drained (had pods).
-    in_flight: Arc<Mutex<HashMap<String, bool>>>,
-    outcomes: Arc<Mutex<Vec<bool>>>,
-    /// Whether this replica may still act (open without a Lease).
-    fence: Fence,
-    /// Nodes whose deletion taint a failed removal could not remove.
-    untaint: Arc<Mutex<HashSet<String>>>,
-    /// Pod → (reason, when) of its last NotTriggerScaleUp event.
-    not_triggered: HashMap<String, (Pending, i64)>,
-    /// The priority expander's tiers as the priority file or ConfigMap says now (re-read while running).
-    priorities: Option<Arc<RwLock<Priorities>>>,
-    /// The priority ConfigMap's watch, whose problems the loop reports.
-    priority_config_map: Option<PriorityWatch>,
-    /// `--interruption-queue`, when set.
-    interruptions: Option<Interruptions>,
 }
 
 impl Runner {
@@ -113,264 +88,178 @@ impl Runner {
         health: Arc<Health>,
     ) -> Self {
         let events = if run.dry_run {
-            Events(None)
+            Events::none()
         } else {
             Events::start(&client, &run.instance)
         };
+        let record = metrics
+            .autoscaler
+            .clone()
+            .unwrap_or_else(LoopMetrics::unregistered);
+        let cluster = LiveCluster::new(client.clone(), events.clone(), Fence::open());
         Runner {
-            cloud,
-            client,
-            watches,
-            index: Index::default(),
-            last_update: Updated::default(),
+            observer: Observer::new(cloud.clone(), watches, record.clone()),
             settings,
-            run,
             memory: Memory::default(),
-            status: None,
-            events,
-            record: metrics
-                .autoscaler
-                .clone()
-                .unwrap_or_else(LoopMetrics::unregistered),
+            actuator: Actuator::new(cloud, cluster, record.clone(), run.drain.clone(), true),
+            publisher: Publisher::new(client.clone(), events, record, &run),
+            run,
+            client,
             health,
-            drains: JoinSet::new(),
-            in_flight: Arc::default(),
-            outcomes: Arc::default(),
-            fence: Fence::open(),
-            untaint: Arc::default(),
-            not_triggered: HashMap::new(),
-            priorities: None,
-            priority_config_map: None,
-            interruptions: None,
         }
     }
 
     /// Acts on the notices of an interruption queue.
     pub fn set_interruptions(&mut self, interruptions: Interruptions) {
-        self.interruptions = Some(interruptions);
+        self.observer.interruptions = Some(interruptions);
     }
 
     /// Takes the priority tiers from `tiers` before every loop (the priority file, re-read as it
     /// changes).
     pub fn with_priorities(mut self, tiers: Arc<RwLock<Priorities>>) -> Self {
-        self.priorities = Some(tiers);
+        self.observer.priorities = Some(tiers);
         self
     }
 
     /// Takes the priority tiers from the priority expander's ConfigMap before every loop, and reports
     /// a ConfigMap that cannot be used with a Warning event on it (upstream's `PriorityConfigMapInvalid`).
     pub fn with_priority_config_map(mut self, watch: PriorityWatch) -> Self {
-        self.priorities = Some(watch.tiers());
-        self.priority_config_map = Some(watch);
+        self.observer.priorities = Some(watch.tiers());
+        self.observer.priority_config_map = Some(watch);
         self
-    }
-
-    fn observe(&self, function: &'static str, since: Instant) {
-        self.record.observe(function, since.elapsed());
     }
 
     /// Nodes and pods in the index (pods that finished are not).
     pub fn indexed(&self) -> (usize, usize) {
-        (
-            self.index.nodes.items().len(),
-            self.index.pods.items().len(),
-        )
+        let index = &self.observer.index;
+        (index.nodes.items().len(), index.pods.items().len())
     }
 
     /// What the last loop's index update did: watch events applied, claims resolved.
     pub fn last_update(&self) -> Updated {
-        self.last_update
+        self.observer.last_update
     }
 
     /// The last status written (or computed, in dry-run).
     pub fn status(&self) -> Option<&Status> {
-        self.status.as_ref()
+        self.publisher.status.as_ref()
     }
 
-    /// Waits for the scale-downs running in the background to finish; their results in order of
-    /// completion.
-    pub async fn settle(&mut self) -> Vec<Result<()>> {
-        let mut out = Vec::new();
-        while let Some(r) = self.drains.join_next().await {
-            out.push(r.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string()))));
-        }
-        out
+    /// What the engine remembers between loops.
+    pub fn memory(&self) -> &Memory {
+        &self.memory
     }
 
-    /// One loop at `now` (Unix seconds): decide, then act unless in dry-run.
+    /// Waits for the removals running in the background to finish; their results in order of
+    /// completion (booked by the next loop).
+    pub async fn settle(&mut self) -> Vec<std::result::Result<(), String>> {
+        self.actuator.settle().await
+    }
+
+    /// One loop at `now` (Unix seconds): observe, decide, act (unless in dry-run), publish.
     pub async fn run_once(&mut self, now: i64) -> Result<Decisions> {
         let started = Instant::now();
         self.health.activity(now);
-        self.record.activity("main", now);
-        // Drains that finished are reaped (their outcome was recorded by the drain itself).
-        while self.drains.try_join_next().is_some() {}
-        self.retry_untaint().await;
-        // Removals that finished since the last loop start the scale-down delays.
-        for removed in std::mem::take(&mut *self.outcomes.lock().unwrap_or_else(|p| p.into_inner()))
-        {
-            if removed {
-                self.memory.last_scale_down_delete = Some(now);
-            } else {
-                self.memory.last_scale_down_failure = Some(now);
-            }
-        }
-        let t = Instant::now();
-        if let Err(e) = self.cloud.refresh().await {
-            self.record
-                .error(crate::engine::upstream::CLOUD_PROVIDER_ERROR);
-            // The status says so rather than go stale while the cloud cannot be read.
-            let status = Status::failed(
-                self.status.as_ref(),
-                now,
-                &format!("cloud refresh failed: {e}"),
-            );
-            self.write_status(&status).await;
-            self.status = Some(status);
-            return Err(e);
-        }
-        self.observe("cloudProviderRefresh", t);
-
-        let t = Instant::now();
-        let mut index = std::mem::take(&mut self.index);
-        let updated = index.update(&self.watches);
-        self.last_update = updated;
-        self.observe("updateClusterState", t);
-        let result = self.decide_and_act(&index, now).await;
-        self.index = index;
+        self.publisher.record.activity("main", now);
+        self.actuator.book(&mut self.memory, now);
+        self.actuator.retry_untaint().await;
+        let result = self.stages(now).await;
         tracing::debug!(
             took_ms = started.elapsed().as_secs_f64() * 1e3,
-            changes = updated.changes,
-            claims_resolved = updated.claims_resolved,
+            changes = self.observer.last_update.changes,
+            claims_resolved = self.observer.last_update.claims_resolved,
             "loop done"
         );
-        self.observe("main", started);
+        self.publisher.record.observe("main", started.elapsed());
         let decisions = result?;
         self.health.success(now);
-        self.record.activity("autoscaling", now);
+        self.publisher.record.activity("autoscaling", now);
         Ok(decisions)
     }
 
-    /// The loop from the index on: the engine's decisions, carried out unless in dry-run, then the
-    /// status and the report.
-    async fn decide_and_act(&mut self, index: &Index, now: i64) -> Result<Decisions> {
-        let snapshot = self.cloud.snapshot();
-        let groups: Vec<_> = snapshot.groups().cloned().collect();
-        // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
-        // makes its node look emptier, a node left out makes its instance look unregistered.
-        let mut doubts = self.watches.doubts();
-        if let (count @ 1.., first) = index.unreadable() {
-            doubts.push(Doubt::Unreadable {
-                count,
-                first: first.unwrap_or_default().to_string(),
-            });
-        }
-        let removing = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let node_groups: HashMap<String, String> = index
-            .nodes
-            .items()
-            .iter()
-            .filter_map(|n| {
-                snapshot
-                    .group_for_provider_id(&n.provider_id)
-                    .map(|g| (n.name.clone(), g.id.clone()))
-            })
-            .collect();
-        let interrupted = match &mut self.interruptions {
-            Some(i) => i.interrupted(index, &node_groups),
-            None => HashMap::new(),
+    /// The four stages.
+    async fn stages(&mut self, now: i64) -> Result<Decisions> {
+        let mut observed = match self.observer.observe().await {
+            Ok(o) => o,
+            Err(e) => {
+                self.publisher.refresh_failed(&e, now).await;
+                return Err(e);
+            }
         };
-        let world = World {
-            nodes: index.nodes.items(),
-            node_groups: &node_groups,
-            pods: index.pods.items(),
-            pdbs: index.pdbs.items(),
-            daemon_pods: index.daemon_pods.items(),
-            groups: &groups,
-            removing: &removing,
-            doubts: &doubts,
-            interrupted: &interrupted,
-        };
+        let removing = self.actuator.in_flight();
+        let decisions = self.decide(&observed, &removing, now);
+        let failed = self.act(&decisions, now).await;
+        self.publish(&mut observed, &removing, &decisions, now)
+            .await;
+        failed.map_or(Ok(decisions), Err)
+    }
 
-        if let Some(tiers) = &self.priorities {
-            self.settings.priorities = tiers.read().unwrap_or_else(|p| p.into_inner()).clone();
+    /// The engine on what was observed.
+    fn decide(
+        &mut self,
+        observed: &Observed,
+        removing: &HashMap<String, bool>,
+        now: i64,
+    ) -> Decisions {
+        if let Some(tiers) = &observed.priorities {
+            self.settings.priorities = tiers.clone();
         }
-        for p in self
-            .priority_config_map
-            .iter()
-            .flat_map(PriorityWatch::take_problems)
-        {
-            let kind = kube::runtime::events::EventType::Warning;
-            self.events
-                .send(p.regarding, kind, "PriorityConfigMapInvalid", p.message);
-        }
+        let world = observed.world(&self.observer.index, removing);
         let t = Instant::now();
-        let decisions = run_once(
+        let d = run_once(
             &world,
             &self.settings,
             &mut self.memory,
             now,
             &crate::time::MONOTONIC,
         );
-        self.observe("engine", t);
-        let engine_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let result = if self.run.dry_run {
-            Ok(())
-        } else {
-            self.act(&decisions, index, now).await
-        };
-        if let Some(i) = &mut self.interruptions {
-            if self.run.dry_run {
-                // Left in the queue for a replica that acts.
-                i.forget_handled();
-            } else {
-                i.acknowledge().await;
-            }
-        }
-        // The status shows the groups as the loop left them.
-        let groups: Vec<_> = self.cloud.snapshot().groups().cloned().collect();
-        let world = World {
-            groups: &groups,
-            ..world
-        };
-        let status = Status::build(
-            &world,
-            &decisions,
-            &self.memory,
-            &self.settings,
-            now,
-            self.status.as_ref(),
-        );
-        self.report(&decisions, &status, &world, now);
-        let status_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        self.write_status(&status).await;
-        self.status = Some(status);
-        tracing::debug!(
-            engine_ms,
-            act_and_status_ms = status_ms,
-            write_status_ms = t.elapsed().as_secs_f64() * 1e3,
-            "loop phases"
-        );
-        result.map(|()| decisions)
+        self.publisher.record.observe("engine", t.elapsed());
+        d
     }
 
-    /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
-    async fn write_status(&self, status: &Status) {
-        let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) else {
-            return;
-        };
-        let written = match self.fence.check("writing the status") {
-            Ok(()) => status::write(&self.client, &self.run.namespace, name, status).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = written {
-            tracing::warn!(error = %e, "status ConfigMap not written");
+    /// The decisions carried out (not in dry-run), and the notices acted on acknowledged; the first
+    /// failed scale-up.
+    async fn act(&mut self, d: &Decisions, now: i64) -> Option<Error> {
+        if self.run.dry_run {
+            self.observer.acknowledge(true).await;
+            return None;
         }
+        let index = &self.observer.index;
+        let acted = self.actuator.act(d, index, &mut self.memory, now).await;
+        self.observer.acknowledge(false).await;
+        acted.error
+    }
+
+    /// Status, events, metrics and logs, with the groups as the loop left them.
+    async fn publish(
+        &mut self,
+        observed: &mut Observed,
+        removing: &HashMap<String, bool>,
+        d: &Decisions,
+        now: i64,
+    ) {
+        let problems = std::mem::take(&mut observed.priority_problems);
+        let groups = self.observer.groups();
+        let index = &self.observer.index;
+        let world = crate::engine::World {
+            groups: &groups,
+            ..observed.world(index, removing)
+        };
+        let (memory, settings) = (&self.memory, &self.settings);
+        self.publisher
+            .publish(problems, &world, index, d, memory, settings, now)
+            .await;
+    }
+
+    /// Takes the deletion taint off every node that has it and no removal of this replica works on,
+    /// as upstream cleans up when it starts acting. Not in dry-run.
+    pub async fn clean_stale_taints(&mut self) {
+        if self.run.dry_run {
+            return;
+        }
+        self.observer.update_index();
+        let tainted = self.observer.tainted();
+        self.actuator.clean_stale_taints(tainted).await;
     }
 
     /// Runs loops every `--scan-interval` until `shutdown` completes. With a Lease, loops run only while
@@ -379,7 +268,9 @@ impl Runner {
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
         let (leading_tx, mut leading) = watch::channel(self.run.lease.is_none());
         if self.run.lease.is_some() {
-            self.fence = Fence::following(leading.clone());
+            let fence = Fence::following(leading.clone());
+            self.actuator.cluster_mut().set_fence(fence.clone());
+            self.publisher.fence = fence;
         }
         let elector = self
             .run
@@ -406,7 +297,7 @@ impl Runner {
                 _ = leading.changed() => {
                     if !*leading.borrow() {
                         // Lost: drains stop now (each also checks before its next call).
-                        self.drains.abort_all();
+                        self.actuator.abort();
                     }
                 }
                 _ = tick.tick() => {
@@ -426,7 +317,7 @@ impl Runner {
             }
         };
         campaign.abort_all();
-        self.drains.abort_all();
+        self.actuator.abort();
         // Leaving while leading gives the Lease up at once; a replica that lost it writes nothing more.
         if let (Some(e), true) = (elector, outcome.is_ok() && *leading.borrow()) {
             let bound = self

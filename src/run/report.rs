@@ -2,24 +2,32 @@
 
 use std::collections::BTreeMap;
 
-use super::Runner;
-use crate::engine::{Decisions, World};
+use super::publish::Publisher;
+use crate::engine::{Decisions, Memory, Settings, World};
 use crate::k8s::status::Status;
 use crate::metrics::{Cluster, GroupState};
 
-impl Runner {
+impl Publisher {
     /// Logs the decisions and sets the gauges.
-    pub(super) fn report(&self, d: &Decisions, status: &Status, world: &World, now: i64) {
+    pub(super) fn report(
+        &self,
+        d: &Decisions,
+        status: &Status,
+        world: &World,
+        memory: &Memory,
+        settings: &Settings,
+        now: i64,
+    ) {
         let groups = world.groups.len();
         self.record.totals.set(
             world
                 .nodes
                 .iter()
                 .filter(|n| !world.removing.contains_key(&n.name)),
-            self.settings.cores_total,
-            self.settings.memory_total_gib,
+            settings.cores_total,
+            settings.memory_total_gib,
         );
-        let verb = if self.run.dry_run { "would" } else { "will" };
+        let verb = if self.dry_run { "would" } else { "will" };
         for s in &d.scale_up {
             let reason = format!(
                 "{} pending pods fit a new node of this group and no existing one; expander: {}",
@@ -80,10 +88,10 @@ impl Runner {
                 .iter()
                 .filter(|p| p.node_name.is_none() && !p.meta.unschedulable)
                 .count(),
-            unneeded: self.memory.unneeded_since.len(),
+            unneeded: memory.unneeded_since.len(),
             groups,
             nodes,
-            max_nodes: match self.settings.max_nodes_total {
+            max_nodes: match settings.max_nodes_total {
                 0 => max_nodes,
                 cap => cap.min(max_nodes),
             },
@@ -93,17 +101,14 @@ impl Runner {
             d.unremovable.iter().map(|(_, why)| why.upstream_reason()),
             d.skipped()
                 .map(|(direction, r)| (direction.as_str(), r.skipped_reason())),
-            self.memory.scale_down_paused(&self.settings, now).is_some(),
+            memory.scale_down_paused(settings, now).is_some(),
         );
-        self.record.groups.set(status.node_groups.iter().map(|g| {
-            GroupState {
+        self.record
+            .groups
+            .set(status.node_groups.iter().map(|g| GroupState {
                 group: &g.name,
                 healthy: g.conditions.health.status == "Healthy",
-                backoff: self
-                    .memory
-                    .backoff_of(&g.name, now)
-                    .map(|b| b.reason.as_str()),
-            }
-        }));
+                backoff: memory.backoff_of(&g.name, now).map(|b| b.reason.as_str()),
+            }));
     }
 }

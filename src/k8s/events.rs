@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use crate::k8s::drain::Evictee;
+use crate::actuator::{EventKind, Evictee, Regarding};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Client;
 use tokio::sync::mpsc;
@@ -15,7 +15,8 @@ pub const EVENT_SOURCE: &str = "cluster-autoscaler";
 const EVENT_QUEUE: usize = 10_000;
 
 /// One event to publish.
-pub(super) struct Note {
+#[doc(hidden)]
+pub struct Note {
     regarding: ObjectReference,
     type_: EventType,
     reason: &'static str,
@@ -24,10 +25,16 @@ pub(super) struct Note {
 
 /// Queues events for a background writer, so the loop never waits on the API for them.
 #[derive(Clone)]
-pub(super) struct Events(pub(super) Option<mpsc::Sender<Note>>);
+pub struct Events(Option<mpsc::Sender<Note>>);
 
 impl Events {
-    pub(super) fn start(client: &Client, instance: &str) -> Self {
+    /// Writes nothing (`--dry-run`).
+    pub fn none() -> Self {
+        Events(None)
+    }
+
+    /// Starts the background writer, reporting as `instance`.
+    pub fn start(client: &Client, instance: &str) -> Self {
         let (tx, mut rx) = mpsc::channel::<Note>(EVENT_QUEUE);
         let recorder = Recorder::new(
             client.clone(),
@@ -53,7 +60,8 @@ impl Events {
         Events(Some(tx))
     }
 
-    pub(super) fn send(
+    /// Queues one event; dropped when the queue is full.
+    pub fn send(
         &self,
         regarding: ObjectReference,
         type_: EventType,
@@ -71,7 +79,8 @@ impl Events {
     }
 }
 
-pub(super) fn pod_ref(p: &Evictee) -> ObjectReference {
+/// The reference of an event about a pod.
+pub fn pod_ref(p: &Evictee) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -82,12 +91,29 @@ pub(super) fn pod_ref(p: &Evictee) -> ObjectReference {
     }
 }
 
-pub(super) fn node_ref(name: &str, uid: Option<String>) -> ObjectReference {
+/// The reference of an event about a node.
+pub fn node_ref(name: &str, uid: Option<String>) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Node".into()),
         name: Some(name.into()),
         uid,
         ..Default::default()
+    }
+}
+
+/// The reference of an event about what the actuator names.
+pub fn reference(regarding: &Regarding) -> ObjectReference {
+    match regarding {
+        Regarding::Pod(p) => pod_ref(p),
+        Regarding::Node { name, uid } => node_ref(name, uid.clone()),
+    }
+}
+
+/// Kubernetes' event type of the actuator's.
+pub fn event_type(kind: EventKind) -> EventType {
+    match kind {
+        EventKind::Normal => EventType::Normal,
+        EventKind::Warning => EventType::Warning,
     }
 }

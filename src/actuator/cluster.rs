@@ -1,0 +1,104 @@
+//! The cluster side of the [`Actuator`](super::Actuator): what carrying a decision out asks of the
+//! cluster (taints, cordons, evictions, a fresh list of a node's pods, events, whether this replica may
+//! still act). `run` answers it with the live Kubernetes API (`k8s::cluster::LiveCluster`), `simulate`
+//! with its simulated cluster, so the two commands carry decisions out with the same code.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// A pod to evict, as the loop's view of the cluster has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evictee {
+    pub namespace: String,
+    pub name: String,
+    /// This incarnation of the pod: one recreated under the same name is not waited for.
+    pub uid: Option<String>,
+    /// `spec.terminationGracePeriodSeconds`.
+    pub grace_period: Option<i64>,
+}
+
+impl Evictee {
+    /// `namespace/name`, the engine's key of the pod.
+    pub fn key(&self) -> String {
+        crate::model::workload::pod_key(&self.namespace, &self.name)
+    }
+}
+
+/// Upstream's drain flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainSettings {
+    /// `--max-pod-eviction-time`: how long evictions are retried (a PDB may block them).
+    pub max_pod_eviction_time: Duration,
+    /// `--max-graceful-termination-sec`: the most a pod is given to terminate.
+    pub max_graceful_termination: Duration,
+}
+
+impl DrainSettings {
+    /// Pause between attempts: a twelfth of the eviction time, between 100ms and 5s.
+    pub fn retry(&self) -> Duration {
+        (self.max_pod_eviction_time / 12).clamp(Duration::from_millis(100), Duration::from_secs(5))
+    }
+
+    /// These settings with both times capped at `cap` (an interrupted node's two-minute warning).
+    pub fn capped(&self, cap: Duration) -> Self {
+        DrainSettings {
+            max_pod_eviction_time: self.max_pod_eviction_time.min(cap),
+            max_graceful_termination: self.max_graceful_termination.min(cap),
+        }
+    }
+}
+
+/// The object an event is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Regarding {
+    Pod(Evictee),
+    Node { name: String, uid: Option<String> },
+}
+
+/// An event's type, as Kubernetes has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Normal,
+    Warning,
+}
+
+/// A node as the actuator needs it: its object's uid (for events) and its instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRef {
+    pub uid: Option<String>,
+    pub provider_id: String,
+}
+
+/// The loop's view of the cluster this loop (the watch-fed index, or the simulated cluster): finds the
+/// pods and nodes the decisions name.
+pub trait Lookup: Sync {
+    /// The pod with this `namespace/name` key.
+    fn pod(&self, key: &str) -> Option<Evictee>;
+    /// The node with this name.
+    fn node(&self, name: &str) -> Option<NodeRef>;
+    /// The pods bound to `node` that an interruption evicts: all but DaemonSet and mirror pods.
+    fn pods_to_evict(&self, node: &str) -> Vec<Evictee>;
+}
+
+/// What carrying decisions out asks of the cluster.
+#[async_trait]
+pub trait Cluster: Clone + Send + Sync + 'static {
+    /// Ok while this replica may change anything (it holds the Lease, or runs without one); an error
+    /// saying `what` was not done otherwise.
+    fn may_act(&self, what: &str) -> Result<()>;
+    /// Adds (`on`) or takes off the deletion taint (`ToBeDeletedByClusterAutoscaler`), keeping the
+    /// node's other taints.
+    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()>;
+    /// Marks the node unschedulable.
+    async fn cordon(&self, node: &str) -> Result<()>;
+    /// Evicts one pod through its disruption budgets and waits until it is gone, within `settings`.
+    async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()>;
+    /// The pods bound to `node` now (read afresh, not from a cache) that would die with it unevicted:
+    /// all but DaemonSet, mirror and finished pods.
+    async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>>;
+    /// Publishes an event without waiting for it.
+    fn event(&self, regarding: Regarding, kind: EventKind, reason: &'static str, note: String);
+}

@@ -1,0 +1,244 @@
+//! The one removal procedure: taint the node (and cordon it for an interruption), evict its pods
+//! through their budgets, check nothing else landed on it, delete its instance. Scale-down, drift and
+//! expiry (which end as scale-downs) and interruption notices all take a node out this way; they differ
+//! only in their [`Pace`]. On failure the taint comes off again; the outcome goes back to the loop as a
+//! [`Finished`] message.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::cluster::{Cluster, DrainSettings, EventKind, Evictee, Regarding};
+use crate::cloud::Cloud;
+use crate::engine::reasons;
+use crate::error::{Error, Result};
+use crate::metrics::LoopMetrics;
+use crate::model::lifecycle::DisruptionReason;
+
+/// Most a pod of an interrupted node is given to terminate, and most its eviction is retried: together
+/// with the API's own time they end inside the two minutes a spot warning gives.
+pub const INTERRUPTION_GRACE: Duration = Duration::from_secs(45);
+
+/// Why a node is being taken out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Why {
+    /// The engine's scale-down (underutilized, empty, unready, or a drifted/expired node whose
+    /// replacement joined).
+    ScaleDown(reasons::Removal),
+    /// Its instance is going away (an interruption notice).
+    Notice(DisruptionReason),
+}
+
+impl Why {
+    /// Whether a failure counts as a failed scale-down (`--scale-down-delay-after-failure`).
+    pub fn is_scale_down(&self) -> bool {
+        matches!(self, Why::ScaleDown(_))
+    }
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Why::ScaleDown(r) => r.fmt(f),
+            Why::Notice(r) => r.fmt(f),
+        }
+    }
+}
+
+/// How fast and how firmly a node goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Upstream's drain: `--max-pod-eviction-time`, `--max-graceful-termination-sec`; any eviction that
+    /// fails keeps the node.
+    Drain,
+    /// The instance is going away: the node is cordoned too, evictions are capped at
+    /// [`INTERRUPTION_GRACE`]; an `involuntary` one (the cloud takes the instance anyway) is deleted even
+    /// when evictions fail.
+    Interruption { involuntary: bool },
+}
+
+/// A removal in flight, as the loop keeps it until its [`Finished`] message comes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Removing {
+    /// Whether it had pods to evict (counted against `--max-drain-parallelism`).
+    pub drained: bool,
+    pub reason: Why,
+    /// When it started (the loop's time).
+    pub since: i64,
+}
+
+/// A node to take out.
+#[derive(Debug, Clone)]
+pub struct Removal {
+    pub node: String,
+    pub uid: Option<String>,
+    pub group: String,
+    pub provider_id: String,
+    pub pods: Vec<Evictee>,
+    /// Pods (`namespace/name`) that go down with the node unevicted: expendable ones and those
+    /// terminating past their grace period.
+    pub left: Vec<String>,
+    pub reason: Why,
+    pub pace: Pace,
+}
+
+/// A removal's outcome, sent back to the loop.
+#[derive(Debug)]
+pub struct Finished {
+    pub node: String,
+    pub reason: Why,
+    pub result: Result<()>,
+    /// The deletion taint could not be taken off after a failure: the loop tries again.
+    pub still_tainted: bool,
+}
+
+/// What a removal running on its own needs.
+#[derive(Clone)]
+pub(super) struct Remover<C: Cluster> {
+    pub(super) cloud: Arc<dyn Cloud>,
+    pub(super) cluster: C,
+    pub(super) record: LoopMetrics,
+    pub(super) drain: DrainSettings,
+    pub(super) finished: mpsc::UnboundedSender<Finished>,
+}
+
+impl<C: Cluster> Remover<C> {
+    /// Evicts `pods` in parallel under `settings`, each announced by a `reason` event with `note`;
+    /// records each outcome and returns the first failure.
+    async fn evict_all(
+        &self,
+        pods: &[Evictee],
+        settings: &DrainSettings,
+        reason: &'static str,
+        note: &str,
+    ) -> Option<Error> {
+        let evictions = pods.iter().map(|p| {
+            self.cluster.event(
+                Regarding::Pod(p.clone()),
+                EventKind::Normal,
+                reason,
+                note.to_string(),
+            );
+            self.cluster.evict(p, settings)
+        });
+        let mut failure = None;
+        for outcome in futures::future::join_all(evictions).await {
+            self.record.evicted(outcome.is_ok());
+            if let Err(e) = outcome {
+                failure.get_or_insert(e);
+            }
+        }
+        failure
+    }
+
+    /// Takes the node out; the outcome is sent to the loop and returned.
+    pub(super) async fn remove(self, r: Removal, now: i64) {
+        let result = self.steps(&r, now).await;
+        let mut still_tainted = false;
+        match &result {
+            Ok(()) => {
+                tracing::info!(node = %r.node, group = %r.group, reason = %r.reason, "node removed");
+                if let Why::ScaleDown(why) = &r.reason {
+                    match why.disruption {
+                        Some(d) => self.record.lifecycle.disrupted(d.as_str(), &r.group),
+                        None => self.record.scaled_down(why.upstream_reason()),
+                    }
+                }
+            }
+            Err(e) if self.cluster.may_act("untainting").is_err() => {
+                tracing::warn!(node = %r.node, error = %e, "removal stopped: leadership lost; the next leader removes the taint");
+            }
+            Err(e) => {
+                tracing::warn!(node = %r.node, reason = %r.reason, error = %e, "removal failed; untainting");
+                if let Err(u) = self.cluster.set_deletion_taint(&r.node, false, now).await {
+                    tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint; will retry");
+                    still_tainted = true;
+                }
+                if r.reason.is_scale_down() {
+                    self.cluster.event(
+                        Regarding::Node {
+                            name: r.node.clone(),
+                            uid: r.uid.clone(),
+                        },
+                        EventKind::Warning,
+                        "ScaleDownFailed",
+                        format!("failed to remove the node: {e}"),
+                    );
+                }
+            }
+        }
+        // The loop may have ended (shutdown): nobody is left to tell.
+        let _ = self.finished.send(Finished {
+            node: r.node,
+            reason: r.reason,
+            result,
+            still_tainted,
+        });
+    }
+
+    /// Taint (and cordon), evict, check, delete.
+    async fn steps(&self, r: &Removal, now: i64) -> Result<()> {
+        let (settings, event, note, involuntary) = match r.pace {
+            Pace::Drain => (
+                self.drain.clone(),
+                "ScaleDown",
+                format!("deleting pod for node scale down (node {})", r.node),
+                false,
+            ),
+            Pace::Interruption { involuntary } => (
+                self.drain.capped(INTERRUPTION_GRACE),
+                "InterruptionNotice",
+                format!("evicting pod: its node {} is going away", r.node),
+                involuntary,
+            ),
+        };
+        self.cluster.may_act(&format!("tainting node {}", r.node))?;
+        self.cluster.set_deletion_taint(&r.node, true, now).await?;
+        match r.pace {
+            Pace::Drain => self.cluster.event(
+                Regarding::Node {
+                    name: r.node.clone(),
+                    uid: r.uid.clone(),
+                },
+                EventKind::Normal,
+                "ScaleDown",
+                format!("marked the node as toBeDeleted/unschedulable: {}", r.reason),
+            ),
+            Pace::Interruption { .. } => self.cluster.cordon(&r.node).await?,
+        }
+        match self.evict_all(&r.pods, &settings, event, &note).await {
+            Some(e) if !involuntary => return Err(e),
+            Some(e) => {
+                tracing::warn!(node = %r.node, error = %e, "not every pod left before the instance goes; deleting it anyway")
+            }
+            None => {}
+        }
+        if !involuntary {
+            // A pod bound to the node after the decision (before the taint took) would be killed
+            // without eviction: read the node's pods again, and stop if one is left.
+            let evicted: HashSet<(String, Option<&str>)> =
+                r.pods.iter().map(|p| (p.key(), p.uid.as_deref())).collect();
+            let landed: Vec<String> = self
+                .cluster
+                .pods_on(&r.node)
+                .await?
+                .iter()
+                .filter(|p| !evicted.contains(&(p.key(), p.uid.as_deref())))
+                .map(Evictee::key)
+                .filter(|k| !r.left.contains(k))
+                .collect();
+            if !landed.is_empty() {
+                return Err(Error::Unavailable(format!(
+                    "pods {landed:?} were scheduled onto the node after it was chosen; not deleting it"
+                )));
+            }
+        }
+        self.cluster.may_act(&format!("deleting node {}", r.node))?;
+        self.cloud
+            .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id))
+            .await
+    }
+}

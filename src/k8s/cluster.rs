@@ -1,0 +1,129 @@
+//! The live cluster as the actuator's [`Cluster`]: taints, cordons and evictions through the Kubernetes
+//! API, events through the background writer, every change behind the Lease's [`Fence`]; and the
+//! watch-fed [`Index`] as the loop's [`Lookup`].
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Node as KubeNode;
+use kube::api::{Api, Patch, PatchParams};
+use kube::Client;
+
+use super::drain;
+use super::events::{event_type, reference, Events};
+use super::index::Index;
+use super::lease::Fence;
+use crate::actuator::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
+use crate::error::{Error, Result};
+
+/// The cluster behind the Kubernetes API.
+#[derive(Clone)]
+pub struct LiveCluster {
+    client: Client,
+    events: Events,
+    fence: Fence,
+}
+
+impl LiveCluster {
+    /// Acts through `client`, publishes with `events`, and only while `fence` allows.
+    pub fn new(client: Client, events: Events, fence: Fence) -> Self {
+        LiveCluster {
+            client,
+            events,
+            fence,
+        }
+    }
+
+    /// The events writer (for the loop's own events).
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// Whether this replica may act (leading, or without a Lease).
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// Follows another leadership (the loop's, once it campaigns).
+    pub fn set_fence(&mut self, fence: Fence) {
+        self.fence = fence;
+    }
+}
+
+#[async_trait]
+impl Cluster for LiveCluster {
+    fn may_act(&self, what: &str) -> Result<()> {
+        self.fence.check(what)
+    }
+
+    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()> {
+        let nodes: Api<KubeNode> = Api::all(self.client.clone());
+        drain::set_deletion_taint(&nodes, node, on, now).await
+    }
+
+    async fn cordon(&self, node: &str) -> Result<()> {
+        let nodes: Api<KubeNode> = Api::all(self.client.clone());
+        let patch = serde_json::json!({"spec": {"unschedulable": true}});
+        nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::kube(format!("cordoning node {node}"), e))
+    }
+
+    async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()> {
+        drain::evict(&self.client, pod, settings, &self.fence).await
+    }
+
+    async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>> {
+        Ok(drain::pods_on(&self.client, node)
+            .await?
+            .iter()
+            .filter(|p| !drain::goes_with_node(p))
+            .map(|p| Evictee {
+                namespace: p
+                    .metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+                name: p.metadata.name.clone().unwrap_or_default(),
+                uid: p.metadata.uid.clone(),
+                grace_period: p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds),
+            })
+            .collect())
+    }
+
+    fn event(&self, regarding: Regarding, kind: EventKind, reason: &'static str, note: String) {
+        self.events
+            .send(reference(&regarding), event_type(kind), reason, note);
+    }
+}
+
+impl Lookup for Index {
+    fn pod(&self, key: &str) -> Option<Evictee> {
+        self.pods.get(key).map(|(p, x)| Evictee {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            uid: x.uid.clone(),
+            grace_period: p.meta.grace_period,
+        })
+    }
+
+    fn node(&self, name: &str) -> Option<NodeRef> {
+        self.nodes.get(name).map(|(n, x)| NodeRef {
+            uid: x.uid.clone(),
+            provider_id: n.provider_id.clone(),
+        })
+    }
+
+    fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {
+        self.pods
+            .items()
+            .iter()
+            .filter(|p| p.node_name.as_deref() == Some(node))
+            .filter(|p| !p.meta.mirror && p.meta.controller.as_deref() != Some("DaemonSet"))
+            .filter_map(|p| Lookup::pod(self, &p.key()))
+            .collect()
+    }
+}

@@ -1,0 +1,175 @@
+//! The loop's first stage: everything it reads, in one [`Observed`] value. The cloud is refreshed,
+//! the watch-fed index brought up to date, the watches' health turned into doubts, the priority tiers
+//! read, and the interruption queue's notices taken.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use crate::cloud::Cloud;
+use crate::engine::expander::Priorities;
+use crate::engine::reasons::Doubt;
+use crate::engine::World;
+use crate::error::Result;
+use crate::k8s::index::{Index, Updated};
+use crate::k8s::priorities::{PriorityWatch, Problem};
+use crate::k8s::watch::Watches;
+use crate::metrics::LoopMetrics;
+use crate::model::lifecycle::DisruptionReason;
+use crate::model::NodeGroup;
+
+use super::interruptions::Interruptions;
+
+/// What the loop reads.
+pub struct Observer {
+    cloud: Arc<dyn Cloud>,
+    watches: Watches,
+    /// The cluster as the watches delivered it, converted.
+    pub(super) index: Index,
+    /// What the last update of the index did.
+    pub(super) last_update: Updated,
+    /// The priority expander's tiers as the priority file or ConfigMap says now (re-read while running).
+    pub(super) priorities: Option<Arc<RwLock<Priorities>>>,
+    /// The priority ConfigMap's watch, whose problems the loop reports.
+    pub(super) priority_config_map: Option<PriorityWatch>,
+    /// `--interruption-queue`, when set.
+    pub(super) interruptions: Option<Interruptions>,
+    record: LoopMetrics,
+}
+
+/// One loop's reading of the world, beside the index it was taken from.
+pub struct Observed {
+    /// The groups as the cloud holds them, refreshed.
+    pub groups: Vec<Arc<NodeGroup>>,
+    /// Node name → its group's id.
+    pub node_groups: HashMap<String, String>,
+    /// Why what was read cannot be trusted: nothing is removed while any.
+    pub doubts: Vec<Doubt>,
+    /// Nodes whose instance is going away, with why.
+    pub interrupted: HashMap<String, DisruptionReason>,
+    /// The priority tiers now, when the priority expander reads them while running.
+    pub priorities: Option<Priorities>,
+    /// Problems with the priority ConfigMap, to publish.
+    pub priority_problems: Vec<Problem>,
+}
+
+impl Observed {
+    /// The engine's world: this reading with the index's objects and the removals in flight.
+    pub fn world<'a>(&'a self, index: &'a Index, removing: &'a HashMap<String, bool>) -> World<'a> {
+        World {
+            nodes: index.nodes.items(),
+            node_groups: &self.node_groups,
+            pods: index.pods.items(),
+            pdbs: index.pdbs.items(),
+            daemon_pods: index.daemon_pods.items(),
+            groups: &self.groups,
+            removing,
+            doubts: &self.doubts,
+            interrupted: &self.interrupted,
+        }
+    }
+}
+
+impl Observer {
+    pub fn new(cloud: Arc<dyn Cloud>, watches: Watches, record: LoopMetrics) -> Self {
+        Observer {
+            cloud,
+            watches,
+            index: Index::default(),
+            last_update: Updated::default(),
+            priorities: None,
+            priority_config_map: None,
+            interruptions: None,
+            record,
+        }
+    }
+
+    /// Brings the index up to date with what the watches delivered (also before the loops start).
+    pub fn update_index(&mut self) -> Updated {
+        let t = Instant::now();
+        self.last_update = self.index.update(&self.watches);
+        self.record.observe("updateClusterState", t.elapsed());
+        self.last_update
+    }
+
+    /// Reads the world: the cloud refreshed (its failure ends the loop), the index, doubts, priorities
+    /// and notices.
+    pub async fn observe(&mut self) -> Result<Observed> {
+        let t = Instant::now();
+        self.cloud.refresh().await?;
+        self.record.observe("cloudProviderRefresh", t.elapsed());
+        self.update_index();
+        let index = &self.index;
+        let snapshot = self.cloud.snapshot();
+        // An object that cannot be read is left out, and nothing is removed this loop: a pod left out
+        // makes its node look emptier, a node left out makes its instance look unregistered.
+        let mut doubts = self.watches.doubts();
+        if let (count @ 1.., first) = index.unreadable() {
+            doubts.push(Doubt::Unreadable {
+                count,
+                first: first.unwrap_or_default().to_string(),
+            });
+        }
+        let node_groups: HashMap<String, String> = index
+            .nodes
+            .items()
+            .iter()
+            .filter_map(|n| {
+                snapshot
+                    .group_for_provider_id(&n.provider_id)
+                    .map(|g| (n.name.clone(), g.id.clone()))
+            })
+            .collect();
+        let interrupted = match &mut self.interruptions {
+            Some(i) => i.interrupted(index, &node_groups),
+            None => HashMap::new(),
+        };
+        Ok(Observed {
+            groups: snapshot.groups().cloned().collect(),
+            node_groups,
+            doubts,
+            interrupted,
+            priorities: self
+                .priorities
+                .as_ref()
+                .map(|t| t.read().unwrap_or_else(|p| p.into_inner()).clone()),
+            priority_problems: self
+                .priority_config_map
+                .iter()
+                .flat_map(PriorityWatch::take_problems)
+                .collect(),
+        })
+    }
+
+    /// Nodes carrying the deletion taint now.
+    pub fn tainted(&self) -> Vec<String> {
+        self.index
+            .nodes
+            .items()
+            .iter()
+            .filter(|n| {
+                n.taints
+                    .iter()
+                    .any(|t| t.key == crate::labels::TO_BE_DELETED)
+            })
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    /// The groups as the cloud holds them now (after the loop acted).
+    pub fn groups(&self) -> Vec<Arc<NodeGroup>> {
+        self.cloud.snapshot().groups().cloned().collect()
+    }
+
+    /// Deletes the interruption messages the loop acted on; in dry-run forgets them, left in the queue
+    /// for a replica that acts.
+    pub async fn acknowledge(&mut self, dry_run: bool) {
+        if let Some(i) = &mut self.interruptions {
+            if dry_run {
+                i.forget_handled();
+            } else {
+                i.acknowledge().await;
+            }
+        }
+    }
+}

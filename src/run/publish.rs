@@ -1,0 +1,139 @@
+//! The loop's last stage: what it decided and did, made visible. The status ConfigMap (upstream's
+//! schema), events on pods (NotTriggerScaleUp) and on the priority ConfigMap, metrics and logs
+//! (`report`).
+
+use std::collections::{HashMap, HashSet};
+
+use kube::runtime::events::EventType;
+use kube::Client;
+
+use crate::engine::reasons::Pending;
+use crate::engine::{Decisions, Memory, Settings, World};
+use crate::error::Error;
+use crate::k8s::events::{pod_ref, Events};
+use crate::k8s::index::Index;
+use crate::k8s::lease::Fence;
+use crate::k8s::priorities::Problem;
+use crate::k8s::status::{self, Status};
+use crate::metrics::LoopMetrics;
+
+/// A pod's NotTriggerScaleUp event is repeated at most this often while its reason stays the same
+/// (upstream relies on client-go's event spam filter for the same effect).
+const NOT_TRIGGERED_REPEAT: i64 = 300;
+
+/// What the loop publishes with, and what it remembers of what it published.
+pub struct Publisher {
+    client: Client,
+    pub(super) events: Events,
+    pub(super) record: LoopMetrics,
+    pub(super) fence: Fence,
+    /// `--dry-run`: nothing is written.
+    pub(super) dry_run: bool,
+    namespace: String,
+    /// `--status-config-map-name`, or None with `--write-status-configmap=false`.
+    config_map: Option<String>,
+    /// The last status written (or computed, in dry-run).
+    pub(super) status: Option<Status>,
+    /// Pod → (reason, when) of its last NotTriggerScaleUp event.
+    not_triggered: HashMap<String, (Pending, i64)>,
+}
+
+impl Publisher {
+    pub fn new(
+        client: Client,
+        events: Events,
+        record: LoopMetrics,
+        run: &super::RunSettings,
+    ) -> Self {
+        Publisher {
+            client,
+            events,
+            record,
+            fence: Fence::open(),
+            dry_run: run.dry_run,
+            namespace: run.namespace.clone(),
+            config_map: run.status_config_map.clone(),
+            status: None,
+            not_triggered: HashMap::new(),
+        }
+    }
+
+    /// The loop's outcome: events, status, logs and metrics.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn publish(
+        &mut self,
+        priority_problems: Vec<Problem>,
+        world: &World<'_>,
+        index: &Index,
+        d: &Decisions,
+        memory: &Memory,
+        settings: &Settings,
+        now: i64,
+    ) {
+        for p in priority_problems {
+            self.events.send(
+                p.regarding,
+                EventType::Warning,
+                "PriorityConfigMapInvalid",
+                p.message,
+            );
+        }
+        self.not_triggered(d, index, now);
+        let status = Status::build(world, d, memory, settings, now, self.status.as_ref());
+        self.report(d, &status, world, memory, settings, now);
+        self.write_status(&status).await;
+        self.status = Some(status);
+    }
+
+    /// The cloud could not be read: the status says so rather than go stale.
+    pub async fn refresh_failed(&mut self, e: &Error, now: i64) {
+        self.record
+            .error(crate::engine::upstream::CLOUD_PROVIDER_ERROR);
+        let status = Status::failed(
+            self.status.as_ref(),
+            now,
+            &format!("cloud refresh failed: {e}"),
+        );
+        self.write_status(&status).await;
+        self.status = Some(status);
+    }
+
+    /// NotTriggerScaleUp on each pod no scale-up helps, again when its reason changes or
+    /// [`NOT_TRIGGERED_REPEAT`] passed.
+    fn not_triggered(&mut self, d: &Decisions, index: &Index, now: i64) {
+        use crate::actuator::Lookup;
+        let mut seen = HashSet::new();
+        for (key, reason) in d.not_triggered() {
+            seen.insert(key.clone());
+            let repeat = match self.not_triggered.get(key) {
+                Some((r, at)) => r != reason || now - at >= NOT_TRIGGERED_REPEAT,
+                None => true,
+            };
+            if let (true, Some(p)) = (repeat, index.pod(key)) {
+                self.events.send(
+                    pod_ref(&p),
+                    EventType::Normal,
+                    "NotTriggerScaleUp",
+                    format!("pod didn't trigger scale-up: {reason}"),
+                );
+                self.not_triggered
+                    .insert(key.clone(), (reason.clone(), now));
+            }
+        }
+        self.not_triggered.retain(|k, _| seen.contains(k));
+    }
+
+    /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
+    async fn write_status(&self, status: &Status) {
+        let (false, Some(name)) = (self.dry_run, &self.config_map) else {
+            return;
+        };
+        let written = match self.fence.check("writing the status") {
+            Ok(()) => status::write(&self.client, &self.namespace, name, status).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "status ConfigMap not written");
+        }
+    }
+}
