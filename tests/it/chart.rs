@@ -5,7 +5,7 @@
 //! binary's own command line and its config files with the binary's parsers; secure defaults hold;
 //! `values.schema.json` rejects bad values naming the field; the standalone RBAC is exactly
 //! `k8s::PERMISSIONS`, and serve gets none. Provider mode's safety (mutual TLS: `chart_security`; one
-//! replica, the NetworkPolicy, the READMEs' IAM policy: `chart_policy`) has its own modules.
+//! replica, the NetworkPolicy, the documented IAM policy: `chart_policy`) has its own modules.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -370,11 +370,14 @@ fn shell_words(line: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_readmes_helm_install_commands_render() {
+fn the_docs_helm_install_commands_render() {
     let mut commands = 0;
-    for readme in ["README.md", "charts/ferroscale/README.md"] {
-        let text =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(readme)).unwrap();
+    for file in crate::docs_links::markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let doc = file
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap()
+            .display();
         let joined = text.replace("\\\n", " ");
         for line in joined
             .lines()
@@ -399,7 +402,7 @@ fn the_readmes_helm_install_commands_render() {
             let out = cmd.output().unwrap();
             assert!(
                 out.status.success(),
-                "{readme}: {line}\n{}",
+                "{doc}: {line}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
             let objects: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -420,20 +423,20 @@ fn the_readmes_helm_install_commands_render() {
             assert_eq!(
                 sa["object"]["metadata"]["annotations"]["eks.amazonaws.com/role-arn"],
                 "arn:aws:iam::111122223333:role/ferroscale",
-                "{readme}: {line}"
+                "{doc}: {line}"
             );
             let deployment = ours("Deployment");
             let args = deployment["object"]["spec"]["template"]["spec"]["containers"][0]["args"]
                 .to_string();
             assert!(
                 args.contains("--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/my-cluster"),
-                "{readme}: {line}: {args}"
+                "{doc}: {line}: {args}"
             );
             commands += 1;
         }
     }
     assert!(
         commands >= 3,
-        "the READMEs show helm install ({commands} found)"
+        "the docs show helm install ({commands} found)"
     );
 }

@@ -1,5 +1,5 @@
-//! The chart's monitoring objects, off by default: a PrometheusRule with the alerts the README's
-//! "Operating ferroscale" table lists, and a Grafana dashboard ConfigMap whose JSON parses and whose
+//! The chart's monitoring objects, off by default: a PrometheusRule with the alerts the table of
+//! docs/operating.md ("Alerts") lists, and a Grafana dashboard ConfigMap whose JSON parses and whose
 //! queries name metrics ferroscale exports (src/metrics/).
 
 use std::collections::BTreeSet;
@@ -81,14 +81,14 @@ fn exported() -> BTreeSet<String> {
 }
 
 #[test]
-fn the_prometheus_rule_has_the_readmes_alerts() {
+fn the_prometheus_rule_has_the_documented_alerts() {
     assert_eq!(
         count(&render(None).unwrap(), "PrometheusRule"),
         0,
         "off by default"
     );
-    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
-    let table = readme
+    let operating = std::fs::read_to_string(format!("{ROOT}/docs/operating.md")).unwrap();
+    let table = operating
         .split("**Alert on** (Prometheus")
         .nth(1)
         .unwrap()

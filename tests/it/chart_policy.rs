@@ -1,7 +1,7 @@
 //! The chart's provider mode has one writer: exactly one replica, replaced by Recreate, with a PDB that
 //! never blocks a drain (standalone keeps its Lease-elected replicas); a NetworkPolicy admits only
-//! cluster-autoscaler to the gRPC ports and the monitoring namespace to metrics. The READMEs' IAM policy
-//! scopes writes to the cluster's own groups.
+//! cluster-autoscaler to the gRPC ports and the monitoring namespace to metrics. The IAM policy of the docs
+//! (docs/operating.md and the chart's README) scopes writes to the cluster's own groups.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -219,10 +219,10 @@ fn the_network_policy_admits_cluster_autoscaler_to_grpc_and_monitoring_to_metric
     assert_eq!(count(&objects, "NetworkPolicy"), 0);
 }
 
-/// The IAM policies (```json blocks with a Statement) of the README and the chart's README.
+/// The IAM policies (```json blocks with a Statement) of docs/operating.md and the chart's README.
 fn iam_policies() -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
-    for readme in ["README.md", "charts/ferroscale/README.md"] {
+    for readme in ["docs/operating.md", "charts/ferroscale/README.md"] {
         let text =
             std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(readme))
                 .unwrap();
@@ -237,13 +237,14 @@ fn iam_policies() -> Vec<(&'static str, Value)> {
 }
 
 #[test]
-fn the_readmes_iam_policy_scopes_writes_to_the_clusters_own_groups() {
+fn the_documented_iam_policy_scopes_writes_to_the_clusters_own_groups() {
     let policies = iam_policies();
-    assert_eq!(policies.len(), 2, "one policy in each README");
     assert_eq!(
-        policies[0].1, policies[1].1,
-        "the READMEs show the same policy"
+        policies.len(),
+        2,
+        "one policy in each of docs/operating.md and the chart's README"
     );
+    assert_eq!(policies[0].1, policies[1].1, "both show the same policy");
     let writes = [
         "autoscaling:SetDesiredCapacity",
         "autoscaling:TerminateInstanceInAutoScalingGroup",

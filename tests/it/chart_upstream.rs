@@ -1,6 +1,6 @@
 //! The chart speaks upstream cluster-autoscaler chart's values where they mean the same thing: each alias,
 //! set as a CA user's values file sets it, lands on the flag, variable or object ferroscale's own value
-//! would, and wins over ferroscale's name when both are set (README table "CA chart value → ferroscale").
+//! would, and wins over ferroscale's name when both are set (the table "CA chart value → ferroscale" in docs/operating.md).
 
 use clap::Parser;
 use ferroscale::cli::Cli;

@@ -19,6 +19,7 @@ mod chart_upstream;
 mod cli;
 mod common;
 mod concurrency;
+mod docs_links;
 mod expander;
 mod instances;
 mod kube_api;
