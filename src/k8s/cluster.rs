@@ -122,7 +122,7 @@ impl Lookup for Index {
             .items()
             .iter()
             .filter(|p| p.node_name.as_deref() == Some(node))
-            .filter(|p| !p.meta.mirror && p.meta.controller.as_deref() != Some("DaemonSet"))
+            .filter(|p| !p.node_bound())
             .filter_map(|p| Lookup::pod(self, &p.key()))
             .collect()
     }

@@ -8,22 +8,25 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod cluster;
 mod events;
 mod report;
 
+pub use cluster::{SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
 pub use report::*;
 
+use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
-use crate::engine::predicates::{first_fit, fits, NodeInfo};
-use crate::engine::{run_once, template_node, Memory, Settings, World};
+use crate::engine::{run_once, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
+use crate::metrics::LoopMetrics;
 use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, NoticeKind};
-use crate::model::workload::{Node, Pdb, Pod};
+use crate::model::workload::{Pdb, Pod};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
 
@@ -41,12 +44,13 @@ pub struct Pacing {
 /// virtual clock, so every decision goes through the same checks, launch capacity and instance lifecycle
 /// as `serve` and `run` on the memory cloud.
 pub struct Simulation {
-    nodes: Vec<Node>,
-    node_groups: HashMap<String, String>,
-    pods: Vec<Arc<Pod>>,
+    /// The nodes and pods, shared with the actuator.
+    cluster: SimCluster,
     pdbs: Vec<Pdb>,
     daemon_pods: Vec<Pod>,
-    cloud: MemoryCloud,
+    cloud: Arc<MemoryCloud>,
+    /// Carries decisions out as `run` does, on the simulated cluster.
+    actuator: Actuator<SimCluster>,
     /// Group ids in the order of the node-groups file (the engine sees them so).
     order: Vec<String>,
     memory: Memory,
@@ -154,13 +158,30 @@ impl Simulation {
             let target = gc.target_size.unwrap_or(known).max(known);
             cloud.adopt(&gc.name, instances, target, revisions)?;
         }
-        Ok(Simulation {
+        let cluster = SimCluster::new(State {
             nodes,
             node_groups,
             pods: pods.into_iter().map(Arc::new).collect(),
+        });
+        let cloud = Arc::new(cloud);
+        // Evictions in the simulated cluster never wait: the drain flags do not matter.
+        let drain = DrainSettings {
+            max_pod_eviction_time: Duration::from_secs(120),
+            max_graceful_termination: Duration::from_secs(600),
+        };
+        let actuator = Actuator::new(
+            cloud.clone(),
+            cluster.clone(),
+            LoopMetrics::unregistered(),
+            drain,
+            false,
+        );
+        Ok(Simulation {
+            cluster,
             pdbs,
             daemon_pods,
             cloud,
+            actuator,
             order: config.node_groups.iter().map(|g| g.name.clone()).collect(),
             memory: Memory::default(),
             start,
@@ -189,83 +210,6 @@ impl Simulation {
             .collect()
     }
 
-    /// Nodes of the instances that started running, with the DaemonSet pods that start on them. A node
-    /// joins as the engine's template of its group said it would: like the group's real nodes when it
-    /// had one (their labels, taints, allocatable and DaemonSet pods), else as the cloud's template.
-    fn join_nodes(&mut self) {
-        let now = self.now;
-        let snapshot = self.cloud.snapshot();
-        for (group, instance) in self.cloud.advance_to(now) {
-            let Ok(g) = snapshot.group(&group) else {
-                continue;
-            };
-            let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
-            let copied = self.memory.templates.get(&group);
-            let template = copied.map_or(&g.template, |t| &t.node);
-            let mut node = template_node(template, &name, &group);
-            node.created = now;
-            node.ready_since = now;
-            node.provider_id = instance.clone();
-            let mut info = NodeInfo::new(node.clone());
-            let starting: Vec<&Pod> = match copied.and_then(|t| t.pods.as_ref()) {
-                Some(pods) => pods.iter().collect(),
-                None => self
-                    .daemon_pods
-                    .iter()
-                    .filter(|d| fits(d, &[], &info).is_ok())
-                    .collect(),
-            };
-            let mut started = Vec::with_capacity(starting.len());
-            for d in starting {
-                let mut p = d.clone();
-                p.name = format!("{}-{name}", d.name);
-                p.node_name = Some(name.clone());
-                p.meta.created = now;
-                info.add(&p);
-                started.push(p);
-            }
-            self.pods.extend(started.into_iter().map(Arc::new));
-            self.node_groups.insert(name, group);
-            self.nodes.push(node);
-        }
-    }
-
-    /// The simulated scheduler: binds each pending pod to the first node it fits, by priority then age;
-    /// the others are marked unschedulable, as the real scheduler would.
-    fn schedule(&mut self) {
-        let mut infos: Vec<NodeInfo> = self.nodes.iter().cloned().map(NodeInfo::new).collect();
-        let index: HashMap<String, usize> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
-        for p in &self.pods {
-            if let Some(&i) = p.node_name.as_ref().and_then(|n| index.get(n)) {
-                infos[i].add(Arc::clone(p));
-            }
-        }
-        let mut pending: Vec<usize> = (0..self.pods.len())
-            .filter(|&i| self.pods[i].node_name.is_none())
-            .collect();
-        pending.sort_by_key(|&i| (-self.pods[i].meta.priority, self.pods[i].meta.created));
-        let ready: Vec<bool> = self.nodes.iter().map(|n| n.ready).collect();
-        let placed = {
-            let pods: Vec<&Pod> = pending.iter().map(|&i| &*self.pods[i]).collect();
-            first_fit(&pods, &mut infos, |n| ready[n])
-        };
-        for (i, at) in pending.into_iter().zip(placed) {
-            let p = Arc::make_mut(&mut self.pods[i]);
-            match at {
-                Some(n) => {
-                    p.node_name = Some(self.nodes[n].name.clone());
-                    p.meta.unschedulable = false;
-                }
-                None => p.meta.unschedulable = true,
-            }
-        }
-    }
-
     /// Runs one loop and applies its decisions.
     /// Replays `events` (`--events`) as the clock reaches them; rebalance recommendations only with
     /// `handle_rebalance`.
@@ -288,9 +232,10 @@ impl Simulation {
                 if n.kind == NoticeKind::Rebalance && !self.handle_rebalance {
                     continue;
                 }
-                let node = self.nodes.iter().find(|node| {
+                let state = self.cluster.state();
+                let node = state.nodes.iter().find(|node| {
                     instance_id(&node.provider_id) == n.instance_id
-                        && self.node_groups.contains_key(&node.name)
+                        && state.node_groups.contains_key(&node.name)
                 });
                 match node {
                     Some(node) => {
@@ -307,176 +252,56 @@ impl Simulation {
         }
     }
 
+    /// One loop: the kubelet and the scheduler run, due events are replayed, the engine decides and
+    /// the actuator carries the decisions out as `run`'s does; then the clock moves on.
     pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
         self.loop_number += 1;
         self.cloud.set_provision_delay(pacing.provision_delay);
-        self.join_nodes();
-        self.schedule();
+        let now = self.now;
+        let ran = self.cloud.advance_to(now);
+        let snapshot = self.cloud.snapshot();
+        self.cluster
+            .join(ran, &snapshot, &self.memory, &self.daemon_pods, now);
+        self.cluster.schedule();
         self.replay_events();
         let interrupted = std::mem::take(&mut self.interrupted);
+        self.actuator.book(&mut self.memory, now);
         let groups = self.groups();
-        let world = World {
-            nodes: &self.nodes,
-            node_groups: &self.node_groups,
-            pods: &self.pods,
-            pdbs: &self.pdbs,
-            daemon_pods: &self.daemon_pods,
-            groups: &groups,
-            // Removals are carried out at once: none is ever in flight between loops.
-            removing: &HashMap::new(),
-            doubts: &[],
-            interrupted: &interrupted,
+        let removing = self.actuator.in_flight();
+        let d = {
+            let state = self.cluster.state();
+            let world = World {
+                nodes: &state.nodes,
+                node_groups: &state.node_groups,
+                pods: &state.pods,
+                pdbs: &self.pdbs,
+                daemon_pods: &self.daemon_pods,
+                groups: &groups,
+                removing: &removing,
+                doubts: &[],
+                interrupted: &interrupted,
+            };
+            run_once(
+                &world,
+                settings,
+                &mut self.memory,
+                now,
+                &crate::time::MONOTONIC,
+            )
         };
-        let now = self.now;
-        let d = run_once(
-            &world,
-            settings,
-            &mut self.memory,
-            now,
-            &crate::time::MONOTONIC,
-        );
-        let mut report = LoopReport {
-            loop_number: self.loop_number,
-            time: now - self.start,
-            scale_up: Vec::new(),
-            scale_down: Vec::new(),
-            delete_instances: Vec::new(),
-            cancel: Vec::new(),
-            unhealthy: d.unhealthy.as_ref().map(ToString::to_string),
-            pending: d
-                .pending
-                .iter()
-                .map(|(p, r)| Reasoned {
-                    pod: Some(p.clone()),
-                    node: None,
-                    reason: r.to_string(),
-                })
-                .collect(),
-            unremovable: d
-                .unremovable
-                .iter()
-                .map(|(n, r)| Reasoned {
-                    pod: None,
-                    node: Some(n.clone()),
-                    reason: r.to_string(),
-                })
-                .collect(),
-            nodes: BTreeMap::new(),
-            expander: d.expander.clone(),
-            disruptions: Vec::new(),
-            replacements: d
-                .replacements
-                .iter()
-                .map(|r| ReplacementReport {
-                    group: r.group.clone(),
-                    delta: r.delta,
-                    for_nodes: r.for_nodes.clone(),
-                })
-                .collect(),
-        };
-        for del in &d.delete_instances {
-            if self
-                .cloud
-                .delete(&del.group, std::slice::from_ref(&del.instance))
-                .is_ok()
-            {
-                report.delete_instances.push(DeleteReport {
-                    group: del.group.clone(),
-                    instance: del.instance.clone(),
-                    reason: del.reason.to_string(),
-                });
+        let view = SimView::of(&self.cluster, &d);
+        let acted =
+            futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now));
+        self.cluster.forget_gone(&*self.cloud);
+        let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
+        {
+            let state = self.cluster.state();
+            for n in &state.nodes {
+                let g = state.node_groups.get(&n.name).map_or("-", String::as_str);
+                *report.nodes.entry(g.to_string()).or_default() += 1;
             }
-        }
-        for c in &d.cancel {
-            if self.cloud.decrease(&c.group, -c.count).is_ok() {
-                report.cancel.push(CancelReport {
-                    group: c.group.clone(),
-                    count: c.count,
-                    reason: c.reason.to_string(),
-                });
-            }
-        }
-        for up in &d.scale_up {
-            let unfulfilled = |cloud: &MemoryCloud| {
-                cloud
-                    .snapshot()
-                    .group(&up.group)
-                    .map_or(0, |g| g.placeholder_count() as i32)
-            };
-            let before = unfulfilled(&self.cloud);
-            // What the cloud could not launch shows now; the engine gives it up and backs the group off
-            // in the next loop, as it does in `run`.
-            let failed = match self.cloud.increase(&up.group, up.delta) {
-                Ok(()) => (unfulfilled(&self.cloud) - before).max(0),
-                Err(_) => up.delta,
-            };
-            report.scale_up.push(ScaleUpReport {
-                group: up.group.clone(),
-                delta: up.delta,
-                failed,
-                pods: up.pods.clone(),
-            });
-        }
-        if !d.scale_down.is_empty() {
-            self.memory.last_scale_down_delete = Some(now);
-        }
-        // Disrupted nodes go at once (their instance is deleted, the group shrinks back): their pods
-        // come back pending and take the replacement the loop asked for.
-        for x in &d.disruptions {
-            let Some(group) = x.group.clone() else {
-                continue;
-            };
-            // Drifted and expired nodes go as the scale-downs below (after their replacement joined).
-            if x.reason.from_notice() {
-                self.take_out(&x.node, &group);
-            }
-            report.disruptions.push(DisruptionReport {
-                node: x.node.clone(),
-                group,
-                reason: x.reason.to_string(),
-            });
-        }
-        for down in &d.scale_down {
-            self.take_out(&down.node, &down.group);
-            report.scale_down.push(ScaleDownReport {
-                node: down.node.clone(),
-                group: down.group.clone(),
-                reason: down.reason.to_string(),
-                evicted: down.evict.clone(),
-            });
-        }
-        for n in &self.nodes {
-            let g = self
-                .node_groups
-                .get(&n.name)
-                .cloned()
-                .unwrap_or_else(|| "-".into());
-            *report.nodes.entry(g).or_default() += 1;
         }
         self.now += pacing.scan_interval.as_secs().max(1) as i64;
         report
-    }
-
-    /// Deletes a node's instance (its group shrinks) and the node; DaemonSet, mirror and terminating pods
-    /// go with it, the others come back pending.
-    fn take_out(&mut self, node: &str, group: &str) {
-        let provider_id = self
-            .nodes
-            .iter()
-            .find(|n| n.name == node)
-            .map(|n| n.provider_id.clone());
-        if let Some(id) = provider_id {
-            let _ = self.cloud.delete(group, &[id]);
-        }
-        self.nodes.retain(|n| n.name != node);
-        self.node_groups.remove(node);
-        self.pods.retain(|p| {
-            !(p.node_name.as_deref() == Some(node) && (p.node_bound() || p.meta.deleted.is_some()))
-        });
-        for p in &mut self.pods {
-            if p.node_name.as_deref() == Some(node) {
-                Arc::make_mut(p).node_name = None;
-            }
-        }
     }
 }

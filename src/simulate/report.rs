@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::actuator::Acted;
+use crate::engine::Decisions;
+
 /// One pod or node with why.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Reasoned {
@@ -135,4 +138,97 @@ pub fn summary(r: &LoopReport) -> String {
         r.pending.len(),
         r.nodes.values().sum::<usize>()
     )
+}
+
+/// One loop's report: what the engine decided (`d`) and what carrying it out did (`acted`).
+pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> LoopReport {
+    let done = |flags: &[bool], i: usize| flags.get(i).copied().unwrap_or(false);
+    LoopReport {
+        loop_number,
+        time,
+        scale_up: d
+            .scale_up
+            .iter()
+            .enumerate()
+            .map(|(i, up)| ScaleUpReport {
+                group: up.group.clone(),
+                delta: up.delta,
+                failed: acted.unlaunched.get(i).copied().unwrap_or(up.delta),
+                pods: up.pods.clone(),
+            })
+            .collect(),
+        scale_down: d
+            .scale_down
+            .iter()
+            .map(|down| ScaleDownReport {
+                node: down.node.clone(),
+                group: down.group.clone(),
+                reason: down.reason.to_string(),
+                evicted: down.evict.clone(),
+            })
+            .collect(),
+        delete_instances: d
+            .delete_instances
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| done(&acted.deleted_instances, *i))
+            .map(|(_, del)| DeleteReport {
+                group: del.group.clone(),
+                instance: del.instance.clone(),
+                reason: del.reason.to_string(),
+            })
+            .collect(),
+        cancel: d
+            .cancel
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| done(&acted.cancelled, *i))
+            .map(|(_, c)| CancelReport {
+                group: c.group.clone(),
+                count: c.count,
+                reason: c.reason.to_string(),
+            })
+            .collect(),
+        unhealthy: d.unhealthy.as_ref().map(ToString::to_string),
+        pending: d
+            .pending
+            .iter()
+            .map(|(p, r)| Reasoned {
+                pod: Some(p.clone()),
+                node: None,
+                reason: r.to_string(),
+            })
+            .collect(),
+        unremovable: d
+            .unremovable
+            .iter()
+            .map(|(n, r)| Reasoned {
+                pod: None,
+                node: Some(n.clone()),
+                reason: r.to_string(),
+            })
+            .collect(),
+        nodes: BTreeMap::new(),
+        expander: d.expander.clone(),
+        disruptions: d
+            .disruptions
+            .iter()
+            .filter_map(|x| {
+                Some(DisruptionReport {
+                    node: x.node.clone(),
+                    group: x.group.clone()?,
+                    reason: x.reason.to_string(),
+                })
+            })
+            .collect(),
+        replacements: d
+            .replacements
+            .iter()
+            .map(|r| ReplacementReport {
+                group: r.group.clone(),
+                delta: r.delta,
+                for_nodes: r.for_nodes.clone(),
+            })
+            .collect(),
+    }
 }

@@ -1,0 +1,304 @@
+//! The simulated cluster: nodes and pods under a virtual clock, with a kubelet (new instances join as
+//! nodes, with their DaemonSet pods), a scheduler (pending pods bound to the first node they fit), a
+//! node lifecycle controller (nodes whose instance is gone leave) and, as the actuator's [`Cluster`],
+//! the API `run` talks to: taints, cordons, evictions (an evicted pod comes back pending, as its
+//! controller recreates it) and events (dropped).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use crate::actuator::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
+use crate::cloud::Cloud;
+use crate::engine::predicates::{first_fit, fits, NodeInfo};
+use crate::engine::{template_node, Decisions, Memory};
+use crate::error::Result;
+use crate::labels;
+use crate::model::workload::{Node, Pod};
+use crate::model::{Snapshot, Taint, TaintEffect};
+
+/// The cluster's objects.
+#[derive(Debug, Default)]
+pub struct State {
+    pub nodes: Vec<Node>,
+    /// Node name → its group.
+    pub node_groups: HashMap<String, String>,
+    pub pods: Vec<Arc<Pod>>,
+}
+
+/// The simulated cluster, shared by the simulation and its actuator.
+#[derive(Clone, Default)]
+pub struct SimCluster(Arc<Mutex<State>>);
+
+impl SimCluster {
+    pub fn new(state: State) -> Self {
+        SimCluster(Arc::new(Mutex::new(state)))
+    }
+
+    /// The objects, locked while the guard lives.
+    pub fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.0.lock()
+    }
+
+    /// Nodes of the instances that started running (as the cloud's clock says at `now`), with the
+    /// DaemonSet pods that start on them. A node joins as the engine's template of its group said it
+    /// would: like the group's real nodes when it had one (their labels, taints, allocatable and
+    /// DaemonSet pods), else as the cloud's template.
+    pub fn join(
+        &self,
+        ran: Vec<(String, String)>,
+        snapshot: &Snapshot,
+        memory: &Memory,
+        daemon_pods: &[Pod],
+        now: i64,
+    ) {
+        let mut state = self.state();
+        for (group, instance) in ran {
+            let Ok(g) = snapshot.group(&group) else {
+                continue;
+            };
+            let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
+            let copied = memory.templates.get(&group);
+            let template = copied.map_or(&g.template, |t| &t.node);
+            let mut node = template_node(template, &name, &group);
+            node.created = now;
+            node.ready_since = now;
+            node.provider_id = instance.clone();
+            let mut info = NodeInfo::new(node.clone());
+            let starting: Vec<&Pod> = match copied.and_then(|t| t.pods.as_ref()) {
+                Some(pods) => pods.iter().collect(),
+                None => daemon_pods
+                    .iter()
+                    .filter(|d| fits(d, &[], &info).is_ok())
+                    .collect(),
+            };
+            let mut started = Vec::with_capacity(starting.len());
+            for d in starting {
+                let mut p = d.clone();
+                p.name = format!("{}-{name}", d.name);
+                p.node_name = Some(name.clone());
+                p.meta.created = now;
+                info.add(&p);
+                started.push(p);
+            }
+            state.pods.extend(started.into_iter().map(Arc::new));
+            state.node_groups.insert(name, group);
+            state.nodes.push(node);
+        }
+    }
+
+    /// The scheduler: binds each pending pod to the first ready node it fits, by priority then age;
+    /// the others are marked unschedulable, as the real scheduler would.
+    pub fn schedule(&self) {
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let mut infos: Vec<NodeInfo> = state.nodes.iter().cloned().map(NodeInfo::new).collect();
+        let index: HashMap<&str, usize> = state
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        for p in &state.pods {
+            if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
+                infos[i].add(Arc::clone(p));
+            }
+        }
+        let mut pending: Vec<usize> = (0..state.pods.len())
+            .filter(|&i| state.pods[i].node_name.is_none())
+            .collect();
+        pending.sort_by_key(|&i| (-state.pods[i].meta.priority, state.pods[i].meta.created));
+        let ready: Vec<bool> = state.nodes.iter().map(|n| n.ready).collect();
+        let placed = {
+            let pods: Vec<&Pod> = pending.iter().map(|&i| &*state.pods[i]).collect();
+            first_fit(&pods, &mut infos, |n| ready[n])
+        };
+        for (i, at) in pending.into_iter().zip(placed) {
+            let name = at.map(|n| state.nodes[n].name.clone());
+            let p = Arc::make_mut(&mut state.pods[i]);
+            p.meta.unschedulable = name.is_none();
+            p.node_name = name;
+        }
+    }
+
+    /// The node lifecycle controller: nodes of a group whose instance the cloud no longer has leave;
+    /// their DaemonSet, mirror and terminating pods go with them, the others come back pending.
+    pub fn forget_gone(&self, cloud: &dyn Cloud) {
+        let snapshot = cloud.snapshot();
+        let mut state = self.state();
+        let gone: Vec<String> = state
+            .nodes
+            .iter()
+            .filter(|n| {
+                state.node_groups.get(&n.name).is_some_and(|g| {
+                    snapshot
+                        .group(g)
+                        .is_ok_and(|g| !g.instances.iter().any(|i| i.id == n.provider_id))
+                })
+            })
+            .map(|n| n.name.clone())
+            .collect();
+        for node in gone {
+            state.nodes.retain(|n| n.name != node);
+            state.node_groups.remove(&node);
+            state.pods.retain(|p| {
+                !(p.node_name.as_deref() == Some(node.as_str())
+                    && (p.node_bound() || p.meta.deleted.is_some()))
+            });
+            for p in &mut state.pods {
+                if p.node_name.as_deref() == Some(node.as_str()) {
+                    Arc::make_mut(p).node_name = None;
+                }
+            }
+        }
+    }
+
+    fn evictee(p: &Pod) -> Evictee {
+        Evictee {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            uid: None,
+            grace_period: p.meta.grace_period,
+        }
+    }
+
+    fn with_node(&self, name: &str, change: impl FnOnce(&mut Node)) {
+        if let Some(n) = self.state().nodes.iter_mut().find(|n| n.name == name) {
+            change(n);
+        }
+    }
+}
+
+#[async_trait]
+impl Cluster for SimCluster {
+    fn may_act(&self, _what: &str) -> Result<()> {
+        Ok(())
+    }
+
+    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()> {
+        self.with_node(node, |n| {
+            n.taints.retain(|t| t.key != labels::TO_BE_DELETED);
+            if on {
+                n.taints.push(Taint {
+                    key: labels::TO_BE_DELETED.into(),
+                    value: now.to_string(),
+                    effect: TaintEffect::NoSchedule,
+                });
+            }
+        });
+        Ok(())
+    }
+
+    async fn cordon(&self, node: &str) -> Result<()> {
+        self.with_node(node, |n| n.unschedulable = true);
+        Ok(())
+    }
+
+    /// The pod leaves its node at once; a terminating one is gone, any other comes back pending.
+    async fn evict(&self, pod: &Evictee, _settings: &DrainSettings) -> Result<()> {
+        let mut state = self.state();
+        let at = state
+            .pods
+            .iter()
+            .position(|p| p.namespace == pod.namespace && p.name == pod.name);
+        if let Some(i) = at {
+            if state.pods[i].meta.deleted.is_some() {
+                state.pods.remove(i);
+            } else {
+                Arc::make_mut(&mut state.pods[i]).node_name = None;
+            }
+        }
+        Ok(())
+    }
+
+    async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>> {
+        Ok(self
+            .state()
+            .pods
+            .iter()
+            .filter(|p| p.node_name.as_deref() == Some(node) && !p.node_bound())
+            .map(|p| Self::evictee(p))
+            .collect())
+    }
+
+    fn event(&self, _: Regarding, _: EventKind, _: &'static str, _: String) {}
+}
+
+/// The pods and nodes one loop's decisions name, looked up once (the actuator asks for each).
+pub struct SimView {
+    pods: HashMap<String, Evictee>,
+    nodes: HashMap<String, NodeRef>,
+    on_node: HashMap<String, Vec<Evictee>>,
+}
+
+impl SimView {
+    /// What `d` names, as the cluster holds it now.
+    pub fn of(cluster: &SimCluster, d: &Decisions) -> Self {
+        let mut wanted: HashSet<&str> = HashSet::new();
+        wanted.extend(
+            d.scale_up
+                .iter()
+                .flat_map(|s| s.pods.iter().map(String::as_str)),
+        );
+        wanted.extend(
+            d.scale_down
+                .iter()
+                .flat_map(|s| s.evict.iter().map(String::as_str)),
+        );
+        let nodes: HashSet<&str> = d
+            .scale_down
+            .iter()
+            .map(|s| s.node.as_str())
+            .chain(d.disruptions.iter().map(|x| x.node.as_str()))
+            .collect();
+        let state = cluster.state();
+        let mut view = SimView {
+            pods: HashMap::new(),
+            nodes: HashMap::new(),
+            on_node: HashMap::new(),
+        };
+        if wanted.is_empty() && nodes.is_empty() {
+            return view;
+        }
+        for p in &state.pods {
+            let key = p.key();
+            if wanted.contains(key.as_str()) {
+                view.pods.insert(key, SimCluster::evictee(p));
+            }
+            if let Some(n) = p.node_name.as_deref().filter(|n| nodes.contains(n)) {
+                if !p.node_bound() {
+                    let list = view.on_node.entry(n.to_string()).or_default();
+                    list.push(SimCluster::evictee(p));
+                }
+            }
+        }
+        for n in state
+            .nodes
+            .iter()
+            .filter(|n| nodes.contains(n.name.as_str()))
+        {
+            let node = NodeRef {
+                uid: None,
+                provider_id: n.provider_id.clone(),
+            };
+            view.nodes.insert(n.name.clone(), node);
+        }
+        view
+    }
+}
+
+impl Lookup for SimView {
+    fn pod(&self, key: &str) -> Option<Evictee> {
+        self.pods.get(key).cloned()
+    }
+
+    fn node(&self, name: &str) -> Option<NodeRef> {
+        self.nodes.get(name).cloned()
+    }
+
+    fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {
+        self.on_node.get(node).cloned().unwrap_or_default()
+    }
+}
