@@ -4,7 +4,6 @@
 //! carries the resourceVersion that was read, so of two replicas racing for a free lease one gets a
 //! conflict and stays a follower.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -12,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::Client;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::status_code;
@@ -131,7 +131,7 @@ impl Elector {
         let mine = holder.as_deref() == Some(s.identity.as_str());
         if !mine && holder.is_some() {
             let record = (holder.clone(), old.renew_time.as_ref().map(|t| t.0));
-            let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut observed = self.observed.lock();
             let seen = match observed.as_ref() {
                 Some(o) if o.record == record => o.at,
                 _ => {

@@ -19,10 +19,11 @@ pub use health::Health;
 pub use interruptions::Interruptions;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Client;
+use parking_lot::RwLock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -296,7 +297,7 @@ impl Runner {
         };
 
         if let Some(tiers) = &self.priorities {
-            self.settings.priorities = tiers.read().unwrap_or_else(|p| p.into_inner()).clone();
+            self.settings.priorities = tiers.read().clone();
         }
         for p in self
             .priority_config_map

@@ -29,10 +29,11 @@ pub mod types;
 mod writes;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 
 use self::api::Api;
 use self::discovery::{NamedGroup, TagDiscovery};
@@ -240,10 +241,7 @@ impl AwsCloud {
 
     /// How each group buys capacity, as the last refresh found it.
     fn purchases(&self) -> Purchases {
-        self.purchases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.purchases.lock().clone()
     }
 
     /// Applies the prices at hand to the published snapshot (after the price task read new ones).
@@ -287,7 +285,7 @@ impl Cloud for AwsCloud {
         match self.load().await {
             Ok((s, purchases)) => {
                 tracing::debug!(groups = s.groups().count(), took = ?started.elapsed(), "AWS snapshot refreshed");
-                *self.purchases.lock().unwrap_or_else(|p| p.into_inner()) = purchases;
+                *self.purchases.lock() = purchases;
                 self.state.finish_refresh(ticket, s);
                 st.next_due = Some(Instant::now() + self.jittered_interval());
                 st.last_error = None;

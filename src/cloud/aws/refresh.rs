@@ -137,7 +137,6 @@ impl AwsCloud {
             let since = self
                 .last_scale_up
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .get(&info.name)
                 .copied()
                 .unwrap_or_else(|| SystemTime::now() - ttl::FAILED_ACTIVITY_LOOKBACK);
