@@ -173,7 +173,7 @@ impl Expander for ExpanderService {
                 .clone()
                 .acquire_owned()
                 .await
-                .map_err(|e| Error::Unavailable(format!("expander stopped: {e}")))?;
+                .map_err(|e| Error::task("the expander's workers", e))?;
             let me = self.clone();
             let req = req.into_inner();
             tokio::task::spawn_blocking(move || {
@@ -181,7 +181,7 @@ impl Expander for ExpanderService {
                 me.answer(req)
             })
             .await
-            .map_err(|e| Error::Unavailable(format!("BestOptions task failed: {e}")))?
+            .map_err(|e| Error::task("the BestOptions task", e))?
         })
         .await
     }

@@ -53,9 +53,9 @@ impl Fence {
     /// Ok while leading; an error naming `what` was not done otherwise.
     pub fn check(&self, what: &str) -> Result<()> {
         match &self.0 {
-            Some(leading) if !*leading.borrow() => Err(Error::Unavailable(format!(
-                "not the leader any more: {what} not done"
-            ))),
+            Some(leading) if !*leading.borrow() => Err(Error::LeadershipLost {
+                reason: format!("not the leader any more: {what} not done"),
+            }),
             _ => Ok(()),
         }
     }
@@ -212,10 +212,9 @@ impl Elector {
             let attempt = tokio::time::timeout(bound, self.try_acquire_or_renew())
                 .await
                 .unwrap_or_else(|_| {
-                    Err(Error::Unavailable(format!(
-                        "Lease {} not renewed within {bound:?}",
-                        s.name
-                    )))
+                    Err(Error::KubernetesTimeout {
+                        call: format!("the renewal of Lease {} (within {bound:?})", s.name),
+                    })
                 });
             match attempt {
                 Ok(true) => {
@@ -227,20 +226,21 @@ impl Elector {
                 }
                 Ok(false) if led => {
                     leading.send_replace(false);
-                    return Err(Error::Unavailable(format!(
-                        "leadership lost: another replica holds Lease {}/{}",
-                        s.namespace, s.name
-                    )));
+                    return Err(Error::LeadershipLost {
+                        reason: format!("another replica holds Lease {}/{}", s.namespace, s.name),
+                    });
                 }
                 Ok(false) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "Lease renewal failed");
                     if led && last_renewal.elapsed() >= s.renew_deadline {
                         leading.send_replace(false);
-                        return Err(Error::Unavailable(format!(
-                            "leadership lost: Lease {}/{} not renewed within {:?}: {e}",
-                            s.namespace, s.name, s.renew_deadline
-                        )));
+                        return Err(Error::LeadershipLost {
+                            reason: format!(
+                                "Lease {}/{} not renewed within {:?}: {e}",
+                                s.namespace, s.name, s.renew_deadline
+                            ),
+                        });
                     }
                 }
             }

@@ -183,10 +183,10 @@ impl PriorityWatch {
     pub async fn ready(&self, timeout: impl std::future::Future<Output = ()>) -> Result<()> {
         let mut synced = self.synced.clone();
         tokio::select! {
-            r = synced.wait_for(|s| *s) => r.map(|_| ()).map_err(|_| Error::Unavailable("the priority ConfigMap watch stopped".into())),
-            _ = timeout => Err(Error::Unavailable(format!(
-                "the Kubernetes API did not answer the first list of ConfigMap {CONFIG_MAP}"
-            ))),
+            r = synced.wait_for(|s| *s) => r.map(|_| ()).map_err(|_| Error::task("the priority ConfigMap watch", "stopped")),
+            _ = timeout => Err(Error::KubernetesTimeout {
+                call: format!("the first list of ConfigMap {CONFIG_MAP}"),
+            }),
         }
     }
 }

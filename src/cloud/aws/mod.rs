@@ -92,8 +92,8 @@ impl Default for PricingSettings {
 struct RefreshState {
     /// No AWS call before this instant.
     next_due: Option<Instant>,
-    /// Outcome of the last refresh, repeated to callers until the next one is due.
-    last_error: Option<String>,
+    /// Outcome of the last refresh, repeated to callers (with its kind) until the next one is due.
+    last_error: Option<Error>,
 }
 
 /// The AWS cloud.
@@ -276,7 +276,7 @@ impl Cloud for AwsCloud {
         let mut st = self.refresh.lock().await;
         if st.next_due.is_some_and(|due| Instant::now() < due) {
             return match &st.last_error {
-                Some(e) => Err(Error::Unavailable(e.clone())),
+                Some(e) => Err(e.clone()),
                 None => Ok(()),
             };
         }
@@ -294,7 +294,7 @@ impl Cloud for AwsCloud {
             Err(e) => {
                 tracing::warn!(error = %e, "AWS refresh failed; serving the last good snapshot");
                 st.next_due = Some(Instant::now() + ttl::RETRY_AFTER_FAILURE);
-                st.last_error = Some(e.to_string());
+                st.last_error = Some(e.clone());
                 Err(e)
             }
         }
