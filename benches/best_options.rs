@@ -11,13 +11,14 @@
 //! containers with requests. Run with `cargo bench --bench best_options`.
 
 use std::hint::black_box;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use divan::Bencher;
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::engine::expander::{Priorities, Strategy};
 use ferroscale::grpc::expander::{ExpanderService, ExpanderSettings};
 use ferroscale::proto::expander as pb;
+use parking_lot::RwLock;
 
 #[path = "support/best_options_request.rs"]
 mod fixture;

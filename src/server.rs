@@ -208,11 +208,8 @@ pub async fn serve(
         cloud.cleanup().await?;
         return Ok(());
     };
-    g.map_err(|e| Error::Unavailable(format!("gRPC server failed: {e}")))?;
-    h.map_err(|source| Error::Io {
-        context: "HTTP server failed".into(),
-        source,
-    })?;
+    g.map_err(|e| Error::io("gRPC server failed", std::io::Error::other(e)))?;
+    h.map_err(|source| Error::io("HTTP server failed", source))?;
     cloud.cleanup().await?;
     tracing::info!("stopped");
     Ok(())

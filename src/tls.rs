@@ -5,9 +5,10 @@
 //! server certificate only.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -263,18 +264,14 @@ impl ReloadingTls {
 
     /// The configuration new connections use.
     pub fn current(&self) -> Arc<ServerConfig> {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .1
-            .clone()
+        self.current.read().1.clone()
     }
 
     /// Reads the files again and swaps the configuration in when they changed and load; true if swapped.
     pub fn reload(&self) -> bool {
         match self.files.read(self.flags) {
             Ok((fingerprint, config)) => {
-                let mut cur = self.current.write().unwrap_or_else(|p| p.into_inner());
+                let mut cur = self.current.write();
                 if cur.0 == fingerprint {
                     return false;
                 }

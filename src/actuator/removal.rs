@@ -231,9 +231,10 @@ impl<C: Cluster> Remover<C> {
                 .filter(|k| !r.left.contains(k))
                 .collect();
             if !landed.is_empty() {
-                return Err(Error::Unavailable(format!(
-                    "pods {landed:?} were scheduled onto the node after it was chosen; not deleting it"
-                )));
+                return Err(Error::PodsLanded {
+                    node: r.node.clone(),
+                    pods: landed,
+                });
             }
         }
         self.cluster.may_act(&format!("deleting node {}", r.node))?;

@@ -41,9 +41,9 @@ where
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::config(format!("cannot read --config {}: {e}", path.display())))?;
     let file_error = |e: &dyn std::fmt::Display| Error::config(format!("{}: {e}", path.display()));
-    let raw: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| file_error(&e))?;
+    let raw: serde_norway::Value = serde_norway::from_str(&text).map_err(|e| file_error(&e))?;
     let known = as_map(&flags).map_err(|e| file_error(&e))?;
-    if let serde_yaml::Value::Mapping(m) = &raw {
+    if let serde_norway::Value::Mapping(m) = &raw {
         for key in m.keys() {
             let key = key.as_str().unwrap_or_default();
             if !known.contains_key(key) {
@@ -62,7 +62,7 @@ where
     }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     CONFIG_DIR.with(|d| *d.borrow_mut() = Some(dir));
-    let from_file: std::result::Result<T, _> = serde_yaml::from_value(raw);
+    let from_file: std::result::Result<T, _> = serde_norway::from_value(raw);
     CONFIG_DIR.with(|d| *d.borrow_mut() = None);
     let from_file = from_file.map_err(|e| file_error(&e))?;
     let mut merged = as_map(&from_file).map_err(|e| file_error(&e))?;

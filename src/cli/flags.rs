@@ -3,10 +3,11 @@
 //! `simulate`). Each is one struct for the command line and the `--config` file alike.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
@@ -229,7 +230,7 @@ pub fn watch_priority_file(
             }
             match Priorities::parse(&text) {
                 Ok(p) => {
-                    *tiers.write().unwrap_or_else(|e| e.into_inner()) = p;
+                    *tiers.write() = p;
                     tracing::info!(path = %path.display(), "priority file reloaded");
                 }
                 Err(e) => {

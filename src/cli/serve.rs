@@ -145,10 +145,7 @@ fn load_tls(
 pub async fn bind(addr: SocketAddr, flag: &str) -> Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| Error::Io {
-            context: format!("binding {flag} {addr}"),
-            source,
-        })
+        .map_err(|source| Error::io(format!("binding {flag} {addr}"), source))
 }
 
 /// Runs `serve` until SIGTERM or SIGINT.

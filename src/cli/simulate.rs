@@ -156,8 +156,6 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
 
 /// One line of JSON for stdout.
 fn json(value: &impl serde::Serialize) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Io {
-        context: "writing the report".into(),
-        source: std::io::Error::other(e),
-    })
+    serde_json::to_string(value)
+        .map_err(|e| Error::io("writing the report", std::io::Error::other(e)))
 }

@@ -5,10 +5,11 @@
 pub mod aws;
 pub mod memory;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use parking_lot::RwLock;
 
 use crate::error::Result;
 use crate::model::Snapshot;
@@ -25,12 +26,12 @@ impl SnapshotCell {
 
     /// The current snapshot.
     pub fn load(&self) -> Arc<Snapshot> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.read().clone()
     }
 
     /// Publishes a new snapshot.
     pub fn store(&self, s: Snapshot) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
+        *self.0.write() = Arc::new(s);
     }
 }
 

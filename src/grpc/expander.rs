@@ -3,8 +3,9 @@
 //! Both generations are read (`nodeBytesMap`/`podBytes` win over `nodeMap`/`pod`); the answer holds only
 //! options of the request, unchanged except `debug`, which carries the scores that decided.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use parking_lot::RwLock;
 use tonic::{Request, Response, Status};
 
 use super::{convert, instrument};
@@ -123,12 +124,7 @@ impl ExpanderService {
         }
         let ctx = Context {
             cluster_nodes: snapshot.instance_count(),
-            priorities: self
-                .settings
-                .priorities
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+            priorities: self.settings.priorities.read().clone(),
         };
         let decision = expander::choose(&self.settings.chain, &candidates, &ctx);
         let scores = decision.explanation.join("; ");
@@ -177,7 +173,7 @@ impl Expander for ExpanderService {
                 .clone()
                 .acquire_owned()
                 .await
-                .map_err(|e| Error::Unavailable(format!("expander stopped: {e}")))?;
+                .map_err(|e| Error::task("the expander's workers", e))?;
             let me = self.clone();
             let req = req.into_inner();
             tokio::task::spawn_blocking(move || {
@@ -185,7 +181,7 @@ impl Expander for ExpanderService {
                 me.answer(req)
             })
             .await
-            .map_err(|e| Error::Unavailable(format!("BestOptions task failed: {e}")))?
+            .map_err(|e| Error::task("the BestOptions task", e))?
         })
         .await
     }

@@ -43,7 +43,7 @@ pub async fn detached<T: Send + 'static>(
 ) -> Result<T> {
     tokio::spawn(write)
         .await
-        .map_err(|e| crate::error::Error::Unavailable(format!("write task failed: {e}")))?
+        .map_err(|e| crate::error::Error::task("the write task", e))?
 }
 
 /// Runs a handler, maps its error, logs failures and records the RPC's count and latency.

@@ -187,7 +187,7 @@ impl CloudProvider for CloudProviderService {
             let cloud = self.cloud.clone();
             tokio::spawn(async move { cloud.refresh().await })
                 .await
-                .map_err(|e| Error::Unavailable(format!("refresh task failed: {e}")))??;
+                .map_err(|e| Error::task("the refresh task", e))??;
             Ok(pb::RefreshResponse {})
         })
         .await

@@ -12,8 +12,17 @@ pub fn code(err: &Error) -> Code {
         Error::PermissionDenied { .. } => Code::PermissionDenied,
         // What failed decides: a throttled termination is worth retrying, a forbidden one is not.
         Error::PartiallyDeleted { cause, .. } => code(cause),
-        Error::Unavailable(_) | Error::Kubernetes { .. } => Code::Unavailable,
-        Error::Io { .. } => Code::Internal,
+        // Worth retrying: the cloud or the cluster may answer, a group's data may be whole, next time.
+        Error::Unavailable(_)
+        | Error::GroupData { .. }
+        | Error::Kubernetes { .. }
+        | Error::KubernetesTimeout { .. } => Code::Unavailable,
+        // The world changed under the call (a fence, a 409, a pod that landed): decide again.
+        Error::LeadershipLost { .. } | Error::Conflict { .. } | Error::PodsLanded { .. } => {
+            Code::Aborted
+        }
+        Error::Eviction { .. } => Code::FailedPrecondition,
+        Error::Pricing { .. } | Error::Task { .. } | Error::Io { .. } => Code::Internal,
     }
 }
 
@@ -57,5 +66,132 @@ pub fn code_name(code: Code) -> &'static str {
         Code::Unavailable => "Unavailable",
         Code::DataLoss => "DataLoss",
         Code::Unauthenticated => "Unauthenticated",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(text: &str) -> String {
+        text.to_string()
+    }
+
+    /// Every kind of error, with the code CA must see for it: what a retry may cure is UNAVAILABLE,
+    /// what the operator must fix is PERMISSION_DENIED or FAILED_PRECONDITION, a change of the world
+    /// under the call is ABORTED, our own failures are INTERNAL.
+    #[test]
+    fn each_kind_of_error_has_its_code() {
+        let denied = Error::PermissionDenied {
+            action: s("autoscaling/SetDesiredCapacity"),
+            code: s("AccessDenied"),
+            message: s("no"),
+        };
+        let cases = [
+            (
+                Error::from(DomainError::GroupNotFound(s("g"))),
+                Code::NotFound,
+            ),
+            (
+                Error::invalid("delta", "must be positive"),
+                Code::InvalidArgument,
+            ),
+            (Error::config("bad"), Code::Internal),
+            (
+                Error::Unavailable(s("autoscaling/X: Throttling")),
+                Code::Unavailable,
+            ),
+            (denied.clone(), Code::PermissionDenied),
+            (
+                Error::CloudRefused {
+                    action: s("autoscaling/SetDesiredCapacity"),
+                    code: s("ValidationError"),
+                    message: s("no"),
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                Error::PartiallyDeleted {
+                    group: s("g"),
+                    deleted: vec![s("a")],
+                    failed: s("b"),
+                    cause: Box::new(denied),
+                    not_attempted: vec![],
+                },
+                Code::PermissionDenied,
+            ),
+            (
+                Error::PartiallyDeleted {
+                    group: s("g"),
+                    deleted: vec![s("a")],
+                    failed: s("b"),
+                    cause: Box::new(Error::Unavailable(s("Throttling"))),
+                    not_attempted: vec![],
+                },
+                Code::Unavailable,
+            ),
+            (
+                Error::GroupData {
+                    group: s("g"),
+                    reason: s("no known instance type"),
+                },
+                Code::Unavailable,
+            ),
+            (
+                Error::Pricing {
+                    reason: s("bad item"),
+                },
+                Code::Internal,
+            ),
+            (
+                Error::LeadershipLost {
+                    reason: s("another replica holds Lease kube-system/ca"),
+                },
+                Code::Aborted,
+            ),
+            (
+                Error::Conflict {
+                    context: s("patching node n"),
+                    attempts: 5,
+                },
+                Code::Aborted,
+            ),
+            (
+                Error::PodsLanded {
+                    node: s("n"),
+                    pods: vec![s("default/web")],
+                },
+                Code::Aborted,
+            ),
+            (
+                Error::Eviction {
+                    pod: s("default/web"),
+                    reason: s("a disruption budget forbids it"),
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                Error::KubernetesTimeout {
+                    call: s("the first list of Nodes"),
+                },
+                Code::Unavailable,
+            ),
+            (Error::task("the write task", "panicked"), Code::Internal),
+            (
+                Error::kube(
+                    "listing nodes",
+                    kube::Error::LinesCodecMaxLineLengthExceeded,
+                ),
+                Code::Unavailable,
+            ),
+            (
+                Error::io("binding --address", std::io::Error::other("in use")),
+                Code::Internal,
+            ),
+        ];
+        for (err, wanted) in cases {
+            assert_eq!(code(&err), wanted, "{err:?}");
+            assert_eq!(to_status(&err).message(), err.to_string());
+        }
     }
 }

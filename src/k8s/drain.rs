@@ -71,10 +71,10 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
             Err(e) => return Err(Error::kube(context(), e)),
         }
     }
-    Err(Error::Unavailable(format!(
-        "{}: the node kept changing ({PATCH_ATTEMPTS} conflicts)",
-        context()
-    )))
+    Err(Error::Conflict {
+        context: context(),
+        attempts: PATCH_ATTEMPTS,
+    })
 }
 
 /// Evicts one pod, retrying while the API answers 429 (a PodDisruptionBudget allows no disruption now)
@@ -117,10 +117,10 @@ pub async fn evict(
             Err(_) => "still refused when the time ran out (a disruption budget forbids it, or the API is throttling)".into(),
         };
         if started.elapsed() + settings.retry() > settings.max_pod_eviction_time {
-            return Err(Error::Unavailable(format!(
-                "evicting pod {namespace}/{name}: gave up after {:?}: {last}",
-                settings.max_pod_eviction_time
-            )));
+            return Err(Error::Eviction {
+                pod: format!("{namespace}/{name}"),
+                reason: format!("gave up after {:?}: {last}", settings.max_pod_eviction_time),
+            });
         }
         tokio::time::sleep(settings.retry()).await;
     }
@@ -133,9 +133,10 @@ pub async fn evict(
             Ok(None) => return Ok(()),
             Ok(Some(p)) if p.metadata.uid != uid => return Ok(()),
             Ok(Some(_)) | Err(_) if waited.elapsed() >= deadline => {
-                return Err(Error::Unavailable(format!(
-                    "pod {namespace}/{name} still exists {deadline:?} after its eviction"
-                )))
+                return Err(Error::Eviction {
+                    pod: format!("{namespace}/{name}"),
+                    reason: format!("still exists {deadline:?} after its eviction"),
+                })
             }
             _ => tokio::time::sleep(settings.retry()).await,
         }

@@ -4,7 +4,6 @@
 //! carries the resourceVersion that was read, so of two replicas racing for a free lease one gets a
 //! conflict and stays a follower.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -12,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::Client;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::status_code;
@@ -53,9 +53,9 @@ impl Fence {
     /// Ok while leading; an error naming `what` was not done otherwise.
     pub fn check(&self, what: &str) -> Result<()> {
         match &self.0 {
-            Some(leading) if !*leading.borrow() => Err(Error::Unavailable(format!(
-                "not the leader any more: {what} not done"
-            ))),
+            Some(leading) if !*leading.borrow() => Err(Error::LeadershipLost {
+                reason: format!("not the leader any more: {what} not done"),
+            }),
             _ => Ok(()),
         }
     }
@@ -131,7 +131,7 @@ impl Elector {
         let mine = holder.as_deref() == Some(s.identity.as_str());
         if !mine && holder.is_some() {
             let record = (holder.clone(), old.renew_time.as_ref().map(|t| t.0));
-            let mut observed = self.observed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut observed = self.observed.lock();
             let seen = match observed.as_ref() {
                 Some(o) if o.record == record => o.at,
                 _ => {
@@ -212,10 +212,9 @@ impl Elector {
             let attempt = tokio::time::timeout(bound, self.try_acquire_or_renew())
                 .await
                 .unwrap_or_else(|_| {
-                    Err(Error::Unavailable(format!(
-                        "Lease {} not renewed within {bound:?}",
-                        s.name
-                    )))
+                    Err(Error::KubernetesTimeout {
+                        call: format!("the renewal of Lease {} (within {bound:?})", s.name),
+                    })
                 });
             match attempt {
                 Ok(true) => {
@@ -227,20 +226,21 @@ impl Elector {
                 }
                 Ok(false) if led => {
                     leading.send_replace(false);
-                    return Err(Error::Unavailable(format!(
-                        "leadership lost: another replica holds Lease {}/{}",
-                        s.namespace, s.name
-                    )));
+                    return Err(Error::LeadershipLost {
+                        reason: format!("another replica holds Lease {}/{}", s.namespace, s.name),
+                    });
                 }
                 Ok(false) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "Lease renewal failed");
                     if led && last_renewal.elapsed() >= s.renew_deadline {
                         leading.send_replace(false);
-                        return Err(Error::Unavailable(format!(
-                            "leadership lost: Lease {}/{} not renewed within {:?}: {e}",
-                            s.namespace, s.name, s.renew_deadline
-                        )));
+                        return Err(Error::LeadershipLost {
+                            reason: format!(
+                                "Lease {}/{} not renewed within {:?}: {e}",
+                                s.namespace, s.name, s.renew_deadline
+                            ),
+                        });
                     }
                 }
             }

@@ -8,12 +8,13 @@
 //! (upstream's `PriorityConfigMapInvalid` event). No ConfigMap means no tiers: every option is kept for
 //! the next strategy, as upstream does.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::runtime::watcher::watch_object;
 use kube::{Api, Client, ResourceExt};
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
 
@@ -79,7 +80,7 @@ impl State {
             return;
         }
         self.seen = Some(version);
-        let mut broken = self.broken.lock().unwrap_or_else(|p| p.into_inner());
+        let mut broken = self.broken.lock();
         *broken = None;
         let tiers = match cm {
             None => {
@@ -97,26 +98,23 @@ impl State {
                 Err(message) => {
                     *broken = Some(message.clone());
                     tracing::warn!(config_map = CONFIG_MAP, error = %message, "bad priority ConfigMap; keeping the last good priorities");
-                    self.problems
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(Problem {
-                            regarding: ObjectReference {
-                                api_version: Some("v1".into()),
-                                kind: Some("ConfigMap".into()),
-                                name: cm.metadata.name.clone(),
-                                namespace: cm.metadata.namespace.clone(),
-                                uid: cm.metadata.uid.clone(),
-                                resource_version: cm.metadata.resource_version.clone(),
-                                ..Default::default()
-                            },
-                            message: format!("{message}; keeping the last good priorities"),
-                        });
+                    self.problems.lock().push(Problem {
+                        regarding: ObjectReference {
+                            api_version: Some("v1".into()),
+                            kind: Some("ConfigMap".into()),
+                            name: cm.metadata.name.clone(),
+                            namespace: cm.metadata.namespace.clone(),
+                            uid: cm.metadata.uid.clone(),
+                            resource_version: cm.metadata.resource_version.clone(),
+                            ..Default::default()
+                        },
+                        message: format!("{message}; keeping the last good priorities"),
+                    });
                     return;
                 }
             },
         };
-        *self.tiers.write().unwrap_or_else(|p| p.into_inner()) = tiers;
+        *self.tiers.write() = tiers;
     }
 }
 
@@ -173,25 +171,22 @@ impl PriorityWatch {
 
     /// Why the ConfigMap as it is now is not in use (the last good tiers are), if it is not.
     pub fn broken(&self) -> Option<String> {
-        self.broken
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.broken.lock().clone()
     }
 
     /// ConfigMaps found unusable since the last call.
     pub fn take_problems(&self) -> Vec<Problem> {
-        std::mem::take(&mut *self.problems.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.problems.lock())
     }
 
     /// Waits until the ConfigMap has been read once (or found missing), or `timeout` fails first.
     pub async fn ready(&self, timeout: impl std::future::Future<Output = ()>) -> Result<()> {
         let mut synced = self.synced.clone();
         tokio::select! {
-            r = synced.wait_for(|s| *s) => r.map(|_| ()).map_err(|_| Error::Unavailable("the priority ConfigMap watch stopped".into())),
-            _ = timeout => Err(Error::Unavailable(format!(
-                "the Kubernetes API did not answer the first list of ConfigMap {CONFIG_MAP}"
-            ))),
+            r = synced.wait_for(|s| *s) => r.map(|_| ()).map_err(|_| Error::task("the priority ConfigMap watch", "stopped")),
+            _ = timeout => Err(Error::KubernetesTimeout {
+                call: format!("the first list of ConfigMap {CONFIG_MAP}"),
+            }),
         }
     }
 }
@@ -221,25 +216,25 @@ mod tests {
             broken: Arc::default(),
             seen: None,
         };
-        let of = |s: &State| s.tiers.read().unwrap().of("spot-a");
+        let of = |s: &State| s.tiers.read().of("spot-a");
         state.apply(Some(cm(Some("10: ['^spot-.*']\n1: ['.*']"), "1")));
         assert_eq!(of(&state), Some(10));
         state.apply(Some(cm(Some("10: ['(']"), "2")));
         state.apply(Some(cm(Some("10: ['(']"), "2")));
         assert_eq!(of(&state), Some(10), "the last good tiers stay");
-        assert!(state.broken.lock().unwrap().is_some());
-        let problems = std::mem::take(&mut *state.problems.lock().unwrap());
+        assert!(state.broken.lock().is_some());
+        let problems = std::mem::take(&mut *state.problems.lock());
         assert_eq!(problems.len(), 1, "once per version");
         assert!(
             problems[0].message.contains("priorities[10]"),
             "{problems:?}"
         );
         state.apply(Some(cm(None, "3")));
-        assert!(state.problems.lock().unwrap()[0]
+        assert!(state.problems.lock()[0]
             .message
             .contains("no \"priorities\" key"));
         state.apply(None);
         assert_eq!(of(&state), None, "no ConfigMap, no tiers");
-        assert!(state.broken.lock().unwrap().is_none());
+        assert!(state.broken.lock().is_none());
     }
 }

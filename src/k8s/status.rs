@@ -341,7 +341,7 @@ impl Status {
 
     /// The YAML stored under `data.status`.
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).unwrap_or_default()
+        serde_norway::to_string(self).unwrap_or_default()
     }
 }
 

@@ -2,8 +2,9 @@
 //! `serve` and `run`; health and backoff in `run`), and what the groups cost per hour.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -85,7 +86,7 @@ impl GroupGauges {
     }
 
     pub(super) fn set(&self, snapshot: &crate::model::Snapshot) {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = self.lock.lock();
         self.target.clear();
         self.min.clear();
         self.max.clear();
@@ -139,7 +140,7 @@ impl GroupStates {
 
     /// Sets both gauges for every group the loop saw; groups no longer there disappear.
     pub fn set<'a>(&self, groups: impl IntoIterator<Item = GroupState<'a>>) {
-        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = self.lock.lock();
         self.healthiness.clear();
         self.backoff.clear();
         for g in groups {

@@ -150,7 +150,7 @@ impl Metrics {
 
     /// The registry in the OpenMetrics text format.
     pub fn encode(&self) -> String {
-        let _groups = self.groups.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _groups = self.groups.lock.lock();
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -173,8 +173,5 @@ pub fn write(
     let mut w = std::io::BufWriter::new(file);
     w.write_all(text.as_bytes())
         .and_then(|()| w.flush())
-        .map_err(|e| Error::Io {
-            context: format!("--report {}: cannot write", path.display()),
-            source: e,
-        })
+        .map_err(|e| Error::io(format!("--report {}: cannot write", path.display()), e))
 }

@@ -17,10 +17,11 @@ pub use interruptions::Interruptions;
 pub use observe::Observed;
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Client;
+use parking_lot::RwLock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -292,7 +293,7 @@ impl Runner {
             tokio::select! {
                 _ = &mut shutdown => break Ok(()),
                 Some(done) = campaign.join_next() => {
-                    break done.unwrap_or_else(|e| Err(Error::Unavailable(e.to_string())));
+                    break done.unwrap_or_else(|e| Err(Error::task("the leader election", e)));
                 }
                 _ = leading.changed() => {
                     if !*leading.borrow() {

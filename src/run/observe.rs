@@ -3,7 +3,9 @@
 //! read, and the interruption queue's notices taken.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use std::time::Instant;
 
 use crate::cloud::Cloud;
@@ -129,10 +131,7 @@ impl Observer {
             node_groups,
             doubts,
             interrupted,
-            priorities: self
-                .priorities
-                .as_ref()
-                .map(|t| t.read().unwrap_or_else(|p| p.into_inner()).clone()),
+            priorities: self.priorities.as_ref().map(|t| t.read().clone()),
             priority_problems: self
                 .priority_config_map
                 .iter()

@@ -27,10 +27,8 @@ struct Entry {
 /// Reads and decodes an events file, sorted by time.
 pub fn load_events(path: &Path) -> Result<Vec<Scheduled>> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        context: format!("reading --events {name}"),
-        source: e,
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("reading --events {name}"), e))?;
     parse_events(&text).map_err(|e| Error::config(format!("--events {name}: {e}")))
 }
 

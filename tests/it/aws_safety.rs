@@ -250,6 +250,66 @@ async fn aws_errors_keep_their_meaning() {
     s.stop().await;
 }
 
+/// A missing IAM permission reaches CA as PERMISSION_DENIED naming AWS's action and code once, whether
+/// IncreaseSize's own call is refused, its fresh read of the group, or a Refresh, also when the failed
+/// refresh is repeated to the next caller before another attempt is due.
+#[tokio::test]
+async fn a_missing_permission_reaches_ca_as_permission_denied_once() {
+    let moto = Moto::start().await;
+    moto.group("workers", "m5.large", 0, 10, 1, &[]).await;
+    let proxy = FaultProxy::start(&moto.url).await;
+    let cloud = moto
+        .cloud_via(&proxy.url, Duration::ZERO, Default::default())
+        .await;
+    let s = TestServer::start_with(cloud).await;
+    let mut c = s.client.clone();
+    let denied_once = |e: &tonic::Status, action: &str| {
+        assert_eq!(e.code(), Code::PermissionDenied, "{action}: {e:?}");
+        assert!(
+            e.message()
+                .starts_with(&format!("{action}: permission denied (AccessDenied): ")),
+            "{action}: {}",
+            e.message()
+        );
+        assert_eq!(e.message().matches("permission denied").count(), 1, "{e:?}");
+        assert!(!e.message().contains("unavailable"), "{e:?}");
+    };
+
+    proxy.set(|f| f.failures = vec![Failure::new("SetDesiredCapacity", 403, "AccessDenied")]);
+    let e = c
+        .node_group_increase_size(increase("workers", 1))
+        .await
+        .unwrap_err();
+    denied_once(&e, "autoscaling/SetDesiredCapacity");
+
+    let describe = "autoscaling/DescribeAutoScalingGroups";
+    proxy.set(|f| {
+        f.failures = vec![Failure::new(
+            "DescribeAutoScalingGroups",
+            403,
+            "AccessDenied",
+        )]
+    });
+    let e = c
+        .node_group_increase_size(increase("workers", 1))
+        .await
+        .unwrap_err();
+    denied_once(&e, describe);
+    let e = c.refresh(pb::RefreshRequest {}).await.unwrap_err();
+    denied_once(&e, describe);
+    // The next Refresh comes before a retry is due: the same error, with the same meaning.
+    let calls = proxy.count("DescribeAutoScalingGroups");
+    let e = c.refresh(pb::RefreshRequest {}).await.unwrap_err();
+    assert_eq!(
+        proxy.count("DescribeAutoScalingGroups"),
+        calls,
+        "not asked again"
+    );
+    denied_once(&e, describe);
+    assert_eq!(moto.desired("workers").await, 1, "nothing was changed");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn a_transient_error_on_one_groups_data_keeps_the_group() {
     let moto = Moto::start().await;

@@ -228,7 +228,7 @@ async fn provider_defaults_to_mutual_tls_with_certificates_the_chart_generates()
             "{path} is a file of the client Secret"
         );
     };
-    let cloud_config: serde_yaml::Value = serde_yaml::from_str(
+    let cloud_config: serde_norway::Value = serde_norway::from_str(
         &one::<k8s_openapi::api::core::v1::ConfigMap>(
             &objects,
             "ConfigMap",

@@ -1,7 +1,7 @@
 //! The grpc expander (BestOptions) over a real socket: both protocol generations, strategy chains with
 //! the memory cloud's prices, and the protocol's edge cases.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
@@ -13,6 +13,7 @@ use ferroscale::proto::expander::expander_client::ExpanderClient;
 use ferroscale::tls::ReloadingTls;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+use parking_lot::RwLock;
 use prost::Message;
 
 use crate::common::{pod, Extras, Running};
@@ -230,7 +231,7 @@ async fn priority_file_changes_are_picked_up_and_bad_ones_ignored() {
         settings.priorities.clone(),
         Duration::from_millis(20),
     );
-    let of = |g: &str| settings.priorities.read().unwrap().of(g);
+    let of = |g: &str| settings.priorities.read().of(g);
     std::fs::write(&path, "20: ['^on-demand$']\n").unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while of("on-demand") != Some(20) {

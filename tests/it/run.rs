@@ -155,7 +155,7 @@ impl Harness {
             cm["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/last-updated"]
                 .is_string()
         );
-        serde_yaml::from_str(cm["data"]["status"].as_str().unwrap()).unwrap()
+        serde_norway::from_str(cm["data"]["status"].as_str().unwrap()).unwrap()
     }
 
     /// Waits until the watches have seen `n` nodes and `p` pods.

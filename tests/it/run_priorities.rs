@@ -94,7 +94,7 @@ async fn the_scale_up_follows_the_config_map_and_a_broken_one_keeps_the_last_goo
         json!({"data": {"priorities": "10: ['^b$']\n1: ['.*']\n"}}),
     );
     until(&watch, "the change", |w| {
-        w.tiers().read().unwrap().of("b") == Some(10)
+        w.tiers().read().of("b") == Some(10)
     })
     .await;
     h.api.put(PODS, pod("p2", "1500m", None, "p2"));
@@ -130,7 +130,7 @@ async fn the_scale_up_follows_the_config_map_and_a_broken_one_keeps_the_last_goo
         json!({"data": {"priorities": "10: ['^a$']\n"}}),
     );
     until(&watch, "the fix", |w| {
-        w.broken().is_none() && w.tiers().read().unwrap().of("a") == Some(10)
+        w.broken().is_none() && w.tiers().read().of("a") == Some(10)
     })
     .await;
     assert_eq!(h.api.events("PriorityConfigMapInvalid").len(), 1, "once");

@@ -8,7 +8,7 @@ use ferroscale::k8s::documents;
 fn example_json() -> String {
     let root = env!("CARGO_MANIFEST_DIR");
     let yaml = std::fs::read_to_string(format!("{root}/examples/cluster.yaml")).unwrap();
-    let value: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    let value: serde_json::Value = serde_norway::from_str(&yaml).unwrap();
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(
         &mut out,

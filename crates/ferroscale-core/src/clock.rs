@@ -33,17 +33,17 @@ impl<'a> Deadline<'a> {
 
 /// A clock that stands still unless told to move: for tests and for callers that want no budget.
 #[derive(Debug, Default)]
-pub struct FixedClock(std::sync::Mutex<Duration>);
+pub struct FixedClock(parking_lot::Mutex<Duration>);
 
 impl FixedClock {
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) += by;
+        *self.0.lock() += by;
     }
 }
 
 impl Clock for FixedClock {
     fn elapsed(&self) -> Duration {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.0.lock()
     }
 }

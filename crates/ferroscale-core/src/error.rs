@@ -7,8 +7,8 @@ use thiserror::Error;
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything the core can refuse.
-#[derive(Debug, Error)]
+/// Everything the core can refuse (`Clone`: an error repeated later keeps its kind).
+#[derive(Debug, Clone, Error)]
 pub enum Error {
     /// A request named a node group that does not exist.
     #[error("node group {0:?} not found")]

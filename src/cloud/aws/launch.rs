@@ -41,7 +41,7 @@ impl LaunchCache {
         let configs_error = self.load_configurations(api, raw).await.err();
         for (name, g) in raw.iter_mut() {
             if let (LaunchSource::Configuration(_), Some(e)) = (&g.launch, &configs_error) {
-                failed.insert(name.clone(), Error::Unavailable(e.to_string()));
+                failed.insert(name.clone(), e.clone());
                 continue;
             }
             let resolved = match &g.launch {

@@ -29,10 +29,11 @@ pub mod types;
 mod writes;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 
 use self::api::Api;
 use self::discovery::{NamedGroup, TagDiscovery};
@@ -91,8 +92,8 @@ impl Default for PricingSettings {
 struct RefreshState {
     /// No AWS call before this instant.
     next_due: Option<Instant>,
-    /// Outcome of the last refresh, repeated to callers until the next one is due.
-    last_error: Option<String>,
+    /// Outcome of the last refresh, repeated to callers (with its kind) until the next one is due.
+    last_error: Option<Error>,
 }
 
 /// The AWS cloud.
@@ -240,10 +241,7 @@ impl AwsCloud {
 
     /// How each group buys capacity, as the last refresh found it.
     fn purchases(&self) -> Purchases {
-        self.purchases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.purchases.lock().clone()
     }
 
     /// Applies the prices at hand to the published snapshot (after the price task read new ones).
@@ -278,7 +276,7 @@ impl Cloud for AwsCloud {
         let mut st = self.refresh.lock().await;
         if st.next_due.is_some_and(|due| Instant::now() < due) {
             return match &st.last_error {
-                Some(e) => Err(Error::Unavailable(e.clone())),
+                Some(e) => Err(e.clone()),
                 None => Ok(()),
             };
         }
@@ -287,7 +285,7 @@ impl Cloud for AwsCloud {
         match self.load().await {
             Ok((s, purchases)) => {
                 tracing::debug!(groups = s.groups().count(), took = ?started.elapsed(), "AWS snapshot refreshed");
-                *self.purchases.lock().unwrap_or_else(|p| p.into_inner()) = purchases;
+                *self.purchases.lock() = purchases;
                 self.state.finish_refresh(ticket, s);
                 st.next_due = Some(Instant::now() + self.jittered_interval());
                 st.last_error = None;
@@ -296,7 +294,7 @@ impl Cloud for AwsCloud {
             Err(e) => {
                 tracing::warn!(error = %e, "AWS refresh failed; serving the last good snapshot");
                 st.next_due = Some(Instant::now() + ttl::RETRY_AFTER_FAILURE);
-                st.last_error = Some(e.to_string());
+                st.last_error = Some(e.clone());
                 Err(e)
             }
         }

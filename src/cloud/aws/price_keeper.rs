@@ -5,9 +5,10 @@
 //! fails, the last good prices stay and the next try waits [`ttl::PRICE_RETRY_AFTER_FAILURE`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
 use super::api::Api;
@@ -63,7 +64,7 @@ impl PriceKeeper {
 
     /// The prices at hand.
     pub fn book(&self) -> Arc<PriceBook> {
-        self.book.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.book.read().clone()
     }
 
     /// Records the types a refresh found in use, waking the price task when one is new.
@@ -72,7 +73,7 @@ impl PriceKeeper {
         let new = in_use
             .iter()
             .any(|t| !book.on_demand.contains_key(t) && !book.spot.contains_key(t));
-        *self.in_use.lock().unwrap_or_else(|p| p.into_inner()) = in_use;
+        *self.in_use.lock() = in_use;
         if new && self.from_aws() {
             self.wake.notify_one();
         }
@@ -80,10 +81,7 @@ impl PriceKeeper {
 
     /// Time since every type in use was last priced.
     pub fn age(&self) -> Option<Duration> {
-        self.read_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .map(|t| t.elapsed())
+        self.read_at.lock().map(|t| t.elapsed())
     }
 
     /// How long the price task may sleep before a read is due (at least a second, so a zero interval
@@ -108,11 +106,7 @@ impl PriceKeeper {
         if st.retry_at.is_some_and(|t| now < t) {
             return false;
         }
-        let in_use = self
-            .in_use
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let in_use = self.in_use.lock().clone();
         let stale = self
             .age()
             .is_none_or(|age| age >= self.settings.refresh_interval);
@@ -141,10 +135,10 @@ impl PriceKeeper {
                     tracing::warn!(types = ?unpriced, "the Pricing API lists no on-demand price for these instance types");
                 }
                 tracing::info!(types = wanted.len(), full = stale, "prices read from AWS");
-                *self.book.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(book);
+                *self.book.write() = Arc::new(book);
                 if stale {
                     st.asked = wanted;
-                    *self.read_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+                    *self.read_at.lock() = Some(now);
                 } else {
                     st.asked.extend(wanted);
                 }

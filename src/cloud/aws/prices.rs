@@ -19,8 +19,10 @@ const SPOT_TYPES_PER_CALL: usize = 50;
 /// The lowest positive on-demand USD hourly price in one PriceList document
 /// (`terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD`, unit `Hrs`).
 pub fn on_demand_price(price_list_item: &str) -> Result<Option<f64>> {
-    let doc: serde_json::Value = serde_json::from_str(price_list_item)
-        .map_err(|e| Error::Unavailable(format!("pricing/GetProducts: bad PriceList item: {e}")))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(price_list_item).map_err(|e| Error::Pricing {
+            reason: format!("pricing/GetProducts: bad PriceList item: {e}"),
+        })?;
     let Some(terms) = doc.pointer("/terms/OnDemand").and_then(|t| t.as_object()) else {
         return Ok(None);
     };
@@ -45,7 +47,9 @@ fn term(field: &str, value: &str) -> Result<Filter> {
         .field(field)
         .value(value)
         .build()
-        .map_err(|e| Error::Unavailable(format!("pricing filter {field}: {e}")))
+        .map_err(|e| Error::Pricing {
+            reason: format!("filter {field}: {e}"),
+        })
 }
 
 impl Api {
@@ -154,8 +158,7 @@ impl Api {
                 });
             }
             while let Some(done) = calls.join_next().await {
-                let (t, price) =
-                    done.map_err(|e| Error::Unavailable(format!("pricing/GetProducts: {e}")))?;
+                let (t, price) = done.map_err(|e| Error::task("a pricing/GetProducts call", e))?;
                 if let Some(p) = price? {
                     book.on_demand.insert(t, p);
                 }

@@ -119,13 +119,20 @@ impl AwsCloud {
             .filter_map(|t| types.get(t).map(Arc::as_ref))
             .collect();
         if known.is_empty() {
-            return Err(Error::Unavailable(format!(
-                "Auto Scaling group {:?}: no known instance type (launch types: {:?})",
-                info.name, info.instance_types
-            )));
+            return Err(Error::GroupData {
+                group: info.name.clone(),
+                reason: format!(
+                    "no known instance type (launch types: {:?})",
+                    info.instance_types
+                ),
+            });
         }
-        let template = template::build_template(info, &self.region, &known)
-            .map_err(|e| Error::Unavailable(format!("Auto Scaling group {:?}: {e}", info.name)))?;
+        let template = template::build_template(info, &self.region, &known).map_err(|reason| {
+            Error::GroupData {
+                group: info.name.clone(),
+                reason,
+            }
+        })?;
         let options = template::options_from_tags(&info.name, &info.tags);
         let zone = info
             .availability_zones
@@ -137,7 +144,6 @@ impl AwsCloud {
             let since = self
                 .last_scale_up
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .get(&info.name)
                 .copied()
                 .unwrap_or_else(|| SystemTime::now() - ttl::FAILED_ACTIVITY_LOOKBACK);

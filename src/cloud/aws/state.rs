@@ -7,8 +7,10 @@
 //! lock, so two writes to different groups never drop each other's update.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
+
+use parking_lot::Mutex;
 
 use crate::cloud::SnapshotCell;
 use crate::model::{NodeGroup, Snapshot};
@@ -63,7 +65,7 @@ impl Published {
             }
         }
         self.cell.store(fresh);
-        *self.loaded_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        *self.loaded_at.lock() = Some(Instant::now());
     }
 
     /// Publishes one group as a write left it (after AWS accepted the write, or read afresh for it).
@@ -98,11 +100,11 @@ impl Published {
 
     /// When the last refresh was published.
     pub fn loaded_at(&self) -> Option<Instant> {
-        *self.loaded_at.lock().unwrap_or_else(|p| p.into_inner())
+        *self.loaded_at.lock()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Sequence> {
-        self.seq.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Sequence> {
+        self.seq.lock()
     }
 }
 

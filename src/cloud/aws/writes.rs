@@ -16,7 +16,7 @@ impl AwsCloud {
     fn group_lock(&self, group: &str) -> Result<Arc<tokio::sync::Mutex<()>>> {
         let snapshot = self.state.load();
         snapshot.group(group)?;
-        let mut locks = self.group_locks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut locks = self.group_locks.lock();
         if locks.len() > snapshot.groups().count() {
             // Groups that left the snapshot take their locks with them.
             locks.retain(|id, _| snapshot.group(id).is_ok());
@@ -39,14 +39,11 @@ impl AwsCloud {
 
     /// Whether we terminated this instance in the last [`ttl::TERMINATED_MEMORY`].
     fn terminated(&self, provider_id: &str) -> bool {
-        self.terminated
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(provider_id)
+        self.terminated.lock().contains_key(provider_id)
     }
 
     fn remember_terminated(&self, provider_id: &str) {
-        let mut t = self.terminated.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = self.terminated.lock();
         let now = Instant::now();
         t.retain(|_, at| now.duration_since(*at) < ttl::TERMINATED_MEMORY);
         t.insert(provider_id.to_string(), now);
@@ -71,7 +68,6 @@ impl AwsCloud {
         }
         self.last_scale_up
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .insert(group.to_string(), SystemTime::now());
         g.target_size = target;
         g.launch_error = None;

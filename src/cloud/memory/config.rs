@@ -125,7 +125,7 @@ impl MemoryConfig {
     /// Parses YAML text and checks it.
     pub fn parse(text: &str) -> Result<Self> {
         let cfg: MemoryConfig =
-            serde_yaml::from_str(text).map_err(|e| Error::config(e.to_string()))?;
+            serde_norway::from_str(text).map_err(|e| Error::config(e.to_string()))?;
         let mut seen = std::collections::BTreeSet::new();
         for (i, g) in cfg.node_groups.iter().enumerate() {
             if !seen.insert(g.name.as_str()) {

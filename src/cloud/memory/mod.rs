@@ -14,10 +14,11 @@
 mod config;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 
 pub use config::{GroupConfig, InstanceConfig, MemoryConfig, QuantityText, DEFAULT_MAX_PODS};
 
@@ -159,7 +160,7 @@ impl MemoryCloud {
         }
         let cloud = Self::with_prices(&bare, overrides)?;
         {
-            let mut state = cloud.writes.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = cloud.writes.lock();
             state.launch_capacity = config
                 .node_groups
                 .iter()
@@ -177,7 +178,7 @@ impl MemoryCloud {
 
     /// Time from a launch to its instance running, from now on (simulations only).
     pub fn set_provision_delay(&self, delay: Duration) {
-        let mut state = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.writes.lock();
         if let Some(sim) = &mut state.simulated {
             sim.delay = delay.as_secs() as i64;
         }
@@ -202,7 +203,7 @@ impl MemoryCloud {
     /// Moves the virtual clock to `now`: launches whose delay has passed run; returns them, in launch
     /// order, as (group, provider id).
     pub fn advance_to(&self, now: i64) -> Vec<(String, String)> {
-        let mut state = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.writes.lock();
         let Some(sim) = &mut state.simulated else {
             return Vec::new();
         };
@@ -264,7 +265,7 @@ impl MemoryCloud {
         group: &str,
         change: impl FnOnce(&mut WriteState, &mut NodeGroup) -> Result<()>,
     ) -> Result<()> {
-        let mut state = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.writes.lock();
         let current = self.snapshot();
         let mut g = NodeGroup::clone(current.group(group)?);
         change(&mut state, &mut g)?;

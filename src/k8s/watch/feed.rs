@@ -4,10 +4,11 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kube::runtime::watcher;
 use kube::{Api, Resource};
+use parking_lot::Mutex;
 
 use super::{WatchHealth, Watched};
 
@@ -61,8 +62,8 @@ impl<T> Feed<T> {
         self.known().contains(key)
     }
 
-    fn known(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    fn known(&self) -> parking_lot::MutexGuard<'_, HashSet<String>> {
+        self.known.lock()
     }
 
     /// Whether the watch knows of no object.
@@ -77,17 +78,17 @@ impl<T> Feed<T> {
 
     /// Takes what arrived since the last call.
     pub fn take(&self) -> Changes<T> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.pending.lock())
     }
 
     fn push(&self, key: String, value: Option<Converted<T>>) {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let mut p = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = self.pending.lock();
         p.changes.push((key, value));
     }
 
     fn replace(&self, all: Vec<(String, Converted<T>)>, known: HashSet<String>) {
-        let mut p = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = self.pending.lock();
         p.changes.clear();
         p.replace = Some(all);
         *self.known() = known;

@@ -287,9 +287,9 @@ impl Watches {
         };
         tokio::select! {
             _ = all => Ok(()),
-            _ = timeout => Err(Error::Unavailable(
-                format!("the Kubernetes API did not answer the first list of all of {}", KINDS.join(", ")),
-            )),
+            _ = timeout => Err(Error::KubernetesTimeout {
+                call: format!("the first list of all of {}", KINDS.join(", ")),
+            }),
         }
     }
 }

@@ -98,7 +98,7 @@ impl PriceOverrides {
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
-            serde_yaml::from_str(text).map_err(|e| Error::Config(e.to_string()))?
+            serde_norway::from_str(text).map_err(|e| Error::Config(e.to_string()))?
         };
         let adjustments = |m: BTreeMap<String, FileEntry>, section: &str| {
             m.into_iter()

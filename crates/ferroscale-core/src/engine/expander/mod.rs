@@ -75,7 +75,7 @@ impl Priorities {
         #[derive(Deserialize)]
         struct Raw(BTreeMap<i64, Vec<String>>);
         let raw: Raw =
-            serde_yaml::from_str(yaml).map_err(|e| Error::Config(format!("priorities: {e}")))?;
+            serde_norway::from_str(yaml).map_err(|e| Error::Config(format!("priorities: {e}")))?;
         let mut tiers = Vec::new();
         for (p, patterns) in raw.0.into_iter().rev() {
             let compiled = patterns
