@@ -29,13 +29,14 @@ use tokio::task::JoinSet;
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
 use crate::engine::reasons::{Doubt, Pending};
+use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{run_once, Decisions, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
 use crate::k8s::index::{Index, Updated};
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::priorities::PriorityWatch;
-use crate::k8s::status::{self, Status};
+use crate::k8s::status;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
@@ -79,7 +80,7 @@ pub struct Runner {
     settings: Settings,
     run: RunSettings,
     memory: Memory,
-    status: Option<Status>,
+    status: Option<ClusterAutoscalerStatus>,
     events: Events,
     /// The loop's metrics.
     record: LoopMetrics,
@@ -183,7 +184,7 @@ impl Runner {
     }
 
     /// The last status written (or computed, in dry-run).
-    pub fn status(&self) -> Option<&Status> {
+    pub fn status(&self) -> Option<&ClusterAutoscalerStatus> {
         self.status.as_ref()
     }
 
@@ -219,7 +220,7 @@ impl Runner {
             self.record
                 .error(crate::engine::upstream::CLOUD_PROVIDER_ERROR);
             // The status says so rather than go stale while the cloud cannot be read.
-            let status = Status::failed(
+            let status = ClusterAutoscalerStatus::failed(
                 self.status.as_ref(),
                 now,
                 &format!("cloud refresh failed: {e}"),
@@ -337,7 +338,7 @@ impl Runner {
             groups: &groups,
             ..world
         };
-        let status = Status::build(
+        let status = ClusterAutoscalerStatus::compute(
             &world,
             &decisions,
             &self.memory,
@@ -360,7 +361,7 @@ impl Runner {
     }
 
     /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
-    async fn write_status(&self, status: &Status) {
+    async fn write_status(&self, status: &ClusterAutoscalerStatus) {
         let (false, Some(name)) = (self.run.dry_run, &self.run.status_config_map) else {
             return;
         };

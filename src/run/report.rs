@@ -3,13 +3,19 @@
 use std::collections::BTreeMap;
 
 use super::Runner;
+use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{Decisions, World};
-use crate::k8s::status::Status;
 use crate::metrics::{Cluster, GroupState};
 
 impl Runner {
     /// Logs the decisions and sets the gauges.
-    pub(super) fn report(&self, d: &Decisions, status: &Status, world: &World, now: i64) {
+    pub(super) fn report(
+        &self,
+        d: &Decisions,
+        status: &ClusterAutoscalerStatus,
+        world: &World,
+        now: i64,
+    ) {
         let groups = world.groups.len();
         self.record.totals.set(
             world
@@ -47,9 +53,8 @@ impl Runner {
         }
         let nodes = status
             .cluster_wide
-            .health
-            .node_counts
             .as_ref()
+            .map(|c| &c.node_counts)
             .map(|c| {
                 vec![
                     ("ready", c.registered.ready),
@@ -95,15 +100,12 @@ impl Runner {
                 .map(|(direction, r)| (direction.as_str(), r.skipped_reason())),
             self.memory.scale_down_paused(&self.settings, now).is_some(),
         );
-        self.record.groups.set(status.node_groups.iter().map(|g| {
-            GroupState {
+        self.record
+            .groups
+            .set(status.node_groups.iter().map(|g| GroupState {
                 group: &g.name,
-                healthy: g.conditions.health.status == "Healthy",
-                backoff: self
-                    .memory
-                    .backoff_of(&g.name, now)
-                    .map(|b| b.reason.as_str()),
-            }
-        }));
+                healthy: g.healthy(),
+                backoff: g.backoff.as_ref().map(|b| b.error_code.as_str()),
+            }));
     }
 }
