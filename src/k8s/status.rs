@@ -1,9 +1,12 @@
 //! The status ConfigMap (`--status-config-map-name`, default `cluster-autoscaler-status`) in upstream's
 //! schema (`clusterstate/api` `ClusterAutoscalerStatus`, YAML under `data.status`), so the dashboards,
-//! scripts and `kubectl describe` habits of cluster-autoscaler users keep working.
+//! scripts and `kubectl describe` habits of cluster-autoscaler users keep working. The engine computes
+//! the status ([`ClusterAutoscalerStatus`]); this module only writes it in that schema and reads it back.
 
 use crate::labels;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -12,41 +15,15 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::health::Readiness;
-use crate::engine::{Decisions, Memory, Settings, World};
+use crate::engine::status::{self as typed, ClusterAutoscalerStatus, ClusterWideStatus};
+use crate::engine::Disruption;
 use crate::error::{Error, Result};
+use crate::model::lifecycle::DisruptionReason;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UnreadyCount {
-    pub total: usize,
-    pub resource_unready: usize,
-}
+pub use crate::engine::status::{NodeCount, RegisteredCount, UnreadyCount};
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RegisteredCount {
-    pub total: usize,
-    pub ready: usize,
-    pub not_started: usize,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub being_deleted: usize,
-    pub unready: UnreadyCount,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeCount {
-    pub registered: RegisteredCount,
-    pub long_unregistered: usize,
-    pub unregistered: usize,
-}
-
-/// A condition's status with its probe and transition times (RFC 3339).
+/// A condition as stored: its status with its probe and transition times (RFC 3339), and the fields of
+/// whichever condition it is (upstream's health, scale-up and scale-down conditions share this shape).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
@@ -67,6 +44,11 @@ pub struct Condition {
     pub last_transition_time: String,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Upstream's `BackoffInfo`: the error code, and until when as the message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackoffInfo {
@@ -90,7 +72,7 @@ pub struct NodeGroupStatus {
     pub conditions: Conditions,
 }
 
-/// Upstream's `ClusterAutoscalerStatus`.
+/// Upstream's `ClusterAutoscalerStatus` as stored under `data.status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
@@ -117,11 +99,21 @@ pub struct DisruptionStatus {
     pub reason: String,
 }
 
-/// A time as Go's `time.String()` prints it, as upstream writes `time` and the last-updated annotation:
-/// `2026-11-23 18:30:00 +0000 UTC`.
+/// ferroscale writes the status from its loop only, so always as running (upstream's other value,
+/// `Initializing`, is never written).
+const RUNNING: &str = "Running";
+
+/// How Go's `time.String()` prints a UTC time, as upstream writes `time` and the last-updated
+/// annotation: `2026-11-23 18:30:00 +0000 UTC`; and how it is read back.
+const GO_TIME: &str = "%Y-%m-%d %H:%M:%S +0000 UTC";
+const GO_TIME_READ: &str = "%Y-%m-%d %H:%M:%S %z UTC";
+
+/// What `errorMessage` says before the end of the backoff.
+const BACKED_OFF_UNTIL: &str = "backed off until ";
+
 fn go_time(t: i64) -> String {
     Timestamp::from_second(t)
-        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
+        .map(|t| t.strftime(GO_TIME).to_string())
         .unwrap_or_default()
 }
 
@@ -131,193 +123,76 @@ fn rfc3339(t: i64) -> String {
         .unwrap_or_default()
 }
 
-/// A condition; its transition time is carried over from `previous` while the status is unchanged.
-fn condition(status: &str, now: i64, previous: Option<&Condition>) -> Condition {
-    let transition = previous
-        .filter(|p| p.status == status)
-        .map(|p| p.last_transition_time.clone())
-        .unwrap_or_else(|| rfc3339(now));
+/// A condition's stored form.
+fn condition<S: Display>(c: &typed::Condition<S>) -> Condition {
     Condition {
-        status: status.into(),
-        last_probe_time: rfc3339(now),
-        last_transition_time: transition,
+        status: c.status.to_string(),
+        last_probe_time: rfc3339(c.last_probe_time),
+        last_transition_time: rfc3339(c.last_transition_time),
         ..Default::default()
     }
 }
 
-/// `CandidatesPresent` with the count, or `NoCandidates`.
-fn scale_down_condition(candidates: usize, now: i64, previous: Option<&Condition>) -> Condition {
-    let status = if candidates > 0 {
-        "CandidatesPresent"
-    } else {
-        "NoCandidates"
-    };
-    Condition {
-        candidates,
-        ..condition(status, now, previous)
+impl From<&ClusterWideStatus> for Conditions {
+    fn from(c: &ClusterWideStatus) -> Conditions {
+        Conditions {
+            health: Condition {
+                node_counts: Some(c.node_counts.clone()),
+                ..condition(&c.health)
+            },
+            scale_up: condition(&c.scale_up),
+            scale_down: Condition {
+                candidates: c.candidates,
+                ..condition(&c.scale_down)
+            },
+        }
     }
 }
 
-impl Status {
-    /// The status after one loop. Upstream counts: registered nodes that are ready, not started (unready
-    /// and younger than maxNodeStartupTime) or unready; instances without a node (unregistered, and
-    /// long-unregistered past maxNodeProvisionTime); scale-up `InProgress` while a group's target
-    /// exceeds its registered nodes, `Backoff` after failures; scale-down candidates are nodes unneeded
-    /// now.
-    pub fn build(
-        world: &World,
-        decisions: &Decisions,
-        memory: &Memory,
-        settings: &Settings,
-        now: i64,
-        previous: Option<&Status>,
-    ) -> Status {
-        let provider_of: HashMap<&str, &str> = world
-            .nodes
-            .iter()
-            .map(|n| (n.provider_id.as_str(), n.name.as_str()))
-            .collect();
-        let prev_group =
-            |name: &str| previous.and_then(|p| p.node_groups.iter().find(|g| g.name == name));
-        let mut total = NodeCount::default();
-        let mut groups = Vec::new();
-        let mut any_in_progress = false;
-        let mut candidates_total = 0;
-        for g in world.groups {
-            let opts = settings.options_of(g);
-            let mut counts = NodeCount::default();
-            for n in world
-                .nodes
-                .iter()
-                .filter(|n| world.node_groups.get(&n.name) == Some(&g.id))
-            {
-                counts.registered.total += 1;
-                if n.ready {
-                    counts.registered.ready += 1;
-                } else if now - n.created < opts.max_node_startup_time.as_secs() as i64 {
-                    counts.registered.not_started += 1;
-                } else {
-                    counts.registered.unready.total += 1;
-                }
-            }
-            for i in g
-                .instances
-                .iter()
-                .filter(|i| !provider_of.contains_key(i.id.as_str()))
-            {
-                counts.unregistered += 1;
-                let since = memory.unregistered_since.get(&i.id).copied().unwrap_or(now);
-                if now - since >= opts.max_node_provision_time.as_secs() as i64 {
-                    counts.long_unregistered += 1;
-                }
-            }
-            let prev = prev_group(&g.id).map(|p| &p.conditions);
-            let readiness = Readiness {
-                ready: counts.registered.ready,
-                unready: counts.registered.unready.total,
-                not_started: counts.registered.not_started,
-                provisioning: counts.unregistered - counts.long_unregistered,
-            };
-            let healthy = if readiness.healthy(g.target_size, settings) {
-                "Healthy"
-            } else {
-                "Unhealthy"
-            };
-            let mut health = condition(healthy, now, prev.map(|p| &p.health));
-            health.node_counts = Some(counts.clone());
-            health.cloud_provider_target = Some(g.target_size);
-            health.min_size = Some(g.min_size);
-            health.max_size = Some(g.max_size);
-            let backoff = memory.backoff_of(&g.id, now);
-            let up_status = if backoff.is_some() {
-                "Backoff"
-            } else if g.target_size as usize > counts.registered.total {
-                any_in_progress = true;
-                "InProgress"
-            } else {
-                "NoActivity"
-            };
-            let mut scale_up = condition(up_status, now, prev.map(|p| &p.scale_up));
-            if let Some(b) = backoff {
-                scale_up.backoff_info = Some(BackoffInfo {
-                    error_code: b.reason.clone(),
-                    error_message: format!("backed off until {}", rfc3339(b.until)),
-                });
-            }
-            let candidates = memory
-                .unneeded_since
-                .keys()
-                .filter(|n| world.node_groups.get(*n) == Some(&g.id))
-                .count();
-            candidates_total += candidates;
-            let scale_down = scale_down_condition(candidates, now, prev.map(|p| &p.scale_down));
-            total.registered.total += counts.registered.total;
-            total.registered.ready += counts.registered.ready;
-            total.registered.not_started += counts.registered.not_started;
-            total.registered.unready.total += counts.registered.unready.total;
-            total.unregistered += counts.unregistered;
-            total.long_unregistered += counts.long_unregistered;
-            groups.push(NodeGroupStatus {
-                name: g.id.clone(),
-                conditions: Conditions {
-                    health,
-                    scale_up,
-                    scale_down,
+impl From<&typed::NodeGroupStatus> for NodeGroupStatus {
+    fn from(g: &typed::NodeGroupStatus) -> NodeGroupStatus {
+        let backoff_info = g.backoff.as_ref().map(|b| BackoffInfo {
+            error_code: b.error_code.clone(),
+            error_message: format!("{BACKED_OFF_UNTIL}{}", rfc3339(b.until)),
+        });
+        NodeGroupStatus {
+            name: g.name.clone(),
+            conditions: Conditions {
+                health: Condition {
+                    node_counts: Some(g.node_counts.clone()),
+                    cloud_provider_target: Some(g.target_size),
+                    min_size: Some(g.min_size),
+                    max_size: Some(g.max_size),
+                    ..condition(&g.health)
                 },
-            });
-        }
-        // Nodes of no group count in the cluster's totals too.
-        for n in world
-            .nodes
-            .iter()
-            .filter(|n| !world.node_groups.contains_key(&n.name))
-        {
-            total.registered.total += 1;
-            if n.ready {
-                total.registered.ready += 1;
-            } else {
-                total.registered.unready.total += 1;
-            }
-        }
-        let prev = previous.map(|p| &p.cluster_wide);
-        let healthy = if decisions.unhealthy.is_some() {
-            "Unhealthy"
-        } else {
-            "Healthy"
-        };
-        let mut health = condition(healthy, now, prev.map(|p| &p.health));
-        health.node_counts = Some(total);
-        let message = match (&decisions.unhealthy, decisions.held_back.as_slice()) {
-            (Some(u), _) => u.to_string(),
-            (None, []) => String::new(),
-            (None, doubts) => format!(
-                "scale-down held back: {}",
-                doubts
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        };
-        let up = if any_in_progress || !decisions.scale_up.is_empty() {
-            "InProgress"
-        } else if decisions.unschedulable().next().is_none() {
-            "NoActivity"
-        } else {
-            "Needed"
-        };
-        let scale_down = scale_down_condition(candidates_total, now, prev.map(|p| &p.scale_down));
-        Status {
-            time: go_time(now),
-            autoscaler_status: "Running".into(),
-            message,
-            cluster_wide: Conditions {
-                health,
-                scale_up: condition(up, now, prev.map(|p| &p.scale_up)),
-                scale_down,
+                scale_up: Condition {
+                    backoff_info,
+                    ..condition(&g.scale_up)
+                },
+                scale_down: Condition {
+                    candidates: g.candidates,
+                    ..condition(&g.scale_down)
+                },
             },
-            node_groups: groups,
-            disruptions: decisions
+        }
+    }
+}
+
+impl From<&ClusterAutoscalerStatus> for Status {
+    /// The stored form; a status with no cluster-wide conditions yet (no loop has read the cloud) has
+    /// them blank.
+    fn from(s: &ClusterAutoscalerStatus) -> Status {
+        Status {
+            time: go_time(s.time),
+            autoscaler_status: RUNNING.into(),
+            message: s.message.clone(),
+            cluster_wide: s
+                .cluster_wide
+                .as_ref()
+                .map(Conditions::from)
+                .unwrap_or_default(),
+            node_groups: s.node_groups.iter().map(NodeGroupStatus::from).collect(),
+            disruptions: s
                 .disruptions
                 .iter()
                 .map(|x| DisruptionStatus {
@@ -328,26 +203,139 @@ impl Status {
                 .collect(),
         }
     }
+}
 
-    /// The status after a loop that could not read the cloud: the last one with the error as its
-    /// message (the groups as last seen), written so the status never goes silently stale.
-    pub fn failed(previous: Option<&Status>, now: i64, error: &str) -> Status {
-        let mut s = previous.cloned().unwrap_or_default();
-        s.time = go_time(now);
-        s.autoscaler_status = "Running".into();
-        s.message = error.to_string();
-        s
+/// Reads one stored field back; the error names the field.
+fn parse<T: FromStr<Err: Display>>(field: &str, text: &str) -> Result<T> {
+    text.parse()
+        .map_err(|e: T::Err| Error::invalid(field, format!("{text:?}: {e}")))
+}
+
+fn parse_time(field: &str, text: &str) -> Result<i64> {
+    Ok(parse::<Timestamp>(field, text)?.as_second())
+}
+
+fn typed_condition<S: FromStr<Err: Display>>(
+    field: &str,
+    c: &Condition,
+) -> Result<typed::Condition<S>> {
+    Ok(typed::Condition {
+        status: parse(&format!("{field}.status"), &c.status)?,
+        last_probe_time: parse_time(&format!("{field}.lastProbeTime"), &c.last_probe_time)?,
+        last_transition_time: parse_time(
+            &format!("{field}.lastTransitionTime"),
+            &c.last_transition_time,
+        )?,
+    })
+}
+
+fn required<T: Clone>(field: &str, value: &Option<T>) -> Result<T> {
+    value
+        .clone()
+        .ok_or_else(|| Error::invalid(field, "missing"))
+}
+
+impl TryFrom<&NodeGroupStatus> for typed::NodeGroupStatus {
+    type Error = Error;
+    fn try_from(g: &NodeGroupStatus) -> Result<typed::NodeGroupStatus> {
+        let field = |f: &str| format!("nodeGroups[{}].{f}", g.name);
+        let c = &g.conditions;
+        let backoff = match &c.scale_up.backoff_info {
+            None => None,
+            Some(b) => {
+                let until = b
+                    .error_message
+                    .strip_prefix(BACKED_OFF_UNTIL)
+                    .unwrap_or(&b.error_message);
+                Some(typed::BackoffInfo {
+                    error_code: b.error_code.clone(),
+                    until: parse_time(&field("scaleUp.backoffInfo.errorMessage"), until)?,
+                })
+            }
+        };
+        Ok(typed::NodeGroupStatus {
+            name: g.name.clone(),
+            health: typed_condition(&field("health"), &c.health)?,
+            node_counts: required(&field("health.nodeCounts"), &c.health.node_counts)?,
+            target_size: required(
+                &field("health.cloudProviderTarget"),
+                &c.health.cloud_provider_target,
+            )?,
+            min_size: required(&field("health.minSize"), &c.health.min_size)?,
+            max_size: required(&field("health.maxSize"), &c.health.max_size)?,
+            scale_up: typed_condition(&field("scaleUp"), &c.scale_up)?,
+            backoff,
+            scale_down: typed_condition(&field("scaleDown"), &c.scale_down)?,
+            candidates: c.scale_down.candidates,
+        })
     }
+}
 
+impl TryFrom<&Status> for ClusterAutoscalerStatus {
+    type Error = Error;
+    /// The typed status back from its stored form: blank cluster-wide conditions are none yet.
+    fn try_from(s: &Status) -> Result<ClusterAutoscalerStatus> {
+        let c = &s.cluster_wide;
+        let cluster_wide = if c.health.status.is_empty() {
+            None
+        } else {
+            Some(ClusterWideStatus {
+                health: typed_condition("clusterWide.health", &c.health)?,
+                node_counts: required("clusterWide.health.nodeCounts", &c.health.node_counts)?,
+                scale_up: typed_condition("clusterWide.scaleUp", &c.scale_up)?,
+                scale_down: typed_condition("clusterWide.scaleDown", &c.scale_down)?,
+                candidates: c.scale_down.candidates,
+            })
+        };
+        let time = Timestamp::strptime(GO_TIME_READ, &s.time)
+            .map_err(|e| Error::invalid("time", format!("{:?}: {e}", s.time)))?;
+        Ok(ClusterAutoscalerStatus {
+            time: time.as_second(),
+            message: s.message.clone(),
+            cluster_wide,
+            node_groups: s
+                .node_groups
+                .iter()
+                .map(typed::NodeGroupStatus::try_from)
+                .collect::<Result<_>>()?,
+            disruptions: s
+                .disruptions
+                .iter()
+                .map(|x| {
+                    Ok(Disruption {
+                        node: x.node.clone(),
+                        group: Some(x.node_group.clone()).filter(|g| !g.is_empty()),
+                        reason: parse::<DisruptionReason>("disruptions.reason", &x.reason)?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+impl Status {
     /// The YAML stored under `data.status`.
     pub fn to_yaml(&self) -> String {
         serde_norway::to_string(self).unwrap_or_default()
+    }
+
+    /// The status stored as `yaml` (`data.status`), as the engine's type.
+    pub fn parse(yaml: &str) -> Result<ClusterAutoscalerStatus> {
+        let stored: Status = serde_norway::from_str(yaml)
+            .map_err(|e| Error::invalid("data.status", e.to_string()))?;
+        ClusterAutoscalerStatus::try_from(&stored)
     }
 }
 
 /// Writes the status ConfigMap: a merge patch of `data.status` and the annotation, or a create when it
 /// does not exist yet. Other keys and labels users put on it are kept.
-pub async fn write(client: &Client, namespace: &str, name: &str, status: &Status) -> Result<()> {
+pub async fn write(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    status: &ClusterAutoscalerStatus,
+) -> Result<()> {
+    let status = Status::from(status);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let annotations = BTreeMap::from([(labels::LAST_UPDATED.to_string(), status.time.clone())]);
     let data = BTreeMap::from([("status".to_string(), status.to_yaml())]);
@@ -380,3 +368,6 @@ pub async fn write(client: &Client, namespace: &str, name: &str, status: &Status
         Err(e) => Err(Error::kube(context(), e)),
     }
 }
+
+#[cfg(test)]
+mod tests;

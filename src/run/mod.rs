@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 use crate::actuator::Actuator;
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
+use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{run_once, Decisions, Memory, Settings};
 use crate::error::{Error, Result};
 use crate::k8s::cluster::LiveCluster;
@@ -36,7 +37,6 @@ use crate::k8s::events::Events;
 use crate::k8s::index::Updated;
 use crate::k8s::lease::{Elector, Fence, LeaseSettings};
 use crate::k8s::priorities::PriorityWatch;
-use crate::k8s::status::Status;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
@@ -142,7 +142,7 @@ impl Runner {
     }
 
     /// The last status written (or computed, in dry-run).
-    pub fn status(&self) -> Option<&Status> {
+    pub fn status(&self) -> Option<&ClusterAutoscalerStatus> {
         self.publisher.status.as_ref()
     }
 

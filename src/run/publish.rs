@@ -8,13 +8,14 @@ use kube::runtime::events::EventType;
 use kube::Client;
 
 use crate::engine::reasons::Pending;
+use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{Decisions, Memory, Settings, World};
 use crate::error::Error;
 use crate::k8s::events::{pod_ref, Events};
 use crate::k8s::index::Index;
 use crate::k8s::lease::Fence;
 use crate::k8s::priorities::Problem;
-use crate::k8s::status::{self, Status};
+use crate::k8s::status;
 use crate::metrics::LoopMetrics;
 
 /// A pod's NotTriggerScaleUp event is repeated at most this often while its reason stays the same
@@ -33,7 +34,7 @@ pub struct Publisher {
     /// `--status-config-map-name`, or None with `--write-status-configmap=false`.
     config_map: Option<String>,
     /// The last status written (or computed, in dry-run).
-    pub(super) status: Option<Status>,
+    pub(super) status: Option<ClusterAutoscalerStatus>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
     not_triggered: HashMap<String, (Pending, i64)>,
 }
@@ -79,7 +80,8 @@ impl Publisher {
             );
         }
         self.not_triggered(d, index, now);
-        let status = Status::build(world, d, memory, settings, now, self.status.as_ref());
+        let status =
+            ClusterAutoscalerStatus::compute(world, d, memory, settings, now, self.status.as_ref());
         self.report(d, &status, world, memory, settings, now);
         self.write_status(&status).await;
         self.status = Some(status);
@@ -89,7 +91,7 @@ impl Publisher {
     pub async fn refresh_failed(&mut self, e: &Error, now: i64) {
         self.record
             .error(crate::engine::upstream::CLOUD_PROVIDER_ERROR);
-        let status = Status::failed(
+        let status = ClusterAutoscalerStatus::failed(
             self.status.as_ref(),
             now,
             &format!("cloud refresh failed: {e}"),
@@ -124,7 +126,7 @@ impl Publisher {
     }
 
     /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
-    async fn write_status(&self, status: &Status) {
+    async fn write_status(&self, status: &ClusterAutoscalerStatus) {
         let (false, Some(name)) = (self.dry_run, &self.config_map) else {
             return;
         };

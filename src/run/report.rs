@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::publish::Publisher;
+use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{Decisions, Memory, Settings, World};
-use crate::k8s::status::Status;
 use crate::metrics::{Cluster, GroupState};
 
 impl Publisher {
@@ -12,7 +12,7 @@ impl Publisher {
     pub(super) fn report(
         &self,
         d: &Decisions,
-        status: &Status,
+        status: &ClusterAutoscalerStatus,
         world: &World,
         memory: &Memory,
         settings: &Settings,
@@ -55,9 +55,8 @@ impl Publisher {
         }
         let nodes = status
             .cluster_wide
-            .health
-            .node_counts
             .as_ref()
+            .map(|c| &c.node_counts)
             .map(|c| {
                 vec![
                     ("ready", c.registered.ready),
@@ -107,8 +106,8 @@ impl Publisher {
             .groups
             .set(status.node_groups.iter().map(|g| GroupState {
                 group: &g.name,
-                healthy: g.conditions.health.status == "Healthy",
-                backoff: memory.backoff_of(&g.name, now).map(|b| b.reason.as_str()),
+                healthy: g.healthy(),
+                backoff: g.backoff.as_ref().map(|b| b.error_code.as_str()),
             }));
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
+use ferroscale::engine::status::ClusterScaleUp;
 use ferroscale::engine::Settings;
 use ferroscale::k8s::status::Status;
 use ferroscale::k8s::watch::Watches;
@@ -455,8 +456,6 @@ async fn dry_run_decides_but_writes_nothing() {
         .filter(|r| !r.starts_with("GET"))
         .collect();
     assert!(writes.is_empty(), "{writes:#?}");
-    assert_eq!(
-        h.runner.status().unwrap().cluster_wide.scale_up.status,
-        "InProgress"
-    );
+    let status = h.runner.status().unwrap().cluster_wide.as_ref().unwrap();
+    assert_eq!(status.scale_up.status, ClusterScaleUp::InProgress);
 }

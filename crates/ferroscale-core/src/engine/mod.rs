@@ -3,7 +3,8 @@
 //! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
 //! `similar` which groups share one, `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`),
 //! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so,
-//! `health` upstream's cluster and group health, `upstream` upstream's metric label values for the reasons.
+//! `health` upstream's cluster and group health, `status` upstream's status (the conditions of
+//! the cluster and its groups), `upstream` upstream's metric label values for the reasons.
 
 pub mod autoscaler;
 mod cleanup;
@@ -24,6 +25,7 @@ mod scale_down;
 mod scale_up;
 pub mod settings;
 pub mod similar;
+pub mod status;
 pub mod templates;
 pub mod topology;
 pub mod upstream;

@@ -91,6 +91,25 @@ impl fmt::Display for DisruptionReason {
     }
 }
 
+impl std::str::FromStr for DisruptionReason {
+    type Err = crate::Error;
+    /// The reason by its name ([`DisruptionReason::as_str`]), as a stored status names it.
+    fn from_str(s: &str) -> crate::Result<Self> {
+        use DisruptionReason::*;
+        [
+            SpotInterruption,
+            Rebalance,
+            ScheduledChange,
+            InstanceStopping,
+            Drift,
+            Expired,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .ok_or_else(|| crate::Error::invalid("disruption reason", format!("unknown {s:?}")))
+    }
+}
+
 /// How many of a group's nodes may be out of service at once (`--max-disruption`, a group's
 /// `disruptionBudget`): a count, or a share of the group's nodes; never less than one.
 #[derive(Debug, Clone, Copy, PartialEq)]
