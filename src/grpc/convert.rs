@@ -76,12 +76,7 @@ pub fn template_from_node(node: &core::Node, field: &str) -> Result<TemplateNode
         .taints
         .iter()
         .filter_map(|t| {
-            let effect = match t.effect.as_deref()? {
-                "NoSchedule" => TaintEffect::NoSchedule,
-                "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
-                "NoExecute" => TaintEffect::NoExecute,
-                _ => return None,
-            };
+            let effect: TaintEffect = t.effect.as_deref()?.parse().ok()?;
             Some(Taint {
                 key: t.key.clone()?,
                 value: t.value.clone().unwrap_or_default(),

@@ -15,9 +15,9 @@ use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
-    SelectorOp, SpreadConstraint, Toleration,
+    SelectorOp, SpreadConstraint, Toleration, DAEMON_SET,
 };
-use crate::model::{RequestParts, Resources, Taint, TaintEffect};
+use crate::model::{RequestParts, Resources, Taint, TaintEffect, UnknownTaintEffect};
 
 fn time(t: &Option<meta::Time>) -> i64 {
     t.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
@@ -37,15 +37,8 @@ fn requests(r: &Option<core::ResourceRequirements>, field: &str) -> Result<Resou
 }
 
 fn effect(e: &str, field: &str) -> Result<TaintEffect> {
-    match e {
-        "NoSchedule" => Ok(TaintEffect::NoSchedule),
-        "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
-        "NoExecute" => Ok(TaintEffect::NoExecute),
-        other => Err(Error::invalid(
-            field,
-            format!("unknown taint effect {other:?}"),
-        )),
-    }
+    e.parse()
+        .map_err(|e: UnknownTaintEffect| Error::invalid(field, e.to_string()))
 }
 
 /// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
@@ -407,7 +400,7 @@ pub fn daemonset_pod(d: &DaemonSet) -> Result<Pod> {
         spec: template.spec,
         status: None,
     })?;
-    p.meta.controller = Some("DaemonSet".into());
+    p.meta.controller = Some(DAEMON_SET.into());
     Ok(p)
 }
 

@@ -1,6 +1,8 @@
 //! Resources of nodes and pods in exact integer units, taints, and the template of a group's nodes.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +162,13 @@ pub enum TaintEffect {
 }
 
 impl TaintEffect {
+    /// Every effect, in Kubernetes' order.
+    pub const ALL: [TaintEffect; 3] = [
+        TaintEffect::NoSchedule,
+        TaintEffect::PreferNoSchedule,
+        TaintEffect::NoExecute,
+    ];
+
     /// The Kubernetes spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -167,6 +176,30 @@ impl TaintEffect {
             TaintEffect::PreferNoSchedule => "PreferNoSchedule",
             TaintEffect::NoExecute => "NoExecute",
         }
+    }
+}
+
+impl fmt::Display for TaintEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A taint effect Kubernetes does not define (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown taint effect {0:?}")]
+pub struct UnknownTaintEffect(pub String);
+
+impl FromStr for TaintEffect {
+    type Err = UnknownTaintEffect;
+
+    /// The Kubernetes spelling, exactly (as the API server accepts it): every adapter reads taints and
+    /// tolerations with this one parser.
+    fn from_str(s: &str) -> Result<Self, UnknownTaintEffect> {
+        TaintEffect::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| UnknownTaintEffect(s.to_string()))
     }
 }
 
@@ -190,4 +223,36 @@ pub struct TemplateNode {
     pub allocatable: Resources,
     /// Volumes each CSI driver can attach, when copied from a real node's CSINode (empty: no limit).
     pub volume_limits: BTreeMap<String, i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn taint_effects_read_back_what_they_print() {
+        for e in TaintEffect::ALL {
+            assert_eq!(e.to_string().parse::<TaintEffect>(), Ok(e));
+        }
+        assert_eq!("NoExecute".parse(), Ok(TaintEffect::NoExecute));
+    }
+
+    #[test]
+    fn unknown_taint_effects_are_refused_by_name() {
+        for bad in ["", "noschedule", "NoSchedule ", "Evict"] {
+            let err = bad.parse::<TaintEffect>().unwrap_err();
+            assert_eq!(err, UnknownTaintEffect(bad.to_string()));
+            assert_eq!(err.to_string(), format!("unknown taint effect {bad:?}"));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_taint_effect_parser_never_panics(s in ".*") {
+            if let Ok(e) = s.parse::<TaintEffect>() {
+                prop_assert_eq!(e.as_str(), s.as_str());
+            }
+        }
+    }
 }
