@@ -20,6 +20,6 @@ pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, 
 pub use options::{AutoscalingOptions, OptionValues};
 pub use provider_id::instance_id;
 pub use resources::{
-    RequestParts, Resources, Taint, TaintEffect, TemplateNode, UnknownTaintEffect,
+    pod_requests, Resources, Taint, TaintEffect, TemplateNode, UnknownTaintEffect,
 };
 pub use snapshot::Snapshot;
