@@ -10,6 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
+use super::namespace_of;
 use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
@@ -97,11 +98,7 @@ pub fn pod_terminal(p: &core::Pod) -> bool {
 
 /// A pod as the engine sees it.
 pub fn pod(p: &core::Pod) -> Result<Pod> {
-    let namespace = p
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = namespace_of(&p.metadata).to_string();
     let name = p.metadata.name.clone().unwrap_or_default();
     let at = |field: &str| format!("pod {namespace}/{name}: {field}");
     let default = core::PodSpec::default();
@@ -349,11 +346,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
 
 /// A PodDisruptionBudget.
 pub fn pdb(p: &PodDisruptionBudget) -> Result<Pdb> {
-    let namespace = p
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = namespace_of(&p.metadata).to_string();
     let name = p.metadata.name.clone().unwrap_or_default();
     let selector = match p.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(s) => label_selector(s, &format!("pdb {namespace}/{name}: spec.selector"))?,
