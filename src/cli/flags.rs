@@ -3,7 +3,7 @@
 //! `simulate`). Each is one struct for the command line and the `--config` file alike.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -24,6 +24,10 @@ use crate::metrics::Metrics;
 use crate::model::lifecycle::Budget;
 use crate::model::OptionValues;
 use crate::pricing::{PriceOverrides, PricingSource};
+
+/// Upstream's defaults as the core writes them ([`Settings::upstream`]): the loop's and the expander's
+/// flags take their defaults from here, so the two cannot disagree.
+static UPSTREAM: LazyLock<Settings> = LazyLock::new(Settings::upstream);
 
 /// Where node groups come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
@@ -153,7 +157,7 @@ impl CloudFlags {
 pub struct ExpanderFlags {
     /// Expander strategy chain, as upstream's --expander: random, most-pods, least-waste, least-nodes,
     /// price, priority, comma-separated.
-    #[arg(long, value_name = "CHAIN", default_value = "least-waste")]
+    #[arg(long, value_name = "CHAIN", default_value_t = Strategy::chain_text(&UPSTREAM.expander))]
     pub expander: String,
     /// YAML of the priority strategy, upstream's `priorities` format (priority: [regex, ...]); re-read
     /// while running.
@@ -247,74 +251,74 @@ pub fn watch_priority_file(
 #[serde(default, rename_all = "camelCase")]
 pub struct LoopFlags {
     /// Maximum nodes in all groups together (0: no limit).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = UPSTREAM.max_nodes_total)]
     pub max_nodes_total: usize,
     /// Minimum and maximum cores in the cluster, MIN:MAX.
-    #[arg(long, value_name = "MIN:MAX", default_value = "0:320000")]
+    #[arg(long, value_name = "MIN:MAX", default_value_t = Range(UPSTREAM.cores_total.0, UPSTREAM.cores_total.1))]
     pub cores_total: Range,
     /// Minimum and maximum GiB of memory in the cluster, MIN:MAX.
-    #[arg(long, value_name = "MIN:MAX", default_value = "0:6400000")]
+    #[arg(long, value_name = "MIN:MAX", default_value_t = Range(UPSTREAM.memory_total_gib.0, UPSTREAM.memory_total_gib.1))]
     pub memory_total: Range,
     /// Most nodes one scale-up adds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = UPSTREAM.max_nodes_per_scaleup)]
     pub max_nodes_per_scaleup: usize,
     /// Time budget of one node group's binpacking estimate.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.max_nodegroup_binpacking_duration))]
     pub max_nodegroup_binpacking_duration: GoDuration,
     /// Pods younger than this do not trigger a scale-up.
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.new_pod_scale_up_delay))]
     pub new_pod_scale_up_delay: GoDuration,
     /// Pods with priority below this never trigger a scale-up.
-    #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = UPSTREAM.expendable_pods_priority_cutoff, allow_negative_numbers = true)]
     pub expendable_pods_priority_cutoff: i32,
     /// Whether nodes are ever removed.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.scale_down_enabled, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub scale_down_enabled: bool,
     /// After a scale-up, scale-down waits this long.
-    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scale_down_delay_after_add))]
     pub scale_down_delay_after_add: GoDuration,
     /// After a node was removed, the next removal waits this long.
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scale_down_delay_after_delete))]
     pub scale_down_delay_after_delete: GoDuration,
     /// After a removal failed, scale-down waits this long.
-    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scale_down_delay_after_failure))]
     pub scale_down_delay_after_failure: GoDuration,
     /// A node at or below this share of requested cpu and memory may be removed (groups may override).
-    #[arg(long, default_value_t = OptionValues::DEFAULT.scale_down_utilization_threshold)]
+    #[arg(long, default_value_t = UPSTREAM.defaults.scale_down_utilization_threshold)]
     pub scale_down_utilization_threshold: f64,
     /// A GPU node at or below this share of requested GPUs may be removed (groups may override).
-    #[arg(long, default_value_t = OptionValues::DEFAULT.scale_down_gpu_utilization_threshold)]
+    #[arg(long, default_value_t = UPSTREAM.defaults.scale_down_gpu_utilization_threshold)]
     pub scale_down_gpu_utilization_threshold: f64,
     /// Leave DaemonSet pods out of utilization (groups may override).
-    #[arg(long, default_value_t = OptionValues::DEFAULT.ignore_daemonsets_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.defaults.ignore_daemonsets_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub ignore_daemonsets_utilization: bool,
     /// How long a node must be unneeded before it is removed (groups may override).
-    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.scale_down_unneeded_time))]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.scale_down_unneeded_time))]
     pub scale_down_unneeded_time: GoDuration,
     /// Keep nodes with pods using emptyDir or hostPath.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.skip_nodes_with_local_storage, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub skip_nodes_with_local_storage: bool,
     /// Keep nodes with kube-system pods that have no PodDisruptionBudget (for
     /// --blocking-system-pod-distruption-timeout after their creation).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.skip_nodes_with_system_pods, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub skip_nodes_with_system_pods: bool,
     /// How long after its creation a kube-system pod without a PodDisruptionBudget keeps its node
     /// (upstream's spelling).
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.blocking_system_pod_disruption_timeout))]
     pub blocking_system_pod_distruption_timeout: GoDuration,
     /// Keep nodes with pods of controllers other than ReplicaSet, ReplicationController, Job and
     /// StatefulSet (false: any controller will do); --min-replica-count applies only with it.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.skip_nodes_with_custom_controller_pods, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub skip_nodes_with_custom_controller_pods: bool,
     /// Keep nodes with pods of ReplicaSets or ReplicationControllers with fewer replicas than this
     /// (`simulate` reads them from the dump; `run` does not watch them yet).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = UPSTREAM.min_replica_count)]
     pub min_replica_count: i32,
     /// Most empty nodes removed in one loop.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = UPSTREAM.max_empty_bulk_delete)]
     pub max_empty_bulk_delete: usize,
     /// Split scale-ups across groups with the same template (zone aside).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.balance_similar_node_groups, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,
     /// A label that tells similar groups: only the labels given are compared (repeatable).
     #[arg(long, value_name = "LABEL")]
@@ -324,47 +328,47 @@ pub struct LoopFlags {
     #[arg(long, value_name = "LABEL")]
     pub balancing_ignore_label: Vec<String>,
     /// Most memory capacity similar groups may differ by, as a share.
-    #[arg(long, default_value_t = Balancing::DEFAULT.memory_difference_ratio)]
+    #[arg(long, default_value_t = UPSTREAM.balancing.memory_difference_ratio)]
     pub memory_difference_ratio: f64,
     /// Most each allocatable resource of similar groups may differ by, as a share.
-    #[arg(long, default_value_t = Balancing::DEFAULT.max_allocatable_difference_ratio)]
+    #[arg(long, default_value_t = UPSTREAM.balancing.max_allocatable_difference_ratio)]
     pub max_allocatable_difference_ratio: f64,
     /// Most each free resource (after DaemonSet pods) of similar groups may differ by, as a share.
-    #[arg(long, default_value_t = Balancing::DEFAULT.max_free_difference_ratio)]
+    #[arg(long, default_value_t = UPSTREAM.balancing.max_free_difference_ratio)]
     pub max_free_difference_ratio: f64,
     /// Instances without a node after this long are deleted and their group backs off; capacity not
     /// delivered after this long is given up (groups may override).
-    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.max_node_provision_time))]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.max_node_provision_time))]
     pub max_node_provision_time: GoDuration,
     /// Unready nodes the cluster may have and still be healthy (beyond this and the percentage below, the
     /// loop only reports).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = UPSTREAM.ok_total_unready_count)]
     pub ok_total_unready_count: usize,
     /// Share of unready nodes, in percent, beyond which (and the count above) the cluster is unhealthy.
-    #[arg(long, default_value_t = 45.0)]
+    #[arg(long, default_value_t = UPSTREAM.max_total_unready_percentage)]
     pub max_total_unready_percentage: f64,
     /// Whether unready nodes may be removed (after --scale-down-unready-time).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.scale_down_unready_enabled, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub scale_down_unready_enabled: bool,
     /// How long a node must be unready and unneeded before it is removed (groups may override).
-    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(OptionValues::DEFAULT.scale_down_unready_time))]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.scale_down_unready_time))]
     pub scale_down_unready_time: GoDuration,
     /// Most node removals (empty or drained) in flight at once, across loops.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = UPSTREAM.max_scale_down_parallelism)]
     pub max_scale_down_parallelism: usize,
     /// Most drains of nodes with pods in flight at once, across loops.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = UPSTREAM.max_drain_parallelism)]
     pub max_drain_parallelism: usize,
     /// Delete instances that never became nodes even when their group is at min size.
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = UPSTREAM.force_delete_unregistered_nodes, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub force_delete_unregistered_nodes: bool,
     /// Replace nodes older than this, surge first, within the disruption budget (0s: never; a group's
     /// `ferroscale.io/max-node-lifetime` tag overrides).
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_max_lifetime.unwrap_or_default()))]
     pub node_max_lifetime: GoDuration,
     /// How many of a group's nodes may be out of service at once for replacements and scale-down: a
     /// count or a percentage, at least one (a group's `disruptionBudget` overrides).
-    #[arg(long, value_name = "COUNT_OR_PERCENT", default_value = "10%")]
+    #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_disruption.to_string())]
     pub max_disruption: String,
 }
 
@@ -432,7 +436,7 @@ impl LoopFlags {
                 scale_down_unneeded_time: self.scale_down_unneeded_time.0,
                 scale_down_unready_time: self.scale_down_unready_time.0,
                 max_node_provision_time: self.max_node_provision_time.0,
-                ..OptionValues::DEFAULT
+                ..UPSTREAM.defaults.clone()
             },
         })
     }
@@ -469,5 +473,18 @@ impl Default for LoopFlags {
     /// What an empty command line gives.
     fn default() -> Self {
         super::defaults()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_command_line_runs_with_upstreams_defaults() {
+        assert_eq!(
+            format!("{:?}", default_engine()),
+            format!("{:?}", Settings::upstream())
+        );
     }
 }

@@ -11,8 +11,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Instance, InstanceState, NodeGroup, OptionValues, RequestParts, Resources, Taint, TaintEffect,
-    TemplateNode,
+    Instance, InstanceState, NodeGroup, OptionValues, Resources, Taint, TaintEffect, TemplateNode,
 };
 use crate::proto::externalgrpc as pb;
 
@@ -76,12 +75,7 @@ pub fn template_from_node(node: &core::Node, field: &str) -> Result<TemplateNode
         .taints
         .iter()
         .filter_map(|t| {
-            let effect = match t.effect.as_deref()? {
-                "NoSchedule" => TaintEffect::NoSchedule,
-                "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
-                "NoExecute" => TaintEffect::NoExecute,
-                _ => return None,
-            };
+            let effect: TaintEffect = t.effect.as_deref()?.parse().ok()?;
             Some(Taint {
                 key: t.key.clone()?,
                 value: t.value.clone().unwrap_or_default(),
@@ -274,56 +268,41 @@ pub fn node(
         .ok_or_else(|| Error::invalid(field, "no node given"))
 }
 
+/// Resource names and quantity texts of a map (absent: none; a quantity without text: zero).
+fn quantity_texts(
+    map: Option<&BTreeMap<String, Quantity>>,
+) -> impl Iterator<Item = (&str, &str)> + '_ {
+    map.into_iter()
+        .flatten()
+        .map(|(name, q)| (name.as_str(), q.string.as_deref().unwrap_or("0")))
+}
+
 fn resources_of(map: Option<&BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
-    Ok(Resources::from_quantities(
-        field,
-        map.into_iter()
-            .flatten()
-            .map(|(name, q)| (name.as_str(), q.string.as_deref().unwrap_or("0"))),
-    )?)
+    Ok(Resources::from_quantities(field, quantity_texts(map))?)
 }
 
-fn requests_of(reqs: Option<&core::ResourceRequirements>, field: &str) -> Result<Resources> {
-    resources_of(reqs.map(|r| &r.requests), field)
+fn requests_map(r: Option<&core::ResourceRequirements>) -> Option<&BTreeMap<String, Quantity>> {
+    r.map(|r| &r.requests)
 }
 
-/// A pod's effective requests as the scheduler counts them ([`crate::model::RequestParts`]).
+/// A pod's effective requests as the scheduler counts them ([`crate::model::pod_requests`]).
 pub fn pod_requests(pod: &core::Pod) -> Result<Resources> {
     let default = core::PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default);
-    let parts = RequestParts {
-        pod_level: spec
-            .resources
-            .as_ref()
-            .filter(|r| !r.requests.is_empty())
-            .map(|r| requests_of(Some(r), "spec.resources.requests"))
-            .transpose()?,
-        containers: spec
-            .containers
+    Ok(crate::model::pod_requests(
+        "",
+        quantity_texts(requests_map(spec.resources.as_ref())),
+        spec.containers
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                requests_of(
-                    c.resources.as_ref(),
-                    &format!("spec.containers[{i}].resources.requests"),
-                )
-            })
-            .collect::<Result<_>>()?,
-        init: spec
-            .init_containers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let r = requests_of(
-                    c.resources.as_ref(),
-                    &format!("spec.initContainers[{i}].resources.requests"),
-                )?;
-                Ok((r, c.restart_policy.as_deref() == Some("Always")))
-            })
-            .collect::<Result<_>>()?,
-        overhead: resources_of(Some(&spec.overhead), "spec.overhead")?,
-    };
-    Ok(parts.effective())
+            .map(|c| quantity_texts(requests_map(c.resources.as_ref()))),
+        spec.init_containers.iter().map(|c| {
+            (
+                quantity_texts(requests_map(c.resources.as_ref())),
+                c.restart_policy.as_deref(),
+            )
+        }),
+        quantity_texts(Some(&spec.overhead)),
+    )?)
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use serde_json::json;
 use super::lease::Fence;
 use super::status_code;
 use crate::error::{Error, Result};
+use crate::model::workload::DAEMON_SET;
+use crate::model::TaintEffect;
 
 /// Time the API server may take to delete a pod after its grace period.
 const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
@@ -52,7 +54,7 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
             taints.push(Taint {
                 key: labels::TO_BE_DELETED.into(),
                 value: Some(now.to_string()),
-                effect: "NoSchedule".into(),
+                effect: TaintEffect::NoSchedule.to_string(),
                 time_added: None,
             });
         } else {
@@ -163,7 +165,7 @@ pub fn goes_with_node(pod: &Pod) -> bool {
         .owner_references
         .iter()
         .flatten()
-        .any(|o| o.kind == "DaemonSet");
+        .any(|o| o.kind == DAEMON_SET);
     let mirror = pod
         .metadata
         .annotations

@@ -19,6 +19,12 @@ pub mod status;
 pub mod volumes;
 pub mod watch;
 
+/// An object's namespace: `default` when its metadata leaves it out, as the API server and kubectl read
+/// it.
+pub(crate) fn namespace_of(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    m.namespace.as_deref().unwrap_or("default")
+}
+
 /// The HTTP status the API server answered with, when the error is its answer (409 Conflict, 404...).
 pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
     match e {

@@ -10,42 +10,39 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
+use super::namespace_of;
 use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
-    SelectorOp, SpreadConstraint, Toleration,
+    SelectorOp, SpreadConstraint, Toleration, DAEMON_SET,
 };
-use crate::model::{RequestParts, Resources, Taint, TaintEffect};
+use crate::model::{pod_requests, Resources, Taint, TaintEffect, UnknownTaintEffect};
 
 fn time(t: &Option<meta::Time>) -> i64 {
     t.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
 }
 
-fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
-    Ok(Resources::from_quantities(
-        field,
-        map.iter()
-            .flatten()
-            .map(|(k, q)| (k.as_str(), q.0.as_str())),
-    )?)
+/// Resource names and quantity texts of a map (absent: none).
+fn quantities(map: Option<&BTreeMap<String, Quantity>>) -> impl Iterator<Item = (&str, &str)> + '_ {
+    map.into_iter()
+        .flatten()
+        .map(|(k, q)| (k.as_str(), q.0.as_str()))
 }
 
-fn requests(r: &Option<core::ResourceRequirements>, field: &str) -> Result<Resources> {
-    resources(&r.as_ref().and_then(|r| r.requests.clone()), field)
+/// The `requests` of a container's or pod's resources, if any.
+fn requests_map(r: &Option<core::ResourceRequirements>) -> Option<&BTreeMap<String, Quantity>> {
+    r.as_ref().and_then(|r| r.requests.as_ref())
+}
+
+fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
+    Ok(Resources::from_quantities(field, quantities(map.as_ref()))?)
 }
 
 fn effect(e: &str, field: &str) -> Result<TaintEffect> {
-    match e {
-        "NoSchedule" => Ok(TaintEffect::NoSchedule),
-        "PreferNoSchedule" => Ok(TaintEffect::PreferNoSchedule),
-        "NoExecute" => Ok(TaintEffect::NoExecute),
-        other => Err(Error::invalid(
-            field,
-            format!("unknown taint effect {other:?}"),
-        )),
-    }
+    e.parse()
+        .map_err(|e: UnknownTaintEffect| Error::invalid(field, e.to_string()))
 }
 
 /// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
@@ -101,48 +98,25 @@ pub fn pod_terminal(p: &core::Pod) -> bool {
 
 /// A pod as the engine sees it.
 pub fn pod(p: &core::Pod) -> Result<Pod> {
-    let namespace = p
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = namespace_of(&p.metadata).to_string();
     let name = p.metadata.name.clone().unwrap_or_default();
     let at = |field: &str| format!("pod {namespace}/{name}: {field}");
     let default = core::PodSpec::default();
     let spec = p.spec.as_ref().unwrap_or(&default);
-    let parts = RequestParts {
-        pod_level: match &spec.resources {
-            Some(r) if r.requests.as_ref().is_some_and(|m| !m.is_empty()) => {
-                Some(requests(&spec.resources, &at("spec.resources.requests"))?)
-            }
-            _ => None,
-        },
-        containers: spec
-            .containers
+    let requests = pod_requests(
+        &format!("pod {namespace}/{name}: "),
+        quantities(requests_map(&spec.resources)),
+        spec.containers
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                requests(
-                    &c.resources,
-                    &at(&format!("spec.containers[{i}].resources.requests")),
-                )
-            })
-            .collect::<Result<_>>()?,
-        init: spec
-            .init_containers
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, c)| {
-                let r = requests(
-                    &c.resources,
-                    &at(&format!("spec.initContainers[{i}].resources.requests")),
-                )?;
-                Ok((r, c.restart_policy.as_deref() == Some("Always")))
-            })
-            .collect::<Result<_>>()?,
-        overhead: resources(&spec.overhead, &at("spec.overhead"))?,
-    };
+            .map(|c| quantities(requests_map(&c.resources))),
+        spec.init_containers.iter().flatten().map(|c| {
+            (
+                quantities(requests_map(&c.resources)),
+                c.restart_policy.as_deref(),
+            )
+        }),
+        quantities(spec.overhead.as_ref()),
+    )?;
     let node_affinity = spec
         .affinity
         .as_ref()
@@ -258,7 +232,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .find(|o| o.controller == Some(true));
     Ok(Pod {
         labels: p.metadata.labels.clone().unwrap_or_default(),
-        requests: parts.effective(),
+        requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         node_affinity,
@@ -372,11 +346,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
 
 /// A PodDisruptionBudget.
 pub fn pdb(p: &PodDisruptionBudget) -> Result<Pdb> {
-    let namespace = p
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = namespace_of(&p.metadata).to_string();
     let name = p.metadata.name.clone().unwrap_or_default();
     let selector = match p.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(s) => label_selector(s, &format!("pdb {namespace}/{name}: spec.selector"))?,
@@ -407,7 +377,7 @@ pub fn daemonset_pod(d: &DaemonSet) -> Result<Pod> {
         spec: template.spec,
         status: None,
     })?;
-    p.meta.controller = Some("DaemonSet".into());
+    p.meta.controller = Some(DAEMON_SET.into());
     Ok(p)
 }
 

@@ -8,6 +8,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
+use super::namespace_of;
 use crate::model::workload::Pod;
 
 /// (namespace, kind, name) of a controller → its `spec.replicas`.
@@ -20,7 +21,7 @@ pub fn replicas<'a>(
 ) -> Replicas {
     let key = |kind: &str, m: &meta::ObjectMeta| {
         (
-            m.namespace.clone().unwrap_or_else(|| "default".into()),
+            namespace_of(m).to_string(),
             kind.to_string(),
             m.name.clone().unwrap_or_default(),
         )

@@ -9,7 +9,6 @@
 //! the next strategy, as upstream does.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::runtime::watcher::watch_object;
@@ -18,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
 
+use super::watch::WATCH_RETRY;
 use crate::engine::expander::Priorities;
 use crate::error::{Error, Result};
 
@@ -25,10 +25,6 @@ use crate::error::{Error, Result};
 pub const CONFIG_MAP: &str = "cluster-autoscaler-priority-expander";
 /// The key holding the tiers (upstream's `ConfigMapKey`).
 pub const KEY: &str = "priorities";
-
-/// First pause before the watch starts over after a failure; doubled up to [`RETRY_MAX`].
-const RETRY_MIN: Duration = Duration::from_millis(500);
-const RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// The tiers a ConfigMap holds, or why it holds none usable.
 pub fn tiers_of(cm: &ConfigMap) -> std::result::Result<Priorities, String> {
@@ -134,7 +130,7 @@ impl PriorityWatch {
             seen: None,
         };
         tokio::spawn(async move {
-            let mut pause = RETRY_MIN;
+            let mut retries = WATCH_RETRY.retries();
             loop {
                 let mut stream = std::pin::pin!(watch_object(api.clone(), CONFIG_MAP));
                 while let Some(event) = stream.next().await {
@@ -144,7 +140,7 @@ impl PriorityWatch {
                         Ok(cm) => {
                             state.apply(cm);
                             synced_tx.send_replace(true);
-                            pause = RETRY_MIN;
+                            retries.reset();
                         }
                         Err(e) => {
                             tracing::warn!(config_map = CONFIG_MAP, error = %e, "priority ConfigMap watch failed; keeping the priorities until it lists again");
@@ -152,8 +148,7 @@ impl PriorityWatch {
                         }
                     }
                 }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(RETRY_MAX);
+                tokio::time::sleep(retries.next_pause()).await;
             }
         });
         PriorityWatch {

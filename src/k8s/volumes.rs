@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
+use super::namespace_of;
 use super::selectors::node_selector_terms;
 use crate::error::Result;
 use crate::model::volumes::{volume_zones, Claim, ClaimState, Wait};
@@ -71,7 +72,7 @@ impl<'a> Storage<'a> {
             claims: claims
                 .into_iter()
                 .map(|c| {
-                    let ns = c.metadata.namespace.as_deref().unwrap_or("default");
+                    let ns = namespace_of(&c.metadata);
                     ((ns, name_of(&c.metadata)), c)
                 })
                 .collect(),
@@ -120,7 +121,7 @@ impl<'a> Storage<'a> {
     /// The claims a pod mounts (`persistentVolumeClaim` volumes and generic ephemeral volumes, whose
     /// claim is named `<pod>-<volume>`), resolved.
     pub fn claims_of(&self, pod: &core::Pod) -> Result<Vec<Claim>> {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let ns = namespace_of(&pod.metadata);
         self.resolve_claims(ns, &claim_names(pod))
     }
 

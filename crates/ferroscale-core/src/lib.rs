@@ -3,6 +3,7 @@
 //! own, no protocol or cloud types: the compiler keeps it so, since this crate depends on none of them.
 //! Decisions and the reasons behind them are typed; text is only their `Display`.
 
+pub mod backoff;
 pub mod clock;
 pub mod engine;
 pub mod error;

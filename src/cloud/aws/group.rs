@@ -1,7 +1,7 @@
 //! An Auto Scaling group as CA sees it: provider ids, instance states, how it buys capacity.
 
 use super::types::AsgInfo;
-use crate::model::{Instance, InstanceState, NodeGroup};
+use crate::model::{provider_id, Instance, InstanceState, NodeGroup};
 use crate::pricing::Purchase;
 
 /// How a group buys capacity: its mixed-instances distribution, else spot when its launch template or
@@ -25,7 +25,7 @@ pub fn instances_of(info: &AsgInfo) -> Vec<Instance> {
     info.instances
         .iter()
         .map(|i| Instance {
-            id: format!("aws:///{}/{}", i.availability_zone, i.instance_id),
+            id: provider_id::aws(&i.availability_zone, &i.instance_id),
             state: lifecycle_state(&i.lifecycle_state),
             error: None,
         })
@@ -42,8 +42,6 @@ fn lifecycle_state(state: &str) -> InstanceState {
         InstanceState::Running
     }
 }
-
-pub use crate::model::instance_id;
 
 /// `known` with what AWS just said of the group's bounds, desired capacity and instances: what a read
 /// of the group alone can tell (template, options and price stay as they were).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::types::AsgInfo;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
-use crate::model::parse_go_duration;
+use crate::model::{parse_go_duration, provider_id};
 
 /// Nodes older than this (a Go duration) are replaced.
 pub const MAX_NODE_LIFETIME_TAG: &str = "ferroscale.io/max-node-lifetime";
@@ -83,10 +83,7 @@ pub fn instance_revisions(info: &AsgInfo) -> BTreeMap<String, String> {
         .iter()
         .filter_map(|i| {
             let rev = i.revision.clone()?;
-            Some((
-                format!("aws:///{}/{}", i.availability_zone, i.instance_id),
-                rev,
-            ))
+            Some((provider_id::aws(&i.availability_zone, &i.instance_id), rev))
         })
         .collect()
 }

@@ -14,7 +14,7 @@ use super::price_keeper::{self, Purchases};
 use super::types::{AsgInfo, InstanceTypeInfo};
 use super::{activities, template, ttl, AwsCloud};
 use crate::error::{Error, Result};
-use crate::model::{InstanceError, NodeGroup, Snapshot};
+use crate::model::{provider_id, InstanceError, NodeGroup, Snapshot};
 
 impl AwsCloud {
     /// The managed groups as AWS lists them, with `--nodes` bounds applied.
@@ -167,7 +167,7 @@ impl AwsCloud {
             options,
             price_per_hour: None,
             launch_error,
-            provider_id_prefix: format!("aws:///{zone}/"),
+            provider_id_prefix: provider_id::prefix(provider_id::AWS, &zone),
             lifecycle: super::lifecycle::lifecycle_of(info),
         })
     }

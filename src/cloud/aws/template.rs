@@ -74,15 +74,6 @@ fn accelerator(t: &InstanceTypeInfo) -> String {
     format!("{m}-{n}").to_ascii_lowercase().replace(' ', "-")
 }
 
-fn parse_effect(s: &str) -> Option<TaintEffect> {
-    match s {
-        "NoSchedule" => Some(TaintEffect::NoSchedule),
-        "PreferNoSchedule" => Some(TaintEffect::PreferNoSchedule),
-        "NoExecute" => Some(TaintEffect::NoExecute),
-        _ => None,
-    }
-}
-
 /// The template node of an Auto Scaling group; `types` are the types it may launch, first one first.
 pub fn build_template(
     asg: &AsgInfo,
@@ -122,7 +113,7 @@ pub fn build_template(
         } else if let Some(key) = tag.strip_prefix(TAINT_TAG) {
             match value
                 .rsplit_once(':')
-                .and_then(|(v, e)| Some((v, parse_effect(e)?)))
+                .and_then(|(v, e)| Some((v, e.parse::<TaintEffect>().ok()?)))
             {
                 Some((v, effect)) => {
                     taints.insert(

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use super::group::{instance_id, with_sizes};
+use super::group::with_sizes;
 use super::{ttl, AwsCloud};
 use crate::error::{DomainError, Error, Result};
-use crate::model::{InstanceState, NodeGroup};
+use crate::model::{instance_id, InstanceState, NodeGroup};
 
 impl AwsCloud {
     /// The write lock of a group of the snapshot: an id that names no group allocates nothing.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
-use crate::model::parse_go_duration;
+use crate::model::{parse_go_duration, provider_id};
 use crate::model::{
     reserve, AutoscalingOptions, Instance, InstanceError, InstanceState, NodeGroup, Resources,
     Taint, TemplateNode,
@@ -249,8 +249,8 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
     }
     let template = template(i, g)?;
     let provider_id_prefix = match template.labels.get(labels::ZONE) {
-        Some(zone) => format!("aws:///{zone}/"),
-        None => format!("memory:///{}/", g.name),
+        Some(zone) => provider_id::prefix(provider_id::AWS, zone),
+        None => provider_id::prefix(provider_id::MEMORY, &g.name),
     };
     let instances = g
         .instances

@@ -25,7 +25,9 @@ pub use config::{GroupConfig, InstanceConfig, MemoryConfig, QuantityText, DEFAUL
 use super::{Cloud, Readiness, SnapshotCell};
 use crate::error::Result;
 use crate::labels;
-use crate::model::{ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, Snapshot};
+use crate::model::{
+    provider_id, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, Snapshot,
+};
 use crate::pricing::PriceOverrides;
 
 /// The virtual clock of a simulation and the launches not running yet.
@@ -54,7 +56,11 @@ impl WriteState {
         match &mut self.simulated {
             Some(sim) => {
                 sim.launched += 1;
-                let id = format!("sim:///{}/i-sim-{}", group.id, sim.launched);
+                let id = provider_id::format(
+                    provider_id::SIM,
+                    &group.id,
+                    &format!("i-sim-{}", sim.launched),
+                );
                 sim.launching
                     .push((sim.now + sim.delay, group.id.clone(), id.clone()));
                 Instance {

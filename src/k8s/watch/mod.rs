@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio_stream::StreamExt;
 
 use self::feed::Feed;
+use crate::backoff::Exponential;
 use crate::engine::reasons::Doubt;
 use crate::error::{Error, Result};
 use crate::k8s::converted::{self, NodeExtra, PodExtra};
@@ -116,10 +117,10 @@ const KINDS: [&str; 8] = [
 /// The kinds watched for `--min-replica-count`.
 const OWNER_KINDS: [&str; 2] = ["replicasets", "replicationcontrollers"];
 
-/// First pause before a watch that failed starts over; doubled up to [`WATCH_RETRY_MAX`].
-const WATCH_RETRY_MIN: Duration = Duration::from_millis(500);
-/// Longest pause before a failed watch starts over.
-const WATCH_RETRY_MAX: Duration = Duration::from_secs(30);
+/// Pause before a watch that failed starts over: half a second, doubled per failure in a row up to 30
+/// seconds (every watch of the API: kinds here, the priority ConfigMap).
+pub(crate) const WATCH_RETRY: Exponential =
+    Exponential::new(Duration::from_millis(500), Duration::from_secs(30));
 
 /// What a watched kind is: a Kubernetes object kube's watcher can list, decode and hand across tasks.
 pub trait Watched:
@@ -140,8 +141,8 @@ impl<K> Watched for K where
 
 /// Runs the watch of one kind for ever, handing each event to `on_event`. Lists come in pages of 500
 /// (the watcher's default), so neither the API server nor this process holds a whole list of a big kind
-/// at once. After any failure the watch starts over with a full list after a pause (doubled from
-/// [`WATCH_RETRY_MIN`] up to [`WATCH_RETRY_MAX`]), as client-go's reflector does; `health` is doubtful
+/// at once. After any failure the watch starts over with a full list after a pause ([`WATCH_RETRY`]), as
+/// client-go's reflector does; `health` is doubtful
 /// from the failure until that list is complete, so a loop never trusts a cache that may have missed
 /// events.
 fn spawn_watch<K: Watched>(
@@ -151,7 +152,7 @@ fn spawn_watch<K: Watched>(
     mut on_event: impl FnMut(watcher::Event<K>) + Send + 'static,
 ) {
     tokio::spawn(async move {
-        let mut pause = WATCH_RETRY_MIN;
+        let mut retries = WATCH_RETRY.retries();
         loop {
             let mut stream = std::pin::pin!(watcher(api.clone(), watcher::Config::default()));
             while let Some(event) = stream.next().await {
@@ -161,7 +162,7 @@ fn spawn_watch<K: Watched>(
                         on_event(event);
                         if listed {
                             health.synced();
-                            pause = WATCH_RETRY_MIN;
+                            retries.reset();
                             if health.recovered() {
                                 tracing::info!(kind, "watch recovered: listed everything again");
                             }
@@ -175,8 +176,7 @@ fn spawn_watch<K: Watched>(
                     }
                 }
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(WATCH_RETRY_MAX);
+            tokio::time::sleep(retries.next_pause()).await;
         }
     });
 }

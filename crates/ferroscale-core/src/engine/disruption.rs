@@ -40,11 +40,7 @@ pub(super) fn displace(
             }
         }
         for p in &info.pods {
-            let recreated = p
-                .meta
-                .controller
-                .as_deref()
-                .is_some_and(|c| c != "DaemonSet");
+            let recreated = p.meta.controller.is_some() && !p.is_daemon_set();
             if recreated && !p.meta.mirror && p.meta.deleted.is_none() {
                 let unbound = Arc::new(Pod {
                     node_name: None,

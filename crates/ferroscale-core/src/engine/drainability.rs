@@ -80,7 +80,7 @@ pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
             }
         }
     }
-    if owner == Some("DaemonSet") {
+    if p.is_daemon_set() {
         return Drain::Stay;
     }
     match p.meta.safe_to_evict {

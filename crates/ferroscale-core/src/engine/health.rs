@@ -1,26 +1,53 @@
 //! Upstream's health checks: the cluster's (too many unready nodes and the loop only reports) and each
-//! group's (`node_group_healthiness`, the status ConfigMap's per-group `Healthy` condition).
+//! group's (`node_group_healthiness`, the status ConfigMap's per-group `Healthy` condition). Nodes are
+//! sorted by readiness in one place ([`NodeReadiness::of`]) and counted by [`Readiness::of`].
+
+use std::time::Duration;
 
 use super::context::Ctx;
 use super::reasons::Unhealthy;
 use super::settings::Settings;
+use crate::model::workload::Node;
+
+/// A registered node's readiness, as upstream's cluster state sorts it (`updateReadinessStats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeReadiness {
+    Ready,
+    /// Not ready, and younger than `maxNodeStartupTime`: still starting.
+    NotStarted,
+    /// Not ready, and older than `maxNodeStartupTime`: broken.
+    Unready,
+}
+
+impl NodeReadiness {
+    /// `node` at `now`: ready; else not started while it was created less than `max_startup` ago; else
+    /// unready. Readiness itself is the node's `Ready` condition, as the adapters read it.
+    pub fn of(node: &Node, max_startup: Duration, now: i64) -> Self {
+        if node.ready {
+            NodeReadiness::Ready
+        } else if now - node.created < max_startup.as_secs() as i64 {
+            NodeReadiness::NotStarted
+        } else {
+            NodeReadiness::Unready
+        }
+    }
+}
 
 /// Upstream's check: the cluster is unhealthy when more nodes are unready than both
 /// `--ok-total-unready-count` and `--max-total-unready-percentage` of all nodes allow. Nodes still
-/// starting (younger than `maxNodeStartupTime`) are not unready yet.
+/// starting (younger than the default `maxNodeStartupTime`) are not unready yet.
 pub(super) fn unhealthy(ctx: &Ctx) -> Option<Unhealthy> {
     let s = ctx.settings;
-    let startup = s.defaults.max_node_startup_time.as_secs() as i64;
     let total = ctx.world.nodes.len();
-    let unready = ctx
-        .world
-        .nodes
-        .iter()
-        .filter(|n| !n.ready && ctx.now - n.created >= startup)
-        .count();
-    let share = s.max_total_unready_percentage / 100.0 * total as f64;
-    (unready > s.ok_total_unready_count && unready as f64 > share)
-        .then_some(Unhealthy { unready, total })
+    let unready = Readiness::of(ctx.world.nodes, s.defaults.max_node_startup_time, ctx.now).unready;
+    too_many_unready(unready, total, s).then_some(Unhealthy { unready, total })
+}
+
+/// Upstream's thresholds: `unready` of `nodes` are too many past both `--ok-total-unready-count` and
+/// `--max-total-unready-percentage`.
+fn too_many_unready(unready: usize, nodes: usize, s: &Settings) -> bool {
+    let share = s.max_total_unready_percentage / 100.0 * nodes as f64;
+    unready > s.ok_total_unready_count && unready as f64 > share
 }
 
 /// A group's nodes by readiness, as upstream's cluster state counts them.
@@ -36,6 +63,30 @@ pub struct Readiness {
 }
 
 impl Readiness {
+    /// The registered `nodes` counted at `now`, each sorted by [`NodeReadiness::of`] with
+    /// `max_startup` (a group's `maxNodeStartupTime`); `provisioning` is left to the caller, who knows
+    /// the instances without a node.
+    pub fn of<'a>(
+        nodes: impl IntoIterator<Item = &'a Node>,
+        max_startup: Duration,
+        now: i64,
+    ) -> Self {
+        let mut r = Readiness::default();
+        for n in nodes {
+            *match NodeReadiness::of(n, max_startup, now) {
+                NodeReadiness::Ready => &mut r.ready,
+                NodeReadiness::NotStarted => &mut r.not_started,
+                NodeReadiness::Unready => &mut r.unready,
+            } += 1;
+        }
+        r
+    }
+
+    /// Registered nodes: ready, unready or not started.
+    pub fn registered(&self) -> usize {
+        self.ready + self.unready + self.not_started
+    }
+
     /// Upstream's IsNodeGroupHealthy: the nodes the group's target size expects, less those still
     /// starting or provisioning, that are not ready, are unjustified; the group is unhealthy when they
     /// exceed both `--ok-total-unready-count` and `--max-total-unready-percentage` of its nodes.
@@ -43,15 +94,42 @@ impl Readiness {
         let expected =
             (target_size.max(0) as usize).saturating_sub(self.not_started + self.provisioning);
         let unjustified = expected.saturating_sub(self.ready);
-        let nodes = self.ready + self.unready + self.not_started;
-        let share = s.max_total_unready_percentage / 100.0 * nodes as f64;
-        !(unjustified > s.ok_total_unready_count && unjustified as f64 > share)
+        !too_many_unready(unjustified, self.registered(), s)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_are_not_started_then_unready_past_the_startup_time() {
+        let startup = Duration::from_secs(900);
+        let node = |ready, created| Node {
+            ready,
+            created,
+            ..Node::default()
+        };
+        let at = |n: &Node| NodeReadiness::of(n, startup, 1000);
+        assert_eq!(at(&node(true, 990)), NodeReadiness::Ready);
+        assert_eq!(at(&node(false, 101)), NodeReadiness::NotStarted);
+        assert_eq!(at(&node(false, 100)), NodeReadiness::Unready, "900s old");
+        let nodes = [
+            node(true, 0),
+            node(false, 0),
+            node(false, 500),
+            node(false, 990),
+        ];
+        let r = Readiness::of(&nodes, startup, 1000);
+        assert_eq!((r.ready, r.unready, r.not_started), (1, 1, 2));
+        assert_eq!(r.registered(), 4);
+        let r = Readiness::of(&nodes, Duration::ZERO, 1000);
+        assert_eq!(
+            (r.unready, r.not_started),
+            (3, 0),
+            "no grace without a startup time"
+        );
+    }
 
     #[test]
     fn a_group_is_unhealthy_only_past_both_thresholds() {

@@ -2,10 +2,12 @@
 //! happened or failed, which groups back off and which instance types ran out of capacity where.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use super::reasons::Pause;
 use super::settings::Settings;
 use super::templates::GroupTemplate;
+use crate::backoff::Exponential;
 use crate::labels;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::{NodeGroup, TemplateNode};
@@ -67,19 +69,20 @@ fn type_and_zone(t: &TemplateNode) -> Option<(String, String)> {
     ))
 }
 
-/// First backoff after a failed scale-up, doubled per failure up to the max; forgotten after the reset.
-const BACKOFF_INITIAL: i64 = 300;
-const BACKOFF_MAX: i64 = 1800;
+/// Backoff after a failed scale-up: 5 minutes, doubled per failure up to 30; forgotten after the reset.
+const BACKOFF: Exponential = Exponential::new(Duration::from_secs(300), Duration::from_secs(1800));
 const BACKOFF_RESET: i64 = 3 * 3600;
 
 impl Memory {
     /// Records that a scale-up of `group` failed at `now` for `reason` (upstream's error code): it is
     /// skipped for 5m, 10m, ... up to 30m.
     pub fn scale_up_failed(&mut self, group: &str, reason: &str, now: i64) {
-        let seconds = match self.backoff.get(group) {
-            Some(b) if now - b.last_failure < BACKOFF_RESET => (b.seconds * 2).min(BACKOFF_MAX),
-            _ => BACKOFF_INITIAL,
-        };
+        let last = self
+            .backoff
+            .get(group)
+            .filter(|b| now - b.last_failure < BACKOFF_RESET)
+            .map(|b| Duration::from_secs(b.seconds.max(0) as u64));
+        let seconds = BACKOFF.after(last).as_secs() as i64;
         self.backoff.insert(
             group.to_string(),
             Backoff {
@@ -108,7 +111,7 @@ impl Memory {
             .out_of_capacity
             .entry((instance_type, zone))
             .or_insert(now);
-        *until = (*until).max(now + BACKOFF_INITIAL);
+        *until = (*until).max(now + BACKOFF.first.as_secs() as i64);
     }
 
     /// Until when a template's instance type and zone are out of capacity, if they are.

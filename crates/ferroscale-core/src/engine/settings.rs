@@ -7,8 +7,8 @@ use super::similar::Balancing;
 use crate::model::lifecycle::Budget;
 use crate::model::{NodeGroup, OptionValues};
 
-/// Upstream's flags of the loop. Their defaults are the command line's (`ferroscale::cli::flags`), so
-/// there is no `Default` here to disagree with them.
+/// Upstream's flags of the loop. Their defaults are [`Settings::upstream`], the one place they are
+/// written: the command line's flags (`ferroscale::cli::flags`) take theirs from it.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub expander: Vec<Strategy>,
@@ -106,11 +106,10 @@ impl Settings {
     }
 }
 
-#[cfg(test)]
 impl Settings {
-    /// Upstream's defaults, for the core's own tests (the binary takes them from its flags).
-    pub(crate) fn upstream() -> Settings {
-        use super::expander::Strategy;
+    /// Upstream cluster-autoscaler's defaults: what the binary's flags default to, and what the core's
+    /// tests run with.
+    pub fn upstream() -> Settings {
         Settings {
             expander: vec![Strategy::LeastWaste],
             priorities: Priorities::default(),

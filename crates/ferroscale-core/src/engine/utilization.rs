@@ -52,7 +52,7 @@ pub fn utilization(
 ) -> Utilization {
     let node = &info.node;
     let gpu = gpu_resource(node);
-    let daemon = |p: &Pod| ignore_daemonsets && p.meta.controller.as_deref() == Some("DaemonSet");
+    let daemon = |p: &Pod| ignore_daemonsets && p.is_daemon_set();
     // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet pods left out.
     let (mut used, mut left_out) = ([0i64; 3], [0i64; 3]);
     for p in &info.pods {

@@ -59,12 +59,6 @@ pub struct Instance {
     pub error: Option<InstanceError>,
 }
 
-/// The instance id at the end of a provider id (`aws:///us-east-1a/i-0abc` → `i-0abc`), as cloud
-/// notices and the cloud's own calls name an instance.
-pub fn instance_id(provider_id: &str) -> &str {
-    provider_id.rsplit('/').next().unwrap_or(provider_id)
-}
-
 /// A node group (an Auto Scaling group, or a group of the in-memory cloud) at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeGroup {
@@ -278,8 +272,7 @@ impl NodeGroup {
 
 /// Splits a placeholder provider id into its group and index.
 pub(super) fn placeholder_parts(provider_id: &str) -> Option<(&str, usize)> {
-    let tail = provider_id.rsplit('/').next()?;
-    let rest = tail.strip_prefix(PLACEHOLDER_MARKER)?;
+    let rest = super::provider_id::instance_id(provider_id).strip_prefix(PLACEHOLDER_MARKER)?;
     let (group, n) = rest.rsplit_once('-')?;
     Some((group, n.parse().ok()?))
 }

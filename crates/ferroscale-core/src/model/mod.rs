@@ -6,6 +6,7 @@ mod duration;
 mod group;
 pub mod lifecycle;
 mod options;
+pub mod provider_id;
 pub mod quantity;
 pub mod reserve;
 mod resources;
@@ -15,9 +16,10 @@ pub mod volumes;
 pub mod workload;
 
 pub use duration::parse_go_duration;
-pub use group::{
-    instance_id, DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup,
-};
+pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup};
 pub use options::{AutoscalingOptions, OptionValues};
-pub use resources::{RequestParts, Resources, Taint, TaintEffect, TemplateNode};
+pub use provider_id::instance_id;
+pub use resources::{
+    pod_requests, Resources, Taint, TaintEffect, TemplateNode, UnknownTaintEffect,
+};
 pub use snapshot::Snapshot;

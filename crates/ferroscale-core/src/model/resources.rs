@@ -1,6 +1,8 @@
 //! Resources of nodes and pods in exact integer units, taints, and the template of a group's nodes.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -107,22 +109,22 @@ impl Resources {
     }
 }
 
-/// The request parts of a pod spec, combined as the scheduler does (one rule for every adapter).
+/// The request parts of a pod spec, combined as the scheduler does ([`pod_requests`] reads them).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RequestParts {
+struct RequestParts {
     /// Pod-level `spec.resources.requests`, which win over containers when set.
-    pub pod_level: Option<Resources>,
-    pub containers: Vec<Resources>,
+    pod_level: Option<Resources>,
+    containers: Vec<Resources>,
     /// Init containers in order, each with whether it is a sidecar (`restartPolicy: Always`).
-    pub init: Vec<(Resources, bool)>,
-    pub overhead: Resources,
+    init: Vec<(Resources, bool)>,
+    overhead: Resources,
 }
 
 impl RequestParts {
     /// Effective requests: pod-level resources when set, else the sum of containers and sidecars, at least
     /// each regular init container plus the sidecars started before it; then the runtime overhead; one
     /// pod slot.
-    pub fn effective(&self) -> Resources {
+    fn effective(&self) -> Resources {
         let mut total = match &self.pod_level {
             Some(r) => r.clone(),
             None => {
@@ -151,6 +153,57 @@ impl RequestParts {
     }
 }
 
+/// A pod's effective requests, as the scheduler counts them (pod-level requests when set, else the
+/// containers and sidecars, at least each init container's peak; then the overhead): the one rule
+/// every adapter reads a pod spec with, whatever its Kubernetes types. Each part is given as (resource
+/// name, quantity text) pairs: `pod_level` is `spec.resources.requests` (absent or empty: not set),
+/// `init_containers` come with their `restartPolicy` (`Always` makes a sidecar). `at` prefixes the field
+/// names in errors (e.g. `"pod default/web: "`).
+pub fn pod_requests<'a, Q>(
+    at: &str,
+    pod_level: Q,
+    containers: impl IntoIterator<Item = Q>,
+    init_containers: impl IntoIterator<Item = (Q, Option<&'a str>)>,
+    overhead: Q,
+) -> Result<Resources>
+where
+    Q: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    let mut pod_level = pod_level.into_iter().peekable();
+    let parts = RequestParts {
+        pod_level: match pod_level.peek() {
+            None => None,
+            Some(_) => Some(Resources::from_quantities(
+                &format!("{at}spec.resources.requests"),
+                pod_level,
+            )?),
+        },
+        containers: containers
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                Resources::from_quantities(
+                    &format!("{at}spec.containers[{i}].resources.requests"),
+                    c,
+                )
+            })
+            .collect::<Result<_>>()?,
+        init: init_containers
+            .into_iter()
+            .enumerate()
+            .map(|(i, (c, restart_policy))| {
+                let r = Resources::from_quantities(
+                    &format!("{at}spec.initContainers[{i}].resources.requests"),
+                    c,
+                )?;
+                Ok((r, restart_policy == Some("Always")))
+            })
+            .collect::<Result<_>>()?,
+        overhead: Resources::from_quantities(&format!("{at}spec.overhead"), overhead)?,
+    };
+    Ok(parts.effective())
+}
+
 /// Effect of a taint, as in Kubernetes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum TaintEffect {
@@ -160,6 +213,13 @@ pub enum TaintEffect {
 }
 
 impl TaintEffect {
+    /// Every effect, in Kubernetes' order.
+    pub const ALL: [TaintEffect; 3] = [
+        TaintEffect::NoSchedule,
+        TaintEffect::PreferNoSchedule,
+        TaintEffect::NoExecute,
+    ];
+
     /// The Kubernetes spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -167,6 +227,30 @@ impl TaintEffect {
             TaintEffect::PreferNoSchedule => "PreferNoSchedule",
             TaintEffect::NoExecute => "NoExecute",
         }
+    }
+}
+
+impl fmt::Display for TaintEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A taint effect Kubernetes does not define (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown taint effect {0:?}")]
+pub struct UnknownTaintEffect(pub String);
+
+impl FromStr for TaintEffect {
+    type Err = UnknownTaintEffect;
+
+    /// The Kubernetes spelling, exactly (as the API server accepts it): every adapter reads taints and
+    /// tolerations with this one parser.
+    fn from_str(s: &str) -> Result<Self, UnknownTaintEffect> {
+        TaintEffect::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| UnknownTaintEffect(s.to_string()))
     }
 }
 
@@ -190,4 +274,86 @@ pub struct TemplateNode {
     pub allocatable: Resources,
     /// Volumes each CSI driver can attach, when copied from a real node's CSINode (empty: no limit).
     pub volume_limits: BTreeMap<String, i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn taint_effects_read_back_what_they_print() {
+        for e in TaintEffect::ALL {
+            assert_eq!(e.to_string().parse::<TaintEffect>(), Ok(e));
+        }
+        assert_eq!("NoExecute".parse(), Ok(TaintEffect::NoExecute));
+    }
+
+    #[test]
+    fn unknown_taint_effects_are_refused_by_name() {
+        for bad in ["", "noschedule", "NoSchedule ", "Evict"] {
+            let err = bad.parse::<TaintEffect>().unwrap_err();
+            assert_eq!(err, UnknownTaintEffect(bad.to_string()));
+            assert_eq!(err.to_string(), format!("unknown taint effect {bad:?}"));
+        }
+    }
+
+    type Requests = Vec<(&'static str, &'static str)>;
+
+    fn cpu_mem(cpu: &'static str, mem: &'static str) -> Requests {
+        vec![("cpu", cpu), ("memory", mem)]
+    }
+
+    #[test]
+    fn pod_requests_count_init_containers_and_sidecars_like_the_scheduler() {
+        let r = pod_requests(
+            "",
+            vec![],
+            [cpu_mem("500m", "1Gi"), cpu_mem("250m", "512Mi")],
+            [
+                (cpu_mem("100m", "128Mi"), Some("Always")),
+                (cpu_mem("2", "256Mi"), None),
+            ],
+            vec![("cpu", "10m")],
+        )
+        .unwrap();
+        // cpu: max(100+500+250, 100+2000) + 10; memory: max(128+1024+512, 128+256) MiB.
+        assert_eq!(r.cpu_milli, 2110);
+        assert_eq!(r.memory, 1664 << 20);
+        assert_eq!(r.pods, 1);
+    }
+
+    #[test]
+    fn pod_level_requests_win_over_containers_when_set() {
+        let r = pod_requests("", cpu_mem("1", "1Gi"), [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
+        assert_eq!((r.cpu_milli, r.memory), (1000, 1 << 30));
+        let r = pod_requests("", vec![], [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
+        assert_eq!(r.cpu_milli, 3000, "empty pod-level requests are not set");
+    }
+
+    #[test]
+    fn a_bad_quantity_is_named_by_its_field() {
+        let err = pod_requests(
+            "pod default/web: ",
+            vec![],
+            [cpu_mem("1", "1Gi")],
+            [(cpu_mem("lots", "1Gi"), None)],
+            vec![],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("pod default/web: spec.initContainers[0].resources.requests.cpu"),
+            "{err}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_taint_effect_parser_never_panics(s in ".*") {
+            if let Ok(e) = s.parse::<TaintEffect>() {
+                prop_assert_eq!(e.as_str(), s.as_str());
+            }
+        }
+    }
 }

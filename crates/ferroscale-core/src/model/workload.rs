@@ -8,6 +8,9 @@ pub use super::selector::{LabelSelector, Requirement, SelectorOp};
 use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
 
+/// The owner kind of DaemonSet pods (`ownerReferences[].kind`), as [`PodMeta::controller`] holds it.
+pub const DAEMON_SET: &str = "DaemonSet";
+
 /// How a pod is known in decisions, events and reports: `namespace/name`. The one place it is built.
 pub fn pod_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
@@ -184,9 +187,15 @@ impl Pod {
             && self.node_name == other.node_name
     }
 
+    /// Controlled by a DaemonSet: it runs on every node that fits, so it is neither moved nor counted
+    /// as workload that needs a node.
+    pub fn is_daemon_set(&self) -> bool {
+        self.meta.controller.as_deref() == Some(DAEMON_SET)
+    }
+
     /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.
     pub fn node_bound(&self) -> bool {
-        self.meta.mirror || self.meta.controller.as_deref() == Some("DaemonSet")
+        self.meta.mirror || self.is_daemon_set()
     }
 }
 
@@ -285,6 +294,23 @@ mod tests {
         assert!(tol("", None, None).tolerates(&t), "tolerate everything");
         assert!(!tol("dedicated", Some("batch"), None).tolerates(&t));
         assert!(!tol("dedicated", None, Some(TaintEffect::NoExecute)).tolerates(&t));
+    }
+
+    #[test]
+    fn daemon_set_pods_are_told_by_their_controller() {
+        let pod = |controller: Option<&str>, mirror| Pod {
+            meta: PodMeta {
+                controller: controller.map(str::to_string),
+                mirror,
+                ..PodMeta::default()
+            },
+            ..Pod::default()
+        };
+        assert!(pod(Some(DAEMON_SET), false).is_daemon_set());
+        assert!(!pod(Some("ReplicaSet"), false).is_daemon_set());
+        assert!(!pod(None, true).is_daemon_set(), "a mirror pod is not");
+        assert!(pod(None, true).node_bound() && pod(Some(DAEMON_SET), false).node_bound());
+        assert!(!pod(Some("ReplicaSet"), false).node_bound());
     }
 
     #[test]

@@ -36,24 +36,40 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Every strategy, in upstream's order.
+    pub const ALL: [Strategy; 6] = [
+        Strategy::Random,
+        Strategy::MostPods,
+        Strategy::LeastWaste,
+        Strategy::LeastNodes,
+        Strategy::Price,
+        Strategy::Priority,
+    ];
+
     /// Parses a comma-separated chain, as upstream's `--expander` flag.
     pub fn parse_chain(text: &str) -> Result<Vec<Strategy>> {
         text.split(',')
-            .map(|s| match s.trim() {
-                "random" => Ok(Strategy::Random),
-                "most-pods" => Ok(Strategy::MostPods),
-                "least-waste" => Ok(Strategy::LeastWaste),
-                "least-nodes" => Ok(Strategy::LeastNodes),
-                "price" => Ok(Strategy::Price),
-                "priority" => Ok(Strategy::Priority),
-                other => Err(Error::Config(format!(
-                    "--expander: unknown strategy {other:?} (random, most-pods, least-waste, least-nodes, price, priority)"
-                ))),
+            .map(|s| {
+                let s = s.trim();
+                Strategy::ALL
+                    .into_iter()
+                    .find(|x| x.name() == s)
+                    .ok_or_else(|| {
+                        Error::Config(format!(
+                            "--expander: unknown strategy {s:?} (random, most-pods, least-waste, least-nodes, price, priority)"
+                        ))
+                    })
             })
             .collect()
     }
 
-    fn name(self) -> &'static str {
+    /// A chain as `--expander` spells it (`least-waste,price`): what [`Strategy::parse_chain`] reads.
+    pub fn chain_text(chain: &[Strategy]) -> String {
+        chain.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The strategy's name in `--expander`.
+    pub fn name(self) -> &'static str {
         match self {
             Strategy::Random => "random",
             Strategy::MostPods => "most-pods",
