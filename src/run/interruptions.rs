@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
+use crate::backoff::Exponential;
 use crate::cloud::aws::interruption::events::{decode, Notice, Undecodable};
 use crate::cloud::aws::interruption::InterruptionQueue;
 use crate::k8s::index::Index;
@@ -18,9 +19,8 @@ use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, NoticeKind};
 
-/// First pause after a failed receive, doubled per failure up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Pauses after failed receives: 1 s, doubled per failure in a row, up to a minute.
+const BACKOFF: Exponential = Exponential::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// How long one receive waits for messages.
 const WAIT: Duration = Duration::from_secs(20);
@@ -203,7 +203,7 @@ impl Poller {
     /// counted and deleted at once; a failed receive backs off and marks the queue failing until one
     /// succeeds.
     async fn poll(self) {
-        let mut backoff = FIRST_BACKOFF;
+        let mut retries = BACKOFF.retries();
         while !self.to_loop.is_closed() {
             if !self.wanted() {
                 // No loop takes what would be received (this replica does not lead, or has not started).
@@ -212,17 +212,17 @@ impl Poller {
             }
             let messages = match self.queue.receive(WAIT).await {
                 Ok(m) => {
-                    backoff = FIRST_BACKOFF;
+                    retries.reset();
                     self.inbox.report.send_replace(None);
                     self.metrics.queue_up(true);
                     m
                 }
                 Err(e) => {
+                    let backoff = retries.next_pause();
                     tracing::warn!(error = %e, retry_in = ?backoff, "receiving from the interruption queue failed");
                     self.inbox.report.send_replace(Some(e.to_string()));
                     self.metrics.queue_up(false);
                     tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
                 }
             };

@@ -59,7 +59,7 @@ impl SimCluster {
             let Ok(g) = snapshot.group(&group) else {
                 continue;
             };
-            let name = format!("{group}-{}", instance.rsplit('/').next().unwrap_or("node"));
+            let name = format!("{group}-{}", crate::model::instance_id(&instance));
             let copied = memory.templates.get(&group);
             let template = copied.map_or(&g.template, |t| &t.node);
             let mut node = template_node(template, &name, &group);

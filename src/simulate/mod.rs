@@ -24,9 +24,9 @@ use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
 use crate::metrics::LoopMetrics;
-use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, NoticeKind};
 use crate::model::workload::{Pdb, Pod};
+use crate::model::{instance_id, provider_id};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
 
@@ -99,9 +99,9 @@ impl Simulation {
         for n in &nodes {
             let by_label = n.labels.get(labels::NODE_GROUP).cloned();
             let by_instance = config.node_groups.iter().find(|g| {
-                g.instances.iter().any(|i| {
-                    !n.provider_id.is_empty() && n.provider_id.ends_with(&format!("/{}", i.id))
-                })
+                g.instances
+                    .iter()
+                    .any(|i| !n.provider_id.is_empty() && instance_id(&n.provider_id) == i.id)
             });
             let group = by_instance.map(|g| g.name.clone()).or(by_label);
             if let Some(g) = group {
@@ -123,12 +123,12 @@ impl Simulation {
             for n in nodes.iter_mut() {
                 if node_groups.get(&n.name) == Some(&gc.name) {
                     if n.provider_id.is_empty() {
-                        n.provider_id = format!("sim:///{}/{}", gc.name, n.name);
+                        n.provider_id = provider_id::format(provider_id::SIM, &gc.name, &n.name);
                     }
                     let listed = gc
                         .instances
                         .iter()
-                        .find(|i| n.provider_id.ends_with(&format!("/{}", i.id)));
+                        .find(|i| instance_id(&n.provider_id) == i.id);
                     if let Some(rev) = listed
                         .and_then(|i| i.revision.clone())
                         .or_else(|| gc.revision.clone())
@@ -143,12 +143,9 @@ impl Simulation {
                 }
             }
             for i in &gc.instances {
-                if !nodes
-                    .iter()
-                    .any(|n| n.provider_id.ends_with(&format!("/{}", i.id)))
-                {
+                if !nodes.iter().any(|n| instance_id(&n.provider_id) == i.id) {
                     instances.push(Instance {
-                        id: format!("sim:///{}/{}", gc.name, i.id),
+                        id: provider_id::format(provider_id::SIM, &gc.name, &i.id),
                         state: i.state,
                         error: i.error.clone(),
                     });
