@@ -104,7 +104,6 @@ pub fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> 
 pub const SERVICE: &str = "fs-ferroscale";
 
 /// The one object of `kind` named `name`, parsed as `T`.
-
 pub fn one<T: serde::de::DeserializeOwned + serde::Serialize>(
     objects: &[Value],
     kind: &str,
@@ -118,14 +117,17 @@ pub fn one<T: serde::de::DeserializeOwned + serde::Serialize>(
     typed(found[0])
 }
 
+/// How many objects of `kind` the chart rendered.
 pub fn count(objects: &[Value], kind: &str) -> usize {
     objects.iter().filter(|o| o["kind"] == kind).count()
 }
 
+/// ferroscale's Deployment.
 pub fn ferroscale(objects: &[Value]) -> Deployment {
     one(objects, "Deployment", SERVICE)
 }
 
+/// cluster-autoscaler's Deployment (provider mode).
 pub fn cluster_autoscaler(objects: &[Value]) -> Deployment {
     one(objects, "Deployment", "fs-ferroscale-cluster-autoscaler")
 }

@@ -107,6 +107,7 @@ nodeGroups:
      capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
 "#;
 
+    /// A ready node `name` with `cpu` and `memory` allocatable, for 20 pods.
     pub fn node(name: &str, provider_id: &str, cpu: &str, memory: &str) -> Value {
         json!({
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
@@ -150,6 +151,7 @@ nodeGroups:
      pricePerHour: 0.526, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
 "#;
 
+    /// A ready node `name` of `group` with `cpu` and `memory` allocatable, for 20 pods.
     pub fn node(name: &str, group: &str, cpu: &str, memory: &str) -> String {
         format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{ferroscale.io/node-group: {group}, kubernetes.io/hostname: {name}}}\n\

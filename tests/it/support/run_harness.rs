@@ -17,6 +17,7 @@ use serde_json::json;
 use super::fixtures::kube::{node, pod};
 use super::kube_api::{KubeApi, CONFIGMAPS, NODES, PDBS, PODS};
 
+/// A one-second loop writing the status ConfigMap, no Lease, drains capped at seconds.
 pub fn run_settings() -> RunSettings {
     RunSettings {
         scan_interval: Duration::from_secs(1),
@@ -44,6 +45,7 @@ pub fn eager() -> Settings {
     s
 }
 
+/// A `Runner` and what it works on, for a test to drive loop by loop.
 pub struct Harness {
     pub api: KubeApi,
     pub cloud: Arc<dyn Cloud>,
@@ -124,6 +126,7 @@ impl Harness {
     }
 }
 
+/// Group `name`'s entry in the status ConfigMap.
 pub fn group_status<'a>(s: &'a Status, name: &str) -> &'a ferroscale::k8s::status::NodeGroupStatus {
     s.node_groups.iter().find(|g| g.name == name).unwrap()
 }
@@ -145,6 +148,7 @@ pub async fn pool(api: &KubeApi, allowed: i64) {
     );
 }
 
+/// Whether `node` carries cluster-autoscaler's deletion taint.
 pub fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
     api.get(NODES, "", node).unwrap()["spec"]["taints"]
         .as_array()
@@ -154,6 +158,7 @@ pub fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
         })
 }
 
+/// Evictions asked of the API so far.
 pub fn evictions(api: &KubeApi) -> usize {
     api.requests()
         .iter()

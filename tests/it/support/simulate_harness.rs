@@ -11,6 +11,7 @@ use ferroscale::k8s::documents;
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::simulate::{LoopReport, Pacing, Simulation};
 
+/// A simulation of the `cluster` dump on the memory cloud's `groups`.
 pub fn sim(cluster: &[String], groups: &str) -> Simulation {
     let objects = documents::parse(&cluster.join("---\n"), "cluster.yaml").unwrap();
     Simulation::new(
@@ -21,6 +22,7 @@ pub fn sim(cluster: &[String], groups: &str) -> Simulation {
     .unwrap()
 }
 
+/// One loop of 10 seconds; new nodes come at once.
 pub fn pacing() -> Pacing {
     Pacing {
         loops: 1,
@@ -29,6 +31,7 @@ pub fn pacing() -> Pacing {
     }
 }
 
+/// The binary's defaults, scale-down without waiting.
 pub fn quick_scale_down() -> Settings {
     let mut s = ferroscale::cli::flags::default_engine();
     s.defaults.scale_down_unneeded_time = Duration::ZERO;
@@ -36,6 +39,7 @@ pub fn quick_scale_down() -> Settings {
     s
 }
 
+/// The loop's scale-ups: (group, delta).
 pub fn ups(r: &LoopReport) -> Vec<(&str, i32)> {
     r.scale_up
         .iter()
@@ -43,6 +47,7 @@ pub fn ups(r: &LoopReport) -> Vec<(&str, i32)> {
         .collect()
 }
 
+/// Why `pod` is pending.
 pub fn reason_of<'a>(r: &'a LoopReport, pod: &str) -> &'a str {
     &r.pending
         .iter()
@@ -51,6 +56,7 @@ pub fn reason_of<'a>(r: &'a LoopReport, pod: &str) -> &'a str {
         .reason
 }
 
+/// Why `node` is kept.
 pub fn unremovable<'a>(r: &'a LoopReport, node: &str) -> &'a str {
     &r.unremovable
         .iter()
