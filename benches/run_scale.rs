@@ -1,6 +1,6 @@
 //! `ferroscale run` on a large cluster, as an operator runs it: the release binary against the loopback
-//! Kubernetes API of the tests (`tests/it/kube_api`), holding S × 1,000 nodes and S × 51,000 pods (51
-//! bound to each node, all of them running), one memory-cloud group owning every node.
+//! Kubernetes API of the tests (`tests/it/support/kube_api`), holding S × 1,000 nodes and S × 51,000
+//! pods (51 bound to each node, all of them running), one memory-cloud group owning every node.
 //! Nothing changes while it runs, so every loop after the first is a steady-state loop.
 //!
 //! It answers: how long until the first loop (the watches' initial lists), how long a steady-state loop
@@ -11,7 +11,7 @@
 //! timed per size, default 10). Run with `cargo bench --bench run_scale`.
 
 #[allow(dead_code, unused_imports)]
-#[path = "../tests/it/kube_api/mod.rs"]
+#[path = "../tests/it/support/kube_api/mod.rs"]
 mod kube_api;
 
 use std::io::{BufRead, BufReader};

@@ -7,8 +7,9 @@ use ferroscale::cloud::aws::AwsCloud;
 use ferroscale::cloud::Cloud;
 use ferroscale::proto::externalgrpc as pb;
 
-use crate::common::{node, TestServer};
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::fixtures::grpc::node;
+use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::server::TestServer;
 
 fn ids(cloud: &dyn Cloud) -> Vec<String> {
     cloud.snapshot().groups().map(|g| g.id.clone()).collect()

@@ -9,9 +9,9 @@ use ferroscale::metrics::Metrics;
 use ferroscale::proto::externalgrpc as pb;
 use pb::instance_status::InstanceState;
 
-use crate::aws_proxy::FaultProxy;
-use crate::common::TestServer;
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::aws_proxy::FaultProxy;
+use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::server::TestServer;
 
 fn now() -> i64 {
     SystemTime::now()
@@ -89,7 +89,9 @@ async fn unfulfilled_capacity_becomes_placeholders_with_the_launch_error() {
     s.client
         .clone()
         .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
-            nodes: vec![crate::common::node("aws:///us-east-1a/i-placeholder-gpu-1")],
+            nodes: vec![crate::support::fixtures::grpc::node(
+                "aws:///us-east-1a/i-placeholder-gpu-1",
+            )],
             id: "gpu".into(),
         })
         .await

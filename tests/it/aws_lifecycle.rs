@@ -9,7 +9,7 @@ use std::time::Duration;
 use ferroscale::cloud::Cloud;
 use ferroscale::model::lifecycle::Budget;
 
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::moto::{Moto, DISCOVERY};
 
 #[tokio::test]
 async fn the_groups_revision_follows_its_default_template_version_and_tags_set_its_lifecycle() {

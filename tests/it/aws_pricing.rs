@@ -16,7 +16,7 @@ use ferroscale::cloud::aws::{AwsCloud, PricingSettings};
 use ferroscale::cloud::Cloud;
 use ferroscale::pricing::{PriceOverrides, PricingSource};
 
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::moto::{Moto, DISCOVERY};
 
 /// moto's price for every spot offering.
 const MOTO_SPOT: f64 = 0.00001;
@@ -285,7 +285,7 @@ async fn prices_are_read_once_per_interval_and_a_new_type_alone() {
     );
     assert!(cloud.price_age().is_some());
     // The age of the prices in use is exported.
-    let server = crate::common::TestServer::start_with(cloud.clone()).await;
+    let server = crate::support::server::TestServer::start_with(cloud.clone()).await;
     let (status, metrics) = server.get("/metrics").await;
     assert_eq!(status, 200);
     let line = metrics

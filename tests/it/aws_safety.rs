@@ -11,9 +11,10 @@ use ferroscale::metrics::Metrics;
 use ferroscale::proto::externalgrpc as pb;
 use tonic::Code;
 
-use crate::aws_proxy::{Failure, FaultProxy};
-use crate::common::{node, TestServer};
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::aws_proxy::{Failure, FaultProxy};
+use crate::support::fixtures::grpc::node;
+use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::server::TestServer;
 
 fn increase(id: &str, delta: i32) -> pb::NodeGroupIncreaseSizeRequest {
     pb::NodeGroupIncreaseSizeRequest {

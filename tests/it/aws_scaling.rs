@@ -5,8 +5,9 @@ use ferroscale::cloud::Cloud;
 use ferroscale::proto::externalgrpc as pb;
 use tonic::Code;
 
-use crate::common::{node, TestServer};
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::fixtures::grpc::node;
+use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::server::TestServer;
 
 #[tokio::test]
 async fn increase_delete_decrease_with_every_refusal() {

@@ -3,7 +3,7 @@
 use ferroscale::cloud::Cloud;
 use ferroscale::model::{quantity, TaintEffect};
 
-use crate::moto::{Moto, DISCOVERY};
+use crate::support::moto::{Moto, DISCOVERY};
 
 const MIB: i64 = 1 << 20;
 
@@ -91,8 +91,9 @@ async fn templates_from_zero() {
 /// make it grow, since a node has 15710 MiB allocatable; a 14Gi pod does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_16gi_memory_tag_grows_the_group_only_for_what_fits_its_allocatable() {
-    use crate::kube_api::{KubeApi, PODS};
-    use crate::run::{pod, run_settings, Harness};
+    use crate::support::fixtures::kube::pod;
+    use crate::support::kube_api::{KubeApi, PODS};
+    use crate::support::run_harness::{run_settings, Harness};
 
     let moto = Moto::start().await;
     moto.group(

@@ -20,62 +20,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde_json::Value;
 
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/ferroscale");
-
-fn python() -> String {
-    std::env::var("FERROSCALE_HELM_PYTHON").expect(
-        "FERROSCALE_HELM_PYTHON must name a Python with helm-python-sdk (scripts/test.sh installs it)",
-    )
-}
-
-/// What `scripts/render_chart.py` prints for the chart with `args` (a values file, `--set K=V`), or Helm's
-/// error; `notes`: the rendered NOTES.txt instead of the objects.
-fn renderer(notes: bool, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>, String> {
-    let mut cmd = Command::new(python());
-    cmd.arg(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scripts/render_chart.py"
-    ));
-    if notes {
-        cmd.arg("--notes");
-    }
-    let out = cmd
-        .arg(CHART)
-        .args(args)
-        .output()
-        .expect("running the chart renderer");
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(out.stdout)
-}
-
-fn objects(stdout: &[u8]) -> Vec<Value> {
-    let docs: Vec<Value> = serde_json::from_slice(stdout).unwrap();
-    docs.into_iter().map(|d| d["object"].clone()).collect()
-}
-
-/// The rendered objects, or Helm's error.
-pub(crate) fn render(values: Option<&Path>) -> Result<Vec<Value>, String> {
-    let args: Vec<&std::ffi::OsStr> = values.iter().map(|v| v.as_os_str()).collect();
-    renderer(false, &args).map(|out| objects(&out))
-}
-
-fn set_args<'a>(sets: &'a [&'a str]) -> Vec<&'a std::ffi::OsStr> {
-    sets.iter()
-        .flat_map(|s| ["--set".as_ref(), s.as_ref()])
-        .collect()
-}
-
-/// The objects rendered with `--set` each of `sets` over the defaults, or Helm's error.
-pub(crate) fn render_set(sets: &[&str]) -> Result<Vec<Value>, String> {
-    renderer(false, &set_args(sets)).map(|out| objects(&out))
-}
-
-/// The NOTES.txt `helm install` would print with `--set` each of `sets`.
-pub(crate) fn notes(sets: &[&str]) -> String {
-    String::from_utf8(renderer(true, &set_args(sets)).unwrap()).unwrap()
-}
+use crate::support::chart::{python, render, typed, CHART};
 
 fn values_files() -> Vec<Option<PathBuf>> {
     let mut files: Vec<Option<PathBuf>> = std::fs::read_dir(format!("{CHART}/ci"))
@@ -85,39 +30,6 @@ fn values_files() -> Vec<Option<PathBuf>> {
     files.sort();
     files.insert(0, None);
     files
-}
-
-/// Drops nulls and empty maps/lists, which serializers may or may not write.
-fn normalize(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), normalize(v)))
-                .filter(|(_, v)| {
-                    !(v.is_null()
-                        || v == &Value::Object(Default::default())
-                        || v == &Value::Array(vec![]))
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Parses `doc` as `T` and checks nothing was lost on the way (an unknown or misplaced field would be).
-pub(crate) fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value) -> T {
-    let t: T = serde_json::from_value(doc.clone())
-        .unwrap_or_else(|e| panic!("{} {}: {e}", doc["kind"], doc["metadata"]["name"]));
-    let back = serde_json::to_value(&t).unwrap();
-    assert_eq!(
-        normalize(&back),
-        normalize(doc),
-        "{} {} has fields its kind does not know",
-        doc["kind"],
-        doc["metadata"]["name"]
-    );
-    t
 }
 
 fn check_ferroscale(d: &Deployment, objects: &[Value]) {

@@ -7,9 +7,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::Value;
 
-use crate::chart::{render, typed};
-use crate::chart_security::count;
-use crate::chart_upstream::render_yaml;
+use crate::support::chart::{count, render, render_yaml, typed};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

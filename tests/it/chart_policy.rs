@@ -11,8 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
-use crate::chart::{render, render_set};
-use crate::chart_security::{cluster_autoscaler, count, ferroscale, one, SERVICE};
+use crate::support::chart::{
+    cluster_autoscaler, count, ferroscale, one, render, render_set, SERVICE,
+};
 
 #[test]
 fn provider_mode_runs_one_replica_replaced_by_recreate_with_a_pdb_that_never_blocks_a_drain() {

@@ -21,41 +21,16 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName,
 use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::chart::{notes, render, render_set, typed};
+use crate::support::chart::{
+    cluster_autoscaler, count, ferroscale, notes, one, render, render_set,
+};
 
-/// The release the renderer installs: `fs` in namespace `autoscaling`.
-pub(crate) const SERVICE: &str = "fs-ferroscale";
 const SERVICE_NAMES: [&str; 4] = [
     "fs-ferroscale",
     "fs-ferroscale.autoscaling",
     "fs-ferroscale.autoscaling.svc",
     "fs-ferroscale.autoscaling.svc.cluster.local",
 ];
-
-pub(crate) fn one<T: serde::de::DeserializeOwned + serde::Serialize>(
-    objects: &[Value],
-    kind: &str,
-    name: &str,
-) -> T {
-    let found: Vec<&Value> = objects
-        .iter()
-        .filter(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-        .collect();
-    assert_eq!(found.len(), 1, "one {kind} {name}");
-    typed(found[0])
-}
-
-pub(crate) fn count(objects: &[Value], kind: &str) -> usize {
-    objects.iter().filter(|o| o["kind"] == kind).count()
-}
-
-pub(crate) fn ferroscale(objects: &[Value]) -> Deployment {
-    one(objects, "Deployment", SERVICE)
-}
-
-pub(crate) fn cluster_autoscaler(objects: &[Value]) -> Deployment {
-    one(objects, "Deployment", "fs-ferroscale-cluster-autoscaler")
-}
 
 fn args(d: &Deployment) -> Vec<String> {
     d.spec.template.spec.as_ref().unwrap().containers[0]

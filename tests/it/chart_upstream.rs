@@ -10,16 +10,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
-use crate::chart::{render, render_set};
-use crate::chart_security::{count, ferroscale, one, SERVICE};
-
-/// The objects rendered with `yaml` as the values file, or Helm's error.
-pub(crate) fn render_yaml(yaml: &str) -> Result<Vec<Value>, String> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("values.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    render(Some(&path))
-}
+use crate::support::chart::{
+    cluster_autoscaler, count, ferroscale, one, render, render_set, render_yaml, SERVICE,
+};
 
 /// ferroscale's container flags, checked to parse with the binary's own command line.
 fn flags_of(d: &Deployment) -> Vec<String> {
@@ -294,7 +287,7 @@ fn extra_args_are_flags_that_replace_the_charts_own() {
     .unwrap();
     let args = flags_of(&ferroscale(&objects));
     assert_eq!(with_prefix(&args, "--log-format"), ["--log-format=json"]);
-    let ca = crate::chart_security::cluster_autoscaler(&objects);
+    let ca = cluster_autoscaler(&objects);
     let ca_args = ca.spec.template.spec.unwrap().containers[0].args.clone();
     assert!(!ca_args.unwrap().iter().any(|a| a == "--log-format=json"));
 }

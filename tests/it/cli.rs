@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use ferroscale::proto::externalgrpc as pb;
 
-use crate::common::{connect, http_get};
-use crate::process::Served;
+use crate::support::process::{run_failing, Served};
+use crate::support::server::{connect, http_get};
 
 #[tokio::test]
 async fn serves_the_example_and_stops_on_sigterm() {
@@ -77,17 +77,6 @@ async fn config_file_carries_the_flags() {
     assert!(served.terminate().success());
 }
 
-pub fn run_failing(args: &[&str]) -> (i32, String) {
-    let out = Command::new(crate::process::BIN)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn bad_configuration_exits_2_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,13 +104,13 @@ fn bad_configuration_exits_2_naming_the_field() {
 
 #[test]
 fn help_lists_every_command_and_flag() {
-    let out = Command::new(crate::process::BIN)
+    let out = Command::new(crate::support::process::BIN)
         .arg("--help")
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("serve"), "{text}");
-    let out = Command::new(crate::process::BIN)
+    let out = Command::new(crate::support::process::BIN)
         .args(["serve", "--help"])
         .output()
         .unwrap();
@@ -205,7 +194,7 @@ fn simulate_reads_the_same_settings_from_a_file() {
         "cluster: cluster.yaml\nnodeGroups: groups.yaml\nloops: 5\nexpander: price\nscaleDownUtilizationThreshold: 0.9\n",
     )
     .unwrap();
-    let out = Command::new(crate::process::BIN)
+    let out = Command::new(crate::support::process::BIN)
         .args([
             "simulate",
             "--config",

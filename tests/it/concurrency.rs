@@ -2,7 +2,7 @@
 
 use ferroscale::proto::externalgrpc as pb;
 
-use crate::common::{connect, TestServer};
+use crate::support::server::{connect, TestServer};
 
 const WIDE: &str = r#"
 nodeGroups:
@@ -72,7 +72,7 @@ async fn parallel_deletes_and_increases_stay_consistent() {
         tasks.push(tokio::spawn(async move {
             let mut c = connect(addr).await;
             c.node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
-                nodes: vec![crate::common::node(&id)],
+                nodes: vec![crate::support::fixtures::grpc::node(&id)],
                 id: "wide".into(),
             })
             .await

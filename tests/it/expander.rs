@@ -16,7 +16,8 @@ use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use parking_lot::RwLock;
 use prost::Message;
 
-use crate::common::{pod, Extras, Running};
+use crate::support::fixtures::grpc::pod;
+use crate::support::server::{Extras, Running};
 
 const GROUPS: &str = r#"
 nodeGroups:
@@ -277,7 +278,7 @@ async fn a_group_priced_zero_is_the_cheapest_and_no_score_is_nan() {
 
 #[tokio::test]
 async fn served_over_tls_to_a_client_that_verifies_the_server() {
-    let pki = crate::pki::Pki::new();
+    let pki = crate::support::pki::Pki::new();
     let (running, _) = start_with("price", "", "", Some(pki.server_tls(false))).await;
     let addr = running.expander_addr.unwrap();
     // CA's expander client: TLS verifying the server against --grpc-expander-cert, no client certificate.

@@ -3,7 +3,8 @@
 use ferroscale::proto::externalgrpc as pb;
 use pb::instance_status::InstanceState;
 
-use crate::common::{TestServer, GROUPS};
+use crate::support::fixtures::grpc::GROUPS;
+use crate::support::server::TestServer;
 
 const STATES: &str = r#"
 nodeGroups:

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ferroscale::k8s::lease::{Elector, LeaseSettings};
 use serde_json::json;
 
-use crate::kube_api::{KubeApi, LEASES};
+use crate::support::kube_api::{KubeApi, LEASES};
 
 fn elector(api: &KubeApi, identity: &str, lease_duration: Duration) -> Elector {
     Elector::new(

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::process::BIN;
+use crate::support::process::BIN;
 
 /// What `ferroscale serve` (memory cloud, loopback, plaintext) with `args` writes to stderr, a file,
 /// until it has logged that it serves (or, at `--v=0`, its plaintext warning) and half a second more.

@@ -1,13 +1,13 @@
-//! Integration tests: one module per behaviour, all in one binary so the suite builds once. Every test
+//! Integration tests: one module per feature, all in one binary so the suite builds once. Every test
 //! talks to a real server over a loopback socket: tonic's generated client, moto, or the Kubernetes API
-//! of `kube_api`.
+//! of `support::kube_api`. What the tests share (servers, harnesses, object builders) is in `support`.
 
-mod abuse;
+mod support;
+
 mod aws_discovery;
 mod aws_faults;
 mod aws_lifecycle;
 mod aws_pricing;
-mod aws_proxy;
 mod aws_safety;
 mod aws_scaling;
 mod aws_templates;
@@ -17,23 +17,20 @@ mod chart_policy;
 mod chart_security;
 mod chart_upstream;
 mod cli;
-mod common;
 mod concurrency;
 mod docs_links;
 mod expander;
+mod grpc_metrics;
+mod input_decoding;
 mod instances;
-mod kube_api;
 mod layout;
 mod lease;
 mod logs;
-mod misc;
-mod moto;
 mod node_groups;
 mod options;
-mod pki;
 mod pricing;
-mod process;
-mod props;
+mod provider_rpcs;
+mod request_limits;
 mod resize;
 mod run;
 mod run_aws;
@@ -58,5 +55,6 @@ mod simulate_report;
 mod simulate_templates;
 mod simulate_utilization;
 mod simulate_volumes;
+mod size_checks;
 mod template;
 mod tls;

@@ -2,7 +2,8 @@
 
 use ferroscale::proto::externalgrpc as pb;
 
-use crate::common::{node, TestServer, GROUPS};
+use crate::support::fixtures::grpc::{node, GROUPS};
+use crate::support::server::TestServer;
 
 #[tokio::test]
 async fn lists_every_group_with_its_bounds() {

@@ -3,7 +3,8 @@
 use ferroscale::proto::externalgrpc as pb;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 
-use crate::common::{TestServer, GROUPS};
+use crate::support::fixtures::grpc::GROUPS;
+use crate::support::server::TestServer;
 
 async fn options(
     s: &TestServer,

@@ -5,11 +5,8 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use prost::Message;
 use tonic::Code;
 
-use crate::common::{node, pod, TestServer, GROUPS};
-
-pub fn ts(seconds: i64) -> Option<prost_types::Timestamp> {
-    Some(prost_types::Timestamp { seconds, nanos: 0 })
-}
+use crate::support::fixtures::grpc::{node, pod, ts, GROUPS};
+use crate::support::server::TestServer;
 
 fn old_ts(seconds: i64) -> Option<meta::Time> {
     Some(meta::Time {

@@ -3,7 +3,8 @@
 use ferroscale::proto::externalgrpc as pb;
 use tonic::Code;
 
-use crate::common::{node, TestServer, GROUPS};
+use crate::support::fixtures::grpc::{node, GROUPS};
+use crate::support::server::TestServer;
 
 async fn increase(s: &TestServer, id: &str, delta: i32) -> Result<(), tonic::Status> {
     s.client

@@ -3,183 +3,17 @@
 //! allows) and delete, failed drains untaint, `--dry-run` writes nothing, the status ConfigMap follows
 //! upstream's schema; and the binary end to end with its Lease, metrics and `/health-check`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
-use ferroscale::cloud::Cloud;
 use ferroscale::engine::status::ClusterScaleUp;
-use ferroscale::engine::Settings;
-use ferroscale::k8s::status::Status;
-use ferroscale::k8s::watch::Watches;
-use ferroscale::metrics::Metrics;
-use ferroscale::run::{Health, RunSettings, Runner};
 use ferroscale::time::unix_now as now;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, NODES, PDBS, PODS};
-
-pub(crate) const GROUPS: &str = r#"
-nodeGroups:
-  - {name: small, minSize: 0, maxSize: 5, targetSize: 1, instances: [{id: i-a}],
-     capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096}
-  - {name: big, minSize: 0, maxSize: 2, targetSize: 0,
-     capacity: {cpu: 8, memory: 32Gi, pods: 50}, pricePerHour: 0.384}
-"#;
-
-pub(crate) const POOL: &str = r#"
-nodeGroups:
-  - {name: pool, minSize: 0, maxSize: 5, targetSize: 2, instances: [{id: i-a}, {id: i-b}],
-     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
-"#;
-
-pub fn node(name: &str, provider_id: &str, cpu: &str, memory: &str) -> Value {
-    json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"providerID": provider_id},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": "20"},
-            "capacity": {"cpu": cpu, "memory": memory, "pods": "20"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    })
-}
-
-/// A pod owned by a ReplicaSet; pending (marked unschedulable by the scheduler) without a node.
-pub fn pod(name: &str, cpu: &str, node: Option<&str>, app: &str) -> Value {
-    let status = match node {
-        Some(_) => json!({"phase": "Running"}),
-        None => json!({"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}),
-    };
-    json!({
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": app},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
-                "uid": "rs-uid", "controller": true}]},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "app",
-            "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]},
-        "status": status,
-    })
-}
-
-pub(crate) fn run_settings() -> RunSettings {
-    RunSettings {
-        scan_interval: Duration::from_secs(1),
-        dry_run: false,
-        namespace: "kube-system".into(),
-        status_config_map: Some("cluster-autoscaler-status".into()),
-        lease: None,
-        drain: ferroscale::k8s::drain::DrainSettings {
-            max_pod_eviction_time: Duration::from_secs(3),
-            max_graceful_termination: Duration::from_secs(5),
-        },
-        max_inactivity: Duration::from_secs(600),
-        max_failing_time: Duration::from_secs(900),
-        instance: "test-replica".into(),
-    }
-}
-
-/// Scale-down with no waiting, for tests.
-pub(crate) fn eager() -> Settings {
-    let mut s = Settings {
-        scale_down_delay_after_add: Duration::ZERO,
-        ..ferroscale::cli::flags::default_engine()
-    };
-    s.defaults.scale_down_unneeded_time = Duration::ZERO;
-    s
-}
-
-pub(crate) struct Harness {
-    pub(crate) api: KubeApi,
-    pub(crate) cloud: Arc<dyn Cloud>,
-    pub(crate) watches: Watches,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) runner: Runner,
-}
-
-impl Harness {
-    /// A runner on `groups` against `api`, its watches synced with what `api` holds now.
-    pub(crate) async fn new(
-        api: KubeApi,
-        groups: &str,
-        settings: Settings,
-        run: RunSettings,
-    ) -> Harness {
-        let cloud = Arc::new(MemoryCloud::new(&MemoryConfig::parse(groups).unwrap()).unwrap());
-        Harness::with_cloud(api, cloud, settings, run).await
-    }
-
-    /// A runner on any cloud against `api`.
-    pub(crate) async fn with_cloud(
-        api: KubeApi,
-        cloud: Arc<dyn Cloud>,
-        settings: Settings,
-        run: RunSettings,
-    ) -> Harness {
-        let client = api.client();
-        let owners = settings.min_replica_count > 0;
-        let watches = Watches::start(&client, owners);
-        watches
-            .ready(tokio::time::sleep(Duration::from_secs(10)))
-            .await
-            .unwrap();
-        let metrics = Arc::new(Metrics::for_run());
-        let health = Arc::new(Health::new(run.max_inactivity, run.max_failing_time));
-        let runner = Runner::new(
-            cloud.clone(),
-            client,
-            watches.clone(),
-            settings,
-            run,
-            metrics.clone(),
-            health,
-        );
-        Harness {
-            api,
-            cloud,
-            watches,
-            metrics,
-            runner,
-        }
-    }
-
-    pub(crate) fn group(&self, id: &str) -> Arc<ferroscale::model::NodeGroup> {
-        self.cloud.snapshot().group(id).unwrap().clone()
-    }
-
-    pub(crate) fn status(&self) -> Status {
-        let cm = self
-            .api
-            .get(CONFIGMAPS, "kube-system", "cluster-autoscaler-status")
-            .expect("the status ConfigMap");
-        assert!(
-            cm["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/last-updated"]
-                .is_string()
-        );
-        serde_norway::from_str(cm["data"]["status"].as_str().unwrap()).unwrap()
-    }
-
-    /// Waits until the watches have seen `n` nodes and `p` pods.
-    pub(crate) async fn synced(&self, n: usize, p: usize) {
-        for _ in 0..200 {
-            if self.watches.nodes.len() == n
-                && self.watches.pods.len() == p
-                && self.watches.doubts().is_empty()
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("watches did not catch up");
-    }
-}
-
-pub(crate) fn group_status<'a>(
-    s: &'a Status,
-    name: &str,
-) -> &'a ferroscale::k8s::status::NodeGroupStatus {
-    s.node_groups.iter().find(|g| g.name == name).unwrap()
-}
+use crate::support::fixtures::kube::{node, pod, GROUPS, POOL};
+use crate::support::kube_api::{assert_permitted, KubeApi, NODES, PDBS, PODS};
+use crate::support::run_harness::{
+    eager, evictions, group_status, has_deletion_taint, pool, run_settings, Harness,
+};
 
 #[tokio::test]
 async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
@@ -277,39 +111,6 @@ async fn pending_pods_scale_up_the_group_that_fits_and_are_told_why() {
         );
     }
     assert_permitted(&h.api);
-}
-
-/// Pool of two nodes: `pool-a` half used (kept), `pool-b` with two small web pods under a budget that
-/// allows one disruption.
-pub(crate) async fn pool(api: &KubeApi, allowed: i64) {
-    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
-    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
-    // Above half of pool-a's 4 cpu: kept (a node at the threshold would go).
-    api.put(PODS, pod("anchor", "2100m", Some("pool-a"), "anchor"));
-    api.put(PODS, pod("web-1", "200m", Some("pool-b"), "web"));
-    api.put(PODS, pod("web-2", "200m", Some("pool-b"), "web"));
-    api.put(
-        PDBS,
-        json!({"metadata": {"name": "web", "namespace": "default"},
-               "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1},
-               "status": {"disruptionsAllowed": allowed}}),
-    );
-}
-
-pub(crate) fn has_deletion_taint(api: &KubeApi, node: &str) -> bool {
-    api.get(NODES, "", node).unwrap()["spec"]["taints"]
-        .as_array()
-        .is_some_and(|ts| {
-            ts.iter()
-                .any(|t| t["key"] == "ToBeDeletedByClusterAutoscaler")
-        })
-}
-
-pub(crate) fn evictions(api: &KubeApi) -> usize {
-    api.requests()
-        .iter()
-        .filter(|r| r.starts_with("POST") && r.contains("/eviction"))
-        .count()
 }
 
 #[tokio::test]

@@ -10,10 +10,11 @@ use ferroscale::engine::expander::Strategy;
 use ferroscale::engine::Settings;
 use ferroscale::pricing::PriceOverrides;
 
-use crate::aws_proxy::FaultProxy;
-use crate::kube_api::{KubeApi, PODS};
-use crate::moto::{Moto, DISCOVERY};
-use crate::run::{pod, run_settings, Harness};
+use crate::support::aws_proxy::FaultProxy;
+use crate::support::fixtures::kube::pod;
+use crate::support::kube_api::{KubeApi, PODS};
+use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::run_harness::{run_settings, Harness};
 
 /// Two groups, the cheaper first by the price strategy; the proxy hides the instances AWS launches, as if
 /// it had launched none.
@@ -85,7 +86,7 @@ async fn insufficient_capacity_moves_the_pods_to_the_next_group_in_the_same_loop
     assert_eq!(moto.desired("cheap").await, 0, "cancelled");
     assert_eq!(moto.desired("other").await, 1);
     let status = h.status();
-    let cheap = crate::run::group_status(&status, "cheap");
+    let cheap = crate::support::run_harness::group_status(&status, "cheap");
     assert_eq!(cheap.conditions.scale_up.status, "Backoff");
 }
 

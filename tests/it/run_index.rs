@@ -9,8 +9,9 @@ use k8s_openapi::api::core::v1::Pod as KubePod;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-use crate::kube_api::{KubeApi, CLAIMS, NODES, PODS, VOLUMES};
-use crate::run::{eager, node, pod, run_settings, Harness, POOL};
+use crate::support::fixtures::kube::{node, pod, POOL};
+use crate::support::kube_api::{KubeApi, CLAIMS, NODES, PODS, VOLUMES};
+use crate::support::run_harness::{eager, run_settings, Harness};
 use ferroscale::engine::reasons::Doubt;
 use ferroscale::time::unix_now as now;
 

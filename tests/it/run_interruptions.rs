@@ -12,9 +12,10 @@ use ferroscale::run::interruptions::Inbox;
 use ferroscale::run::Interruptions;
 use ferroscale::time::unix_now as now;
 
-use crate::kube_api::{KubeApi, NODES, PODS};
-use crate::moto::{Moto, REGION};
-use crate::run::{node, pod, run_settings, Harness, POOL};
+use crate::support::fixtures::kube::{node, pod, POOL};
+use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::moto::{Moto, REGION};
+use crate::support::run_harness::{run_settings, Harness};
 
 /// An EventBridge event as AWS documents it, for `instance`.
 fn event(detail_type: &str, instance: &str, detail: &str) -> String {
@@ -365,7 +366,7 @@ async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() 
     let groups = dir.path().join("groups.yaml");
     std::fs::write(&groups, POOL).unwrap();
     let kubeconfig = api.kubeconfig(dir.path());
-    let mut served = crate::process::Served::spawn(
+    let mut served = crate::support::process::Served::spawn(
         &[
             "run",
             "--cloud",
@@ -393,12 +394,12 @@ async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() 
         !a.events("InterruptionNotice").is_empty()
     })
     .await;
-    let (code, _) = crate::common::http_get(http, "/readyz").await;
+    let (code, _) = crate::support::server::http_get(http, "/readyz").await;
     assert_eq!(code, 200);
     queue.delete().await;
     let started = Instant::now();
     let body = loop {
-        let (code, body) = crate::common::http_get(http, "/readyz").await;
+        let (code, body) = crate::support::server::http_get(http, "/readyz").await;
         if code == 503 {
             break body;
         }

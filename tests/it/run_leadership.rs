@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::http_get;
-use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, LEASES, NODES, PODS};
-use crate::process::Served;
-use crate::run::{has_deletion_taint, node, pod, run_settings, Harness, GROUPS};
+use crate::support::fixtures::kube::{node, pod, GROUPS};
+use crate::support::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, LEASES, NODES, PODS};
+use crate::support::process::Served;
+use crate::support::run_harness::{has_deletion_taint, run_settings, Harness};
+use crate::support::server::http_get;
 
 // Two workers: the API server keeps answering while a worker blocks waiting for the child to exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

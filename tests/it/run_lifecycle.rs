@@ -5,8 +5,9 @@
 use ferroscale::model::lifecycle::DisruptionReason;
 use ferroscale::time::unix_now as now;
 
-use crate::kube_api::{KubeApi, NODES, PODS};
-use crate::run::{node, pod, run_settings, Harness};
+use crate::support::fixtures::kube::{node, pod};
+use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::run_harness::{run_settings, Harness};
 
 const DRIFTED: &str = r#"
 nodeGroups:

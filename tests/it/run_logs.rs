@@ -4,9 +4,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::kube_api::{KubeApi, NODES, PODS};
-use crate::process::BIN;
-use crate::run::{node, pod, GROUPS};
+use crate::support::fixtures::kube::{node, pod, GROUPS};
+use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::process::BIN;
 
 #[tokio::test]
 async fn a_scale_up_and_the_pods_it_cannot_help_are_each_one_line_with_a_reason() {

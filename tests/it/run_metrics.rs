@@ -2,8 +2,9 @@
 //! nodes (a node being removed left out), the `--cores-total` / `--memory-total` limits, and the labels of
 //! the counts.
 
-use crate::kube_api::{KubeApi, NODES, PODS};
-use crate::run::{eager, node, pod, run_settings, Harness, POOL};
+use crate::support::fixtures::kube::{node, pod, POOL};
+use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::run_harness::{eager, run_settings, Harness};
 use ferroscale::time::unix_now as now;
 
 /// The value of one exported sample, by its name and labels as written.
@@ -159,7 +160,7 @@ async fn group_health_backoff_failures_skips_and_kept_nodes_are_exported_as_upst
         0.0
     );
     let status = h.status();
-    let dry = crate::run::group_status(&status, "dry");
+    let dry = crate::support::run_harness::group_status(&status, "dry");
     assert_eq!(
         dry.conditions
             .scale_up
@@ -179,7 +180,7 @@ async fn group_health_backoff_failures_skips_and_kept_nodes_are_exported_as_upst
         0.0
     );
     assert_eq!(
-        crate::run::group_status(&status, "stuck")
+        crate::support::run_harness::group_status(&status, "stuck")
             .conditions
             .health
             .status,

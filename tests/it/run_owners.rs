@@ -7,8 +7,9 @@ use ferroscale::engine::reasons::{Blocker, Unremovable};
 use ferroscale::time::unix_now as now;
 use serde_json::json;
 
-use crate::kube_api::{assert_permitted, KubeApi, REPLICASETS};
-use crate::run::{eager, pool, run_settings, Harness, POOL};
+use crate::support::fixtures::kube::POOL;
+use crate::support::kube_api::{assert_permitted, KubeApi, REPLICASETS};
+use crate::support::run_harness::{eager, pool, run_settings, Harness};
 
 fn replicaset(replicas: i64) -> serde_json::Value {
     json!({"metadata": {"name": "rs", "namespace": "default"},

@@ -10,9 +10,10 @@ use ferroscale::engine::Settings;
 use ferroscale::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use serde_json::{json, Value};
 
-use crate::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, PODS};
-use crate::process::Served;
-use crate::run::{pod, run_settings, Harness};
+use crate::support::fixtures::kube::pod;
+use crate::support::kube_api::{assert_permitted, KubeApi, CONFIGMAPS, PODS};
+use crate::support::process::Served;
+use crate::support::run_harness::{run_settings, Harness};
 
 /// Two groups alike: only the priorities tell them apart.
 const TWINS: &str = r#"

@@ -11,9 +11,10 @@ use ferroscale::k8s::lease::LeaseSettings;
 use ferroscale::run::RunSettings;
 use serde_json::json;
 
-use crate::kube_api::{KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
-use crate::run::{
-    eager, evictions, has_deletion_taint, node, pod, pool, run_settings, Harness, GROUPS,
+use crate::support::fixtures::kube::{node, pod, GROUPS, POOL};
+use crate::support::kube_api::{KubeApi, CONFIGMAPS, LEASES, NODES, PDBS, PODS};
+use crate::support::run_harness::{
+    eager, evictions, has_deletion_taint, pool, run_settings, Harness,
 };
 
 /// Leader-elected, looping fast: a 10s Lease renewed every 200ms, given up 2s after renewals fail.
@@ -82,7 +83,7 @@ async fn a_renewal_that_hangs_stops_the_replica_before_its_lease_expires() {
 async fn a_lease_taken_mid_drain_stops_evictions_and_the_deletion() {
     let api = KubeApi::start().await;
     pool(&api, 1).await;
-    let h = Harness::new(api.clone(), crate::run::POOL, eager(), leased()).await;
+    let h = Harness::new(api.clone(), POOL, eager(), leased()).await;
     let cloud = h.cloud.clone();
     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(h.runner.run(async {
@@ -148,7 +149,7 @@ async fn a_broken_pod_watch_holds_scale_down_back_but_not_scale_up() {
     let api = KubeApi::start().await;
     pool(&api, 1).await;
     api.put(PODS, pod("wants-more", "3800m", None, "more"));
-    let mut h = Harness::new(api.clone(), crate::run::POOL, eager(), run_settings()).await;
+    let mut h = Harness::new(api.clone(), POOL, eager(), run_settings()).await;
     h.synced(2, 4).await;
 
     api.fail_watches(PODS, true);
@@ -192,7 +193,7 @@ async fn an_unreadable_pod_keeps_its_node() {
     let mut bad = pod("odd", "200m", Some("pool-b"), "web");
     bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots");
     api.put(PODS, bad);
-    let mut h = Harness::new(api.clone(), crate::run::POOL, eager(), run_settings()).await;
+    let mut h = Harness::new(api.clone(), POOL, eager(), run_settings()).await;
     h.synced(2, 4).await;
     let d = h
         .runner
@@ -262,7 +263,7 @@ async fn drains_are_capped_across_loops() {
 async fn a_pod_scheduled_onto_a_draining_node_stops_its_deletion() {
     let api = KubeApi::start().await;
     pool(&api, 1).await;
-    let mut h = Harness::new(api.clone(), crate::run::POOL, eager(), run_settings()).await;
+    let mut h = Harness::new(api.clone(), POOL, eager(), run_settings()).await;
     h.synced(2, 3).await;
     let d = h
         .runner
@@ -373,7 +374,7 @@ async fn an_expendable_pod_goes_down_with_its_node_unevicted() {
     let mut filler = pod("filler", "3", Some("pool-b"), "filler");
     filler["spec"]["priority"] = json!(-100);
     api.put(PODS, filler);
-    let mut h = Harness::new(api.clone(), crate::run::POOL, eager(), run_settings()).await;
+    let mut h = Harness::new(api.clone(), POOL, eager(), run_settings()).await;
     h.synced(2, 2).await;
     let d = h
         .runner

@@ -8,8 +8,9 @@ use ferroscale::engine::expander::Strategy;
 use ferroscale::time::unix_now as now;
 use serde_json::json;
 
-use crate::kube_api::{assert_permitted, KubeApi, CLAIMS, CSINODES, NODES, PODS, VOLUMES};
-use crate::run::{pod, run_settings, Harness};
+use crate::support::fixtures::kube::pod;
+use crate::support::kube_api::{assert_permitted, KubeApi, CLAIMS, CSINODES, NODES, PODS, VOLUMES};
+use crate::support::run_harness::{run_settings, Harness};
 
 const ZONED: &str = r#"
 nodeGroups:
@@ -81,7 +82,8 @@ async fn a_pod_waits_for_its_claim_then_scales_up_the_zone_of_its_volume() {
 #[tokio::test]
 async fn a_node_at_its_csinode_limit_gets_no_more_volumes() {
     let api = KubeApi::start().await;
-    let mut node = crate::run::node("a-1", "aws:///us-east-1a/i-a", "4", "16Gi");
+    let mut node =
+        crate::support::fixtures::kube::node("a-1", "aws:///us-east-1a/i-a", "4", "16Gi");
     node["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!("us-east-1a");
     api.put(NODES, node);
     api.put(

@@ -4,95 +4,13 @@
 
 use std::time::Duration;
 
-use ferroscale::cloud::memory::MemoryConfig;
 use ferroscale::engine::Settings;
-use ferroscale::k8s::documents;
-use ferroscale::pricing::PriceOverrides;
-use ferroscale::simulate::{LoopReport, Pacing, Simulation};
+use ferroscale::simulate::Pacing;
 
-pub(crate) const GROUPS: &str = r#"
-nodeGroups:
-  - {name: small, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096,
-     labels: {size: small}}
-  - {name: big, minSize: 0, maxSize: 10, capacity: {cpu: 8, memory: 32Gi, pods: 50}, pricePerHour: 0.384,
-     labels: {size: big}}
-  - {name: gpu, minSize: 0, maxSize: 2, capacity: {cpu: 4, memory: 16Gi, pods: 20, nvidia.com/gpu: 1},
-     pricePerHour: 0.526, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
-"#;
-
-pub(crate) fn node(name: &str, group: &str, cpu: &str, memory: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{ferroscale.io/node-group: {group}, kubernetes.io/hostname: {name}}}\n\
-         status:\n  allocatable: {{cpu: \"{cpu}\", memory: {memory}, pods: \"20\"}}\n  conditions: [{{type: Ready, status: \"True\"}}]\n"
-    )
-}
-
-/// A pod owned by a ReplicaSet unless `owner` says otherwise; `extra` is YAML under `spec`.
-pub(crate) fn pod(
-    ns: &str,
-    name: &str,
-    cpu: &str,
-    memory: &str,
-    node: Option<&str>,
-    extra: &str,
-) -> String {
-    let node = node
-        .map(|n| format!("  nodeName: {n}\n"))
-        .unwrap_or_default();
-    format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {ns}\n  labels: {{app: {name}}}\n  \
-         ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u, controller: true}}]\n\
-         spec:\n{node}  containers: [{{name: c, resources: {{requests: {{cpu: \"{cpu}\", memory: {memory}}}}}}}]\n{extra}"
-    )
-}
-
-pub(crate) fn sim(cluster: &[String], groups: &str) -> Simulation {
-    let objects = documents::parse(&cluster.join("---\n"), "cluster.yaml").unwrap();
-    Simulation::new(
-        &objects,
-        &MemoryConfig::parse(groups).unwrap(),
-        &PriceOverrides::default(),
-    )
-    .unwrap()
-}
-
-pub(crate) fn pacing() -> Pacing {
-    Pacing {
-        loops: 1,
-        scan_interval: Duration::from_secs(10),
-        provision_delay: Duration::ZERO,
-    }
-}
-
-pub(crate) fn quick_scale_down() -> Settings {
-    let mut s = ferroscale::cli::flags::default_engine();
-    s.defaults.scale_down_unneeded_time = Duration::ZERO;
-    s.scale_down_delay_after_add = Duration::ZERO;
-    s
-}
-
-pub(crate) fn ups(r: &LoopReport) -> Vec<(&str, i32)> {
-    r.scale_up
-        .iter()
-        .map(|u| (u.group.as_str(), u.delta))
-        .collect()
-}
-
-pub(crate) fn reason_of<'a>(r: &'a LoopReport, pod: &str) -> &'a str {
-    &r.pending
-        .iter()
-        .find(|p| p.pod.as_deref() == Some(pod))
-        .unwrap_or_else(|| panic!("{pod} not pending: {r:?}"))
-        .reason
-}
-
-pub(crate) fn unremovable<'a>(r: &'a LoopReport, node: &str) -> &'a str {
-    &r.unremovable
-        .iter()
-        .find(|n| n.node.as_deref() == Some(node))
-        .unwrap_or_else(|| panic!("{node} not listed: {r:?}"))
-        .reason
-}
+use crate::support::fixtures::dump::{node, pod, GROUPS};
+use crate::support::simulate_harness::{
+    pacing, quick_scale_down, reason_of, sim, unremovable, ups,
+};
 
 #[test]
 fn scale_from_zero_routes_by_size_selector_and_gpu() {

@@ -3,30 +3,14 @@
 
 use std::time::Duration;
 
-use clap::Parser;
-use ferroscale::cli::flags::{ExpanderFlags, LoopFlags};
 use ferroscale::engine::Settings;
 use ferroscale::simulate::{LoopReport, Pacing};
 
-use crate::simulate::{node, pacing, pod, sim, unremovable, GROUPS};
-
-/// The loop's settings from these flags, scale-down without waiting.
-pub(crate) fn flags(args: &[&str]) -> Settings {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        rules: LoopFlags,
-    }
-    let cli = Cli::try_parse_from(std::iter::once("ferroscale").chain(args.iter().copied()))
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    let mut s = cli.rules.engine(&ExpanderFlags::default()).unwrap();
-    s.defaults.scale_down_unneeded_time = Duration::ZERO;
-    s.scale_down_delay_after_add = Duration::ZERO;
-    s
-}
+use crate::support::fixtures::dump::{node, pod, GROUPS};
+use crate::support::simulate_harness::{flags, pacing, sim, unremovable};
 
 /// `pod` with `lines` added to its metadata (two-space indented).
-pub(crate) fn with_meta(pod: String, lines: &str) -> String {
+fn with_meta(pod: String, lines: &str) -> String {
     pod.replacen(
         "  ownerReferences:",
         &format!("{lines}  ownerReferences:"),

@@ -3,7 +3,8 @@
 //! recommendation only with `--handle-rebalance-recommendations`; an event about an instance of no group
 //! changes nothing.
 
-use crate::simulate::{pacing, pod, sim, ups};
+use crate::support::fixtures::dump::pod;
+use crate::support::simulate_harness::{pacing, sim, ups};
 use ferroscale::simulate::parse_events;
 
 const GROUPS: &str = r#"
@@ -113,7 +114,7 @@ fn the_binary_takes_an_events_file_and_names_a_bad_entry() {
         "events.yaml",
         &events("EC2 Spot Instance Interruption Warning", "i-b", "0s"),
     );
-    let out = std::process::Command::new(crate::process::BIN)
+    let out = std::process::Command::new(crate::support::process::BIN)
         .args(["simulate", "--loops", "1", "--cluster"])
         .arg(&cluster)
         .arg("--node-groups")
@@ -137,7 +138,7 @@ fn the_binary_takes_an_events_file_and_names_a_bad_entry() {
     .unwrap();
     assert_eq!(line["disruptions"][0]["node"], "pool-b");
     let bad = write("bad.yaml", "- {at: soon, event: {}}\n");
-    let out = std::process::Command::new(crate::process::BIN)
+    let out = std::process::Command::new(crate::support::process::BIN)
         .args(["simulate", "--cluster"])
         .arg(&cluster)
         .arg("--node-groups")

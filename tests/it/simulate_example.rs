@@ -6,7 +6,7 @@ use ferroscale::k8s::documents;
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::simulate::Simulation;
 
-use crate::simulate::{node, pod, GROUPS};
+use crate::support::fixtures::dump::{node, pod, GROUPS};
 
 #[test]
 fn bad_input_names_the_document_and_field() {
@@ -45,7 +45,7 @@ fn bad_input_names_the_document_and_field() {
 #[test]
 fn the_binary_runs_the_shipped_example() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new(crate::process::BIN)
+    let out = std::process::Command::new(crate::support::process::BIN)
         .args(["simulate", "--loops", "2"])
         .arg("--cluster")
         .arg(format!("{root}/examples/cluster.yaml"))
@@ -73,7 +73,7 @@ fn the_binary_runs_the_shipped_example() {
         .collect();
     assert_eq!(groups, vec!["general-a", "gpu"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("loop 1 at +0s"));
-    let (code, err) = crate::cli::run_failing(&[
+    let (code, err) = crate::support::process::run_failing(&[
         "simulate",
         "--cluster",
         "/nonexistent.yaml",
@@ -108,7 +108,7 @@ fn the_shipped_example_prints_what_it_always_printed() {
         ),
     ];
     for (name, args) in cases {
-        let out = std::process::Command::new(crate::process::BIN)
+        let out = std::process::Command::new(crate::support::process::BIN)
             .arg("simulate")
             .args(["--cluster", &format!("{root}/examples/cluster.yaml")])
             .args(["--node-groups", &format!("{root}/examples/groups.yaml")])

@@ -122,7 +122,7 @@ fn the_binary_prints_the_same_for_json() {
     let json = dir.path().join("cluster.json");
     std::fs::write(&json, example_json()).unwrap();
     let run = |cluster: &std::path::Path| {
-        let out = std::process::Command::new(crate::process::BIN)
+        let out = std::process::Command::new(crate::support::process::BIN)
             .args(["simulate", "--loops", "3"])
             .arg("--cluster")
             .arg(cluster)

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::simulate::{pacing, pod, sim};
+use crate::support::fixtures::dump::pod;
+use crate::support::simulate_harness::{pacing, sim};
 use ferroscale::engine::Settings;
 use ferroscale::simulate::LoopReport;
 
@@ -156,7 +157,10 @@ fn nothing_voluntary_happens_while_the_groups_window_is_closed() {
     idle.push(node(3, "2026-01-01T00:00:00Z"));
     let mut closed = sim(&idle, &with_window("0 12 * * *"));
     // pool-3 is idle and could go at once, were the window open.
-    let r = closed.step(&crate::simulate::quick_scale_down(), &pacing());
+    let r = closed.step(
+        &crate::support::simulate_harness::quick_scale_down(),
+        &pacing(),
+    );
     assert!(r.replacements.is_empty(), "{r:?}");
     assert!(r.scale_down.is_empty(), "{r:?}");
     let kept = r

@@ -5,8 +5,8 @@ use ferroscale::engine::Settings;
 
 use std::time::Duration;
 
-use crate::simulate::{node, pacing, pod, reason_of, sim, unremovable, ups, GROUPS};
-use crate::simulate_drain::flags;
+use crate::support::fixtures::dump::{node, pod, GROUPS};
+use crate::support::simulate_harness::{flags, pacing, reason_of, sim, unremovable, ups};
 
 #[test]
 fn limits_cap_the_scale_up() {

@@ -35,7 +35,7 @@ fn cluster() -> String {
 }
 
 fn simulate(cluster: &Path, groups: &Path, args: &[&str]) -> Output {
-    Command::new(crate::process::BIN)
+    Command::new(crate::support::process::BIN)
         .arg("simulate")
         .arg("--cluster")
         .arg(cluster)

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use ferroscale::engine::Settings;
 
-use crate::simulate::{pacing, pod, reason_of, sim, ups};
+use crate::support::fixtures::dump::pod;
+use crate::support::simulate_harness::{pacing, reason_of, sim, ups};
 
 fn engine() -> Settings {
     ferroscale::cli::flags::default_engine()
@@ -159,7 +160,7 @@ fn a_group_scaled_to_zero_keeps_the_template_of_its_last_node() {
             "  namespace: a\n  creationTimestamp: \"2026-11-01T10:00:00Z\"\n",
         ),
     ];
-    let mut settings = crate::simulate::quick_scale_down();
+    let mut settings = crate::support::simulate_harness::quick_scale_down();
     settings.new_pod_scale_up_delay = Duration::from_secs(15);
     let mut s = sim(&cluster, GROUPS);
     let r = s.step(&settings, &pacing());

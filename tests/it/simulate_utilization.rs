@@ -1,8 +1,8 @@
 //! `simulate` on upstream's utilisation: a node at the threshold is underutilised, GPU nodes are judged
 //! by their GPUs, DaemonSet pods leave the sum with `--ignore-daemonsets-utilization`.
 
-use crate::simulate::{node, pacing, pod, sim, unremovable, GROUPS};
-use crate::simulate_drain::flags;
+use crate::support::fixtures::dump::{node, pod, GROUPS};
+use crate::support::simulate_harness::{flags, pacing, sim, unremovable};
 
 fn removed(r: &ferroscale::simulate::LoopReport) -> Vec<&str> {
     r.scale_down.iter().map(|d| d.node.as_str()).collect()

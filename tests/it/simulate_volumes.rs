@@ -7,7 +7,10 @@
 use ferroscale::engine::expander::Strategy;
 use ferroscale::engine::Settings;
 
-use super::simulate::{node, pacing, pod, quick_scale_down, reason_of, sim, unremovable, ups};
+use crate::support::fixtures::dump::{node, pod};
+use crate::support::simulate_harness::{
+    pacing, quick_scale_down, reason_of, sim, unremovable, ups,
+};
 
 /// Two groups alike but for their zone; `b` is cheaper, so the price expander picks it when it can.
 const ZONED: &str = r#"

@@ -6,7 +6,8 @@ use ferroscale::proto::externalgrpc as pb;
 use k8s_pb::api::core::v1 as core;
 use prost::Message;
 
-use crate::common::{TestServer, GROUPS};
+use crate::support::fixtures::grpc::GROUPS;
+use crate::support::server::TestServer;
 
 async fn template(
     s: &TestServer,

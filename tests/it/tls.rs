@@ -7,13 +7,14 @@ use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::proto::externalgrpc as pb;
 use ferroscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 
-use crate::common::{Extras, Running, GROUPS};
-use crate::pki::Pki;
+use crate::support::fixtures::grpc::GROUPS;
+use crate::support::pki::Pki;
+use crate::support::server::{Extras, Running};
 
 async fn node_groups(
     pki: &Pki,
     addr: std::net::SocketAddr,
-    identity: Option<&crate::pki::Pair>,
+    identity: Option<&crate::support::pki::Pair>,
 ) -> Result<Vec<String>, String> {
     let channel = pki
         .channel(addr, identity)
@@ -107,7 +108,7 @@ async fn server_only_tls_serves_any_client_that_trusts_it() {
 /// `--price-overrides`, as the Helm chart and CA's cloud-config and `--grpc-expander-cert` use them.
 #[tokio::test]
 async fn the_binary_serves_both_listeners_over_tls() {
-    use crate::process::Served;
+    use crate::support::process::Served;
     use ferroscale::proto::expander::expander_client::ExpanderClient;
 
     let pki = Pki::new();
@@ -174,8 +175,8 @@ async fn the_binary_serves_both_listeners_over_tls() {
                 .into(),
                 annotations: Default::default(),
             }),
-            start_timestamp: crate::pricing::ts(0),
-            end_timestamp: crate::pricing::ts(2 * 3600),
+            start_timestamp: crate::support::fixtures::grpc::ts(0),
+            end_timestamp: crate::support::fixtures::grpc::ts(2 * 3600),
             ..Default::default()
         })
         .await

@@ -12,3 +12,6 @@ pub mod model;
 pub mod pricing;
 
 pub use error::{Error, Result};
+
+#[cfg(test)]
+mod fixtures;

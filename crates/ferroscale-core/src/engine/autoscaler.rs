@@ -155,3 +155,6 @@ pub fn run_once(
     }
     d
 }
+
+#[cfg(test)]
+mod tests;

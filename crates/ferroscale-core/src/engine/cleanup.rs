@@ -125,37 +125,15 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::Arc;
 
-    use crate::clock::FixedClock;
     use crate::engine::reasons::{Cancel, Doubt};
-    use crate::engine::{run_once, Decisions, Memory, Settings, World};
-    use crate::model::{
-        ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, TemplateNode,
-    };
+    use crate::engine::{Decisions, Memory, Settings};
+    use crate::fixtures::{group, TestWorld};
+    use crate::model::{ErrorClass, InstanceError, InstanceState, NodeGroup};
 
     fn settings() -> Settings {
         Settings::upstream()
-    }
-
-    /// A group of `min`..10 with target `target` and these instances, none of which has a node.
-    fn group(min: i32, target: i32, instances: Vec<Instance>) -> Arc<NodeGroup> {
-        Arc::new(NodeGroup {
-            min_size: min,
-            max_size: 10,
-            target_size: target,
-            instances,
-            ..NodeGroup::new("g", TemplateNode::default(), "aws:///z/")
-        })
-    }
-
-    fn running(id: &str) -> Instance {
-        Instance {
-            id: format!("aws:///z/{id}"),
-            state: InstanceState::Running,
-            error: None,
-        }
     }
 
     /// One loop at `now` on `groups`, with `doubts`.
@@ -166,23 +144,20 @@ mod tests {
         now: i64,
         doubts: &[Doubt],
     ) -> Decisions {
-        let world = World {
-            nodes: &[],
-            node_groups: &HashMap::new(),
-            pods: &[],
-            pdbs: &[],
-            daemon_pods: &[],
-            groups,
-            removing: &HashMap::new(),
-            doubts,
-            interrupted: &HashMap::new(),
+        let world = TestWorld {
+            groups: groups.to_vec(),
+            doubts: doubts.to_vec(),
+            ..Default::default()
         };
-        run_once(&world, s, memory, now, &FixedClock::default())
+        world.run_once(s, memory, now)
     }
 
     #[test]
     fn unregistered_instances_of_a_group_at_min_stay_unless_forced() {
-        let groups = [group(1, 1, vec![running("i-1")])];
+        let groups = [group("g")
+            .sizes(1, 10, 1)
+            .instance("i-1", InstanceState::Running)
+            .arc()];
         let mut memory = Memory::default();
         let s = settings();
         decide(&groups, &s, &mut memory, 0, &[]);
@@ -198,7 +173,10 @@ mod tests {
 
     #[test]
     fn nothing_unregistered_is_deleted_while_the_state_is_in_doubt() {
-        let groups = [group(0, 1, vec![running("i-1")])];
+        let groups = [group("g")
+            .sizes(0, 10, 1)
+            .instance("i-1", InstanceState::Running)
+            .arc()];
         let mut memory = Memory::default();
         let s = settings();
         decide(&groups, &s, &mut memory, 0, &[]);
@@ -215,7 +193,7 @@ mod tests {
     #[test]
     fn undelivered_capacity_is_given_up_on_a_launch_error_at_once_else_after_the_provision_time() {
         let s = settings();
-        let mut failed = NodeGroup::clone(&group(0, 2, vec![]));
+        let mut failed = group("g").sizes(0, 10, 2).build();
         failed.launch_error = Some(InstanceError {
             code: "InsufficientInstanceCapacity".into(),
             message: "no capacity".into(),
@@ -232,7 +210,7 @@ mod tests {
             "the backoff carries the cloud's code"
         );
 
-        let quiet = [group(0, 1, vec![])];
+        let quiet = [group("g").sizes(0, 10, 1).arc()];
         let mut memory = Memory::default();
         let d = decide(&quiet, &s, &mut memory, 0, &[]);
         assert!(d.cancel.is_empty(), "still within the provision time");

@@ -154,60 +154,39 @@ pub(super) fn new_node(ctx: &Ctx, group: &NodeGroup, name: &str) -> NodeInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Resources;
+    use crate::fixtures::{group, node, resources, TestWorld};
 
-    fn node(name: &str, created: i64, cpu_milli: i64) -> Node {
-        Node {
-            name: name.into(),
-            allocatable: Resources {
-                cpu_milli,
-                memory: 8 << 30,
-                pods: 20,
-                ..Default::default()
-            },
-            ready: true,
-            created,
-            ..Default::default()
-        }
-    }
-
+    /// Each group's template at 1000 with these nodes (all of group `g`) and these being removed.
     fn templates(
         nodes: &[Node],
         groups: &[Arc<NodeGroup>],
         removing: &HashMap<String, bool>,
         memory: &mut Memory,
     ) -> HashMap<String, GroupTemplate> {
-        let node_groups: HashMap<String, String> = nodes
+        let mut world = nodes
             .iter()
-            .map(|n| (n.name.clone(), "g".to_string()))
-            .collect();
-        let world = World {
-            nodes,
-            node_groups: &node_groups,
-            pods: &[],
-            pdbs: &[],
-            daemon_pods: &[],
-            groups,
-            removing,
-            doubts: &[],
-            interrupted: &HashMap::new(),
-        };
-        group_templates(&world, memory, 1000)
+            .fold(TestWorld::default(), |w, n| w.node_of("g", n.clone()));
+        world.groups = groups.to_vec();
+        world.removing = removing.clone();
+        group_templates(&world.world(), memory, 1000)
     }
 
     #[test]
     fn the_oldest_good_node_is_copied_and_remembered_until_its_group_goes() {
-        let groups = [Arc::new(NodeGroup::new(
-            "g",
-            TemplateNode::default(),
-            "aws:///z/",
-        ))];
+        let groups = [group("g").arc()];
         let mut memory = Memory::default();
         let none = HashMap::new();
+        let good = |name: &str, created: i64, cpu_milli: i64| {
+            node(name)
+                .allocatable(resources(cpu_milli, 8 << 30, 20))
+                .ready()
+                .created(created)
+                .build()
+        };
         let nodes = [
-            node("b", 10, 1000),
-            node("a", 10, 2000),
-            node("old", 5, 3000),
+            good("b", 10, 1000),
+            good("a", 10, 2000),
+            good("old", 5, 3000),
         ];
         let t = templates(&nodes, &groups, &none, &mut memory);
         assert_eq!(t["g"].copied_from.as_deref(), Some("old"));

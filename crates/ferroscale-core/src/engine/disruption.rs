@@ -80,125 +80,61 @@ pub(super) fn replacements(d: &Decisions, displaced: &[(Arc<Pod>, String)]) -> V
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, HashMap};
-    use std::sync::Arc;
-
-    use crate::clock::FixedClock;
-    use crate::engine::{run_once, Memory, Settings, World};
+    use crate::engine::{Memory, Settings};
+    use crate::fixtures::{group, node, pod, resources, NodeBuilder, TestWorld, GIB};
     use crate::labels;
     use crate::model::lifecycle::DisruptionReason;
-    use crate::model::workload::{Node, Pod, PodMeta};
-    use crate::model::{NodeGroup, Resources, TemplateNode};
+    use crate::model::NodeGroup;
 
-    const GIB: i64 = 1 << 30;
-
-    fn resources(cpu_milli: i64) -> Resources {
-        Resources {
-            cpu_milli,
-            memory: 16 * GIB,
-            pods: 110,
-            ..Default::default()
-        }
-    }
-
-    fn spot_labels(zone: &str) -> BTreeMap<String, String> {
-        [
-            (labels::INSTANCE_TYPE.to_string(), "m5.xlarge".to_string()),
-            (labels::ZONE.to_string(), zone.to_string()),
-        ]
-        .into()
+    /// A 4-cpu m5.xlarge in `zone`.
+    fn m5_xlarge(name: &str, zone: &str) -> NodeBuilder {
+        node(name)
+            .labels(&[(labels::INSTANCE_TYPE, "m5.xlarge"), (labels::ZONE, zone)])
+            .sized(resources(4000, 16 * GIB, 110))
     }
 
     /// A group of 4-cpu m5.xlarge nodes in `zone`, at `target` of 10.
-    fn group(id: &str, zone: &str, target: i32) -> Arc<NodeGroup> {
-        let template = TemplateNode {
-            name: format!("{id}-template"),
-            labels: spot_labels(zone),
-            capacity: resources(4000),
-            allocatable: resources(4000),
-            ..Default::default()
-        };
-        Arc::new(NodeGroup {
-            min_size: 0,
-            max_size: 10,
-            target_size: target,
-            ..NodeGroup::new(id, template, format!("aws:///{zone}/"))
-        })
-    }
-
-    fn node(name: &str, zone: &str) -> Node {
-        let mut labels = spot_labels(zone);
-        labels.insert(labels::HOSTNAME.into(), name.into());
-        Node {
-            name: name.into(),
-            labels,
-            capacity: resources(4000),
-            allocatable: resources(4000),
-            provider_id: format!("aws:///{zone}/{name}"),
-            ready: true,
-            ..Default::default()
-        }
-    }
-
-    fn pod(name: &str, node: &str, controller: &str) -> Arc<Pod> {
-        Arc::new(Pod {
-            namespace: "shop".into(),
-            name: name.into(),
-            node_name: Some(node.into()),
-            requests: Resources {
-                cpu_milli: 1500,
-                memory: GIB,
-                pods: 1,
-                ..Default::default()
-            },
-            meta: PodMeta {
-                controller: Some(controller.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+    fn spot(id: &str, zone: &str, target: i32) -> NodeGroup {
+        group(id)
+            .sizes(0, 10, target)
+            .prefix(format!("aws:///{zone}/"))
+            .template(m5_xlarge(&format!("{id}-template"), zone).template())
+            .build()
     }
 
     #[test]
     fn an_interrupted_nodes_pods_get_a_new_node_now_and_its_type_and_zone_are_avoided() {
         // Two full nodes in zone a; a second group of the same type in zone a and one in zone b.
-        let nodes = [node("a-1", "us-east-1a"), node("a-2", "us-east-1a")];
-        let pods = vec![
-            pod("web-1", "a-1", "ReplicaSet"),
-            pod("web-2", "a-1", "ReplicaSet"),
-            pod("agent", "a-1", "DaemonSet"),
-            pod("web-3", "a-2", "ReplicaSet"),
-            pod("web-4", "a-2", "ReplicaSet"),
-        ];
-        let groups = [
-            group("spot-a", "us-east-1a", 2),
-            group("spot-a2", "us-east-1a", 0),
-            group("spot-b", "us-east-1b", 0),
-        ];
-        let node_groups: HashMap<String, String> = nodes
-            .iter()
-            .map(|n| (n.name.clone(), "spot-a".to_string()))
-            .collect();
-        let interrupted = HashMap::from([("a-1".to_string(), DisruptionReason::SpotInterruption)]);
-        let world = World {
-            nodes: &nodes,
-            node_groups: &node_groups,
-            pods: &pods,
-            pdbs: &[],
-            daemon_pods: &[],
-            groups: &groups,
-            removing: &HashMap::new(),
-            doubts: &[],
-            interrupted: &interrupted,
+        let in_a = |name: &str| {
+            m5_xlarge(name, "us-east-1a")
+                .hostname()
+                .provider_id(format!("aws:///us-east-1a/{name}"))
+                .ready()
+                .build()
         };
+        let shop = |name: &str, node: &str, controller: &str| {
+            pod("shop", name)
+                .on(node)
+                .requests(resources(1500, GIB, 1))
+                .controller(controller)
+                .build()
+        };
+        let mut world = TestWorld::default()
+            .group(spot("spot-a", "us-east-1a", 2))
+            .group(spot("spot-a2", "us-east-1a", 0))
+            .group(spot("spot-b", "us-east-1b", 0))
+            .node_of("spot-a", in_a("a-1"))
+            .node_of("spot-a", in_a("a-2"))
+            .pod(shop("web-1", "a-1", "ReplicaSet"))
+            .pod(shop("web-2", "a-1", "ReplicaSet"))
+            .pod(shop("agent", "a-1", "DaemonSet"))
+            .pod(shop("web-3", "a-2", "ReplicaSet"))
+            .pod(shop("web-4", "a-2", "ReplicaSet"));
+        world
+            .interrupted
+            .insert("a-1".into(), DisruptionReason::SpotInterruption);
         let mut memory = Memory::default();
-        let d = run_once(
-            &world,
-            &Settings::upstream(),
-            &mut memory,
-            1_000,
-            &FixedClock::default(),
-        );
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
         assert_eq!(d.disruptions.len(), 1);
         assert_eq!(d.disruptions[0].node, "a-1");
         assert_eq!(d.disruptions[0].group.as_deref(), Some("spot-a"));
@@ -213,19 +149,11 @@ mod tests {
         assert!(d.scale_down.is_empty());
 
         // A rebalance recommendation moves the pods too but leaves the zone's capacity alone.
-        let interrupted = HashMap::from([("a-1".to_string(), DisruptionReason::Rebalance)]);
-        let world = World {
-            interrupted: &interrupted,
-            ..world
-        };
+        world
+            .interrupted
+            .insert("a-1".into(), DisruptionReason::Rebalance);
         let mut memory = Memory::default();
-        let d = run_once(
-            &world,
-            &Settings::upstream(),
-            &mut memory,
-            1_000,
-            &FixedClock::default(),
-        );
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
         assert_eq!(d.replacements.len(), 1, "{d:?}");
         assert!(memory.out_of_capacity.is_empty());
     }

@@ -175,38 +175,13 @@ pub fn estimate_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{node, pod, resources, MIB};
     use crate::model::workload::{HostPort, LabelSelector, PodAffinityTerm};
-    use crate::model::Resources;
-
-    const MIB: i64 = 1 << 20;
 
     fn template(cpu_milli: i64, memory: i64, pods: i64) -> Node {
-        Node {
-            name: "t".into(),
-            allocatable: Resources {
-                cpu_milli,
-                memory,
-                pods,
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
-    fn pods(cpu_milli: i64, memory: i64, n: usize) -> Vec<Pod> {
-        (0..n)
-            .map(|i| Pod {
-                namespace: "default".into(),
-                name: format!("p-{cpu_milli}-{i}"),
-                requests: Resources {
-                    cpu_milli,
-                    memory,
-                    pods: 1,
-                    ..Default::default()
-                },
-                ..Default::default()
-            })
-            .collect()
+        node("t")
+            .allocatable(resources(cpu_milli, memory, pods))
+            .build()
     }
 
     fn refs(p: &[Pod]) -> Vec<&Pod> {
@@ -217,21 +192,27 @@ mod tests {
 
     #[test]
     fn ten_pods_of_350m_need_five_nodes() {
-        let p = pods(350, 1000, 10);
+        let p = pod("default", "p-350")
+            .requests(resources(350, 1000, 1))
+            .copies(10);
         let e = estimate(&refs(&p), &template(1000, 2000 * MIB, 10), 1000);
         assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
     }
 
     #[test]
     fn pod_slots_limit_small_pods() {
-        let p = pods(10, 100, 20);
+        let p = pod("default", "p-10")
+            .requests(resources(10, 100, 1))
+            .copies(20);
         let e = estimate(&refs(&p), &template(10_000, 20_000 * MIB, 10), 1000);
         assert_eq!((e.nodes, e.scheduled.len()), (2, 20));
     }
 
     #[test]
     fn one_host_port_one_node() {
-        let mut p = pods(200, 1000, 8);
+        let mut p = pod("default", "p-200")
+            .requests(resources(200, 1000, 1))
+            .copies(8);
         for x in &mut p {
             x.host_ports.push(HostPort {
                 protocol: "TCP".into(),
@@ -245,7 +226,9 @@ mod tests {
 
     #[test]
     fn the_time_budget_stops_the_estimate() {
-        let p = pods(500, 100, 20);
+        let p = pod("default", "p-500")
+            .requests(resources(500, 100, 1))
+            .copies(20);
         let clock = crate::clock::FixedClock::default();
         let spent = Deadline::after(&clock, std::time::Duration::ZERO);
         let e = estimate_within(
@@ -275,7 +258,9 @@ mod tests {
 
     #[test]
     fn the_limit_stops_the_estimate() {
-        let p = pods(500, 1000, 20);
+        let p = pod("default", "p-500")
+            .requests(resources(500, 1000, 1))
+            .copies(20);
         let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 5);
         assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
         assert_eq!(e.unplaced.len(), 10);
@@ -284,16 +269,28 @@ mod tests {
 
     #[test]
     fn fifty_one_thousand_pods() {
-        let mut p = pods(50, 100, 50_000);
-        p.extend(pods(95, 190, 1_000));
+        let mut p = pod("default", "p-50")
+            .requests(resources(50, 100, 1))
+            .copies(50_000);
+        p.extend(
+            pod("default", "p-95")
+                .requests(resources(95, 190, 1))
+                .copies(1_000),
+        );
         let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 100), 3000);
         assert_eq!((e.nodes, e.scheduled.len()), (2595, 51_000));
     }
 
     #[test]
     fn a_pod_too_big_for_the_template_says_why() {
-        let mut p = pods(100, 1000, 2);
-        p.extend(pods(4000, 1000, 1));
+        let mut p = pod("default", "p-100")
+            .requests(resources(100, 1000, 1))
+            .copies(2);
+        p.extend(
+            pod("default", "p-4000")
+                .requests(resources(4000, 1000, 1))
+                .copies(1),
+        );
         let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 10);
         assert_eq!(e.nodes, 1);
         assert_eq!(
@@ -304,7 +301,9 @@ mod tests {
 
     #[test]
     fn hostname_anti_affinity_spreads_one_per_node() {
-        let mut p = pods(100, 1000, 4);
+        let mut p = pod("default", "p-100")
+            .requests(resources(100, 1000, 1))
+            .copies(4);
         for x in &mut p {
             x.labels.insert("app".into(), "db".into());
             x.anti_affinity.push(PodAffinityTerm {

@@ -94,19 +94,14 @@ impl AboveMin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{node, resources};
 
     #[test]
     fn capacity_counts_rounded_up_and_allocatable_only_without_it() {
-        let r = |cpu, memory| Resources {
-            cpu_milli: cpu,
-            memory,
-            ..Default::default()
-        };
-        let n = Node {
-            capacity: r(2000, 8 * GIB),
-            allocatable: r(1930, 7 * GIB),
-            ..Default::default()
-        };
+        let n = node("")
+            .capacity(resources(2000, 8 * GIB, 0))
+            .allocatable(resources(1930, 7 * GIB, 0))
+            .build();
         assert_eq!(
             Amount::of_node(&n),
             Amount {
@@ -114,10 +109,7 @@ mod tests {
                 memory: 8 * GIB
             }
         );
-        let bare = Node {
-            allocatable: r(1500, GIB),
-            ..Default::default()
-        };
+        let bare = node("").allocatable(resources(1500, GIB, 0)).build();
         assert_eq!(Amount::of_node(&bare).cores, 2, "1.5 cores count as 2");
     }
 

@@ -208,3 +208,6 @@ fn retire(
     });
     true
 }
+
+#[cfg(test)]
+mod tests;

@@ -326,3 +326,6 @@ pub(super) fn scale_down(
     }
     memory.unneeded_since = still_unneeded;
 }
+
+#[cfg(test)]
+mod tests;

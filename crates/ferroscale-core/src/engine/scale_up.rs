@@ -293,3 +293,6 @@ fn balance(groups: &[&NodeGroup], delta: i32) -> Vec<(String, i32)> {
     }
     added.into_iter().collect()
 }
+
+#[cfg(test)]
+mod tests;

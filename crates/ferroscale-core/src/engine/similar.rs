@@ -134,26 +134,14 @@ pub fn similar(a: &NodeInfo, b: &NodeInfo, s: &Balancing) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::Node;
+    use crate::fixtures::{node, resources, GIB};
 
-    const GIB: i64 = 1 << 30;
-
+    /// A node of `cpu` millicores, `memory` and 110 pod slots (capacity and allocatable), labelled.
     fn info(cpu: i64, memory: i64, labels: &[(&str, &str)]) -> NodeInfo {
-        let r = Resources {
-            cpu_milli: cpu,
-            memory,
-            pods: 110,
-            ..Default::default()
-        };
-        NodeInfo::new(Node {
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            capacity: r.clone(),
-            allocatable: r,
-            ..Default::default()
-        })
+        node("")
+            .labels(labels)
+            .sized(resources(cpu, memory, 110))
+            .info()
     }
 
     #[test]

@@ -119,65 +119,39 @@ pub fn good_candidate(node: &Node, now: i64, being_removed: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::PodMeta;
-    use crate::model::TaintEffect;
+    use crate::fixtures::{no_schedule, node, pod, resources};
 
     fn taint(key: &str) -> Taint {
-        Taint {
-            key: key.into(),
-            value: String::new(),
-            effect: TaintEffect::NoSchedule,
-        }
+        no_schedule(key, "")
     }
 
-    fn pod(name: &str, controller: Option<&str>, mirror: bool) -> Pod {
-        Pod {
-            namespace: "kube-system".into(),
-            name: name.into(),
-            node_name: Some("ip-10-0-0-1".into()),
-            meta: PodMeta {
-                controller: controller.map(str::to_string),
-                mirror,
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
+    /// A real node of the group, with taints a template must and must not keep.
     fn real() -> Node {
-        Node {
-            name: "ip-10-0-0-1".into(),
-            labels: [
-                (labels::HOSTNAME.to_string(), "ip-10-0-0-1".to_string()),
-                ("team".to_string(), "blue".to_string()),
-            ]
-            .into(),
-            taints: vec![
-                taint("dedicated"),
-                taint(labels::TO_BE_DELETED),
-                taint(labels::DELETION_CANDIDATE),
-                taint("node.kubernetes.io/not-ready"),
-                taint("node.cloudprovider.kubernetes.io/uninitialized"),
-                taint("startup-taint.cluster-autoscaler.kubernetes.io/cni"),
-                taint("status-taint.cluster-autoscaler.kubernetes.io/gpu-health"),
-            ],
-            allocatable: Resources {
-                cpu_milli: 3900,
-                memory: 14 << 30,
-                pods: 58,
-                ..Default::default()
-            },
-            ready: true,
-            ..Default::default()
-        }
+        let taints = [
+            "dedicated",
+            labels::TO_BE_DELETED,
+            labels::DELETION_CANDIDATE,
+            "node.kubernetes.io/not-ready",
+            "node.cloudprovider.kubernetes.io/uninitialized",
+            "startup-taint.cluster-autoscaler.kubernetes.io/cni",
+            "status-taint.cluster-autoscaler.kubernetes.io/gpu-health",
+        ];
+        taints
+            .into_iter()
+            .fold(node("ip-10-0-0-1").hostname(), |n, key| n.taint(taint(key)))
+            .label("team", "blue")
+            .allocatable(resources(3900, 14 << 30, 58))
+            .ready()
+            .build()
     }
 
     #[test]
     fn a_real_node_is_sanitised_into_a_template() {
+        let on_it = |name| pod("kube-system", name).on("ip-10-0-0-1");
         let pods = [
-            pod("agent", Some("DaemonSet"), false),
-            pod("kube-proxy", None, true),
-            pod("web", Some("ReplicaSet"), false),
+            on_it("agent").controller("DaemonSet").build(),
+            on_it("kube-proxy").mirror().build(),
+            on_it("web").controller("ReplicaSet").build(),
         ];
         let t = GroupTemplate::from_node(&real(), &pods, "g");
         assert_eq!(t.copied_from.as_deref(), Some("ip-10-0-0-1"));

@@ -56,45 +56,24 @@ pub fn relevant(pods: &[&Pod], nodes: &[NodeInfo]) -> Vec<NodeInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{node, pod, selector};
     use crate::labels;
-    use crate::model::workload::{LabelSelector, Node, SpreadConstraint};
-
-    fn pod(name: &str, app: &str) -> Pod {
-        Pod {
-            namespace: "shop".into(),
-            name: name.into(),
-            labels: [("app".to_string(), app.to_string())].into(),
-            ..Default::default()
-        }
-    }
-
-    fn node(name: &str, pods: &[Pod]) -> NodeInfo {
-        let mut info = NodeInfo::new(Node {
-            name: name.into(),
-            ..Default::default()
-        });
-        for p in pods {
-            info.add(p);
-        }
-        info
-    }
+    use crate::model::workload::SpreadConstraint;
 
     #[test]
     fn unconstrained_pods_see_nothing_and_spread_sees_every_domain() {
+        let app = |name: &str, app: &str| pod("shop", name).label("app", app).build();
         let cluster = [
-            node("a", &[pod("web-1", "web"), pod("db-1", "db")]),
-            node("b", &[pod("db-2", "db")]),
+            node("a").info_with([app("web-1", "web"), app("db-1", "db")]),
+            node("b").info_with([app("db-2", "db")]),
         ];
-        let plain = pod("web-2", "web");
+        let plain = app("web-2", "web");
         assert!(relevant(&[&plain], &cluster).is_empty());
-        let mut spread = pod("web-3", "web");
+        let mut spread = app("web-3", "web");
         spread.spread.push(SpreadConstraint {
             max_skew: 1,
             topology_key: labels::ZONE.into(),
-            selector: LabelSelector {
-                match_labels: [("app".to_string(), "web".to_string())].into(),
-                requirements: vec![],
-            },
+            selector: selector(&[("app", "web")]),
         });
         let seen = relevant(&[&plain, &spread], &cluster);
         let names: Vec<(&str, Vec<&str>)> = seen

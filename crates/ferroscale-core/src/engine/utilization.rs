@@ -93,66 +93,38 @@ pub fn utilization(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::PodMeta;
-    use crate::model::Resources;
+    use crate::fixtures::{node, pod, resources};
 
-    fn node(gpus: i64, gpu_label: bool) -> NodeInfo {
-        let mut n = Node {
-            allocatable: Resources {
-                cpu_milli: 4000,
-                memory: 16 << 30,
-                pods: 110,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        if gpus > 0 {
-            n.allocatable
-                .extended
-                .insert(labels::NVIDIA_GPU.into(), gpus);
-        }
-        if gpu_label {
-            n.labels.insert(labels::GPU.into(), "nvidia-t4".into());
-        }
-        NodeInfo::new(n)
-    }
-
-    fn pod(cpu: i64, gpus: i64, controller: &str) -> Pod {
-        let mut p = Pod {
-            requests: Resources {
-                cpu_milli: cpu,
-                pods: 1,
-                ..Default::default()
-            },
-            meta: PodMeta {
-                controller: Some(controller.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        if gpus > 0 {
-            p.requests.extended.insert(labels::NVIDIA_GPU.into(), gpus);
-        }
-        p
+    /// Requests of `cpu` millicores (and a pod slot), by a pod of a `controller`.
+    fn requests(cpu: i64, controller: &str) -> crate::fixtures::PodBuilder {
+        pod("", "")
+            .requests(resources(cpu, 0, 1))
+            .controller(controller)
     }
 
     #[test]
     fn gpu_nodes_are_measured_by_gpu() {
-        let mut n = node(2, false);
-        n.add(pod(3500, 1, "Job"));
+        let cpu4 = || node("").allocatable(resources(4000, 16 << 30, 110));
+        let n = cpu4()
+            .gpus(2)
+            .info_with([requests(3500, "Job").gpus(1).build()]);
         let u = utilization(&n, false, |_| true);
         assert_eq!((u.value, u.gpu), (0.5, true), "cpu at 0.875 does not count");
         // Labelled but its GPUs not exposed yet: unused.
-        let mut n = node(0, true);
-        n.add(pod(3500, 0, "Job"));
+        let n = cpu4()
+            .label(labels::GPU, "nvidia-t4")
+            .info_with([requests(3500, "Job").build()]);
         assert_eq!(utilization(&n, false, |_| true).value, 0.0);
     }
 
     #[test]
     fn daemonset_pods_leave_requests_and_allocatable_when_ignored() {
-        let mut n = node(0, false);
-        n.add(pod(1000, 0, "DaemonSet"));
-        n.add(pod(1000, 0, "ReplicaSet"));
+        let n = node("")
+            .allocatable(resources(4000, 16 << 30, 110))
+            .info_with([
+                requests(1000, "DaemonSet").build(),
+                requests(1000, "ReplicaSet").build(),
+            ]);
         assert_eq!(utilization(&n, false, |_| true).value, 0.5);
         assert_eq!(utilization(&n, true, |_| true).value, 1.0 / 3.0);
         let none = utilization(&n, false, |p| {

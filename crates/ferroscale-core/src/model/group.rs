@@ -280,28 +280,12 @@ pub(super) fn placeholder_parts(provider_id: &str) -> Option<(&str, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::group;
     use crate::model::Snapshot;
-
-    fn group(target: i32, instances: usize) -> NodeGroup {
-        NodeGroup {
-            id: "g".into(),
-            min_size: 1,
-            max_size: 5,
-            target_size: target,
-            instances: (0..instances)
-                .map(|n| Instance {
-                    id: format!("aws:///z/i-{n}"),
-                    state: InstanceState::Running,
-                    error: None,
-                })
-                .collect(),
-            ..NodeGroup::new("g", TemplateNode::default(), "aws:///z/")
-        }
-    }
 
     #[test]
     fn placeholders_fill_the_gap_and_resolve() {
-        let g = group(4, 2);
+        let g = group("g").sizes(1, 5, 4).running(2).build();
         let all = g.instances_with_placeholders();
         assert_eq!(all.len(), 4);
         assert_eq!(all[2].id, "aws:///z/i-placeholder-g-0");
@@ -319,7 +303,7 @@ mod tests {
 
     #[test]
     fn delete_plan_cancels_placeholders_and_guards_min() {
-        let g = group(3, 2);
+        let g = group("g").sizes(1, 5, 3).running(2).build();
         let plan = g
             .plan_delete(&["aws:///z/i-placeholder-g-0".into(), "aws:///z/i-0".into()])
             .unwrap();

@@ -123,12 +123,7 @@ pub fn terms_admit(terms: &[Vec<Requirement>], node: &BTreeMap<String, String>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::fixtures::labels;
 
     #[test]
     fn zone_labels_restrict_only_zoned_nodes() {

@@ -243,12 +243,7 @@ impl Pdb {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::fixtures::labels;
 
     fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
         Requirement {

@@ -3,34 +3,13 @@
 use std::time::Duration;
 
 use super::*;
-use crate::model::workload::{LabelSelector, PodMeta};
+use crate::fixtures::{pdb, pod, PodBuilder};
 
 const NOW: i64 = 100_000;
 
-fn pod(ns: &str, owner: Option<&str>) -> Pod {
-    Pod {
-        namespace: ns.into(),
-        name: "p".into(),
-        labels: [("app".to_string(), "p".to_string())].into(),
-        meta: PodMeta {
-            controller: owner.map(str::to_string),
-            created: NOW - 60,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
-fn pdb(ns: &str, allowed: i32) -> Pdb {
-    Pdb {
-        namespace: ns.into(),
-        name: "guard".into(),
-        selector: LabelSelector {
-            match_labels: [("app".to_string(), "p".to_string())].into(),
-            requirements: vec![],
-        },
-        disruptions_allowed: allowed,
-    }
+/// A pod `<ns>/p` of app `p`, created a minute ago, owned by nothing yet.
+fn recent(ns: &str) -> PodBuilder {
+    pod(ns, "p").label("app", "p").created(NOW - 60)
 }
 
 fn blocked(d: Drain) -> Blocker {
@@ -43,11 +22,11 @@ fn blocked(d: Drain) -> Blocker {
 #[test]
 fn safe_to_evict_wins_over_every_blocking_rule_and_false_blocks() {
     let s = Settings::upstream();
-    let mut p = pod("kube-system", None);
+    let mut p = recent("kube-system").build();
     p.meta.local_volumes = vec!["scratch".into()];
     p.meta.safe_to_evict = Some(SafeToEvict::Yes);
     assert_eq!(
-        drainability(&p, &[pdb("kube-system", 0)], &s, NOW),
+        drainability(&p, &[pdb("kube-system", "guard", "p", 0)], &s, NOW),
         Drain::Move
     );
     p.meta.safe_to_evict = Some(SafeToEvict::No);
@@ -65,12 +44,12 @@ fn safe_to_evict_wins_over_every_blocking_rule_and_false_blocks() {
 #[test]
 fn mirror_daemonset_and_long_terminating_pods_stay() {
     let s = Settings::upstream();
-    let mut p = pod("a", None);
+    let mut p = recent("a").build();
     p.meta.mirror = true;
     assert_eq!(drainability(&p, &[], &s, NOW), Drain::Stay);
-    let ds = pod("kube-system", Some("DaemonSet"));
+    let ds = recent("kube-system").controller("DaemonSet").build();
     assert_eq!(drainability(&ds, &[], &s, NOW), Drain::Stay);
-    let mut t = pod("a", None);
+    let mut t = recent("a").build();
     t.meta.grace_period = Some(10);
     // Deleted 40s ago: 10s grace + 30s is not past yet; 41s ago it is.
     t.meta.deleted = Some(NOW - 40);
@@ -87,7 +66,7 @@ fn mirror_daemonset_and_long_terminating_pods_stay() {
 #[test]
 fn custom_controllers_block_only_with_the_flag() {
     let mut s = Settings::upstream();
-    let p = pod("a", Some("Foo"));
+    let p = recent("a").controller("Foo").build();
     assert_eq!(
         blocked(drainability(&p, &[], &s, NOW)),
         Blocker::NotReplicated {
@@ -98,7 +77,7 @@ fn custom_controllers_block_only_with_the_flag() {
     s.skip_nodes_with_custom_controller_pods = false;
     assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
     assert!(matches!(
-        blocked(drainability(&pod("a", None), &[], &s, NOW)),
+        blocked(drainability(&recent("a").build(), &[], &s, NOW)),
         Blocker::NotReplicated { owner: None, .. }
     ));
 }
@@ -107,7 +86,7 @@ fn custom_controllers_block_only_with_the_flag() {
 fn min_replica_count_applies_to_known_replica_sets_with_custom_controllers_skipped() {
     let mut s = Settings::upstream();
     s.min_replica_count = 3;
-    let mut p = pod("a", Some("ReplicaSet"));
+    let mut p = recent("a").controller("ReplicaSet").build();
     assert_eq!(
         drainability(&p, &[], &s, NOW),
         Drain::Move,
@@ -132,7 +111,7 @@ fn min_replica_count_applies_to_known_replica_sets_with_custom_controllers_skipp
 #[test]
 fn system_pods_block_until_the_timeout_after_their_creation() {
     let mut s = Settings::upstream();
-    let mut p = pod("kube-system", Some("ReplicaSet"));
+    let mut p = recent("kube-system").controller("ReplicaSet").build();
     p.meta.created = NOW - 3600;
     assert!(matches!(
         blocked(drainability(&p, &[], &s, NOW)),
@@ -162,7 +141,12 @@ fn system_pods_block_until_the_timeout_after_their_creation() {
     ));
     // With a budget it is no system blocker; the budget decides.
     assert_eq!(
-        blocked(drainability(&p, &[pdb("kube-system", 1)], &s, NOW)),
+        blocked(drainability(
+            &p,
+            &[pdb("kube-system", "guard", "p", 1)],
+            &s,
+            NOW
+        )),
         Blocker::LocalStorage {
             pod: "kube-system/p".into(),
             volume: "v".into()
@@ -176,7 +160,7 @@ fn system_pods_block_until_the_timeout_after_their_creation() {
 #[test]
 fn local_volumes_named_safe_do_not_block() {
     let s = Settings::upstream();
-    let mut p = pod("a", Some("StatefulSet"));
+    let mut p = recent("a").controller("StatefulSet").build();
     p.meta.local_volumes = vec!["cache".into(), "tmp".into()];
     p.meta.safe_local_volumes = vec!["cache".into()];
     assert_eq!(
@@ -193,12 +177,20 @@ fn local_volumes_named_safe_do_not_block() {
 #[test]
 fn any_covering_budget_without_disruptions_blocks() {
     let s = Settings::upstream();
-    let p = pod("a", Some("Job"));
-    let mut other = pdb("a", 0);
+    let p = recent("a").controller("Job").build();
+    let mut other = pdb("a", "guard", "p", 0);
     other.name = "second".into();
-    assert_eq!(drainability(&p, &[pdb("a", 2)], &s, NOW), Drain::Move);
     assert_eq!(
-        blocked(drainability(&p, &[pdb("a", 2), other], &s, NOW)),
+        drainability(&p, &[pdb("a", "guard", "p", 2)], &s, NOW),
+        Drain::Move
+    );
+    assert_eq!(
+        blocked(drainability(
+            &p,
+            &[pdb("a", "guard", "p", 2), other],
+            &s,
+            NOW
+        )),
         Blocker::Budget {
             pod: "a/p".into(),
             namespace: "a".into(),
@@ -206,7 +198,7 @@ fn any_covering_budget_without_disruptions_blocks() {
         }
     );
     assert_eq!(
-        drainability(&p, &[pdb("b", 0)], &s, NOW),
+        drainability(&p, &[pdb("b", "guard", "p", 0)], &s, NOW),
         Drain::Move,
         "other namespace"
     );

@@ -1,6 +1,7 @@
 //! Tests of the expander.
 
 use super::*;
+use crate::fixtures::{node, resources};
 
 fn option(
     group: &str,
@@ -11,40 +12,21 @@ fn option(
     pods: usize,
     price: f64,
 ) -> ExpansionOption {
-    let mut capacity = Resources {
-        cpu_milli: cpu * 1000,
-        memory: mem_gib << 30,
-        pods: 110,
-        ..Default::default()
-    };
+    let mut capacity = resources(cpu * 1000, mem_gib << 30, 110);
     if gpus > 0 {
         capacity.extended.insert("nvidia.com/gpu".into(), gpus);
     }
     ExpansionOption {
         group: group.into(),
         node_count: nodes,
-        pods: vec![
-            Resources {
-                cpu_milli: 500,
-                memory: 1 << 30,
-                pods: 1,
-                ..Default::default()
-            };
-            pods
-        ],
-        template: TemplateNode {
-            name: format!("{group}-template"),
-            labels: Default::default(),
-            taints: vec![],
-            allocatable: capacity.clone(),
-            capacity,
-            volume_limits: Default::default(),
-        },
+        pods: vec![resources(500, 1 << 30, 1); pods],
+        template: node(format!("{group}-template")).sized(capacity).template(),
         price_per_hour: Some(price),
     }
 }
 
-fn groups(d: &Decision, options: &[ExpansionOption]) -> Vec<String> {
+/// The groups of the options the decision kept, best first.
+fn kept(d: &Decision, options: &[ExpansionOption]) -> Vec<String> {
     d.kept.iter().map(|&i| options[i].group.clone()).collect()
 }
 
@@ -56,7 +38,7 @@ fn least_waste_by_hand() {
         option("fit", 2, 4, 0, 1, 4, 0.1),
     ];
     let d = choose(&[Strategy::LeastWaste], &options, &Context::default());
-    assert_eq!(groups(&d, &options), vec!["fit"]);
+    assert_eq!(kept(&d, &options), vec!["fit"]);
     assert!(
         d.explanation[0].contains("big=1.2500"),
         "{:?}",
@@ -76,7 +58,7 @@ fn ties_go_to_the_next_strategy() {
         &options,
         &Context::default(),
     );
-    assert_eq!(groups(&d, &options), vec!["b"]);
+    assert_eq!(kept(&d, &options), vec!["b"]);
     assert_eq!(
         d.runner_up,
         Some(0),
@@ -84,7 +66,7 @@ fn ties_go_to_the_next_strategy() {
     );
     let d = choose(&[Strategy::MostPods], &options, &Context::default());
     assert_eq!(d.runner_up, Some(2), "c is the only one dropped");
-    assert_eq!(groups(&d, &options), vec!["a", "b"]);
+    assert_eq!(kept(&d, &options), vec!["a", "b"]);
     let d = choose(
         &[Strategy::MostPods, Strategy::Random],
         &options,
@@ -106,7 +88,7 @@ fn price_prefers_cheaper_and_penalises_unneeded_gpus() {
         option("spot", 4, 16, 0, 1, 6, 0.07),
     ];
     assert_eq!(
-        groups(&choose(&[Strategy::Price], &options, &ctx), &options),
+        kept(&choose(&[Strategy::Price], &options, &ctx), &options),
         vec!["spot"]
     );
     // A GPU node, even cheaper, loses for pods that need no GPU.
@@ -115,7 +97,7 @@ fn price_prefers_cheaper_and_penalises_unneeded_gpus() {
         option("cpu", 4, 16, 0, 1, 6, 0.192),
     ];
     assert_eq!(
-        groups(&choose(&[Strategy::Price], &options, &ctx), &options),
+        kept(&choose(&[Strategy::Price], &options, &ctx), &options),
         vec!["cpu"]
     );
 }
@@ -132,7 +114,7 @@ fn a_free_group_is_the_cheapest_and_no_score_is_nan() {
         option("big", 16, 64, 0, 1, 6, 0.768),
     ];
     let d = choose(&[Strategy::Price], &options, &ctx);
-    assert_eq!(groups(&d, &options), vec!["reserved"]);
+    assert_eq!(kept(&d, &options), vec!["reserved"]);
     let scores = d.explanation.join(" ");
     assert!(
         !scores.contains("NaN") && !scores.contains("inf"),
@@ -191,7 +173,7 @@ fn priority_tiers() {
         option("spot-1", 2, 4, 0, 1, 1, 0.1),
     ];
     assert_eq!(
-        groups(&choose(&[Strategy::Priority], &options, &ctx), &options),
+        kept(&choose(&[Strategy::Priority], &options, &ctx), &options),
         vec!["spot-1"]
     );
     let none = Context {

@@ -210,45 +210,38 @@ fn counted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::workload::{LabelSelector, Node};
+    use crate::fixtures::{node, pod, selector};
     use proptest::prelude::*;
 
-    fn node(name: String, zone: Option<u8>, tier: bool) -> NodeInfo {
-        let mut labels = BTreeMap::new();
+    /// The node a generated case names: `zone=z<zone>` when it has one, `tier=a` when on a tier.
+    fn generated_node(name: String, zone: Option<u8>, tier: bool) -> NodeInfo {
+        let mut n = node(name);
         if let Some(z) = zone {
-            labels.insert("zone".to_string(), format!("z{z}"));
+            n = n.label("zone", &format!("z{z}"));
         }
         if tier {
-            labels.insert("tier".to_string(), "a".to_string());
+            n = n.label("tier", "a");
         }
-        NodeInfo::new(Node {
-            name,
-            labels,
-            ..Default::default()
-        })
+        n.info()
     }
 
-    fn pod(app: u8, namespace: u8) -> Pod {
-        Pod {
-            namespace: format!("ns{namespace}"),
-            labels: [("app".to_string(), format!("a{app}"))].into(),
-            ..Default::default()
-        }
+    /// The pod a generated case names: app `a<app>` in namespace `ns<namespace>`.
+    fn generated_pod(app: u8, namespace: u8) -> Pod {
+        pod(&format!("ns{namespace}"), "")
+            .label("app", &format!("a{app}"))
+            .build()
     }
 
     /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes.
     fn spreading(app: u8, skew: i32, tier: bool) -> (Pod, SpreadConstraint) {
-        let mut p = pod(app, 0);
+        let mut p = generated_pod(app, 0);
         if tier {
             p.node_selector.insert("tier".into(), "a".into());
         }
         let c = SpreadConstraint {
             max_skew: skew,
             topology_key: "zone".into(),
-            selector: LabelSelector {
-                match_labels: [("app".to_string(), format!("a{app}"))].into(),
-                requirements: vec![],
-            },
+            selector: selector(&[("app", &format!("a{app}"))]),
         };
         (p, c)
     }
@@ -303,9 +296,9 @@ mod tests {
                 .into_iter()
                 .enumerate()
                 .map(|(i, (zone, tier, pods))| {
-                    let mut n = node(format!("base-{i}"), zone, tier);
+                    let mut n = generated_node(format!("base-{i}"), zone, tier);
                     for k in 0..pods {
-                        n.add(pod((k % 2) as u8, 0));
+                        n.add(generated_pod((k % 2) as u8, 0));
                     }
                     n
                 })
@@ -315,18 +308,18 @@ mod tests {
             for op in ops {
                 match op {
                     Op::AddNode(zone, tier) => {
-                        added.push(node(format!("new-{}", added.len()), zone, tier));
+                        added.push(generated_node(format!("new-{}", added.len()), zone, tier));
                         memo.node_added(&added[added.len() - 1]);
                     }
                     Op::Place { node, app, namespace } if node < added.len() => {
-                        let p = pod(app, namespace);
+                        let p = generated_pod(app, namespace);
                         added[node].add(p.clone());
                         memo.pod_placed(&added[node], &p);
                     }
                     Op::Place { .. } => {}
                     Op::Check { node: which, app, skew, tier } => {
                         let (p, c) = spreading(app, skew, tier);
-                        let fresh = node(format!("new-{}", added.len()), Some(app), true);
+                        let fresh = generated_node(format!("new-{}", added.len()), Some(app), true);
                         let candidate = match which {
                             Some(i) if i < added.len() => &added[i],
                             _ => &fresh,

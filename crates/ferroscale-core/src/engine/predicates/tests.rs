@@ -1,63 +1,33 @@
 //! Tests of the predicates.
 
 use super::*;
-use crate::model::workload::{
-    LabelSelector, Requirement, SelectorOp, SpreadConstraint, Toleration,
-};
+use crate::fixtures::{node, pod, resources, selector, NodeBuilder, PodBuilder};
+use crate::model::workload::{Requirement, SelectorOp, SpreadConstraint, Toleration};
 use crate::model::Taint;
 
-fn node(name: &str, cpu: i64, labels: &[(&str, &str)]) -> NodeInfo {
-    let mut l: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    l.insert(labels::HOSTNAME.into(), name.into());
-    NodeInfo::new(Node {
-        name: name.into(),
-        labels: l,
-        taints: vec![],
-        allocatable: Resources {
-            cpu_milli: cpu,
-            memory: 8 << 30,
-            pods: 110,
-            ..Default::default()
-        },
-        unschedulable: false,
-        ..Default::default()
-    })
+/// A node of `cpu` millicores, 8 GiB and 110 pod slots, labelled with its hostname.
+fn sized(name: &str, cpu: i64) -> NodeBuilder {
+    node(name)
+        .hostname()
+        .allocatable(resources(cpu, 8 << 30, 110))
 }
 
-fn pod(name: &str, cpu: i64) -> Pod {
-    Pod {
-        namespace: "default".into(),
-        name: name.into(),
-        labels: [("app".to_string(), "web".to_string())].into(),
-        requests: Resources {
-            cpu_milli: cpu,
-            memory: 1 << 30,
-            pods: 1,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
-fn web() -> LabelSelector {
-    LabelSelector {
-        match_labels: [("app".to_string(), "web".to_string())].into(),
-        requirements: vec![],
-    }
+/// A pod `default/<name>` of app `web` requesting `cpu` millicores and 1 GiB.
+fn web(name: &str, cpu: i64) -> PodBuilder {
+    pod("default", name)
+        .label("app", "web")
+        .requests(resources(cpu, 1 << 30, 1))
 }
 
 #[test]
 fn resources_name_the_short_one() {
-    let mut n = node("n", 1000, &[]);
-    n.add(pod("a", 800));
+    let mut n = sized("n", 1000).info();
+    n.add(web("a", 800).build());
     assert_eq!(
-        fits_node(&pod("b", 300), &n),
+        fits_node(&web("b", 300).build(), &n),
         Err(Unfit::Insufficient("cpu".into()))
     );
-    let mut gpu = pod("g", 100);
+    let mut gpu = web("g", 100).build();
     gpu.requests.extended.insert("nvidia.com/gpu".into(), 1);
     assert_eq!(
         fits_node(&gpu, &n).unwrap_err().to_string(),
@@ -65,15 +35,17 @@ fn resources_name_the_short_one() {
     );
     n.node.allocatable.pods = 1;
     assert_eq!(
-        fits_node(&pod("c", 1), &n),
+        fits_node(&web("c", 1).build(), &n),
         Err(Unfit::Insufficient("pods".into()))
     );
 }
 
 #[test]
 fn selectors_affinity_taints_cordons_and_names() {
-    let mut n = node("n", 4000, &[("zone", "a"), ("cores", "4")]);
-    let mut p = pod("p", 100);
+    let mut n = sized("n", 4000)
+        .labels(&[("zone", "a"), ("cores", "4")])
+        .info();
+    let mut p = web("p", 100).build();
     p.node_selector.insert("zone".into(), "b".into());
     assert_eq!(fits_node(&p, &n), Err(Unfit::NodeSelector));
     p.node_selector.clear();
@@ -114,52 +86,52 @@ fn selectors_affinity_taints_cordons_and_names() {
 
 #[test]
 fn host_ports_block_a_second_pod() {
-    let mut p = pod("p", 100);
+    let mut p = web("p", 100).build();
     p.host_ports.push(HostPort {
         protocol: "TCP".into(),
         ip: String::new(),
         port: 5555,
     });
-    let mut n = node("n", 4000, &[]);
+    let mut n = sized("n", 4000).info();
     n.add(&p);
     assert_eq!(fits_node(&p, &n), Err(Unfit::HostPort(5555)));
 }
 
 #[test]
 fn anti_affinity_by_hostname_and_zone() {
-    let mut p = pod("p", 100);
+    let mut p = web("p", 100).build();
     p.anti_affinity.push(PodAffinityTerm {
-        selector: web(),
+        selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: labels::HOSTNAME.into(),
     });
-    let mut a = node("a", 4000, &[("zone", "z1")]);
+    let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
-    let b = node("b", 4000, &[("zone", "z1")]);
+    let b = sized("b", 4000).label("zone", "z1").info();
     let nodes = vec![a.clone(), b.clone()];
     assert_eq!(fits(&p, &nodes, &a), Err(Unfit::PodAntiAffinity));
     assert_eq!(fits(&p, &nodes, &b), Ok(()));
     // By zone: b shares a's zone.
     p.anti_affinity[0].topology_key = "zone".into();
-    let mut a = node("a", 4000, &[("zone", "z1")]);
+    let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
     let nodes = vec![a, b.clone()];
     assert_eq!(fits(&p, &nodes, &b), Err(Unfit::PodAntiAffinity));
     // A pod without anti-affinity is still repelled by the one there.
-    let plain = pod("q", 100);
+    let plain = web("q", 100).build();
     assert_eq!(fits(&plain, &nodes, &b), Err(Unfit::ExistingAntiAffinity));
 }
 
 #[test]
 fn affinity_needs_a_matching_pod_in_the_domain_except_for_the_first() {
-    let mut p = pod("p", 100);
+    let mut p = web("p", 100).build();
     p.affinity.push(PodAffinityTerm {
-        selector: web(),
+        selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: "zone".into(),
     });
-    let a = node("a", 4000, &[("zone", "z1")]);
-    let b = node("b", 4000, &[("zone", "z2")]);
+    let a = sized("a", 4000).label("zone", "z1").info();
+    let b = sized("b", 4000).label("zone", "z2").info();
     assert_eq!(
         fits(&p, &[a.clone(), b.clone()], &a),
         Ok(()),
@@ -174,15 +146,15 @@ fn affinity_needs_a_matching_pod_in_the_domain_except_for_the_first() {
 
 #[test]
 fn topology_spread_limits_skew() {
-    let mut p = pod("p", 100);
+    let mut p = web("p", 100).build();
     p.spread.push(SpreadConstraint {
         max_skew: 1,
         topology_key: "zone".into(),
-        selector: web(),
+        selector: selector(&[("app", "web")]),
     });
-    let mut a = node("a", 4000, &[("zone", "z1")]);
+    let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
-    let b = node("b", 4000, &[("zone", "z2")]);
+    let b = sized("b", 4000).label("zone", "z2").info();
     let nodes = vec![a.clone(), b.clone()];
     assert_eq!(
         fits(&p, &nodes, &a),
@@ -190,6 +162,6 @@ fn topology_spread_limits_skew() {
         "z1 would have 2, z2 0"
     );
     assert_eq!(fits(&p, &nodes, &b), Ok(()));
-    let unlabelled = node("c", 4000, &[]);
+    let unlabelled = sized("c", 4000).info();
     assert!(fits(&p, &nodes, &unlabelled).is_err());
 }

@@ -84,40 +84,25 @@ pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fits_node, NodeInfo, Unfit};
+    use super::super::{fits_node, Unfit};
+    use crate::fixtures::{node, pod, resources, NodeBuilder};
     use crate::labels;
     use crate::model::volumes::{Claim, ClaimState, Wait};
-    use crate::model::workload::{Node, Pod, Requirement, SelectorOp};
-    use crate::model::Resources;
+    use crate::model::workload::{Pod, Requirement, SelectorOp};
 
-    fn node(zone: &str, ebs_limit: Option<i64>) -> NodeInfo {
-        NodeInfo::new(Node {
-            name: format!("n-{zone}"),
-            labels: [(labels::ZONE.to_string(), zone.to_string())].into(),
-            allocatable: Resources {
-                cpu_milli: 4000,
-                memory: 8 << 30,
-                pods: 110,
-                ..Default::default()
-            },
-            volume_limits: ebs_limit
-                .map(|l| [("ebs.csi.aws.com".to_string(), l)].into())
-                .unwrap_or_default(),
-            ..Default::default()
-        })
+    /// A node of 4 cpu, 8 GiB and 110 pod slots in `zone`.
+    fn zoned(zone: &str) -> NodeBuilder {
+        node(format!("n-{zone}"))
+            .label(labels::ZONE, zone)
+            .allocatable(resources(4000, 8 << 30, 110))
     }
 
-    fn pod(name: &str, claims: Vec<Claim>) -> Pod {
-        Pod {
-            namespace: "shop".into(),
-            name: name.into(),
-            requests: Resources {
-                pods: 1,
-                ..Default::default()
-            },
-            claims,
-            ..Default::default()
-        }
+    /// A pod `shop/<name>` mounting `claims`.
+    fn mounting(name: &str, claims: Vec<Claim>) -> Pod {
+        pod("shop", name)
+            .requests(resources(0, 0, 1))
+            .claims(claims)
+            .build()
     }
 
     fn in_zone(zone: &str) -> Vec<Vec<Requirement>> {
@@ -142,9 +127,9 @@ mod tests {
 
     #[test]
     fn a_bound_volume_keeps_its_pod_in_its_zone() {
-        let p = pod("db-0", vec![bound("data-0", "pv-0", "us-east-1a")]);
-        assert_eq!(fits_node(&p, &node("us-east-1a", None)), Ok(()));
-        let err = fits_node(&p, &node("us-east-1b", None)).unwrap_err();
+        let p = mounting("db-0", vec![bound("data-0", "pv-0", "us-east-1a")]);
+        assert_eq!(fits_node(&p, &zoned("us-east-1a").info()), Ok(()));
+        let err = fits_node(&p, &zoned("us-east-1b").info()).unwrap_err();
         assert_eq!(err, Unfit::VolumeNodeAffinity("shop/data-0".into()));
         assert_eq!(
             err.to_string(),
@@ -154,7 +139,7 @@ mod tests {
 
     #[test]
     fn a_delayed_claim_follows_its_class_topology_and_a_waiting_one_fits_nowhere() {
-        let delayed = pod(
+        let delayed = mounting(
             "db-0",
             vec![Claim {
                 key: "shop/data-0".into(),
@@ -165,12 +150,12 @@ mod tests {
                 },
             }],
         );
-        assert!(fits_node(&delayed, &node("us-east-1b", None)).is_ok());
+        assert!(fits_node(&delayed, &zoned("us-east-1b").info()).is_ok());
         assert!(matches!(
-            fits_node(&delayed, &node("us-east-1a", None)),
+            fits_node(&delayed, &zoned("us-east-1a").info()),
             Err(Unfit::VolumeTopology { .. })
         ));
-        let waiting = pod(
+        let waiting = mounting(
             "db-1",
             vec![Claim {
                 key: "shop/data-1".into(),
@@ -178,7 +163,7 @@ mod tests {
             }],
         );
         assert_eq!(
-            fits_node(&waiting, &node("us-east-1a", None))
+            fits_node(&waiting, &zoned("us-east-1a").info())
                 .unwrap_err()
                 .to_string(),
             "pvc shop/data-1 unbound with Immediate binding"
@@ -187,15 +172,17 @@ mod tests {
 
     #[test]
     fn attach_limits_count_distinct_volumes_per_driver() {
-        let mut n = node("us-east-1a", Some(2));
-        n.add(pod("a", vec![bound("data-a", "pv-a", "us-east-1a")]));
+        let mut n = zoned("us-east-1a")
+            .volume_limit("ebs.csi.aws.com", 2)
+            .info();
+        n.add(mounting("a", vec![bound("data-a", "pv-a", "us-east-1a")]));
         // The same volume again costs no attachment.
-        let same = pod("a2", vec![bound("data-a", "pv-a", "us-east-1a")]);
+        let same = mounting("a2", vec![bound("data-a", "pv-a", "us-east-1a")]);
         assert!(fits_node(&same, &n).is_ok());
-        let b = pod("b", vec![bound("data-b", "pv-b", "us-east-1a")]);
+        let b = mounting("b", vec![bound("data-b", "pv-b", "us-east-1a")]);
         assert!(fits_node(&b, &n).is_ok());
         n.add(&b);
-        let c = pod("c", vec![bound("data-c", "pv-c", "us-east-1a")]);
+        let c = mounting("c", vec![bound("data-c", "pv-c", "us-east-1a")]);
         assert_eq!(
             fits_node(&c, &n),
             Err(Unfit::VolumeLimit {
@@ -204,7 +191,7 @@ mod tests {
             })
         );
         assert!(
-            fits_node(&c, &node("us-east-1a", None)).is_ok(),
+            fits_node(&c, &zoned("us-east-1a").info()).is_ok(),
             "no CSINode: no limit"
         );
     }

@@ -125,3 +125,12 @@ impl Served {
         }
     }
 }
+
+/// Runs the binary with `args` to its end, expecting a failure: (exit code, stderr).
+pub fn run_failing(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,11 +1,13 @@
-//! What a caller can make `serve` do is bounded: oversized ids are refused before they cost anything.
+//! What a caller can make `serve` do is bounded: requests up to 16 MiB are taken, oversized ids are refused
+//! before they cost anything, and a client that never sends its headers is disconnected.
 
 use ferroscale::proto::externalgrpc as pb;
 use tonic::Code;
 
-use crate::common::connect;
-use crate::moto::{Moto, DISCOVERY, REGION};
-use crate::process::Served;
+use crate::support::fixtures::grpc::{node, GROUPS};
+use crate::support::moto::{Moto, DISCOVERY, REGION};
+use crate::support::process::Served;
+use crate::support::server::{connect, TestServer};
 
 #[tokio::test]
 async fn a_hundred_one_mebibyte_ids_are_refused_and_cost_no_memory() {
@@ -59,7 +61,7 @@ async fn a_hundred_one_mebibyte_ids_are_refused_and_cost_no_memory() {
                 .map(|_| ()),
             2 => c
                 .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
-                    nodes: vec![crate::common::node("aws:///us-east-1a/i-1")],
+                    nodes: vec![node("aws:///us-east-1a/i-1")],
                     id,
                 })
                 .await
@@ -107,7 +109,7 @@ async fn a_hundred_one_mebibyte_ids_are_refused_and_cost_no_memory() {
 async fn a_client_that_never_sends_its_headers_is_disconnected() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    let s = crate::common::TestServer::start(crate::common::GROUPS).await;
+    let s = TestServer::start(GROUPS).await;
     let mut slow = tokio::net::TcpStream::connect(s.http_addr).await.unwrap();
     slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         .await
@@ -125,5 +127,24 @@ async fn a_client_that_never_sends_its_headers_is_disconnected() {
         !String::from_utf8_lossy(&buf).contains("200 OK"),
         "no answer to half a request"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn accepts_requests_up_to_16_mib() {
+    let s = TestServer::start(GROUPS).await;
+    let mut big = node("aws:///us-east-1a/i-0123456789abcdef0");
+    big.annotations.insert("blob".into(), "x".repeat(12 << 20));
+    let e = s
+        .client
+        .clone()
+        .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
+            nodes: vec![big],
+            id: "ghost".into(),
+        })
+        .await
+        .unwrap_err();
+    // Decoded and answered by the handler, not refused for its size.
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
     s.stop().await;
 }

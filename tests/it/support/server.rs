@@ -13,41 +13,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::Channel;
 
-/// Three groups: `general` (zone-labelled, options), `batch` (no zone, tainted), `gpu` (GPU, capacity 2).
-pub const GROUPS: &str = r#"
-nodeGroups:
-  - name: general
-    minSize: 1
-    maxSize: 10
-    targetSize: 2
-    capacity: {cpu: "4", memory: 16Gi, pods: "58", ephemeral-storage: 100Gi}
-    allocatable: {cpu: 3920m, memory: 15Gi}
-    labels: {node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a}
-    pricePerHour: 0.192
-    options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m}
-  - name: batch
-    minSize: 0
-    maxSize: 5
-    targetSize: 1
-    capacity: {cpu: 8, memory: 32Gi}
-    labels: {node.kubernetes.io/instance-type: c5.2xlarge}
-    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
-    pricePerHour: 0.34
-  - name: gpu
-    minSize: 0
-    maxSize: 4
-    targetSize: 0
-    capacity: {cpu: "4", memory: 16Gi, pods: "29", nvidia.com/gpu: "1"}
-    labels:
-      node.kubernetes.io/instance-type: g4dn.xlarge
-      topology.kubernetes.io/zone: us-east-1b
-      k8s.amazonaws.com/accelerator: nvidia-tesla-t4
-      kubernetes.io/arch: amd64
-    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-    pricePerHour: 0.526
-    launchCapacity: 2
-"#;
-
 /// What a test server serves besides the plaintext CloudProvider listener.
 #[derive(Default)]
 pub struct Extras {
@@ -192,46 +157,4 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .unwrap_or("")
         .to_string();
     (status, body)
-}
-
-/// A node as CA sends it, known by provider id.
-pub fn node(provider_id: &str) -> pb::ExternalGrpcNode {
-    pb::ExternalGrpcNode {
-        provider_id: provider_id.into(),
-        name: provider_id.rsplit('/').next().unwrap().into(),
-        ..Default::default()
-    }
-}
-
-/// A pod `default/web-1` with one container requesting `cpu` and `memory`.
-pub fn pod(cpu: &str, memory: &str) -> k8s_pb::api::core::v1::Pod {
-    k8s_pb::api::core::v1::Pod {
-        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("web-1".into()),
-            namespace: Some("default".into()),
-            ..Default::default()
-        }),
-        spec: Some(k8s_pb::api::core::v1::PodSpec {
-            containers: vec![k8s_pb::api::core::v1::Container {
-                name: Some("web".into()),
-                resources: Some(k8s_pb::api::core::v1::ResourceRequirements {
-                    requests: [("cpu", cpu), ("memory", memory)]
-                        .into_iter()
-                        .map(|(k, v)| {
-                            (
-                                k.to_string(),
-                                k8s_pb::apimachinery::pkg::api::resource::Quantity {
-                                    string: Some(v.into()),
-                                },
-                            )
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }

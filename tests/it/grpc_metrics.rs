@@ -1,50 +1,10 @@
-//! GPULabel, GetAvailableGPUTypes, Refresh, Cleanup, the 16 MiB request limit and the HTTP endpoints.
+//! serve's operations listener: go-grpc-prometheus's RPC metrics by method and code, `/healthz` and
+//! `/readyz`.
 
 use ferroscale::proto::externalgrpc as pb;
 
-use crate::common::{node, TestServer, GROUPS};
-
-#[tokio::test]
-async fn gpu_label_types_refresh_and_cleanup() {
-    let s = TestServer::start(GROUPS).await;
-    let mut c = s.client.clone();
-    let label = c
-        .gpu_label(pb::GpuLabelRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .label;
-    assert_eq!(label, "k8s.amazonaws.com/accelerator");
-    let types = c
-        .get_available_gpu_types(pb::GetAvailableGpuTypesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .gpu_types;
-    assert_eq!(types.keys().collect::<Vec<_>>(), vec!["nvidia-tesla-t4"]);
-    c.refresh(pb::RefreshRequest {}).await.unwrap();
-    c.cleanup(pb::CleanupRequest {}).await.unwrap();
-    s.stop().await;
-}
-
-#[tokio::test]
-async fn accepts_requests_up_to_16_mib() {
-    let s = TestServer::start(GROUPS).await;
-    let mut big = node("aws:///us-east-1a/i-0123456789abcdef0");
-    big.annotations.insert("blob".into(), "x".repeat(12 << 20));
-    let e = s
-        .client
-        .clone()
-        .node_group_delete_nodes(pb::NodeGroupDeleteNodesRequest {
-            nodes: vec![big],
-            id: "ghost".into(),
-        })
-        .await
-        .unwrap_err();
-    // Decoded and answered by the handler, not refused for its size.
-    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
-    s.stop().await;
-}
+use crate::support::fixtures::grpc::GROUPS;
+use crate::support::server::TestServer;
 
 #[tokio::test]
 async fn metrics_count_rpcs_by_method_and_code() {

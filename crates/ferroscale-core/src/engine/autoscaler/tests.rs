@@ -1,0 +1,118 @@
+//! One loop (`run_once`) as a person reads its decisions: why each pending pod waits, nothing but a
+//! report from an unhealthy cluster, scale-down held back by a doubt about the state but scale-up not,
+//! and no scale-down in a loop that scales up.
+
+use std::time::Duration;
+
+use crate::engine::reasons::{Doubt, Pending, Unhealthy};
+use crate::engine::{Memory, Settings};
+use crate::fixtures::{group, node, pool, resources, web, worker, GIB};
+use crate::model::InstanceState;
+
+const T0: i64 = 10_000;
+
+fn why<'a>(d: &'a crate::engine::Decisions, pod: &str) -> &'a Pending {
+    &d.pending
+        .iter()
+        .find(|(p, _)| p == pod)
+        .unwrap_or_else(|| panic!("{pod} not pending: {d:?}"))
+        .1
+}
+
+#[test]
+fn each_pending_pod_is_told_why_it_waits() {
+    // `a` has room; `b` was asked for and has not registered yet.
+    let mut world = pool("pool", 0, &[("a", &[])]);
+    let g = world.group_mut("pool");
+    g.target_size = 2;
+    g.instances.push(crate::model::Instance {
+        id: "aws:///z/b".into(),
+        state: InstanceState::Running,
+        error: None,
+    });
+    let world = world
+        .pod(web("fits", 1000).unschedulable().build())
+        .pod(web("next", 3500).unschedulable().build())
+        .pod(web("low", 1000).unschedulable().priority(-100).build())
+        .pod(web("young", 1000).unschedulable().created(T0 - 5).build());
+    let s = Settings {
+        new_pod_scale_up_delay: Duration::from_secs(10),
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(why(&d, "shop/fits"), &Pending::FitsOnNode("a".into()));
+    assert_eq!(
+        why(&d, "shop/next"),
+        &Pending::FitsOnUpcoming {
+            group: "pool".into()
+        }
+    );
+    assert_eq!(why(&d, "shop/low"), &Pending::Expendable);
+    assert_eq!(why(&d, "shop/young"), &Pending::TooNew);
+}
+
+#[test]
+fn an_unhealthy_cluster_gets_no_decision_only_the_report() {
+    // Four of five nodes unready for longer than they may take to start.
+    let world = ["a", "b", "c", "d", "e"]
+        .into_iter()
+        .enumerate()
+        .fold(pool("pool", 0, &[]), |w, (k, name)| {
+            let n = worker(name).build();
+            w.node_of("pool", crate::model::workload::Node { ready: k == 0, ..n })
+        })
+        .pod(web("waiting", 16_000).unschedulable().build());
+    let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert_eq!(
+        d.unhealthy,
+        Some(Unhealthy {
+            unready: 4,
+            total: 5
+        })
+    );
+    assert!(d.scale_up.is_empty() && d.scale_down.is_empty() && d.pending.is_empty());
+}
+
+#[test]
+fn a_doubt_holds_scale_down_back_but_not_scale_up() {
+    let mut world = pool("pool", 0, &[("idle", &[])]);
+    let s = Settings::upstream();
+    let mut memory = Memory::default();
+    world.run_once(&s, &mut memory, T0);
+    let doubt = vec![Doubt::WatchFailing {
+        kind: "pods".into(),
+    }];
+    world.doubts = doubt.clone();
+    let d = world.run_once(&s, &mut memory, T0 + 600);
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    assert_eq!(d.held_back, doubt);
+    // Once the doubt is gone, the idle node goes.
+    world.doubts.clear();
+    let d = world.run_once(&s, &mut memory, T0 + 601);
+    let removed: Vec<&str> = d.scale_down.iter().map(|r| r.node.as_str()).collect();
+    assert_eq!(removed, ["idle"]);
+
+    // A pod only a bigger group takes: it grows, doubt or not.
+    let big = node("big-template").sized(resources(8000, 32 * GIB, 50));
+    let mut world = world
+        .group(
+            group("big")
+                .sizes(0, 10, 0)
+                .template(big.template())
+                .build(),
+        )
+        .pod(web("wide", 6000).unschedulable().build());
+    world.doubts = doubt;
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    assert_eq!(d.scale_up[0].group, "big");
+
+    // Without the doubt, no scale-down either in a loop that scales up.
+    world.doubts.clear();
+    let mut memory = Memory::default();
+    world.run_once(&s, &mut memory, T0);
+    let d = world.run_once(&s, &mut memory, T0 + 600);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    assert!(d.scale_down.is_empty() && d.unremovable.is_empty(), "{d:?}");
+}

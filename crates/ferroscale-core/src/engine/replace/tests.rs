@@ -1,0 +1,141 @@
+//! Replacements as an operator sees them: a drifted node gets a surge first and goes only once a new node
+//! has joined; expired nodes are replaced oldest first within the group's disruption budget and its max
+//! size; a surge never delivered is given up and asked for again.
+
+use std::time::Duration;
+
+use crate::engine::decisions::{Decisions, Replacement, ScaleUp};
+use crate::engine::{Memory, Settings};
+use crate::fixtures::{pool, worker, TestWorld};
+use crate::model::lifecycle::{Budget, DisruptionReason};
+use crate::model::InstanceState;
+
+const T0: i64 = 10_000;
+
+/// Group `pool` of one node, `old`, launched from revision 1 while the group launches revision 2.
+fn drifted() -> TestWorld {
+    let mut world = pool("pool", 0, &[("old", &[("web", 1000)])]);
+    let g = world.group_mut("pool");
+    g.lifecycle.revision = Some("lt-1:2".into());
+    g.lifecycle
+        .instance_revisions
+        .insert("aws:///z/old".into(), "lt-1:1".into());
+    world
+}
+
+fn surges(d: &Decisions) -> Vec<(&str, i32, Vec<&str>)> {
+    d.replacements
+        .iter()
+        .map(|r| {
+            let nodes = r.for_nodes.iter().map(String::as_str).collect();
+            (r.group.as_str(), r.delta, nodes)
+        })
+        .collect()
+}
+
+#[test]
+fn a_drifted_node_is_surged_first_and_goes_once_the_new_node_has_joined() {
+    let s = Settings::upstream();
+    let mut memory = Memory::default();
+    let mut world = drifted();
+    let d = world.run_once(&s, &mut memory, T0);
+    assert_eq!(
+        d.scale_up,
+        [ScaleUp {
+            group: "pool".into(),
+            delta: 1,
+            pods: vec![],
+        }]
+    );
+    assert_eq!(
+        d.replacements,
+        [Replacement {
+            group: "pool".into(),
+            delta: 1,
+            for_nodes: vec!["old".into()],
+        }]
+    );
+    assert!(
+        d.scale_down.is_empty(),
+        "nothing goes before the surge joins"
+    );
+    assert_eq!(
+        memory.last_scale_up,
+        Some(T0),
+        "a surge pauses scale-down too"
+    );
+
+    // Asked again while the surge is on its way: nothing more.
+    let d = world.run_once(&s, &mut memory, T0 + 5);
+    assert!(d.scale_up.is_empty() && d.scale_down.is_empty(), "{d:?}");
+
+    // The cloud grew the group and the new node joined, ready, launched from the current revision.
+    let g = world.group_mut("pool");
+    g.target_size = 2;
+    g.instances.push(crate::model::Instance {
+        id: "aws:///z/new".into(),
+        state: InstanceState::Running,
+        error: None,
+    });
+    g.lifecycle
+        .instance_revisions
+        .insert("aws:///z/new".into(), "lt-1:2".into());
+    let world = world.node_of("pool", worker("new").created(T0 + 5).build());
+    let d = world.run_once(&s, &mut memory, T0 + 10);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(d.scale_down.len(), 1, "{d:?}");
+    let old = &d.scale_down[0];
+    assert_eq!((old.node.as_str(), old.group.as_str()), ("old", "pool"));
+    assert_eq!(old.evict, ["shop/web"]);
+    assert_eq!(old.reason.disruption, Some(DisruptionReason::Drift));
+    assert_eq!(d.disruptions.len(), 1);
+    assert_eq!(d.disruptions[0].reason, DisruptionReason::Drift);
+}
+
+#[test]
+fn expired_nodes_are_replaced_oldest_first_within_the_budget_and_below_max() {
+    let mut world = pool("pool", 0, &[("a", &[]), ("b", &[]), ("c", &[])]);
+    for (k, n) in world.nodes.iter_mut().enumerate() {
+        n.created = 10 * (2 - k as i64);
+    }
+    let s = Settings {
+        node_max_lifetime: Some(Duration::from_secs(86_400)),
+        ..Settings::upstream()
+    };
+    let now = 100_000;
+    // 10% of three nodes: one at a time, the oldest (c).
+    let d = world.run_once(&s, &mut Memory::default(), now);
+    assert_eq!(surges(&d), [("pool", 1, vec!["c"])]);
+
+    let two = Settings {
+        max_disruption: Budget::Count(2),
+        ..s.clone()
+    };
+    let d = world.run_once(&two, &mut Memory::default(), now);
+    assert_eq!(surges(&d), [("pool", 2, vec!["c", "b"])]);
+
+    world.group_mut("pool").max_size = 4;
+    let d = world.run_once(&two, &mut Memory::default(), now);
+    assert_eq!(surges(&d), [("pool", 1, vec!["c"])], "one node of room");
+
+    world.group_mut("pool").max_size = 3;
+    let d = world.run_once(&two, &mut Memory::default(), now);
+    assert!(d.replacements.is_empty(), "no room for a surge: {d:?}");
+}
+
+#[test]
+fn a_surge_never_delivered_is_given_up_after_the_provision_time_then_asked_again() {
+    let s = Settings::upstream();
+    let mut memory = Memory::default();
+    let world = drifted();
+    world.run_once(&s, &mut memory, T0);
+    assert!(memory.replacing.contains_key("old"));
+    let d = world.run_once(&s, &mut memory, T0 + 900);
+    assert!(d.scale_up.is_empty(), "still within the provision time");
+    let d = world.run_once(&s, &mut memory, T0 + 901);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert!(memory.replacing.is_empty(), "given up");
+    let d = world.run_once(&s, &mut memory, T0 + 902);
+    assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
+    assert!(d.scale_down.is_empty(), "the old node stays meanwhile");
+}

@@ -1,0 +1,168 @@
+//! Scale-down as an operator sees it: an underutilized node goes once it has been unneeded for the
+//! unneeded time and its pods have somewhere to go; busy nodes, min size, the disruption budget, a
+//! PodDisruptionBudget, a pod with nowhere to go and the drain parallelism keep nodes, each with its
+//! reason.
+
+use crate::engine::decisions::Decisions;
+use crate::engine::predicates::Unfit;
+use crate::engine::reasons::{Blocker, Pause, Unremovable};
+use crate::engine::{Memory, Settings};
+use crate::fixtures::{pdb, pool, TestWorld};
+use crate::model::lifecycle::Budget;
+
+const T0: i64 = 10_000;
+/// Upstream's `--scale-down-unneeded-time`.
+const UNNEEDED: i64 = 600;
+
+/// `busy` (3 of its 4 cpu asked), `light` (1 cpu, which fits on `busy`) and `empty`.
+fn three(min: i32) -> TestWorld {
+    pool(
+        "pool",
+        min,
+        &[
+            ("busy", &[("hog", 3000)]),
+            ("light", &[("web", 1000)]),
+            ("empty", &[]),
+        ],
+    )
+}
+
+/// Settings whose disruption budget lets every node of a small group go at once.
+fn unbudgeted() -> Settings {
+    Settings {
+        max_disruption: Budget::Count(10),
+        ..Settings::upstream()
+    }
+}
+
+/// A loop at `T0`, then one the unneeded time later, on the same memory: the second's decisions.
+fn after_unneeded_time(world: &TestWorld, s: &Settings) -> Decisions {
+    let mut memory = Memory::default();
+    world.run_once(s, &mut memory, T0);
+    world.run_once(s, &mut memory, T0 + UNNEEDED)
+}
+
+fn removed(d: &Decisions) -> Vec<&str> {
+    d.scale_down.iter().map(|r| r.node.as_str()).collect()
+}
+
+fn kept<'a>(d: &'a Decisions, node: &str) -> &'a Unremovable {
+    &d.unremovable
+        .iter()
+        .find(|(n, _)| n == node)
+        .unwrap_or_else(|| panic!("{node} not kept: {d:?}"))
+        .1
+}
+
+#[test]
+fn underutilized_nodes_go_after_the_unneeded_time_and_a_busy_one_stays() {
+    let world = three(0);
+    let s = unbudgeted();
+    let mut memory = Memory::default();
+    let d = world.run_once(&s, &mut memory, T0);
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    let busy = Unremovable::NotUnderutilized {
+        utilization: 0.75,
+        threshold: 0.5,
+        gpu: false,
+    };
+    assert_eq!(kept(&d, "busy"), &busy);
+    let d = world.run_once(&s, &mut memory, T0 + UNNEEDED - 1);
+    assert_eq!(
+        kept(&d, "light"),
+        &Unremovable::NotUnneededLongEnough {
+            waited: UNNEEDED - 1,
+            needed: UNNEEDED
+        }
+    );
+
+    let d = world.run_once(&s, &mut memory, T0 + UNNEEDED);
+    assert_eq!(removed(&d), ["light", "empty"]);
+    let light = &d.scale_down[0];
+    assert_eq!(light.evict, ["shop/web"]);
+    assert!(!light.reason.empty && d.scale_down[1].reason.empty);
+    assert_eq!(light.reason.waited, UNNEEDED);
+    assert_eq!(kept(&d, "busy"), &busy);
+}
+
+#[test]
+fn the_groups_disruption_budget_and_min_size_keep_nodes() {
+    // Upstream's 10% of three nodes: one at a time.
+    let d = after_unneeded_time(&three(0), &Settings::upstream());
+    assert_eq!(removed(&d), ["light"]);
+    assert_eq!(
+        kept(&d, "empty"),
+        &Unremovable::DisruptionBudget {
+            group: "pool".into(),
+            allowed: 1
+        }
+    );
+    let d = after_unneeded_time(&three(2), &unbudgeted());
+    assert_eq!(removed(&d), ["light"]);
+    assert_eq!(
+        kept(&d, "empty"),
+        &Unremovable::AtMinSize {
+            group: "pool".into()
+        }
+    );
+}
+
+#[test]
+fn a_pod_that_may_not_move_or_has_nowhere_to_go_keeps_its_node() {
+    let guarded = three(0).pdb(pdb("shop", "web-budget", "web", 0));
+    let d = after_unneeded_time(&guarded, &unbudgeted());
+    assert_eq!(removed(&d), ["empty"]);
+    assert_eq!(
+        kept(&d, "light"),
+        &Unremovable::Blocked(Blocker::Budget {
+            pod: "shop/web".into(),
+            namespace: "shop".into(),
+            name: "web-budget".into()
+        })
+    );
+
+    let cramped = pool(
+        "pool",
+        0,
+        &[("busy", &[("hog", 3000)]), ("light", &[("web", 1500)])],
+    );
+    let d = after_unneeded_time(&cramped, &unbudgeted());
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    assert_eq!(
+        kept(&d, "light"),
+        &Unremovable::NoPlaceFor {
+            pod: "shop/web".into(),
+            why: Some(Unfit::Insufficient("cpu".into()))
+        }
+    );
+}
+
+#[test]
+fn empty_nodes_go_in_bulk_and_one_node_with_pods_per_loop() {
+    let world = pool(
+        "pool",
+        0,
+        &[
+            ("busy", &[("hog", 3000)]),
+            ("light-1", &[("web-1", 200)]),
+            ("light-2", &[("web-2", 200)]),
+            ("empty-1", &[]),
+            ("empty-2", &[]),
+        ],
+    );
+    let d = after_unneeded_time(&world, &unbudgeted());
+    assert_eq!(removed(&d), ["light-1", "empty-1", "empty-2"]);
+    assert_eq!(kept(&d, "light-2"), &Unremovable::WaitsForNextLoop);
+}
+
+#[test]
+fn scale_down_pauses_after_a_scale_up() {
+    let world = three(0);
+    let s = unbudgeted();
+    let mut memory = Memory::default();
+    world.run_once(&s, &mut memory, T0);
+    memory.last_scale_up = Some(T0 + 1);
+    let d = world.run_once(&s, &mut memory, T0 + UNNEEDED);
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    assert_eq!(kept(&d, "empty"), &Unremovable::Paused(Pause::AfterAdd));
+}

@@ -1,0 +1,161 @@
+//! Scale-up as a person waiting for a pod sees it: the group that fits grows, a pod no group takes is told
+//! each group's reason, closed groups are passed over, similar groups share, and the cluster's limits hold.
+
+use crate::engine::decisions::ScaleUp;
+use crate::engine::limits::Resource;
+use crate::engine::predicates::Unfit;
+use crate::engine::reasons::{Pending, Refusal};
+use crate::engine::{Memory, Settings};
+use crate::fixtures::{group, node, pod, resources, TestWorld, GIB};
+use crate::labels;
+use crate::model::NodeGroup;
+
+const NOW: i64 = 10_000;
+
+/// A group `id` scaled to zero (max 10) whose nodes have `cpu` millicores and 4 GiB per core.
+fn from_zero(id: &str, cpu: i64) -> NodeGroup {
+    let t = node(format!("{id}-template")).sized(resources(cpu, cpu / 1000 * 4 * GIB, 50));
+    group(id).sizes(0, 10, 0).template(t.template()).build()
+}
+
+/// A pending pod `shop/<name>` the scheduler could not place, asking `cpu` millicores and 1 GiB.
+fn pending(name: &str, cpu: i64) -> crate::model::workload::Pod {
+    pod("shop", name)
+        .requests(resources(cpu, GIB, 1))
+        .unschedulable()
+        .build()
+}
+
+fn why<'a>(d: &'a crate::engine::Decisions, pod: &str) -> &'a Pending {
+    &d.pending
+        .iter()
+        .find(|(p, _)| p == pod)
+        .unwrap_or_else(|| panic!("{pod} not pending: {d:?}"))
+        .1
+}
+
+#[test]
+fn the_group_that_fits_grows_and_a_pod_no_group_takes_hears_each_groups_reason() {
+    let world = TestWorld::default()
+        .group(from_zero("small", 2000))
+        .group(from_zero("big", 8000))
+        .pod(pending("wide", 6000))
+        .pod(pending("huge", 16_000));
+    let mut memory = Memory::default();
+    let d = world.run_once(&Settings::upstream(), &mut memory, NOW);
+    assert_eq!(
+        d.scale_up,
+        [ScaleUp {
+            group: "big".into(),
+            delta: 1,
+            pods: vec!["shop/wide".into()],
+        }]
+    );
+    assert_eq!(
+        why(&d, "shop/huge"),
+        &Pending::NoGroupFits(vec![(Refusal::Unfit(Unfit::Insufficient("cpu".into())), 2)])
+    );
+    assert_eq!(
+        memory.unfulfilled_since.get("big"),
+        Some(&NOW),
+        "the provision time counts from the scale-up"
+    );
+    assert_eq!(memory.last_scale_up, Some(NOW));
+}
+
+#[test]
+fn a_group_at_its_max_or_backed_off_is_passed_over_for_the_next_that_fits() {
+    let full = NodeGroup {
+        max_size: 0,
+        ..from_zero("full", 4000)
+    };
+    let world = TestWorld::default()
+        .group(full)
+        .group(from_zero("failing", 4000))
+        .pod(pending("web", 3000));
+    let mut memory = Memory::default();
+    memory.scale_up_failed("failing", "InsufficientInstanceCapacity", NOW - 10);
+    let d = world.run_once(&Settings::upstream(), &mut memory, NOW);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    let Pending::NoGroupFits(refusals) = why(&d, "shop/web") else {
+        panic!("{d:?}");
+    };
+    assert!(refusals.contains(&(
+        Refusal::AtMaxSize {
+            group: "full".into()
+        },
+        1
+    )));
+    assert!(
+        refusals.contains(&(
+            Refusal::BackedOff {
+                group: "failing".into(),
+                seconds: 290
+            },
+            1
+        )),
+        "{refusals:?}"
+    );
+
+    let world = world.group(from_zero("spare", 4000));
+    let d = world.run_once(&Settings::upstream(), &mut memory, NOW);
+    let grown: Vec<(&str, i32)> = d
+        .scale_up
+        .iter()
+        .map(|u| (u.group.as_str(), u.delta))
+        .collect();
+    assert_eq!(grown, [("spare", 1)]);
+}
+
+#[test]
+fn similar_groups_share_a_scale_up_when_balancing() {
+    let in_zone = |id: &str, zone: &str| {
+        let t = node(format!("{id}-template"))
+            .label(labels::ZONE, zone)
+            .sized(resources(2000, 8 * GIB, 20));
+        group(id).sizes(0, 10, 0).template(t.template()).build()
+    };
+    let world = (1..=4).fold(
+        TestWorld::default()
+            .group(in_zone("a", "us-east-1a"))
+            .group(in_zone("b", "us-east-1b")),
+        |w, k| w.pod(pending(&format!("web-{k}"), 1500)),
+    );
+    let mut s = Settings::upstream();
+    let one_group = world.run_once(&s, &mut Memory::default(), NOW);
+    assert_eq!(one_group.scale_up.len(), 1, "{one_group:?}");
+    assert_eq!(one_group.scale_up[0].delta, 4, "one 2-cpu node per pod");
+
+    s.balance_similar_node_groups = true;
+    let d = world.run_once(&s, &mut Memory::default(), NOW);
+    let grown: Vec<(&str, i32)> = d
+        .scale_up
+        .iter()
+        .map(|u| (u.group.as_str(), u.delta))
+        .collect();
+    assert_eq!(grown, [("a", 2), ("b", 2)], "the zones even out");
+    assert!(d.scale_up.iter().all(|u| u.pods.len() == 4));
+}
+
+#[test]
+fn the_clusters_core_limit_skips_the_group_and_tells_the_pod() {
+    let world = TestWorld::default()
+        .group(from_zero("big", 8000))
+        .pod(pending("web", 3000));
+    let s = Settings {
+        cores_total: (0, 4),
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), NOW);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(d.skipped_scale_ups, [("big".to_string(), Resource::Cores)]);
+    assert_eq!(
+        why(&d, "shop/web"),
+        &Pending::NoGroupFits(vec![(
+            Refusal::ResourceLimits {
+                exceeded: vec![Resource::Cores]
+            },
+            1
+        )])
+    );
+}
