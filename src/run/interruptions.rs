@@ -114,10 +114,28 @@ impl Interruptions {
             handled: Vec::new(),
         }
     }
+}
 
+/// Where the loop learns that instances are going away: the SQS queue ([`Interruptions`]), or a script
+/// in tests. Read in the observe stage, acknowledged once the loop acted.
+#[async_trait::async_trait]
+pub trait Notices: Send {
+    /// The nodes (of managed groups, still in the cluster) whose instance is going away, with why.
+    fn interrupted(
+        &mut self,
+        index: &Index,
+        node_groups: &HashMap<String, String>,
+    ) -> HashMap<String, DisruptionReason>;
+
+    /// The notices the loop acted on are done with; in dry-run they are left for a replica that acts.
+    async fn acknowledge(&mut self, dry_run: bool);
+}
+
+#[async_trait::async_trait]
+impl Notices for Interruptions {
     /// Takes the inbox: each notice about a node of a managed group (`node_groups`) marks it; the rest
     /// are counted as foreign or ignored. Returns every marked node still in the cluster.
-    pub fn interrupted(
+    fn interrupted(
         &mut self,
         index: &Index,
         node_groups: &HashMap<String, String>,
@@ -166,15 +184,13 @@ impl Interruptions {
         self.disrupted.clone()
     }
 
-    /// Forgets the messages handled this loop without deleting them (dry-run).
-    pub fn forget_handled(&mut self) {
-        self.handled.clear();
-    }
-
-    /// Deletes the messages handled this loop; one that fails to go is received again later, which
-    /// does no harm (its node is already marked).
-    pub async fn acknowledge(&mut self) {
+    /// Deletes the messages handled this loop (in dry-run forgets them, left in the queue); one that
+    /// fails to go is received again later, which does no harm (its node is already marked).
+    async fn acknowledge(&mut self, dry_run: bool) {
         for receipt in std::mem::take(&mut self.handled) {
+            if dry_run {
+                continue;
+            }
             if let Err(e) = self.queue.delete(&receipt).await {
                 tracing::warn!(error = %e, "could not delete a handled interruption message");
             }

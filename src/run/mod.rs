@@ -13,7 +13,7 @@ mod report;
 
 pub use crate::k8s::events::EVENT_SOURCE;
 pub use health::Health;
-pub use interruptions::Interruptions;
+pub use interruptions::{Interruptions, Notices};
 pub use observe::Observed;
 
 use std::collections::HashMap;
@@ -110,9 +110,9 @@ impl Runner {
         }
     }
 
-    /// Acts on the notices of an interruption queue.
-    pub fn set_interruptions(&mut self, interruptions: Interruptions) {
-        self.observer.interruptions = Some(interruptions);
+    /// Acts on the notices of an interruption queue (or any other source of notices).
+    pub fn set_interruptions(&mut self, notices: impl Notices + 'static) {
+        self.observer.interruptions = Some(Box::new(notices));
     }
 
     /// Takes the priority tiers from `tiers` before every loop (the priority file, re-read as it

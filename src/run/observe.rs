@@ -20,7 +20,7 @@ use crate::metrics::LoopMetrics;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::NodeGroup;
 
-use super::interruptions::Interruptions;
+use super::interruptions::Notices;
 
 /// What the loop reads.
 pub struct Observer {
@@ -35,7 +35,7 @@ pub struct Observer {
     /// The priority ConfigMap's watch, whose problems the loop reports.
     pub(super) priority_config_map: Option<PriorityWatch>,
     /// `--interruption-queue`, when set.
-    pub(super) interruptions: Option<Interruptions>,
+    pub(super) interruptions: Option<Box<dyn Notices>>,
     record: LoopMetrics,
 }
 
@@ -164,11 +164,7 @@ impl Observer {
     /// for a replica that acts.
     pub async fn acknowledge(&mut self, dry_run: bool) {
         if let Some(i) = &mut self.interruptions {
-            if dry_run {
-                i.forget_handled();
-            } else {
-                i.acknowledge().await;
-            }
+            i.acknowledge(dry_run).await;
         }
     }
 }

@@ -249,17 +249,44 @@ impl Simulation {
         }
     }
 
+    /// What the cluster does by itself before a loop at the simulation's time: instances whose launch
+    /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), and
+    /// pending pods are bound. `run`'s twin test drives its loopback cluster with this too.
+    pub fn cluster_moves(&self, memory: &Memory, pacing: &Pacing) {
+        self.cloud.set_provision_delay(pacing.provision_delay);
+        let ran = self.cloud.advance_to(self.now);
+        let snapshot = self.cloud.snapshot();
+        self.cluster
+            .join(ran, &snapshot, memory, &self.daemon_pods, self.now);
+        self.cluster.schedule();
+    }
+
+    /// The simulated cluster's objects (shared: the actuator changes them).
+    pub fn cluster(&self) -> &SimCluster {
+        &self.cluster
+    }
+
+    /// The memory cloud the groups live in.
+    pub fn cloud(&self) -> Arc<MemoryCloud> {
+        self.cloud.clone()
+    }
+
+    /// The virtual time of the next loop (Unix seconds).
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Moves the virtual clock to `now` without running a loop.
+    pub fn set_now(&mut self, now: i64) {
+        self.now = now;
+    }
+
     /// One loop: the kubelet and the scheduler run, due events are replayed, the engine decides and
     /// the actuator carries the decisions out as `run`'s does; then the clock moves on.
     pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
         self.loop_number += 1;
-        self.cloud.set_provision_delay(pacing.provision_delay);
         let now = self.now;
-        let ran = self.cloud.advance_to(now);
-        let snapshot = self.cloud.snapshot();
-        self.cluster
-            .join(ran, &snapshot, &self.memory, &self.daemon_pods, now);
-        self.cluster.schedule();
+        self.cluster_moves(&self.memory, pacing);
         self.replay_events();
         let interrupted = std::mem::take(&mut self.interrupted);
         self.actuator.book(&mut self.memory, now);

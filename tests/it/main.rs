@@ -58,3 +58,4 @@ mod simulate_volumes;
 mod size_checks;
 mod template;
 mod tls;
+mod twin;

@@ -20,3 +20,5 @@ pub mod run_harness;
 pub mod server;
 /// `simulate`'s `Simulation` in-process on a dump, its settings and pacing, and report lookups.
 pub mod simulate_harness;
+/// `simulate` and `run` side by side on one scenario, loop by loop.
+pub mod twin;
