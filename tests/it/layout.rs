@@ -220,3 +220,86 @@ fn no_module_imports_one_that_imports_it_back() {
         }
     }
 }
+
+/// Inherent `impl` blocks (not trait impls) by type name: the files each type's own code is in.
+fn inherent_impls() -> BTreeMap<String, BTreeSet<PathBuf>> {
+    let mut files = Vec::new();
+    for dir in ["src", "crates/ferroscale-core/src"] {
+        rust_files(&Path::new(ROOT).join(dir), &mut files);
+    }
+    let mut out: BTreeMap<String, BTreeSet<PathBuf>> = BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let text = text.split("#[cfg(test)]").next().unwrap();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("impl") else {
+                continue;
+            };
+            if line.contains(" for ") || !rest.starts_with([' ', '<']) {
+                continue;
+            }
+            // Skip the generics, then the type's name.
+            let mut depth = 0;
+            let mut start = rest.len();
+            for (i, c) in rest.char_indices() {
+                match c {
+                    '<' => depth += 1,
+                    '>' => depth -= 1,
+                    c if depth == 0 && c.is_ascii_alphabetic() => {
+                        start = i;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let name: String = rest[start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.entry(name).or_default().insert(f.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_type_has_its_own_code_in_more_than_two_files() {
+    let impls = inherent_impls();
+    assert!(impls.contains_key("Actuator"), "impls found: {impls:?}");
+    let spread: Vec<String> = impls
+        .iter()
+        .filter(|(_, files)| files.len() > 2)
+        .map(|(name, files)| format!("{name}: {files:?}"))
+        .collect();
+    assert!(
+        spread.is_empty(),
+        "split these by job, not by impl block: {spread:?}"
+    );
+}
+
+#[test]
+fn the_live_loop_shares_no_locked_state_with_its_tasks() {
+    // Drains, evictions and the interruption poller report to the loop by messages on channels.
+    let mut files = Vec::new();
+    for dir in ["src/run", "src/actuator"] {
+        rust_files(&Path::new(ROOT).join(dir), &mut files);
+    }
+    assert!(files.len() > 5, "{files:?}");
+    let shared: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| {
+                    let l = l.replace("parking_lot::", "").replace("std::sync::", "");
+                    l.contains("Arc<Mutex<")
+                })
+                .map(|(i, l)| format!("{}:{}: {}", f.display(), i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(shared.is_empty(), "use a channel: {shared:?}");
+}

@@ -282,7 +282,7 @@ impl Cloud for AwsCloud {
         }
         let started = Instant::now();
         let ticket = self.state.begin_refresh();
-        match self.load().await {
+        match refresh::load(self).await {
             Ok((s, purchases)) => {
                 tracing::debug!(groups = s.groups().count(), took = ?started.elapsed(), "AWS snapshot refreshed");
                 *self.purchases.lock() = purchases;

@@ -33,7 +33,7 @@ impl AwsCloud {
             self.state.remove(group);
             return Err(DomainError::GroupNotFound(group.to_string()).into());
         };
-        self.apply_bounds(&mut info);
+        super::refresh::apply_bounds(self, &mut info);
         Ok(with_sizes(&cached, &info))
     }
 
