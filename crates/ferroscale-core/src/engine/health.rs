@@ -25,7 +25,7 @@ impl NodeReadiness {
     pub fn of(node: &Node, max_startup: Duration, now: i64) -> Self {
         if node.ready {
             NodeReadiness::Ready
-        } else if now - node.created < max_startup.as_secs() as i64 {
+        } else if now.saturating_sub(node.created) < max_startup.as_secs() as i64 {
             NodeReadiness::NotStarted
         } else {
             NodeReadiness::Unready

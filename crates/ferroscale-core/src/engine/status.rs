@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use super::context::World;
 use super::decisions::{Decisions, Disruption};
-use super::health::Readiness;
+use super::health::{NodeReadiness, Readiness};
 use super::memory::Memory;
 use super::settings::Settings;
 use crate::model::workload::Node;
@@ -168,15 +168,14 @@ pub struct NodeCount {
 impl NodeCount {
     /// Counts one registered node: ready, not started (unready, created less than `startup` seconds
     /// before `now`) or unready.
-    fn register(&mut self, node: &Node, startup: Option<i64>, now: i64) {
+    fn register(&mut self, node: &Node, startup: std::time::Duration, now: i64) {
         self.registered.total += 1;
-        if node.ready {
-            self.registered.ready += 1;
-        } else if startup.is_some_and(|s| now.saturating_sub(node.created) < s) {
-            self.registered.not_started += 1;
-        } else {
-            self.registered.unready.total += 1;
-        }
+        let r = &mut self.registered;
+        *match NodeReadiness::of(node, startup, now) {
+            NodeReadiness::Ready => &mut r.ready,
+            NodeReadiness::NotStarted => &mut r.not_started,
+            NodeReadiness::Unready => &mut r.unready.total,
+        } += 1;
     }
 
     fn add(&mut self, other: &NodeCount) {
@@ -300,7 +299,7 @@ impl ClusterAutoscalerStatus {
             .iter()
             .filter(|n| !world.node_groups.contains_key(&n.name))
         {
-            total.register(n, None, now);
+            total.register(n, std::time::Duration::ZERO, now);
         }
         let prev = previous.and_then(|p| p.cluster_wide.as_ref());
         let health = if decisions.unhealthy.is_some() {
@@ -381,12 +380,11 @@ fn group_status(
     previous: Option<&NodeGroupStatus>,
 ) -> NodeGroupStatus {
     let opts = settings.options_of(g);
-    let startup = opts.max_node_startup_time.as_secs() as i64;
     let provision = opts.max_node_provision_time.as_secs() as i64;
     let mut counts = NodeCount::default();
     let in_group = |name: &String| world.node_groups.get(name) == Some(&g.id);
     for n in world.nodes.iter().filter(|n| in_group(&n.name)) {
-        counts.register(n, Some(startup), now);
+        counts.register(n, opts.max_node_startup_time, now);
     }
     for i in g
         .instances
