@@ -1,10 +1,11 @@
 //! `ferroscale run`: the live autoscaling loop. Every `--scan-interval` it runs four stages:
 //! *observe* (`observe`: the cloud refreshed, the watch-fed index, doubts, priorities, interruption
-//! notices), *decide* (the pure engine), *act* (the [`Actuator`] shared with `simulate`, here on the
+//! notices), *decide* (`decide`: the pure engine, its settings and memory), *act* (the [`Actuator`] shared with `simulate`, here on the
 //! live Kubernetes API) and *publish* (`publish`, `report`: the status ConfigMap, events, metrics,
 //! logs). With `--leader-elect` only the replica holding the Lease acts; with `--dry-run` nothing is
 //! changed anywhere. Also here: `health` (`/health-check`) and `interruptions` (the SQS poller).
 
+mod decide;
 mod health;
 pub mod interruptions;
 mod observe;
@@ -29,7 +30,7 @@ use crate::actuator::Actuator;
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
 use crate::engine::status::ClusterAutoscalerStatus;
-use crate::engine::{run_once, Decisions, Memory, Settings};
+use crate::engine::{Decisions, Memory, Settings};
 use crate::error::{Error, Result};
 use crate::k8s::cluster::LiveCluster;
 use crate::k8s::drain::DrainSettings;
@@ -40,6 +41,7 @@ use crate::k8s::priorities::PriorityWatch;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
 
+use decide::Decider;
 use observe::Observer;
 use publish::Publisher;
 
@@ -68,9 +70,7 @@ pub struct RunSettings {
 /// The live loop: its four stages and the engine's settings and memory between them.
 pub struct Runner {
     observer: Observer,
-    settings: Settings,
-    /// What the engine remembers between loops.
-    memory: Memory,
+    decider: Decider,
     actuator: Actuator<LiveCluster>,
     publisher: Publisher,
     run: RunSettings,
@@ -100,8 +100,7 @@ impl Runner {
         let cluster = LiveCluster::new(client.clone(), events.clone(), Fence::open());
         Runner {
             observer: Observer::new(cloud.clone(), watches, record.clone()),
-            settings,
-            memory: Memory::default(),
+            decider: Decider::new(settings, record.clone()),
             actuator: Actuator::new(cloud, cluster, record.clone(), run.drain.clone(), true),
             publisher: Publisher::new(client.clone(), events, record, &run),
             run,
@@ -148,7 +147,7 @@ impl Runner {
 
     /// What the engine remembers between loops.
     pub fn memory(&self) -> &Memory {
-        &self.memory
+        &self.decider.memory
     }
 
     /// Waits for the removals running in the background to finish; their results in order of
@@ -162,7 +161,7 @@ impl Runner {
         let started = Instant::now();
         self.health.activity(now);
         self.publisher.record.activity("main", now);
-        self.actuator.book(&mut self.memory, now);
+        self.actuator.book(&mut self.decider.memory, now);
         self.actuator.retry_untaint().await;
         let result = self.stages(now).await;
         tracing::debug!(
@@ -188,34 +187,12 @@ impl Runner {
             }
         };
         let removing = self.actuator.in_flight();
-        let decisions = self.decide(&observed, &removing, now);
+        let index = &self.observer.index;
+        let decisions = self.decider.decide(&observed, index, &removing, now);
         let failed = self.act(&decisions, now).await;
         self.publish(&mut observed, &removing, &decisions, now)
             .await;
         failed.map_or(Ok(decisions), Err)
-    }
-
-    /// The engine on what was observed.
-    fn decide(
-        &mut self,
-        observed: &Observed,
-        removing: &HashMap<String, bool>,
-        now: i64,
-    ) -> Decisions {
-        if let Some(tiers) = &observed.priorities {
-            self.settings.priorities = tiers.clone();
-        }
-        let world = observed.world(&self.observer.index, removing);
-        let t = Instant::now();
-        let d = run_once(
-            &world,
-            &self.settings,
-            &mut self.memory,
-            now,
-            &crate::time::MONOTONIC,
-        );
-        self.publisher.record.observe("engine", t.elapsed());
-        d
     }
 
     /// The decisions carried out (not in dry-run), and the notices acted on acknowledged; the first
@@ -226,7 +203,8 @@ impl Runner {
             return None;
         }
         let index = &self.observer.index;
-        let acted = self.actuator.act(d, index, &mut self.memory, now).await;
+        let memory = &mut self.decider.memory;
+        let acted = self.actuator.act(d, index, memory, now).await;
         self.observer.acknowledge(false).await;
         acted.error
     }
@@ -246,7 +224,7 @@ impl Runner {
             groups: &groups,
             ..observed.world(index, removing)
         };
-        let (memory, settings) = (&self.memory, &self.settings);
+        let (memory, settings) = (&self.decider.memory, &self.decider.settings);
         self.publisher
             .publish(problems, &world, index, d, memory, settings, now)
             .await;

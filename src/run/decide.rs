@@ -1,0 +1,50 @@
+//! The loop's second stage: the pure engine on what was observed. The engine's settings and what it
+//! remembers between loops live here; the actuator's bookkeeping (failed scale-ups, removals started
+//! or failed) writes to the same memory, so the next decision sees it.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::engine::{run_once, Decisions, Memory, Settings};
+use crate::k8s::index::Index;
+use crate::metrics::LoopMetrics;
+
+use super::observe::Observed;
+
+/// The engine, its settings and its memory.
+pub struct Decider {
+    pub(super) settings: Settings,
+    /// What the engine remembers between loops.
+    pub(super) memory: Memory,
+    record: LoopMetrics,
+}
+
+impl Decider {
+    pub fn new(settings: Settings, record: LoopMetrics) -> Self {
+        Decider {
+            settings,
+            memory: Memory::default(),
+            record,
+        }
+    }
+
+    /// The engine's decisions on `observed` (with the index it was read from and the removals in
+    /// flight) at `now`; the priority tiers read this loop replace the settings' own.
+    pub fn decide(
+        &mut self,
+        observed: &Observed,
+        index: &Index,
+        removing: &HashMap<String, bool>,
+        now: i64,
+    ) -> Decisions {
+        if let Some(tiers) = &observed.priorities {
+            self.settings.priorities = tiers.clone();
+        }
+        let world = observed.world(index, removing);
+        let t = Instant::now();
+        let clock = &crate::time::MONOTONIC;
+        let d = run_once(&world, &self.settings, &mut self.memory, now, clock);
+        self.record.observe("engine", t.elapsed());
+        d
+    }
+}
