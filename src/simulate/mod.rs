@@ -314,8 +314,11 @@ impl Simulation {
             )
         };
         let view = SimView::of(&self.cluster, &d);
-        let acted =
-            futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now));
+        // The report says what the actuator did: its log lines, meant for `run`'s operators, stay out of
+        // the simulation's output.
+        let acted = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
+            futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now))
+        });
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
         {
