@@ -116,6 +116,21 @@ impl Interruptions {
     }
 }
 
+/// The nodes of managed groups (`node_groups`) by the instance id their provider id ends with: how a
+/// notice, which names an instance, finds its node.
+pub fn nodes_by_instance<'a>(
+    index: &'a Index,
+    node_groups: &HashMap<String, String>,
+) -> HashMap<&'a str, &'a str> {
+    index
+        .nodes
+        .items()
+        .iter()
+        .filter(|n| node_groups.contains_key(&n.name) && !n.provider_id.is_empty())
+        .map(|n| (instance_id(&n.provider_id), n.name.as_str()))
+        .collect()
+}
+
 /// Where the loop learns that instances are going away: the SQS queue ([`Interruptions`]), or a script
 /// in tests. Read in the observe stage, acknowledged once the loop acted.
 #[async_trait::async_trait]
@@ -152,13 +167,7 @@ impl Notices for Interruptions {
         let by_instance: HashMap<&str, &str> = if received.is_empty() {
             HashMap::new()
         } else {
-            index
-                .nodes
-                .items()
-                .iter()
-                .filter(|n| node_groups.contains_key(&n.name) && !n.provider_id.is_empty())
-                .map(|n| (instance_id(&n.provider_id), n.name.as_str()))
-                .collect()
+            nodes_by_instance(index, node_groups)
         };
         for r in received {
             for n in &r.notices {

@@ -14,10 +14,10 @@ use ferroscale::cloud::memory::MemoryConfig;
 use ferroscale::engine::{Decisions, Settings};
 use ferroscale::k8s::documents;
 use ferroscale::k8s::index::Index;
-use ferroscale::model::instance_id;
 use ferroscale::model::lifecycle::DisruptionReason;
 use ferroscale::model::workload::{Node, Pod};
 use ferroscale::pricing::PriceOverrides;
+use ferroscale::run::interruptions::nodes_by_instance;
 use ferroscale::run::Notices;
 use ferroscale::simulate::{parse_events, LoopReport, Pacing, Scheduled, Simulation};
 use serde_json::{json, Value};
@@ -152,15 +152,12 @@ impl Notices for Scripted {
         node_groups: &HashMap<String, String>,
     ) -> HashMap<String, DisruptionReason> {
         let elapsed = self.elapsed.load(Ordering::Relaxed);
+        let nodes = nodes_by_instance(index, node_groups);
         while self.due.front().is_some_and(|e| e.at <= elapsed) {
             for n in self.due.pop_front().unwrap().notices {
-                let node = index.nodes.items().iter().find(|node| {
-                    instance_id(&node.provider_id) == n.instance_id
-                        && node_groups.contains_key(&node.name)
-                });
-                if let Some(node) = node {
+                if let Some(node) = nodes.get(n.instance_id.as_str()) {
                     self.marked
-                        .entry(node.name.clone())
+                        .entry(node.to_string())
                         .or_insert(n.kind.reason());
                 }
             }

@@ -56,6 +56,16 @@ pub enum DisruptionReason {
 }
 
 impl DisruptionReason {
+    /// Every reason.
+    pub const ALL: [DisruptionReason; 6] = [
+        DisruptionReason::SpotInterruption,
+        DisruptionReason::Rebalance,
+        DisruptionReason::ScheduledChange,
+        DisruptionReason::InstanceStopping,
+        DisruptionReason::Drift,
+        DisruptionReason::Expired,
+    ];
+
     /// The reason as `simulate`'s JSON, events and metrics name it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -95,18 +105,10 @@ impl std::str::FromStr for DisruptionReason {
     type Err = crate::Error;
     /// The reason by its name ([`DisruptionReason::as_str`]), as a stored status names it.
     fn from_str(s: &str) -> crate::Result<Self> {
-        use DisruptionReason::*;
-        [
-            SpotInterruption,
-            Rebalance,
-            ScheduledChange,
-            InstanceStopping,
-            Drift,
-            Expired,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
-        .ok_or_else(|| crate::Error::invalid("disruption reason", format!("unknown {s:?}")))
+        DisruptionReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| crate::Error::invalid("disruption reason", format!("unknown {s:?}")))
     }
 }
 
