@@ -52,6 +52,9 @@ async fn templates_from_zero() {
     assert_eq!(t.labels["workload"], "cache");
     assert_eq!(t.labels["kubernetes.io/arch"], "amd64");
     assert_eq!(t.labels["topology.kubernetes.io/zone"], "us-east-1a");
+    // As upstream's AWS provider (cloudprovider/aws/aws_manager.go, buildGenericLabels): the EBS CSI
+    // driver's zone label too, so a pod with a zonal EBS volume scales a group up from zero.
+    assert_eq!(t.labels["topology.ebs.csi.aws.com/zone"], "us-east-1a");
     assert_eq!(t.labels["topology.kubernetes.io/region"], "us-east-1");
     assert_eq!(t.taints.len(), 1, "the malformed taint tag is ignored");
     assert_eq!(

@@ -6,6 +6,9 @@ pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 /// A node's region.
 pub const REGION: &str = "topology.kubernetes.io/region";
+/// The zone label the EBS CSI driver puts on nodes (zonal EBS volumes' topology); upstream's AWS provider
+/// sets it on template nodes, so a pod whose volume is in a zone can scale a group up from zero.
+pub const EBS_CSI_ZONE: &str = "topology.ebs.csi.aws.com/zone";
 /// The beta zone label, still on older volumes and nodes.
 pub const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
 /// The beta region label, still on older volumes and nodes.
@@ -69,7 +72,7 @@ pub const BALANCING_IGNORED: &[&str] = &[
     EKS_NODEGROUP,
     "k8s.amazonaws.com/eniConfig",
     "lifecycle",
-    "topology.ebs.csi.aws.com/zone",
+    EBS_CSI_ZONE,
     "topology.k8s.aws/zone-id",
     NODE_GROUP,
 ];

@@ -95,6 +95,7 @@ pub fn build_template(
     labels.insert(labels::REGION.to_string(), region.to_string());
     if let Some(zone) = asg.availability_zones.first() {
         labels.insert(labels::ZONE.to_string(), zone.clone());
+        labels.insert(labels::EBS_CSI_ZONE.to_string(), zone.clone());
     }
     labels.insert(labels::HOSTNAME.to_string(), name.clone());
     labels.insert(labels::NODE_GROUP.to_string(), asg.name.clone());
