@@ -9,6 +9,7 @@ pub mod log;
 pub mod run;
 pub mod serve;
 pub mod simulate;
+mod upstream_flags;
 pub mod values;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -40,6 +41,50 @@ pub enum Command {
 }
 
 impl Cli {
+    /// `run`'s arguments without the cluster-autoscaler flags ferroscale does not implement (see
+    /// `upstream_flags`), and those flags as written; other commands' arguments as they are.
+    fn without_upstream_only_flags<I, T>(args: I) -> (Vec<std::ffi::OsString>, Vec<String>)
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        // The command is the first argument that is neither a flag nor the value of a global one.
+        let mut at = None;
+        let mut i = 1;
+        while i < args.len() {
+            let a = args[i].to_string_lossy();
+            if matches!(a.as_ref(), "--log-format" | "--v" | "--stderrthreshold") {
+                i += 2;
+                continue;
+            }
+            if !a.starts_with('-') {
+                at = Some(i);
+                break;
+            }
+            i += 1;
+        }
+        let Some(at) = at.filter(|&i| args[i] == "run") else {
+            return (args, Vec::new());
+        };
+        let command = Cli::command();
+        let ours = |c: &clap::Command, name: &str| {
+            c.get_arguments().any(|a| {
+                a.get_long_and_visible_aliases()
+                    .into_iter()
+                    .flatten()
+                    .any(|l| l == name)
+            })
+        };
+        let run = command.find_subcommand("run").cloned().unwrap_or_default();
+        let known = |name: &str| ours(&run, name) || ours(&command, name);
+        let mut args = args;
+        let tail = args.split_off(at + 1);
+        let (tail, dropped) = upstream_flags::strip_unimplemented(tail, known);
+        args.extend(tail);
+        (args, dropped)
+    }
+
     /// Parses the command line and merges the command's `--config` file under its flags, returning the
     /// logging flags too. Usage errors are clap's (printed with usage, exit 2); a bad file is a
     /// configuration error naming the key.
@@ -49,6 +94,7 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
+        let (args, upstream_only) = Cli::without_upstream_only_flags(args);
         let matches = Cli::command().try_get_matches_from(args)?;
         let cli = Cli::from_arg_matches(&matches)?;
         let sub = matches.subcommand().map(|(_, m)| m);
@@ -65,7 +111,10 @@ impl Cli {
                 }
                 Command::Run(f) => {
                     let config = f.config.clone();
-                    config::load(f, sub, config.as_deref()).map(Command::Run)
+                    config::load(f, sub, config.as_deref()).map(|mut f| {
+                        f.upstream_only = upstream_only;
+                        Command::Run(f)
+                    })
                 }
                 Command::Simulate(f) => {
                     let config = f.config.clone();
@@ -73,5 +122,51 @@ impl Cli {
                 }
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_flags(args: &[&str]) -> std::result::Result<run::RunFlags, String> {
+        let args = ["ferroscale", "--v", "2", "run"].iter().chain(args);
+        match Cli::load(args) {
+            Ok((_, Ok(Command::Run(f)))) => Ok(f),
+            Ok((_, Ok(_))) => Err("another command".into()),
+            Ok((_, Err(e))) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn run_accepts_a_cluster_autoscaler_command_line_and_names_what_it_ignores() {
+        let f = run_flags(&[
+            "--cordon-node-before-terminating",
+            "--max-bulk-soft-taint-time",
+            "5s",
+            "--scan-interval",
+            "20s",
+            "--kube-client-qps=20",
+        ])
+        .unwrap();
+        assert_eq!(f.scan_interval.0, std::time::Duration::from_secs(20));
+        assert_eq!(
+            f.upstream_only,
+            [
+                "--cordon-node-before-terminating",
+                "--max-bulk-soft-taint-time 5s",
+                "--kube-client-qps=20"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_flag_nobody_has_is_still_an_error() {
+        let e = run_flags(&["--scan-intervall", "20s"]).unwrap_err();
+        assert!(e.contains("--scan-intervall"), "{e}");
+        // Other commands take no cluster-autoscaler flags.
+        let e = Cli::load(["ferroscale", "simulate", "--cordon-node-before-terminating"]);
+        assert!(e.is_err());
     }
 }

@@ -35,6 +35,11 @@ const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Debug, Clone, Args, Deserialize, Serialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RunFlags {
+    /// cluster-autoscaler flags on the command line that ferroscale does not implement, as written:
+    /// accepted so CA's command line works unchanged, each named in a warning at start.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub upstream_only: Vec<String>,
     /// YAML file with any of these settings (camelCase keys); flags win, relative paths are relative to
     /// the file.
     #[arg(long, value_name = "FILE")]
@@ -205,6 +210,9 @@ fn identity() -> String {
 
 /// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
 pub async fn main(flags: RunFlags) -> Result<()> {
+    for flag in &flags.upstream_only {
+        tracing::warn!(%flag, "a cluster-autoscaler flag ferroscale does not implement; ignored");
+    }
     let settings = flags.rules.engine(&flags.expander)?;
     let identity = identity();
     let run_settings = flags.run_settings(&identity)?;
