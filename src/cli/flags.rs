@@ -292,6 +292,9 @@ pub struct LoopFlags {
     /// Leave DaemonSet pods out of utilization (groups may override).
     #[arg(long, default_value_t = UPSTREAM.defaults.ignore_daemonsets_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub ignore_daemonsets_utilization: bool,
+    /// Leave mirror (static) pods out of utilization, as DaemonSet pods with the flag above.
+    #[arg(long, default_value_t = UPSTREAM.ignore_mirror_pods_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_mirror_pods_utilization: bool,
     /// How long a node must be unneeded before it is removed (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.scale_down_unneeded_time))]
     pub scale_down_unneeded_time: GoDuration,
@@ -407,6 +410,7 @@ impl LoopFlags {
             scale_down_delay_after_delete: self.scale_down_delay_after_delete.0,
             scale_down_delay_after_failure: self.scale_down_delay_after_failure.0,
             skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
+            ignore_mirror_pods_utilization: self.ignore_mirror_pods_utilization,
             skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
             skip_nodes_with_custom_controller_pods: self.skip_nodes_with_custom_controller_pods,
             min_replica_count: self.min_replica_count,

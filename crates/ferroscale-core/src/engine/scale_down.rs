@@ -14,7 +14,7 @@ use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};
 use super::reasons::{Blocker, Removal, Unremovable};
-use super::utilization::utilization;
+use super::utilization::{utilization, LeftOut};
 use crate::model::workload::Pod;
 
 /// What draining a node would do with its pods.
@@ -173,7 +173,11 @@ pub(super) fn scale_down(
             continue;
         }
         let cutoff = settings.expendable_pods_priority_cutoff;
-        let util = utilization(&infos[i], opts.ignore_daemonsets_utilization, |p| {
+        let left_out = LeftOut {
+            daemonsets: opts.ignore_daemonsets_utilization,
+            mirror_pods: settings.ignore_mirror_pods_utilization,
+        };
+        let util = utilization(&infos[i], left_out, |p| {
             p.meta.priority >= cutoff && !long_terminating(p, now)
         });
         let threshold = if util.gpu {

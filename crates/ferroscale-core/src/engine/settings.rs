@@ -37,6 +37,9 @@ pub struct Settings {
     pub scale_down_delay_after_failure: Duration,
     /// `--skip-nodes-with-local-storage`.
     pub skip_nodes_with_local_storage: bool,
+    /// `--ignore-mirror-pods-utilization`: static (mirror) pods leave utilization as DaemonSet pods do
+    /// with `--ignore-daemonsets-utilization`.
+    pub ignore_mirror_pods_utilization: bool,
     /// `--skip-nodes-with-system-pods`.
     pub skip_nodes_with_system_pods: bool,
     /// `--skip-nodes-with-custom-controller-pods`: only ReplicaSet, ReplicationController, Job and
@@ -125,6 +128,7 @@ impl Settings {
             scale_down_delay_after_delete: Duration::ZERO,
             scale_down_delay_after_failure: Duration::from_secs(180),
             skip_nodes_with_local_storage: true,
+            ignore_mirror_pods_utilization: false,
             skip_nodes_with_system_pods: true,
             skip_nodes_with_custom_controller_pods: true,
             min_replica_count: 0,

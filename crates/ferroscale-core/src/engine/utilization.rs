@@ -1,7 +1,8 @@
 //! A node's utilization as upstream measures it (`simulator/utilization`): the larger of the requested
 //! shares of allocatable cpu and memory, or for a GPU node the share of its GPUs. Pods the caller leaves
 //! out (expendable ones, those terminating past their grace period) do not count; with
-//! `--ignore-daemonsets-utilization` DaemonSet pods count neither in the requests nor in allocatable.
+//! `--ignore-daemonsets-utilization` DaemonSet pods, and with `--ignore-mirror-pods-utilization` mirror
+//! (static) pods, count neither in the requests nor in allocatable.
 
 use super::predicates::NodeInfo;
 use crate::labels;
@@ -44,16 +45,28 @@ fn share(used: i64, total: i64, daemon: i64) -> f64 {
     used as f64 / total as f64
 }
 
+/// Which pods leave the measure altogether, their requests taken off allocatable too (upstream's
+/// `skipDaemonSetPods`, `skipMirrorPods`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// `--ignore-daemonsets-utilization` (groups may override).
+    pub daemonsets: bool,
+    /// `--ignore-mirror-pods-utilization`.
+    pub mirror_pods: bool,
+}
+
 /// The utilization of `info`'s node, counting the pods `counts` keeps.
 pub fn utilization(
     info: &NodeInfo,
-    ignore_daemonsets: bool,
+    left_out: LeftOut,
     counts: impl Fn(&Pod) -> bool,
 ) -> Utilization {
     let node = &info.node;
     let gpu = gpu_resource(node);
-    let daemon = |p: &Pod| ignore_daemonsets && p.is_daemon_set();
-    // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet pods left out.
+    let daemon = |p: &Pod| {
+        (left_out.daemonsets && p.is_daemon_set()) || (left_out.mirror_pods && p.meta.mirror)
+    };
+    // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet and mirror pods left out.
     let (mut used, mut left_out) = ([0i64; 3], [0i64; 3]);
     for p in &info.pods {
         let r = &p.requests;
@@ -95,6 +108,11 @@ mod tests {
     use super::*;
     use crate::fixtures::{node, pod, resources};
 
+    const DAEMONSETS: LeftOut = LeftOut {
+        daemonsets: true,
+        mirror_pods: false,
+    };
+
     /// Requests of `cpu` millicores (and a pod slot), by a pod of a `controller`.
     fn requests(cpu: i64, controller: &str) -> crate::fixtures::PodBuilder {
         pod("", "")
@@ -108,13 +126,13 @@ mod tests {
         let n = cpu4()
             .gpus(2)
             .info_with([requests(3500, "Job").gpus(1).build()]);
-        let u = utilization(&n, false, |_| true);
+        let u = utilization(&n, LeftOut::default(), |_| true);
         assert_eq!((u.value, u.gpu), (0.5, true), "cpu at 0.875 does not count");
         // Labelled but its GPUs not exposed yet: unused.
         let n = cpu4()
             .label(labels::GPU, "nvidia-t4")
             .info_with([requests(3500, "Job").build()]);
-        assert_eq!(utilization(&n, false, |_| true).value, 0.0);
+        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.0);
     }
 
     #[test]
@@ -125,11 +143,33 @@ mod tests {
                 requests(1000, "DaemonSet").build(),
                 requests(1000, "ReplicaSet").build(),
             ]);
-        assert_eq!(utilization(&n, false, |_| true).value, 0.5);
-        assert_eq!(utilization(&n, true, |_| true).value, 1.0 / 3.0);
-        let none = utilization(&n, false, |p| {
+        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.5);
+        assert_eq!(utilization(&n, DAEMONSETS, |_| true).value, 1.0 / 3.0);
+        let none = utilization(&n, LeftOut::default(), |p| {
             p.meta.controller.as_deref() != Some("ReplicaSet")
         });
         assert_eq!(none.value, 0.25, "a pod left out by the caller");
+    }
+
+    /// Upstream: `simulator/utilization/info.go` (`CalculateUtilizationOfResource`, `skipMirrorPods`).
+    #[test]
+    fn mirror_pods_leave_requests_and_allocatable_when_ignored() {
+        let n = node("")
+            .allocatable(resources(4000, 16 << 30, 110))
+            .info_with([
+                requests(1000, "").mirror().build(),
+                requests(1000, "ReplicaSet").build(),
+            ]);
+        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.5);
+        let mirror = LeftOut {
+            daemonsets: false,
+            mirror_pods: true,
+        };
+        assert_eq!(utilization(&n, mirror, |_| true).value, 1.0 / 3.0);
+        assert_eq!(
+            utilization(&n, DAEMONSETS, |_| true).value,
+            0.5,
+            "a mirror pod is no DaemonSet pod"
+        );
     }
 }
