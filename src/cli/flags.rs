@@ -283,10 +283,10 @@ pub struct LoopFlags {
     /// After a removal failed, scale-down waits this long.
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scale_down_delay_after_failure))]
     pub scale_down_delay_after_failure: GoDuration,
-    /// A node at or below this share of requested cpu and memory may be removed (groups may override).
+    /// A node below this share of requested cpu and memory may be removed (groups may override).
     #[arg(long, default_value_t = UPSTREAM.defaults.scale_down_utilization_threshold)]
     pub scale_down_utilization_threshold: f64,
-    /// A GPU node at or below this share of requested GPUs may be removed (groups may override).
+    /// A GPU node below this share of requested GPUs may be removed (groups may override).
     #[arg(long, default_value_t = UPSTREAM.defaults.scale_down_gpu_utilization_threshold)]
     pub scale_down_gpu_utilization_threshold: f64,
     /// Leave DaemonSet pods out of utilization (groups may override).

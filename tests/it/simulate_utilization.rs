@@ -1,4 +1,5 @@
-//! `simulate` on upstream's utilisation: a node at the threshold is underutilised, GPU nodes are judged
+//! `simulate` on upstream's utilisation: a node exactly at the threshold is kept (upstream's
+//! `core/scaledown/eligibility/eligibility.go`, `isNodeBelowUtilizationThreshold`), GPU nodes are judged
 //! by their GPUs, DaemonSet pods leave the sum with `--ignore-daemonsets-utilization`.
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
@@ -9,25 +10,31 @@ fn removed(r: &ferroscale::simulate::LoopReport) -> Vec<&str> {
 }
 
 #[test]
-fn a_node_at_exactly_the_threshold_is_removed_and_one_above_it_kept() {
-    let cluster = vec![
-        node("half", "small", "2", "8Gi"),
-        pod("a", "one", "1", "1Gi", Some("half"), ""),
-        node("over", "small", "2", "8Gi"),
-        pod("a", "two", "1100m", "1Gi", Some("over"), ""),
-        // 8 cpu with 4.5 used: kept, with room for either.
-        node("roomy", "big", "8", "32Gi"),
-        pod("a", "three", "4500m", "1Gi", Some("roomy"), ""),
-    ];
-    let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
-    assert_eq!(removed(&r), vec!["half"], "{r:?}");
+fn a_node_below_the_threshold_is_removed_and_one_exactly_at_it_kept() {
+    // 8 cpu with 4.5 used: kept, with room for the others' pods.
+    let roomy = || {
+        vec![
+            node("roomy", "big", "8", "32Gi"),
+            pod("a", "three", "4500m", "1Gi", Some("roomy"), ""),
+        ]
+    };
+    let mut below = roomy();
+    below.push(node("below", "small", "2", "8Gi"));
+    below.push(pod("a", "one", "900m", "1Gi", Some("below"), ""));
+    let r = sim(&below, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(removed(&r), vec!["below"], "{r:?}");
     assert_eq!(
         r.scale_down[0].reason,
-        "utilization 0.50 at or below 0.50 for 0s, its pods fit elsewhere"
+        "utilization 0.45 below 0.50 for 0s, its pods fit elsewhere"
     );
+    let mut at = roomy();
+    at.push(node("at", "small", "2", "8Gi"));
+    at.push(pod("a", "two", "1", "1Gi", Some("at"), ""));
+    let r = sim(&at, GROUPS).step(&flags(&[]), &pacing());
+    assert!(removed(&r).is_empty(), "{r:?}");
     assert_eq!(
-        unremovable(&r, "over"),
-        "utilization 0.55 above threshold 0.50"
+        unremovable(&r, "at"),
+        "utilization 0.50 at or above threshold 0.50"
     );
 }
 
@@ -52,8 +59,8 @@ fn a_gpu_node_is_judged_by_its_gpus_against_the_gpu_threshold() {
         // Three of four GPUs used: kept, with room for the pod of gpu-a.
         gpu_node("gpu-b", "8", 4),
         gpu_pod("train-b", "1", 3, "gpu-b"),
-        // GPUs half used, cpu at 0.75: judged by GPU it is at the threshold.
-        gpu_node("gpu-a", "2", 2),
+        // A third of its GPUs used, cpu at 0.75: judged by GPU it is below the threshold.
+        gpu_node("gpu-a", "2", 3),
         gpu_pod("train-a", "1500m", 1, "gpu-a"),
     ];
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
@@ -61,16 +68,16 @@ fn a_gpu_node_is_judged_by_its_gpus_against_the_gpu_threshold() {
     assert_eq!(r.scale_down[0].evicted, vec!["ml/train-a"]);
     assert_eq!(
         unremovable(&r, "gpu-b"),
-        "GPU utilization 0.75 above threshold 0.50"
+        "GPU utilization 0.75 at or above threshold 0.50"
     );
     let r = sim(&cluster, GROUPS).step(
-        &flags(&["--scale-down-gpu-utilization-threshold", "0.4"]),
+        &flags(&["--scale-down-gpu-utilization-threshold", "0.3"]),
         &pacing(),
     );
     assert!(removed(&r).is_empty(), "{r:?}");
     assert_eq!(
         unremovable(&r, "gpu-a"),
-        "GPU utilization 0.50 above threshold 0.40"
+        "GPU utilization 0.33 at or above threshold 0.30"
     );
     // --scale-down-utilization-threshold does not apply to GPU nodes.
     let r = sim(&cluster, GROUPS).step(
@@ -90,17 +97,17 @@ fn daemonset_pods_are_left_out_of_utilisation_with_the_flag() {
     let cluster = vec![
         node("ds", "small", "2", "8Gi"),
         daemon,
-        pod("a", "web", "600m", "1Gi", Some("ds"), ""),
+        pod("a", "web", "500m", "1Gi", Some("ds"), ""),
         node("spare", "small", "2", "8Gi"),
         pod("a", "api", "200m", "1Gi", Some("spare"), ""),
     ];
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
     assert_eq!(
         unremovable(&r, "ds"),
-        "utilization 0.70 above threshold 0.50",
-        "1.4 of 2 cpu"
+        "utilization 0.65 at or above threshold 0.50",
+        "1.3 of 2 cpu"
     );
-    // 0.6 of the 1.2 cpu the DaemonSet pod leaves: at the threshold.
+    // 0.5 of the 1.2 cpu the DaemonSet pod leaves: below the threshold.
     let r = sim(&cluster, GROUPS).step(&flags(&["--ignore-daemonsets-utilization"]), &pacing());
     assert_eq!(removed(&r), vec!["ds"], "{r:?}");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Scale-down, upstream's rules: a node of a group goes once it has been underutilized (at or below its
+//! Scale-down, upstream's rules: a node of a group goes once it has been underutilized (below its
 //! group's threshold, GPU nodes by GPU: `utilization`) for the group's unneeded time, the drain of its
 //! pods is allowed (`drainability`) and every pod that moves fits on another node, its group stays at or
 //! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
@@ -185,9 +185,10 @@ pub(super) fn scale_down(
         } else {
             opts.scale_down_utilization_threshold
         };
-        // An unready node goes after the unready time whatever its pods ask (upstream). At the threshold
-        // a node is underutilized.
-        if node.ready && util.value > threshold {
+        // An unready node goes after the unready time whatever its pods ask (upstream). A node is
+        // underutilized only below the threshold: at it, it is kept (upstream's eligibility.go,
+        // `isNodeBelowUtilizationThreshold`: utilization >= threshold is not underutilized).
+        if node.ready && util.value >= threshold {
             keep(
                 d,
                 Unremovable::NotUnderutilized {
