@@ -69,6 +69,7 @@ fn pacing(provision: u64) -> Pacing {
         loops: 0,
         scan_interval: Duration::from_secs(10),
         provision_delay: Duration::from_secs(provision),
+        node_ready_delay: Duration::ZERO,
     }
 }
 
