@@ -40,6 +40,10 @@ pub struct SimulateFlags {
     /// Virtual time from a scale-up to the new node joining (0: the next loop).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
     pub provision_delay: GoDuration,
+    /// Virtual time from a new node joining (NotReady, with the `node.kubernetes.io/not-ready` taint and
+    /// its group's start-up taints) to its being Ready (0: at once).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub node_ready_delay: GoDuration,
     /// Also write an HTML page of the run: charts of nodes per group, pending pods and cost per hour per
     /// loop, and the decisions with their reasons (one file: inline SVG, no script, nothing fetched).
     #[arg(long, value_name = "FILE")]
@@ -97,6 +101,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         loops: flags.loops,
         scan_interval: flags.scan_interval.0,
         provision_delay: flags.provision_delay.0,
+        node_ready_delay: flags.node_ready_delay.0,
     };
     let events = match &flags.events {
         Some(path) => load_events(path)?,

@@ -1,5 +1,5 @@
 //! The simulated cluster: nodes and pods under a virtual clock, with a kubelet (new instances join as
-//! nodes, with their DaemonSet pods), a scheduler (pending pods bound to the first node they fit), a
+//! nodes, with their DaemonSet pods, NotReady until they have started), a scheduler (pending pods bound to the first node they fit), a
 //! node lifecycle controller (nodes whose instance is gone leave) and, as the actuator's [`Cluster`],
 //! the API `run` talks to: taints, cordons, evictions (an evicted pod comes back pending, as its
 //! controller recreates it) and events (dropped).
@@ -19,6 +19,16 @@ use crate::labels;
 use crate::model::workload::{Node, Pod};
 use crate::model::{Snapshot, Taint, TaintEffect};
 
+/// The taint the node lifecycle controller puts on a node that is not Ready.
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
+
+/// A taint a node has only while it starts (upstream's `startup-taint.` and `ignore-taint.` prefixes).
+fn starting_taint(t: &Taint) -> bool {
+    labels::STARTUP_TAINT_PREFIXES
+        .iter()
+        .any(|p| t.key.starts_with(p))
+}
+
 /// The cluster's objects.
 #[derive(Debug, Default)]
 pub struct State {
@@ -26,6 +36,8 @@ pub struct State {
     /// Node name → its group.
     pub node_groups: HashMap<String, String>,
     pub pods: Vec<Arc<Pod>>,
+    /// Nodes still starting, by name, with when they become Ready (seconds since the epoch).
+    pub booting: HashMap<String, i64>,
 }
 
 /// The simulated cluster, shared by the simulation and its actuator.
@@ -45,7 +57,9 @@ impl SimCluster {
     /// Nodes of the instances that started running (as the cloud's clock says at `now`), with the
     /// DaemonSet pods that start on them. A node joins as the engine's template of its group said it
     /// would: like the group's real nodes when it had one (their labels, taints, allocatable and
-    /// DaemonSet pods), else as the cloud's template.
+    /// DaemonSet pods), else as the cloud's template. It registers NotReady, with the
+    /// `node.kubernetes.io/not-ready` taint and the group's start-up taints, until [`Self::start`]
+    /// makes it Ready `ready_delay` later.
     pub fn join(
         &self,
         ran: Vec<(String, String)>,
@@ -53,6 +67,7 @@ impl SimCluster {
         memory: &Memory,
         daemon_pods: &[Pod],
         now: i64,
+        ready_delay: i64,
     ) {
         let mut state = self.state();
         for (group, instance) in ran {
@@ -66,6 +81,18 @@ impl SimCluster {
             node.created = now;
             node.ready_since = now;
             node.provider_id = instance.clone();
+            node.ready = false;
+            node.taints.push(Taint {
+                key: NOT_READY.into(),
+                value: String::new(),
+                effect: TaintEffect::NoSchedule,
+            });
+            let startup = g.template.taints.iter().filter(|t| starting_taint(t));
+            for t in startup {
+                if !node.taints.contains(t) {
+                    node.taints.push(t.clone());
+                }
+            }
             let mut info = NodeInfo::new(node.clone());
             let starting: Vec<&Pod> = match copied.and_then(|t| t.pods.as_ref()) {
                 Some(pods) => pods.iter().collect(),
@@ -84,9 +111,30 @@ impl SimCluster {
                 started.push(p);
             }
             state.pods.extend(started.into_iter().map(Arc::new));
+            state.booting.insert(name.clone(), now + ready_delay.max(0));
             state.node_groups.insert(name, group);
             state.nodes.push(node);
         }
+    }
+
+    /// The kubelet: nodes whose start-up is done by `now` become Ready (since then), their not-ready
+    /// and start-up taints gone.
+    pub fn start(&self, now: i64) {
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let booting = &mut state.booting;
+        for n in state.nodes.iter_mut() {
+            let Some(&at) = booting.get(&n.name).filter(|&&at| at <= now) else {
+                continue;
+            };
+            booting.remove(&n.name);
+            n.ready = true;
+            n.ready_since = at;
+            n.taints
+                .retain(|t| t.key != NOT_READY && !starting_taint(t));
+        }
+        let names: HashSet<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
+        booting.retain(|n, _| names.contains(n.as_str()));
     }
 
     /// The scheduler: binds each pending pod to the first ready node it fits, by priority then age;

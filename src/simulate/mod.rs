@@ -1,7 +1,8 @@
 //! `ferroscale simulate`: the autoscaling loop on a cluster snapshot with a virtual clock. The snapshot's
 //! nodes are adopted by the groups of a memory-cloud file (by provider id or the `ferroscale.io/node-group`
 //! label); each loop the simulated scheduler binds pending pods, the engine decides, and its decisions are
-//! applied: new nodes join after `--provision-delay`, removed nodes' pods go back to pending.
+//! applied: new nodes join after `--provision-delay` (NotReady, Ready `--node-ready-delay` later), removed
+//! nodes' pods go back to pending.
 
 use crate::labels;
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +39,8 @@ pub struct Pacing {
     pub scan_interval: Duration,
     /// `--provision-delay`: from scale-up to the node joining (0: at the next loop).
     pub provision_delay: Duration,
+    /// `--node-ready-delay`: from a node joining (NotReady, tainted) to its being Ready (0: at once).
+    pub node_ready_delay: Duration,
 }
 
 /// A cluster and its groups under simulation: the groups live in a [`MemoryCloud`] on the simulation's
@@ -159,6 +162,7 @@ impl Simulation {
             nodes,
             node_groups,
             pods: pods.into_iter().map(Arc::new).collect(),
+            booting: HashMap::new(),
         });
         let cloud = Arc::new(cloud);
         // Evictions in the simulated cluster never wait: the drain flags do not matter.
@@ -250,14 +254,22 @@ impl Simulation {
     }
 
     /// What the cluster does by itself before a loop at the simulation's time: instances whose launch
-    /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), and
-    /// pending pods are bound. `run`'s twin test drives its loopback cluster with this too.
+    /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), nodes
+    /// whose start-up is done become Ready, and pending pods are bound. `run`'s twin test drives its loopback cluster with this too.
     pub fn cluster_moves(&self, memory: &Memory, pacing: &Pacing) {
         self.cloud.set_provision_delay(pacing.provision_delay);
         let ran = self.cloud.advance_to(self.now);
         let snapshot = self.cloud.snapshot();
-        self.cluster
-            .join(ran, &snapshot, memory, &self.daemon_pods, self.now);
+        let ready_delay = pacing.node_ready_delay.as_secs() as i64;
+        self.cluster.join(
+            ran,
+            &snapshot,
+            memory,
+            &self.daemon_pods,
+            self.now,
+            ready_delay,
+        );
+        self.cluster.start(self.now);
         self.cluster.schedule();
     }
 

@@ -52,6 +52,7 @@ mod simulate_json;
 mod simulate_lifecycle;
 mod simulate_limits;
 mod simulate_report;
+mod simulate_startup;
 mod simulate_templates;
 mod simulate_utilization;
 mod simulate_volumes;

@@ -87,11 +87,15 @@ fn the_binary_runs_the_shipped_example() {
 #[test]
 fn the_shipped_example_prints_what_it_always_printed() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let cases: [(&str, &[&str]); 2] = [
-        ("example", &["--loops", "3"]),
+    // Nodes Ready as they join, as before `--node-ready-delay`; `example-booting` has the default (30s).
+    let cases: [(&str, &[&str]); 3] = [
+        ("example", &["--loops", "3", "--node-ready-delay", "0s"]),
+        ("example-booting", &["--loops", "8"]),
         (
             "example-price",
             &[
+                "--node-ready-delay",
+                "0s",
                 "--loops",
                 "40",
                 "--scale-down-unneeded-time",

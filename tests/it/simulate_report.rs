@@ -124,7 +124,14 @@ fn assert_self_contained(html: &str) {
 fn the_report_of_the_shipped_example_is_one_page_with_charts_and_reasons() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.html");
-    let out = example(&["--loops", "3", "--report", path.to_str().unwrap()]);
+    let out = example(&[
+        "--loops",
+        "3",
+        "--node-ready-delay",
+        "0s",
+        "--report",
+        path.to_str().unwrap(),
+    ]);
     // The report changes nothing on stdout.
     let golden = std::fs::read_to_string(format!("{ROOT}/tests/it/golden/example.jsonl")).unwrap();
     assert_eq!(ok(&out), golden);

@@ -69,6 +69,7 @@ fn pacing(provision: u64) -> Pacing {
         loops: 0,
         scan_interval: Duration::from_secs(10),
         provision_delay: Duration::from_secs(provision),
+        node_ready_delay: Duration::ZERO,
     }
 }
 
@@ -113,6 +114,49 @@ nodeGroups:
     let up: Vec<&(String, i32)> = steps.iter().flat_map(|s| &s.scale_up).collect();
     assert!(!up.is_empty(), "{steps:?}");
     assert!(steps[3].nodes.values().sum::<usize>() > 1, "{steps:?}");
+}
+
+#[tokio::test]
+async fn booting_nodes_are_asked_for_once_and_seen_ready_on_both_sides() {
+    let groups = r#"
+nodeGroups:
+  - {name: small, minSize: 0, maxSize: 5, instances: [{id: i-a}],
+     capacity: {cpu: 2, memory: 16Gi, pods: 20}, pricePerHour: 0.096,
+     options: {scaleDownUnneededTime: 60s}}
+  - {name: big, minSize: 0, maxSize: 5,
+     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
+"#;
+    let mut objects = vec![node("small-a", "small", "i-a", "2")];
+    for k in 0..4 {
+        objects.push(pod(&format!("web-{k}"), "3", None, "web"));
+    }
+    // Nodes join at the next loop (10s) and are NotReady (tainted) for three loops; they may take 35s
+    // to start. `run` reads their condition and taints from the API as `simulate` has them: had it not
+    // seen them become Ready (at 40s), four of five nodes would be unready from 50s on and the cluster
+    // unhealthy, and the idle `small-a` would not go at 70s.
+    let mut settings = eager();
+    settings.defaults.max_node_startup_time = Duration::from_secs(35);
+    let steps = twins(Scenario {
+        groups,
+        objects,
+        settings,
+        loops: 8,
+        pacing: Pacing {
+            node_ready_delay: Duration::from_secs(30),
+            ..pacing(0)
+        },
+        events: "[]",
+    })
+    .await;
+    let up: Vec<&(String, i32)> = steps.iter().flat_map(|s| &s.scale_up).collect();
+    assert_eq!(up, [&("big".to_string(), 4)], "asked for once: {steps:?}");
+    let removed: Vec<&str> = steps
+        .iter()
+        .flat_map(|s| &s.removed)
+        .map(|(node, _, _)| node.as_str())
+        .collect();
+    assert_eq!(removed, ["small-a"], "{steps:?}");
+    assert!(steps[7].removed.len() == 1, "at 70s: {steps:?}");
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ pub fn pacing() -> Pacing {
         loops: 1,
         scan_interval: Duration::from_secs(10),
         provision_delay: Duration::ZERO,
+        node_ready_delay: Duration::ZERO,
     }
 }
 

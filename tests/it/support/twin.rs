@@ -251,8 +251,8 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
 struct Mirror {
     /// Pods as the scenario wrote them, by `namespace/name`: put again when they move.
     pods: HashMap<String, Value>,
-    /// What was last written: node names, and each pod's (node, unschedulable).
-    nodes: Vec<String>,
+    /// What was last written: each node's readiness by name, and each pod's (node, unschedulable).
+    nodes: HashMap<String, bool>,
     placed: HashMap<String, (Option<String>, bool)>,
     /// Sentinels written to know the watches caught up.
     sentinels: usize,
@@ -263,16 +263,44 @@ impl Mirror {
     fn sync(&mut self, world: &Simulation, api: &KubeApi) {
         let state = world.cluster().state();
         for n in &state.nodes {
-            if !self.nodes.contains(&n.name) {
-                api.put(NODES, node_json(n));
-                self.nodes.push(n.name.clone());
+            match self.nodes.insert(n.name.clone(), n.ready) {
+                None => {
+                    api.put(NODES, node_json(n));
+                }
+                // The kubelet made it Ready: its condition, and the taints it had only while starting
+                // go (the runner's own taints on the API's copy stay).
+                Some(was) if was != n.ready => {
+                    let current = api.get(NODES, "", &n.name).expect("the node in the API");
+                    let taints: Vec<Value> = current["spec"]["taints"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|t| {
+                            let key = t["key"].as_str().unwrap_or_default();
+                            let starting = key == "node.kubernetes.io/not-ready"
+                                || ferroscale::labels::STARTUP_TAINT_PREFIXES
+                                    .iter()
+                                    .any(|p| key.starts_with(p));
+                            !starting || n.taints.iter().any(|k| k.key == key)
+                        })
+                        .cloned()
+                        .collect();
+                    let status = &node_json(n)["status"]["conditions"];
+                    api.update(
+                        NODES,
+                        "",
+                        &n.name,
+                        json!({"spec": {"taints": taints}, "status": {"conditions": status}}),
+                    );
+                }
+                Some(_) => {}
             }
         }
         let names: Vec<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
-        for gone in self.nodes.iter().filter(|n| !names.contains(&n.as_str())) {
+        for gone in self.nodes.keys().filter(|n| !names.contains(&n.as_str())) {
             api.delete(NODES, "", gone);
         }
-        self.nodes.retain(|n| names.contains(&n.as_str()));
+        self.nodes.retain(|n, _| names.contains(&n.as_str()));
         for p in &state.pods {
             let key = p.key();
             let placed = (p.node_name.clone(), p.meta.unschedulable);

@@ -10,7 +10,7 @@ use super::cleanup::cleanup_instances;
 use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
 use super::disruption::{displace, replacements};
-use super::health::unhealthy;
+use super::health::{unhealthy, NodeReadiness};
 use super::memory::Memory;
 use super::predicates::{first_fit, NodeInfo};
 use super::reasons::Pending;
@@ -63,7 +63,7 @@ pub fn run_once(
         *deleting.entry(c.group.as_str()).or_default() += c.count;
     }
 
-    // Existing nodes with their pods, then the nodes asked for but not registered yet.
+    // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
     let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
     let index: foldhash::HashMap<&str, usize> = world
         .nodes
@@ -79,9 +79,26 @@ pub fn run_once(
     let existing = infos.len();
     let mut disruptions = Vec::new();
     let displaced = displace(world, &infos, memory, now, &mut disruptions);
+    // Upstream's GetUpcomingNodes: a group's target less its ready and unready nodes. A node still
+    // starting (not ready, younger than the group's maxNodeStartupTime) counts as upcoming: its pods
+    // go to a template copy of it, so a booting node does not ask for another one.
+    let startup: HashMap<&str, std::time::Duration> = world
+        .groups
+        .iter()
+        .map(|g| (g.id.as_str(), settings.options_of(g).max_node_startup_time))
+        .collect();
     let mut registered: HashMap<&str, i32> = HashMap::new();
-    for g in world.node_groups.values() {
-        *registered.entry(g.as_str()).or_default() += 1;
+    for n in world.nodes {
+        let Some(g) = world.node_groups.get(&n.name) else {
+            continue;
+        };
+        let startup = startup
+            .get(g.as_str())
+            .copied()
+            .unwrap_or(settings.defaults.max_node_startup_time);
+        if NodeReadiness::of(n, startup, now) != NodeReadiness::NotStarted {
+            *registered.entry(g.as_str()).or_default() += 1;
+        }
     }
     for g in world.groups {
         let upcoming = g.target_size

@@ -7,7 +7,28 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::reasons::Unhealthy;
 use super::settings::Settings;
+use crate::labels;
 use crate::model::workload::Node;
+
+/// Taints that say a node is not ready whatever its condition reads (upstream's `GetReadinessState`):
+/// the node lifecycle controller's, put on before the condition is read.
+const NOT_READY_TAINTS: &[&str] = &[
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/network-unavailable",
+];
+
+/// Whether `node` is ready as upstream reads it: its `Ready` condition, no not-ready taint, and no
+/// start-up taint (`startup-taint.`/`ignore-taint.` prefixes: upstream's `FilterOutNodesWithStartupTaints`
+/// counts such a node as still starting).
+pub fn is_ready(node: &Node) -> bool {
+    node.ready
+        && !node.taints.iter().any(|t| {
+            NOT_READY_TAINTS.contains(&t.key.as_str())
+                || labels::STARTUP_TAINT_PREFIXES
+                    .iter()
+                    .any(|p| t.key.starts_with(p))
+        })
+}
 
 /// A registered node's readiness, as upstream's cluster state sorts it (`updateReadinessStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,9 +42,10 @@ pub enum NodeReadiness {
 
 impl NodeReadiness {
     /// `node` at `now`: ready; else not started while it was created less than `max_startup` ago; else
-    /// unready. Readiness itself is the node's `Ready` condition, as the adapters read it.
+    /// unready. Readiness itself is [`is_ready`]: the `Ready` condition, without a not-ready or
+    /// start-up taint.
     pub fn of(node: &Node, max_startup: Duration, now: i64) -> Self {
-        if node.ready {
+        if is_ready(node) {
             NodeReadiness::Ready
         } else if now.saturating_sub(node.created) < max_startup.as_secs() as i64 {
             NodeReadiness::NotStarted

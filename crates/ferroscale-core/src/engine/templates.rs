@@ -30,10 +30,20 @@ pub struct GroupTemplate {
 }
 
 impl GroupTemplate {
-    /// The cloud's template of `g`.
+    /// The cloud's template of `g`, its passing taints (start-up, status, conditions) left out as
+    /// upstream's `TemplateNodeInfoFromNodeGroupTemplate` sanitises them: a new node loses them once
+    /// started, and the pods waiting for it do not tolerate them.
     pub fn cloud(g: &NodeGroup) -> Self {
+        let node = if g.template.taints.iter().any(transient) {
+            Arc::new(TemplateNode {
+                taints: sanitize_taints(&g.template.taints),
+                ..(*g.template).clone()
+            })
+        } else {
+            g.template.clone()
+        };
         GroupTemplate {
-            node: g.template.clone(),
+            node,
             pods: None,
             copied_from: None,
         }
@@ -199,5 +209,26 @@ mod tests {
             ..n.clone()
         };
         assert!(!good_candidate(&starting, 2000, false), "still starting");
+    }
+
+    #[test]
+    fn the_clouds_template_loses_its_startup_taints() {
+        use crate::fixtures::group;
+        let template = real()
+            .taints
+            .iter()
+            .fold(node("t"), |n, t| n.taint(t.clone()));
+        let g = group("g").template(template.template()).build();
+        let t = GroupTemplate::cloud(&g);
+        assert_eq!(t.node.taints, vec![taint("dedicated")]);
+        assert_eq!(t.copied_from, None);
+        // Nothing to leave out: the cloud's template as it is.
+        let plain = group("g")
+            .template(node("t").taint(taint("dedicated")).template())
+            .build();
+        assert!(Arc::ptr_eq(
+            &GroupTemplate::cloud(&plain).node,
+            &plain.template
+        ));
     }
 }

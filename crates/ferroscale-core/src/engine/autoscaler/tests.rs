@@ -116,3 +116,86 @@ fn a_doubt_holds_scale_down_back_but_not_scale_up() {
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
     assert!(d.scale_down.is_empty() && d.unremovable.is_empty(), "{d:?}");
 }
+
+/// A pool whose node `a` is full and whose target (2) counts `b`, registered at `created` as `b` says;
+/// one pod waits that only an empty node takes.
+fn booting(b: crate::model::workload::Node) -> crate::fixtures::TestWorld {
+    let mut world = pool("pool", 0, &[("a", &[("full", 4000)])]);
+    let g = world.group_mut("pool");
+    g.target_size = 2;
+    g.instances.push(crate::model::Instance {
+        id: b.provider_id.clone(),
+        state: InstanceState::Running,
+        error: None,
+    });
+    world
+        .node_of("pool", b)
+        .pod(web("next", 3000).unschedulable().build())
+}
+
+#[test]
+fn a_booting_node_is_upcoming_until_its_startup_time_is_over() {
+    use crate::fixtures::no_schedule;
+    let s = Settings::upstream();
+    let not_ready = |created: i64| {
+        let n = worker("b")
+            .taint(no_schedule("node.kubernetes.io/not-ready", ""))
+            .created(created)
+            .build();
+        crate::model::workload::Node { ready: false, ..n }
+    };
+    // Registered a minute ago, not ready: its pods wait for it, nothing more is asked for.
+    let d = booting(not_ready(T0 - 60)).run_once(&s, &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(
+        why(&d, "shop/next"),
+        &Pending::FitsOnUpcoming {
+            group: "pool".into()
+        }
+    );
+    // Past maxNodeStartupTime (15 minutes) it is unready, no longer upcoming: another node comes.
+    let d = booting(not_ready(T0 - 900)).run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    assert_eq!(
+        (d.scale_up[0].group.as_str(), d.scale_up[0].delta),
+        ("pool", 1)
+    );
+    // The group's own startup time counts, not the default.
+    let mut world = booting(not_ready(T0 - 60));
+    world.group_mut("pool").options = Some(crate::model::AutoscalingOptions {
+        max_node_startup_time: Some(Duration::from_secs(30)),
+        ..Default::default()
+    });
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+}
+
+#[test]
+fn a_node_with_a_startup_taint_is_still_starting() {
+    use crate::fixtures::no_schedule;
+    let s = Settings::upstream();
+    // Ready by its condition, but a start-up taint says its CNI is not there yet.
+    let cni = worker("b")
+        .taint(no_schedule(
+            "startup-taint.cluster-autoscaler.kubernetes.io/cni",
+            "",
+        ))
+        .created(T0 - 60)
+        .build();
+    let d = booting(cni.clone()).run_once(&s, &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(
+        why(&d, "shop/next"),
+        &Pending::FitsOnUpcoming {
+            group: "pool".into()
+        }
+    );
+    // Without the taint, the node is ready, the pod fits nowhere (it is unschedulable by a taint of the
+    // test's choosing) and a node is asked for.
+    let full = worker("b")
+        .taint(no_schedule("dedicated", "other"))
+        .created(T0 - 60)
+        .build();
+    let d = booting(full).run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+}
