@@ -192,7 +192,8 @@ pub enum Unremovable {
     UnreadyKept,
     /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
     ParallelismReached,
-    /// Unneeded, but `allowed` nodes of its group are already on their way out (`--max-disruption`).
+    /// Unneeded, but `allowed` nodes of its group are already on their way out (the group's own
+    /// `disruptionBudget`; `--max-disruption` limits only replacements).
     DisruptionBudget { group: String, allowed: usize },
     /// Unneeded, but its group's disruption window is closed.
     OutsideDisruptionWindow { group: String },

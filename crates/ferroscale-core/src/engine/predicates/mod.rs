@@ -384,7 +384,10 @@ pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
         && !pod
             .node_affinity
             .iter()
-            .any(|term| term.iter().all(|r| r.matches(&node.labels)))
+            .any(|term| {
+                term.iter()
+                    .all(|r| r.admits_node(&node.labels, node.field_name()))
+            })
     {
         return Err(Unfit::NodeAffinity);
     }
