@@ -109,6 +109,13 @@ pub enum Refusal {
     AtMaxSize {
         group: String,
     },
+    /// Upstream's `IsNodeGroupHealthy` fails: `unready` of its nodes are not ready past both
+    /// `--ok-total-unready-count` and `--max-total-unready-percentage` (a bad image, a broken
+    /// bootstrap), so more of the same would not help.
+    Unhealthy {
+        group: String,
+        unready: usize,
+    },
     /// `--max-nodes-total` is reached.
     MaxNodesTotal,
     /// `--cores-total` or `--memory-total` (or both) is reached.
@@ -142,6 +149,10 @@ impl fmt::Display for Refusal {
                 "group {group}: {instance_type} in {zone} out of capacity for {seconds}s"
             ),
             Refusal::AtMaxSize { group } => write!(f, "group {group} at max size"),
+            Refusal::Unhealthy { group, unready } => write!(
+                f,
+                "group {group} not ready for scale-up: {unready} of its nodes unready"
+            ),
             Refusal::MaxNodesTotal => write!(f, "--max-nodes-total reached"),
             Refusal::ResourceLimits { exceeded } => {
                 for (k, r) in exceeded.iter().enumerate() {

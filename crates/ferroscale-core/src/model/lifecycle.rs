@@ -249,7 +249,7 @@ mod tests {
     }
 
     #[test]
-    fn budgets_parse_and_allow_at_least_one() {
+    fn budgets_parse_round_up_and_zero_blocks() {
         assert_eq!(Budget::parse("20%"), Ok(Budget::Percent(20.0)));
         assert_eq!(Budget::parse("3"), Ok(Budget::Count(3)));
         assert!(Budget::parse("-1").is_err());
