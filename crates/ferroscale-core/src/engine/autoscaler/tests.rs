@@ -123,7 +123,12 @@ fn a_doubt_holds_scale_down_back_but_not_scale_up() {
 fn pending_daemon_set_pods_trigger_no_scale_up() {
     // Neither pod fits the full node; a new node of the group would take either.
     let world = pool("pool", 0, &[("full", &[("busy", 3900)])])
-        .pod(web("agent", 1000).controller("DaemonSet").unschedulable().build())
+        .pod(
+            web("agent", 1000)
+                .controller("DaemonSet")
+                .unschedulable()
+                .build(),
+        )
         .pod(
             web("annotated", 1000)
                 .daemon_set_annotation()
