@@ -56,7 +56,7 @@ pub(crate) fn node_selector_terms(
                 let here = format!("{at}.matchFields[{i}]");
                 if f.key != "metadata.name" {
                     return Err(Error::invalid(
-                        &format!("{here}.key"),
+                        format!("{here}.key"),
                         format!("unsupported field {:?} (only metadata.name)", f.key),
                     ));
                 }
@@ -68,7 +68,7 @@ pub(crate) fn node_selector_terms(
                 )?;
                 if !matches!(r.op, SelectorOp::In | SelectorOp::NotIn) {
                     return Err(Error::invalid(
-                        &format!("{here}.operator"),
+                        format!("{here}.operator"),
                         format!("{:?} on metadata.name (only In and NotIn)", f.operator),
                     ));
                 }
