@@ -369,8 +369,9 @@ pub struct LoopFlags {
     /// `ferroscale.io/max-node-lifetime` tag overrides).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_max_lifetime.unwrap_or_default()))]
     pub node_max_lifetime: GoDuration,
-    /// How many of a group's nodes may be out of service at once for replacements and scale-down: a
-    /// count or a percentage, at least one (a group's `disruptionBudget` overrides).
+    /// How many of a group's nodes may be out of service at once for replacements (drift, expiry): a
+    /// count or a percentage rounded up, 0 blocking (a group's `disruptionBudget` overrides, and only a
+    /// group's own budget also limits scale-down).
     #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_disruption.to_string())]
     pub max_disruption: String,
 }

@@ -15,8 +15,8 @@ use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
-    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
-    SelectorOp, SpreadConstraint, Toleration, DAEMON_SET,
+    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, SafeToEvict,
+    SpreadConstraint, Toleration, DAEMON_SET,
 };
 use crate::model::{pod_requests, Resources, Taint, TaintEffect, UnknownTaintEffect};
 
@@ -71,15 +71,8 @@ fn affinity_terms(
             Ok(PodAffinityTerm {
                 selector: match &t.label_selector {
                     Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
-                    None => LabelSelector {
-                        // No selector matches no pod.
-                        match_labels: BTreeMap::new(),
-                        requirements: vec![Requirement {
-                            key: "ferroscale.io/matches-nothing".into(),
-                            op: SelectorOp::Exists,
-                            values: vec![],
-                        }],
-                    },
+                    // No selector matches no pod.
+                    None => LabelSelector::nothing(),
                 },
                 namespaces: t.namespaces.clone().unwrap_or_default(),
                 topology_key: t.topology_key.clone(),
@@ -274,6 +267,9 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             local_volumes,
             safe_local_volumes,
             mirror: annotations.contains_key(labels::MIRROR),
+            daemon_set_annotation: annotations
+                .get(labels::DAEMONSET_POD)
+                .is_some_and(|v| v == "true"),
         },
         namespace,
         name,
@@ -340,6 +336,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
         created: time(&n.metadata.creation_timestamp),
         // From the node's CSINode (`Inputs::convert`).
         volume_limits: BTreeMap::new(),
+        template: false,
         name,
     })
 }
@@ -350,7 +347,8 @@ pub fn pdb(p: &PodDisruptionBudget) -> Result<Pdb> {
     let name = p.metadata.name.clone().unwrap_or_default();
     let selector = match p.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         Some(s) => label_selector(s, &format!("pdb {namespace}/{name}: spec.selector"))?,
-        None => LabelSelector::default(),
+        // policy/v1: a null selector selects no pod (an empty one, every pod of the namespace).
+        None => LabelSelector::nothing(),
     };
     Ok(Pdb {
         disruptions_allowed: p

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::NodeSelector;
 
 use crate::error::{Error, Result};
-use crate::model::workload::{Requirement, SelectorOp};
+use crate::model::workload::{Requirement, SelectorOp, FIELD_NODE_NAME};
 
 fn op(o: &str, field: &str) -> Result<SelectorOp> {
     Ok(match o {
@@ -32,8 +32,10 @@ fn requirement(
     })
 }
 
-/// A required node selector as an OR of terms, each an AND of requirements; `field` names the selector
-/// (`spec.nodeAffinity.required`, with the object) in errors.
+/// A required node selector as an OR of terms, each an AND of requirements (its `matchExpressions`
+/// and its `matchFields`, which the scheduler supports only on `metadata.name` with `In` or `NotIn`,
+/// carried under [`FIELD_NODE_NAME`]); `field` names the selector (`spec.nodeAffinity.required`, with
+/// the object) in errors.
 pub(crate) fn node_selector_terms(
     sel: &NodeSelector,
     field: &str,
@@ -42,13 +44,37 @@ pub(crate) fn node_selector_terms(
         .iter()
         .enumerate()
         .map(|(t, term)| {
-            requirements(
+            let at = format!("{field}.nodeSelectorTerms[{t}]");
+            let mut reqs = requirements(
                 term.match_expressions
                     .iter()
                     .flatten()
                     .map(|e| (&e.key, &e.operator, &e.values)),
-                &format!("{field}.nodeSelectorTerms[{t}]"),
-            )
+                &at,
+            )?;
+            for (i, f) in term.match_fields.iter().flatten().enumerate() {
+                let here = format!("{at}.matchFields[{i}]");
+                if f.key != "metadata.name" {
+                    return Err(Error::invalid(
+                        format!("{here}.key"),
+                        format!("unsupported field {:?} (only metadata.name)", f.key),
+                    ));
+                }
+                let r = requirement(
+                    FIELD_NODE_NAME,
+                    &f.operator,
+                    &f.values,
+                    &format!("{here}.operator"),
+                )?;
+                if !matches!(r.op, SelectorOp::In | SelectorOp::NotIn) {
+                    return Err(Error::invalid(
+                        format!("{here}.operator"),
+                        format!("{:?} on metadata.name (only In and NotIn)", f.operator),
+                    ));
+                }
+                reqs.push(r);
+            }
+            Ok(reqs)
         })
         .collect()
 }

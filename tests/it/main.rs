@@ -54,6 +54,7 @@ mod simulate_limits;
 mod simulate_report;
 mod simulate_startup;
 mod simulate_templates;
+mod simulate_upstream_rules;
 mod simulate_utilization;
 mod simulate_volumes;
 mod size_checks;

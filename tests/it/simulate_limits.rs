@@ -87,7 +87,7 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
     let cluster: Vec<String> = (1..=3)
         .map(|i| with_capacity(node(&format!("idle-{i}"), "small", "1500m", "7Gi")))
         .collect();
-    // Every node of the group may go at once: only the minima hold nodes back here.
+    // Only the minima hold nodes back here.
     let removed = |args: &[&str]| {
         let args: Vec<&str> = args
             .iter()
@@ -114,13 +114,12 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
         "the cluster would go below the minimum of --memory-total"
     );
     assert_eq!(removed(&[]).0, 3, "no minimum: all go");
-    // The default budget (10%, at least one) takes one node of the group per removal.
+    // --max-disruption (10% by default) limits replacements, not plain scale-down: as upstream, only
+    // --max-scale-down-parallelism and --max-empty-bulk-delete cap it.
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(r.scale_down.len(), 3, "{r:?}");
+    let r = sim(&cluster, GROUPS).step(&flags(&["--max-empty-bulk-delete", "1"]), &pacing());
     assert_eq!(r.scale_down.len(), 1, "{r:?}");
-    assert!(
-        unremovable(&r, "idle-2").contains("disruption budget"),
-        "{r:?}"
-    );
 }
 
 #[test]

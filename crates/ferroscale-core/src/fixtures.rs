@@ -226,6 +226,12 @@ impl PodBuilder {
         self
     }
 
+    /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`.
+    pub fn daemon_set_annotation(mut self) -> Self {
+        self.0.meta.daemon_set_annotation = true;
+        self
+    }
+
     /// A static pod's mirror.
     pub fn mirror(mut self) -> Self {
         self.0.meta.mirror = true;

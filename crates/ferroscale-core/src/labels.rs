@@ -47,6 +47,9 @@ pub const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
 /// Node annotation: `"true"` keeps the node from scale-down.
 pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+/// Pod annotation: `"true"` makes the pod count as a DaemonSet pod whatever owns it (upstream's
+/// `pod.IsDaemonSetPod`), for pods a DaemonSet-like controller runs on every node.
+pub const DAEMONSET_POD: &str = "cluster-autoscaler.kubernetes.io/daemonset-pod";
 /// Pod annotation of static (mirror) pods.
 pub const MIRROR: &str = "kubernetes.io/config.mirror";
 /// Annotation of the status ConfigMap: when it was last written.

@@ -110,11 +110,12 @@ pub fn run_once(
     }
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
+    // DaemonSet pods never do: a new node would start its own copy (upstream's filter_out_daemon_sets).
     let mut waiting: Vec<&Pod> = Vec::new();
     for p in world
         .pods
         .iter()
-        .filter(|p| p.node_name.is_none() && p.meta.unschedulable)
+        .filter(|p| p.node_name.is_none() && p.meta.unschedulable && !p.is_daemon_set())
     {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
             d.pending.push((p.key(), Pending::Expendable));

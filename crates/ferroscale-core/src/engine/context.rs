@@ -130,7 +130,10 @@ pub fn template_node(t: &TemplateNode, name: &str, group: &str) -> Node {
 /// node the template was copied from, or those of the DaemonSets that would run there.
 pub(super) fn new_node(ctx: &Ctx, group: &NodeGroup, name: &str) -> NodeInfo {
     let t = ctx.template(group);
-    let mut info = NodeInfo::new(template_node(&t.node, name, &group.id));
+    let mut info = NodeInfo::new(Node {
+        template: true,
+        ..template_node(&t.node, name, &group.id)
+    });
     match &t.pods {
         Some(pods) => {
             for p in pods.iter() {

@@ -109,6 +109,13 @@ pub enum Refusal {
     AtMaxSize {
         group: String,
     },
+    /// Upstream's `IsNodeGroupHealthy` fails: `unready` of its nodes are not ready past both
+    /// `--ok-total-unready-count` and `--max-total-unready-percentage` (a bad image, a broken
+    /// bootstrap), so more of the same would not help.
+    Unhealthy {
+        group: String,
+        unready: usize,
+    },
     /// `--max-nodes-total` is reached.
     MaxNodesTotal,
     /// `--cores-total` or `--memory-total` (or both) is reached.
@@ -142,6 +149,10 @@ impl fmt::Display for Refusal {
                 "group {group}: {instance_type} in {zone} out of capacity for {seconds}s"
             ),
             Refusal::AtMaxSize { group } => write!(f, "group {group} at max size"),
+            Refusal::Unhealthy { group, unready } => write!(
+                f,
+                "group {group} not ready for scale-up: {unready} of its nodes unready"
+            ),
             Refusal::MaxNodesTotal => write!(f, "--max-nodes-total reached"),
             Refusal::ResourceLimits { exceeded } => {
                 for (k, r) in exceeded.iter().enumerate() {
@@ -192,7 +203,8 @@ pub enum Unremovable {
     UnreadyKept,
     /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
     ParallelismReached,
-    /// Unneeded, but `allowed` nodes of its group are already on their way out (`--max-disruption`).
+    /// Unneeded, but `allowed` nodes of its group are already on their way out (the group's own
+    /// `disruptionBudget`; `--max-disruption` limits only replacements).
     DisruptionBudget { group: String, allowed: usize },
     /// Unneeded, but its group's disruption window is closed.
     OutsideDisruptionWindow { group: String },

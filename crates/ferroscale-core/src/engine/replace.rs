@@ -20,6 +20,10 @@ use crate::model::NodeGroup;
 /// Why `node` of `g` should be replaced at `now`, if it should.
 fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {
     let n = &info.node;
+    // `scale-down-disabled` keeps a node from every voluntary removal, replacements included.
+    if n.scale_down_disabled {
+        return None;
+    }
     if g.lifecycle.drifted(&n.provider_id) {
         return Some(DisruptionReason::Drift);
     }

@@ -286,15 +286,18 @@ pub(super) fn scale_down(
             );
             continue;
         }
-        let allowed = settings
-            .budget_of(group)
-            .allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0));
+        // Plain scale-down keeps upstream's caps (--max-scale-down-parallelism, --max-empty-bulk-delete,
+        // --max-drain-parallelism); a group's own disruption budget limits it too, --max-disruption not.
+        let allowed = group
+            .lifecycle
+            .disruption_budget
+            .map(|b| b.allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0)));
         let out = going as usize
             + disrupted_per_group
                 .get(group.id.as_str())
                 .copied()
                 .unwrap_or(0);
-        if out >= allowed {
+        if let Some(allowed) = allowed.filter(|&a| out >= a) {
             keep(
                 d,
                 Unremovable::DisruptionBudget {

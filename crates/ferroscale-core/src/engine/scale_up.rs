@@ -1,12 +1,13 @@
 //! Scale-up: for the pods no node will take, each group's estimate of the nodes it needs, the expander's
 //! choice among them, and for every pod left over the groups' reasons.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
+use super::health::Readiness;
 use super::limits::{gib, Amount, Resource};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
@@ -14,7 +15,7 @@ use super::reasons::{Pending, Refusal};
 use super::similar::similar;
 use super::topology;
 use crate::clock::Deadline;
-use crate::model::workload::Pod;
+use crate::model::workload::{Node, Pod};
 use crate::model::NodeGroup;
 
 /// Nodes, cores and memory (bytes) the cluster has, counting this loop's scale-ups.
@@ -64,6 +65,7 @@ pub(super) fn scale_up(
     // What inter-pod constraints count: the cluster, and the nodes each round adds to it.
     let mut base = topology::relevant(candidates, infos);
     let constrained = candidates.iter().any(|p| topology::constrained(p));
+    let unhealthy = unhealthy_groups(ctx);
     loop {
         let waiting: Vec<usize> = (0..candidates.len()).filter(|&k| !helped[k]).collect();
         if waiting.is_empty() {
@@ -77,7 +79,7 @@ pub(super) fn scale_up(
             .map(|g| g.as_ref())
             .filter(|g| !chosen_groups.contains(&g.id))
             .collect();
-        let mut round = options_for(ctx, &pods, &groups, memory, &budget, &base);
+        let mut round = options_for(ctx, &pods, &groups, memory, &budget, &base, &unhealthy);
         if first_round {
             d.skipped_scale_ups = std::mem::take(&mut round.skipped);
             for (w, r) in round.refusals.into_iter().enumerate() {
@@ -119,6 +121,7 @@ pub(super) fn scale_up(
                             &model,
                             &ctx.settings.balancing,
                         ) && memory.backed_off(&g.id, ctx.now).is_none()
+                            && !unhealthy.contains_key(g.id.as_str())
                             && memory.capacity_out(&g.template, ctx.now).is_none())
                 })
                 .collect();
@@ -159,9 +162,44 @@ pub(super) fn scale_up(
     }
 }
 
-/// Why `g` can take no node at all now, if it cannot.
-fn closed(ctx: &Ctx, g: &NodeGroup, memory: &Memory) -> Option<Refusal> {
+/// Upstream's IsNodeGroupHealthy for scale-up: each group's registered nodes by readiness (with its
+/// `maxNodeStartupTime`), the instances asked for and not registered yet counting as on their way.
+/// The unhealthy groups, each with its unready node count.
+fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
+    let mut by_group: HashMap<&str, Vec<&Node>> = HashMap::new();
+    for n in ctx.world.nodes {
+        if let Some(g) = ctx.world.node_groups.get(&n.name) {
+            by_group.entry(g.as_str()).or_default().push(n);
+        }
+    }
+    let mut out = HashMap::new();
+    for g in ctx.world.groups {
+        let nodes = by_group.remove(g.id.as_str()).unwrap_or_default();
+        let startup = ctx.settings.options_of(g).max_node_startup_time;
+        let mut r = Readiness::of(nodes, startup, ctx.now);
+        r.provisioning = (g.target_size.max(0) as usize).saturating_sub(r.registered());
+        if !r.healthy(g.target_size, ctx.settings) {
+            out.insert(g.id.as_str(), r.unready);
+        }
+    }
+    out
+}
+
+/// Why `g` can take no node at all now, if it cannot: upstream's IsNodeGroupHealthy and
+/// IsNodeGroupReadyToScaleUp (backed off), then capacity and size.
+fn closed(
+    ctx: &Ctx,
+    g: &NodeGroup,
+    memory: &Memory,
+    unhealthy: &HashMap<&str, usize>,
+) -> Option<Refusal> {
     let now = ctx.now;
+    if let Some(&unready) = unhealthy.get(g.id.as_str()) {
+        return Some(Refusal::Unhealthy {
+            group: g.id.clone(),
+            unready,
+        });
+    }
     if let Some(until) = memory.backed_off(&g.id, now) {
         return Some(Refusal::BackedOff {
             group: g.id.clone(),
@@ -188,6 +226,7 @@ fn options_for(
     memory: &Memory,
     budget: &Budget,
     base: &[NodeInfo],
+    unhealthy: &HashMap<&str, usize>,
 ) -> Round {
     let settings = ctx.settings;
     let mut round = Round {
@@ -199,7 +238,7 @@ fn options_for(
     };
     for g in groups {
         let room = (g.max_size - g.target_size).max(0) as usize;
-        let mut why_not = closed(ctx, g, memory);
+        let mut why_not = closed(ctx, g, memory, unhealthy);
         let mut limit = room.min(settings.max_nodes_per_scaleup);
         if settings.max_nodes_total > 0 {
             limit = limit.min(settings.max_nodes_total.saturating_sub(budget.nodes));

@@ -113,7 +113,8 @@ impl std::str::FromStr for DisruptionReason {
 }
 
 /// How many of a group's nodes may be out of service at once (`--max-disruption`, a group's
-/// `disruptionBudget`): a count, or a share of the group's nodes; never less than one.
+/// `disruptionBudget`): a count, or a share of the group's nodes rounded up, as Karpenter's budgets;
+/// `0` (or `0%`) blocks voluntary disruptions.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Budget {
     Count(u32),
@@ -141,13 +142,13 @@ impl Budget {
         }
     }
 
-    /// How many of `nodes` may be disrupted at once: at least one.
+    /// How many of `nodes` may be disrupted at once: the count, or the share rounded up (Karpenter's
+    /// `GetScaledValueFromIntOrPercent(..., roundUp=true)`); 0 blocks.
     pub fn allowed(self, nodes: usize) -> usize {
-        let n = match self {
+        match self {
             Budget::Count(n) => n as usize,
-            Budget::Percent(p) => (p / 100.0 * nodes as f64).floor() as usize,
-        };
-        n.max(1)
+            Budget::Percent(p) => (p / 100.0 * nodes as f64).ceil() as usize,
+        }
     }
 }
 
@@ -248,13 +249,18 @@ mod tests {
     }
 
     #[test]
-    fn budgets_parse_and_allow_at_least_one() {
+    fn budgets_parse_round_up_and_zero_blocks() {
         assert_eq!(Budget::parse("20%"), Ok(Budget::Percent(20.0)));
         assert_eq!(Budget::parse("3"), Ok(Budget::Count(3)));
         assert!(Budget::parse("-1").is_err());
         assert!(Budget::parse("150%").is_err());
-        assert_eq!(Budget::Percent(10.0).allowed(5), 1, "never below one");
+        // Upstream: kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go (GetAllowedDisruptionsByReason:
+        // percentages round up) and its budget tests ("0" blocks).
+        assert_eq!(Budget::Percent(10.0).allowed(5), 1, "rounds up");
+        assert_eq!(Budget::Percent(10.0).allowed(11), 2, "rounds up, not down");
         assert_eq!(Budget::Percent(20.0).allowed(50), 10);
-        assert_eq!(Budget::Count(0).allowed(50), 1);
+        assert_eq!(Budget::Count(0).allowed(50), 0, "0 blocks");
+        assert_eq!(Budget::Percent(0.0).allowed(50), 0);
+        assert_eq!(Budget::Percent(10.0).allowed(0), 0);
     }
 }

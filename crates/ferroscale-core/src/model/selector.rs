@@ -16,6 +16,11 @@ pub enum SelectorOp {
     Lt,
 }
 
+/// The key a node selector term's `matchFields` requirement on `metadata.name` (the only field the
+/// scheduler supports there) is carried under among its label requirements: `:` is not allowed in a
+/// label key, so no `matchExpressions` requirement has it.
+pub const FIELD_NODE_NAME: &str = "field:metadata.name";
+
 /// One requirement on a label (node affinity, or a pod label selector without Gt/Lt).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Requirement {
@@ -25,6 +30,25 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// Whether a node with `labels`, named `name`, satisfies this node selector requirement: a label
+    /// requirement, or a `matchFields` one ([`FIELD_NODE_NAME`], `In`/`NotIn`) on its name. A node
+    /// that does not exist yet (`name` None: a template) matches no name requirement, as upstream's
+    /// template nodes, named after no real node, match none.
+    pub fn admits_node(&self, labels: &BTreeMap<String, String>, name: Option<&str>) -> bool {
+        if self.key != FIELD_NODE_NAME {
+            return self.matches(labels);
+        }
+        let Some(name) = name else {
+            return false;
+        };
+        let listed = self.values.iter().any(|v| v == name);
+        match self.op {
+            SelectorOp::In => listed,
+            SelectorOp::NotIn => !listed,
+            _ => false,
+        }
+    }
+
     /// Whether `labels` satisfy this requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         let value = labels.get(&self.key);
@@ -59,6 +83,20 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
+    /// A selector that matches no labels: what a null `metav1.LabelSelector` means to a
+    /// PodDisruptionBudget (policy/v1) or a pod affinity term, where an empty one matches everything.
+    pub fn nothing() -> Self {
+        LabelSelector {
+            match_labels: BTreeMap::new(),
+            // No value is in an empty set.
+            requirements: vec![Requirement {
+                key: String::new(),
+                op: SelectorOp::In,
+                values: Vec::new(),
+            }],
+        }
+    }
+
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels
             .iter()

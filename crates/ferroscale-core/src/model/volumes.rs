@@ -115,9 +115,17 @@ pub fn zones_admit(zones: &[(String, Vec<String>)], node: &BTreeMap<String, Stri
     })
 }
 
-/// Whether a node's labels satisfy an OR of requirement terms (empty: no constraint).
-pub fn terms_admit(terms: &[Vec<Requirement>], node: &BTreeMap<String, String>) -> bool {
-    terms.is_empty() || terms.iter().any(|t| t.iter().all(|r| r.matches(node)))
+/// Whether a node's labels (and its name, None for a template: [`Requirement::admits_node`]) satisfy an
+/// OR of requirement terms, each an AND (empty: no constraint).
+pub fn terms_admit(
+    terms: &[Vec<Requirement>],
+    node: &BTreeMap<String, String>,
+    name: Option<&str>,
+) -> bool {
+    terms.is_empty()
+        || terms
+            .iter()
+            .any(|t| t.iter().all(|r| r.admits_node(node, name)))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-pub use super::selector::{LabelSelector, Requirement, SelectorOp};
+pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
 use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
 
@@ -130,6 +130,9 @@ pub struct PodMeta {
     pub safe_local_volumes: Vec<String>,
     /// A static pod's mirror (`kubernetes.io/config.mirror`).
     pub mirror: bool,
+    /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever
+    /// owns it.
+    pub daemon_set_annotation: bool,
 }
 
 /// The values of the `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
@@ -187,10 +190,10 @@ impl Pod {
             && self.node_name == other.node_name
     }
 
-    /// Controlled by a DaemonSet: it runs on every node that fits, so it is neither moved nor counted
-    /// as workload that needs a node.
+    /// Controlled by a DaemonSet, or annotated as one (upstream's `pod.IsDaemonSetPod`): it runs on
+    /// every node that fits, so it is neither moved nor counted as workload that needs a node.
     pub fn is_daemon_set(&self) -> bool {
-        self.meta.controller.as_deref() == Some(DAEMON_SET)
+        self.meta.controller.as_deref() == Some(DAEMON_SET) || self.meta.daemon_set_annotation
     }
 
     /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.
@@ -222,6 +225,16 @@ pub struct Node {
     pub created: i64,
     /// Volumes each CSI driver can attach to it, from its CSINode (a driver not named: no limit).
     pub volume_limits: BTreeMap<String, i64>,
+    /// A copy of a group's template standing for a node that does not exist yet (scale-up's options,
+    /// upcoming nodes): its name is made up, so a requirement on `metadata.name` matches it not.
+    pub template: bool,
+}
+
+impl Node {
+    /// Its name, as node affinity's `matchFields` reads it: None for a template.
+    pub fn field_name(&self) -> Option<&str> {
+        (!self.template).then_some(self.name.as_str())
+    }
 }
 
 /// A PodDisruptionBudget: how many of the pods it selects may be evicted now.
@@ -304,6 +317,9 @@ mod tests {
         assert!(pod(Some(DAEMON_SET), false).is_daemon_set());
         assert!(!pod(Some("ReplicaSet"), false).is_daemon_set());
         assert!(!pod(None, true).is_daemon_set(), "a mirror pod is not");
+        let mut annotated = pod(Some("ReplicaSet"), false);
+        annotated.meta.daemon_set_annotation = true;
+        assert!(annotated.is_daemon_set(), "the daemonset-pod annotation");
         assert!(pod(None, true).node_bound() && pod(Some(DAEMON_SET), false).node_bound());
         assert!(!pod(Some("ReplicaSet"), false).node_bound());
     }
@@ -318,5 +334,27 @@ mod tests {
         assert!(p("", 80).conflicts(&p("10.0.0.1", 80)));
         assert!(!p("10.0.0.1", 80).conflicts(&p("10.0.0.2", 80)));
         assert!(!p("", 80).conflicts(&p("", 81)));
+    }
+
+    /// Upstream: kubernetes pkg/controller/disruption/disruption.go (getPodsForPdb: a nil selector
+    /// selects nothing) and the policy/v1 PodDisruptionBudgetSpec doc (an empty selector selects every
+    /// pod of the namespace).
+    #[test]
+    fn a_null_pdb_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespace() {
+        let pdb = |selector| Pdb {
+            namespace: "shop".into(),
+            name: "b".into(),
+            selector,
+            disruptions_allowed: 0,
+        };
+        let mut web = Pod {
+            namespace: "shop".into(),
+            labels: labels(&[("app", "web")]),
+            ..Pod::default()
+        };
+        assert!(!pdb(LabelSelector::nothing()).covers(&web));
+        assert!(pdb(LabelSelector::default()).covers(&web));
+        web.namespace = "other".into();
+        assert!(!pdb(LabelSelector::default()).covers(&web));
     }
 }

@@ -199,3 +199,32 @@ fn a_node_with_a_startup_taint_is_still_starting() {
     let d = booting(full).run_once(&s, &mut Memory::default(), T0);
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
 }
+
+/// Upstream: cluster-autoscaler core/podlistprocessor/filter_out_daemon_sets.go (and
+/// utils/pod.IsDaemonSetPod for the annotation): pending DaemonSet pods ask for no node.
+#[test]
+fn pending_daemon_set_pods_trigger_no_scale_up() {
+    // Neither pod fits the full node; a new node of the group would take either.
+    let world = pool("pool", 0, &[("full", &[("busy", 3900)])])
+        .pod(
+            web("agent", 1000)
+                .controller("DaemonSet")
+                .unschedulable()
+                .build(),
+        )
+        .pod(
+            web("annotated", 1000)
+                .daemon_set_annotation()
+                .unschedulable()
+                .build(),
+        );
+    let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert!(d.pending.is_empty(), "dropped, as upstream: {d:?}");
+
+    // The same pod without the annotation asks for a node.
+    let world = pool("pool", 0, &[("full", &[("busy", 3900)])])
+        .pod(web("plain", 1000).unschedulable().build());
+    let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+}

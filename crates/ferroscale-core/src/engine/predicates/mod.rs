@@ -381,10 +381,10 @@ pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
         return Err(Unfit::NodeSelector);
     }
     if !pod.node_affinity.is_empty()
-        && !pod
-            .node_affinity
-            .iter()
-            .any(|term| term.iter().all(|r| r.matches(&node.labels)))
+        && !pod.node_affinity.iter().any(|term| {
+            term.iter()
+                .all(|r| r.admits_node(&node.labels, node.field_name()))
+        })
     {
         return Err(Unfit::NodeAffinity);
     }

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::fixtures::{node, pod, resources, selector, NodeBuilder, PodBuilder};
-use crate::model::workload::{Requirement, SelectorOp, SpreadConstraint, Toleration};
+use crate::model::workload::{
+    Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
+};
 use crate::model::Taint;
 
 /// A node of `cpu` millicores, 8 GiB and 110 pod slots, labelled with its hostname.
@@ -164,4 +166,44 @@ fn topology_spread_limits_skew() {
     assert_eq!(fits(&p, &nodes, &b), Ok(()));
     let unlabelled = sized("c", 4000).info();
     assert!(fits(&p, &nodes, &unlabelled).is_err());
+}
+
+fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
+    Requirement {
+        key: key.into(),
+        op,
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// Upstream: kubernetes pkg/scheduler/framework/plugins/nodeaffinity/node_affinity_test.go (TestNodeAffinity,
+/// "Pod with matchFields using In operator ..." and "... matchFields and matchExpressions in one term")
+/// and cluster-autoscaler's template nodes (named after no real node).
+#[test]
+fn match_fields_select_by_node_name_and_all_of_a_term_must_match() {
+    let n = sized("node-1", 4000).labels(&[("zone", "a")]).info();
+    let mut p = web("p", 100).build();
+    p.node_affinity = vec![vec![req(FIELD_NODE_NAME, SelectorOp::In, &["node-2"])]];
+    assert_eq!(
+        fits_node(&p, &n),
+        Err(Unfit::NodeAffinity),
+        "a term of only matchFields naming another node"
+    );
+    p.node_affinity = vec![vec![req(FIELD_NODE_NAME, SelectorOp::In, &["node-1"])]];
+    assert_eq!(fits_node(&p, &n), Ok(()));
+    p.node_affinity = vec![vec![req(FIELD_NODE_NAME, SelectorOp::NotIn, &["node-1"])]];
+    assert_eq!(fits_node(&p, &n), Err(Unfit::NodeAffinity));
+    // Both kinds in one term: AND.
+    p.node_affinity = vec![vec![
+        req("zone", SelectorOp::In, &["a"]),
+        req(FIELD_NODE_NAME, SelectorOp::In, &["node-2"]),
+    ]];
+    assert_eq!(fits_node(&p, &n), Err(Unfit::NodeAffinity));
+    // A template (a node that does not exist yet) matches no name requirement, In or NotIn.
+    let mut t = sized("node-1", 4000).info();
+    t.node.template = true;
+    for op in [SelectorOp::In, SelectorOp::NotIn] {
+        p.node_affinity = vec![vec![req(FIELD_NODE_NAME, op, &["node-1"])]];
+        assert_eq!(fits_node(&p, &t), Err(Unfit::NodeAffinity), "{op:?}");
+    }
 }

@@ -61,7 +61,7 @@ pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
                 zones,
                 ..
             } => {
-                if !terms_admit(node_affinity, &node.labels) {
+                if !terms_admit(node_affinity, &node.labels, node.field_name()) {
                     return Err(Unfit::VolumeNodeAffinity(c.key.clone()));
                 }
                 if !zones_admit(zones, &node.labels) {
@@ -69,7 +69,7 @@ pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
                 }
             }
             ClaimState::Delayed { class, allowed, .. } => {
-                if !terms_admit(allowed, &node.labels) {
+                if !terms_admit(allowed, &node.labels, node.field_name()) {
                     return Err(Unfit::VolumeTopology {
                         claim: c.key.clone(),
                         class: class.clone(),

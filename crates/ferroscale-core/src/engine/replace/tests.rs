@@ -139,3 +139,24 @@ fn a_surge_never_delivered_is_given_up_after_the_provision_time_then_asked_again
     assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
     assert!(d.scale_down.is_empty(), "the old node stays meanwhile");
 }
+
+/// Upstream: kubernetes-sigs/karpenter pkg/controllers/disruption/helpers.go (BuildDisruptionBudgetMapping:
+/// a budget of 0 allows no disruption) and cluster-autoscaler's `scale-down-disabled` annotation
+/// (core/scaledown/eligibility/eligibility.go), which keeps a node from every voluntary removal.
+#[test]
+fn a_budget_of_zero_and_scale_down_disabled_keep_drifted_nodes() {
+    let s = Settings::upstream();
+    let mut world = drifted();
+    world.group_mut("pool").lifecycle.disruption_budget = Some(Budget::Count(0));
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert!(d.replacements.is_empty() && d.scale_up.is_empty(), "{d:?}");
+
+    let mut world = drifted();
+    world.nodes[0].scale_down_disabled = true;
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert!(d.replacements.is_empty() && d.scale_up.is_empty(), "{d:?}");
+
+    // Neither: the drifted node is replaced.
+    let d = drifted().run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
+}

@@ -85,10 +85,18 @@ fn underutilized_nodes_go_after_the_unneeded_time_and_a_busy_one_stays() {
     assert_eq!(kept(&d, "busy"), &busy);
 }
 
+/// Upstream: kubernetes-sigs/karpenter pkg/controllers/disruption (budgets apply to voluntary
+/// disruptions) and cluster-autoscaler core/scaledown/planner/planner.go (plain scale-down is capped by
+/// --max-scale-down-parallelism and --max-empty-bulk-delete only).
 #[test]
 fn the_groups_disruption_budget_and_min_size_keep_nodes() {
-    // Upstream's 10% of three nodes: one at a time.
+    // --max-disruption's default 10% does not slow plain scale-down: both unneeded nodes go.
     let d = after_unneeded_time(&three(0), &Settings::upstream());
+    assert_eq!(removed(&d), ["light", "empty"]);
+    // A budget the group set does: one at a time.
+    let mut budgeted = three(0);
+    budgeted.group_mut("pool").lifecycle.disruption_budget = Some(Budget::Count(1));
+    let d = after_unneeded_time(&budgeted, &Settings::upstream());
     assert_eq!(removed(&d), ["light"]);
     assert_eq!(
         kept(&d, "empty"),
@@ -97,6 +105,10 @@ fn the_groups_disruption_budget_and_min_size_keep_nodes() {
             allowed: 1
         }
     );
+    // Its "0" blocks scale-down.
+    budgeted.group_mut("pool").lifecycle.disruption_budget = Some(Budget::Count(0));
+    let d = after_unneeded_time(&budgeted, &Settings::upstream());
+    assert!(removed(&d).is_empty(), "{d:?}");
     let d = after_unneeded_time(&three(2), &unbudgeted());
     assert_eq!(removed(&d), ["light"]);
     assert_eq!(

@@ -159,3 +159,59 @@ fn the_clusters_core_limit_skips_the_group_and_tells_the_pod() {
         )])
     );
 }
+
+/// Upstream: cluster-autoscaler clusterstate/clusterstate.go (IsNodeGroupHealthy,
+/// IsNodeGroupReadyToScaleUp) as core/scaleup/orchestrator/orchestrator.go skips such groups, and
+/// clusterstate_test.go's TestUnreadyLongAfterCreation.
+#[test]
+fn a_group_whose_nodes_never_become_ready_is_skipped_for_a_healthy_one() {
+    use crate::fixtures::worker;
+    let bad = NodeGroup {
+        target_size: 4,
+        ..from_zero("bad", 8000)
+    };
+    // `good` at its max first: only the reasons.
+    let good = |max_size| NodeGroup {
+        target_size: 6,
+        max_size,
+        ..from_zero("good", 8000)
+    };
+    // Four nodes of `bad` created long ago and never ready: too many past --ok-total-unready-count (3)
+    // and 45% of the group, but 40% of the cluster's ten, so the cluster itself stays healthy.
+    let world = |good: NodeGroup| {
+        let mut world = TestWorld::default()
+            .group(bad.clone())
+            .group(good)
+            .pod(pending("web", 6000));
+        for k in 0..4 {
+            let mut n = worker(&format!("bad-{k}")).build();
+            n.ready = false;
+            world = world.node_of("bad", n);
+        }
+        // Cordoned, so the group's template is its cloud's (8 cores), not a copy of these.
+        for k in 0..6 {
+            let mut n = worker(&format!("good-{k}")).build();
+            n.unschedulable = true;
+            world = world.node_of("good", n);
+        }
+        world
+    };
+    let d = world(good(6)).run_once(&Settings::upstream(), &mut Memory::default(), NOW);
+    assert!(d.unhealthy.is_none(), "{d:?}");
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(
+        why(&d, "shop/web").to_string(),
+        "no group fits: 1 group bad not ready for scale-up: 4 of its nodes unready, 1 group good at max size"
+    );
+
+    let d = world(good(10)).run_once(&Settings::upstream(), &mut Memory::default(), NOW);
+    assert!(d.unhealthy.is_none(), "{d:?}");
+    assert_eq!(
+        d.scale_up,
+        [ScaleUp {
+            group: "good".into(),
+            delta: 1,
+            pods: vec!["shop/web".into()],
+        }]
+    );
+}

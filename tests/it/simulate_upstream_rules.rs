@@ -1,0 +1,228 @@
+//! `ferroscale simulate` deciding as upstream does where it once did not (issue #25): pending DaemonSet
+//! pods and pods whose node affinity names a node by `matchFields` ask for no node, a PodDisruptionBudget
+//! with a null selector protects nothing, a disruption budget of "0" blocks replacements, and a group whose
+//! nodes never become Ready is skipped for a healthy one.
+
+use ferroscale::engine::expander::Strategy;
+
+use crate::support::fixtures::dump::{node, pod};
+use crate::support::simulate_harness::{pacing, quick_scale_down, reason_of, sim, ups};
+
+const POOL: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}}
+"#;
+
+/// `pool-0` with 3.5 of its 4 cpu taken, and `extra` pods.
+fn full_node_and(extra: &[String]) -> Vec<String> {
+    let mut c = vec![
+        node("pool-0", "pool", "4", "16Gi"),
+        pod("shop", "hog", "3500m", "1Gi", Some("pool-0"), ""),
+    ];
+    c.extend_from_slice(extra);
+    c
+}
+
+/// Upstream: cluster-autoscaler core/podlistprocessor/filter_out_daemon_sets.go and
+/// utils/pod/pod.go (IsDaemonSetPod: the owner, or the `daemonset-pod` annotation).
+#[test]
+fn pending_daemon_set_pods_ask_for_no_node() {
+    let owned = pod("kube-system", "agent", "1", "1Gi", None, "")
+        .replace("kind: ReplicaSet", "kind: DaemonSet");
+    let annotated = pod("kube-system", "agent-2", "1", "1Gi", None, "").replace(
+        "  labels: {app:",
+        "  annotations: {cluster-autoscaler.kubernetes.io/daemonset-pod: \"true\"}\n  labels: {app:",
+    );
+    let r = sim(&full_node_and(&[owned, annotated]), POOL).step(&quick_scale_down(), &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+
+    // The same pod owned by a ReplicaSet gets a node.
+    let plain = pod("shop", "web", "1", "1Gi", None, "");
+    let r = sim(&full_node_and(&[plain]), POOL).step(&quick_scale_down(), &pacing());
+    assert_eq!(ups(&r), vec![("pool", 1)], "{r:?}");
+}
+
+/// Upstream: kubernetes pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go (a term matches
+/// only if all its requirements do; matchFields on metadata.name) against cluster-autoscaler's template
+/// nodes, which are named after no real node.
+#[test]
+fn a_pod_bound_by_match_fields_to_a_full_node_asks_for_no_node() {
+    let affinity =
+        "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n\
+                    \x20       nodeSelectorTerms:\n        - matchFields:\n\
+                    \x20         - {key: metadata.name, operator: In, values: [pool-0]}\n";
+    let pinned = pod("shop", "pinned", "1", "1Gi", None, affinity);
+    let r = sim(&full_node_and(&[pinned]), POOL).step(&quick_scale_down(), &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+    assert_eq!(
+        reason_of(&r, "shop/pinned"),
+        "no group fits: 1 node affinity not matched"
+    );
+
+    // An unsupported field is named, not read as nothing.
+    let bad = pod(
+        "shop",
+        "bad",
+        "1",
+        "1Gi",
+        None,
+        &affinity.replace("metadata.name", "spec.unschedulable"),
+    );
+    let objects = ferroscale::k8s::documents::parse(&bad, "cluster.yaml").unwrap();
+    let err = ferroscale::simulate::Simulation::new(
+        &objects,
+        &ferroscale::cloud::memory::MemoryConfig::parse(POOL).unwrap(),
+        &ferroscale::pricing::PriceOverrides::default(),
+    )
+    .err()
+    .expect("an unsupported matchFields key is an error");
+    assert!(err.to_string().contains("matchFields[0].key"), "{err}");
+}
+
+/// A budget over shop's pods allowing no disruption; `selector` is its YAML (empty: none at all).
+fn pdb(selector: &str) -> String {
+    format!(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: all, namespace: shop}}\n\
+         spec: {{maxUnavailable: 0{selector}}}\n\
+         status: {{disruptionsAllowed: 0, currentHealthy: 2, desiredHealthy: 2, expectedPods: 2}}\n"
+    )
+}
+
+/// Upstream: kubernetes pkg/controller/disruption/disruption.go (getPodsForPdb) and the policy/v1
+/// PodDisruptionBudgetSpec doc: a null selector selects no pod, an empty one every pod of its namespace.
+#[test]
+fn a_pdb_with_a_null_selector_protects_nothing() {
+    let cluster = |budget: String| {
+        vec![
+            node("pool-0", "pool", "4", "16Gi"),
+            node("pool-1", "pool", "4", "16Gi"),
+            pod("shop", "db", "3", "1Gi", Some("pool-0"), ""),
+            pod("shop", "web", "500m", "1Gi", Some("pool-1"), ""),
+            budget,
+        ]
+    };
+    let removed = |budget: String| {
+        let mut s = sim(&cluster(budget), POOL);
+        let mut gone = Vec::new();
+        for _ in 0..3 {
+            let r = s.step(&quick_scale_down(), &pacing());
+            gone.extend(r.scale_down.iter().map(|d| d.node.clone()));
+        }
+        gone
+    };
+    assert_eq!(
+        removed(pdb("")),
+        ["pool-1"],
+        "a null selector protects nothing"
+    );
+    assert!(
+        removed(pdb(", selector: {}")).is_empty(),
+        "an empty selector protects every pod of shop"
+    );
+}
+
+/// Three drifted nodes of `pool` (instances launched from `lt-1:1`, the group now launches `lt-1:2`).
+fn drifted(budget: &str) -> (Vec<String>, String) {
+    let groups = format!(
+        r#"
+nodeGroups:
+  - {{name: pool, minSize: 0, maxSize: 6, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},
+     revision: "lt-1:2", disruptionBudget: "{budget}",
+     instances: [{{id: i-0, revision: "lt-1:1"}}, {{id: i-1, revision: "lt-1:1"}}, {{id: i-2, revision: "lt-1:1"}}]}}
+"#
+    );
+    let cluster = (0..3)
+        .flat_map(|k| {
+            [
+                registered("pool", k, true, "2026-01-01T00:00:00Z"),
+                pod(
+                    "shop",
+                    &format!("web-{k}"),
+                    "3",
+                    "1Gi",
+                    Some(&format!("pool-{k}")),
+                    "",
+                ),
+            ]
+        })
+        .collect();
+    (cluster, groups)
+}
+
+/// Node `<group>-<k>` on instance `i-<k>` of `group`, Ready or never Ready (with the not-ready taint).
+fn registered(group: &str, k: usize, ready: bool, created: &str) -> String {
+    let (status, taints) = if ready {
+        ("True", "")
+    } else {
+        (
+            "False",
+            ", taints: [{key: node.kubernetes.io/not-ready, effect: NoSchedule}]",
+        )
+    };
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {group}-{k}\n  creationTimestamp: \"{created}\"\n  labels: {{ferroscale.io/node-group: {group}, kubernetes.io/hostname: {group}-{k}}}\n\
+         spec: {{providerID: \"memory:///{group}/i-{k}\"{taints}}}\n\
+         status:\n  allocatable: {{cpu: \"4\", memory: 16Gi, pods: \"20\"}}\n  conditions: [{{type: Ready, status: \"{status}\", lastTransitionTime: \"{created}\"}}]\n"
+    )
+}
+
+/// Upstream: kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go (GetAllowedDisruptionsByReason; a budget
+/// of nodes: "0" allows none).
+#[test]
+fn a_disruption_budget_of_zero_blocks_replacements() {
+    let (cluster, groups) = drifted("0");
+    let mut s = sim(&cluster, &groups);
+    for _ in 0..3 {
+        let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
+        assert!(
+            r.replacements.is_empty() && r.disruptions.is_empty(),
+            "{r:?}"
+        );
+    }
+    let (cluster, groups) = drifted("1");
+    let r = sim(&cluster, &groups).step(&ferroscale::cli::flags::default_engine(), &pacing());
+    assert_eq!(r.replacements.len(), 1, "a budget of one replaces: {r:?}");
+}
+
+/// Upstream: cluster-autoscaler clusterstate/clusterstate.go (IsNodeGroupHealthy,
+/// IsNodeGroupReadyToScaleUp) as core/scaleup/orchestrator/orchestrator.go skips such groups.
+#[test]
+fn a_group_whose_nodes_never_become_ready_is_skipped_for_a_healthy_one() {
+    // `bad` is cheaper, but its four nodes (a broken image) never became Ready in an hour.
+    let groups = r#"
+nodeGroups:
+  - {name: bad, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.1}
+  - {name: good, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.2}
+"#;
+    let mut cluster: Vec<String> = (0..4)
+        .map(|k| registered("bad", k, false, "2026-01-01T00:00:00Z"))
+        .collect();
+    for k in 0..6 {
+        cluster.push(registered("good", k, true, "2026-01-01T01:00:00Z"));
+        cluster.push(pod(
+            "shop",
+            &format!("hog-{k}"),
+            "3500m",
+            "1Gi",
+            Some(&format!("good-{k}")),
+            "",
+        ));
+    }
+    cluster.push(pod("shop", "web", "2", "1Gi", None, ""));
+    let mut by_price = ferroscale::cli::flags::default_engine();
+    by_price.expander = vec![Strategy::Price];
+    let r = sim(&cluster, groups).step(&by_price, &pacing());
+    assert_eq!(ups(&r), vec![("good", 1)], "{r:?}");
+
+    // With `good` at its max, the pod is told why `bad` was skipped.
+    let full = groups.replace(
+        "name: good, minSize: 0, maxSize: 10",
+        "name: good, minSize: 0, maxSize: 6",
+    );
+    let r = sim(&cluster, &full).step(&by_price, &pacing());
+    assert!(r.scale_up.is_empty(), "{r:?}");
+    assert_eq!(
+        reason_of(&r, "shop/web"),
+        "no group fits: 1 group bad not ready for scale-up: 4 of its nodes unready, 1 group good at max size"
+    );
+}
