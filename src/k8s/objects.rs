@@ -270,6 +270,11 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             daemon_set_annotation: annotations
                 .get(labels::DAEMONSET_POD)
                 .is_some_and(|v| v == "true"),
+            // A value that does not parse is ignored, as upstream does (it logs it).
+            scale_up_delay: annotations
+                .get(labels::POD_SCALE_UP_DELAY)
+                .and_then(|v| crate::model::parse_go_duration(v).ok())
+                .map(|d| d.as_secs() as i64),
         },
         namespace,
         name,

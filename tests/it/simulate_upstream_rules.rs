@@ -1,7 +1,7 @@
 //! `ferroscale simulate` deciding as upstream does where it once did not (issue #25): pending DaemonSet
 //! pods and pods whose node affinity names a node by `matchFields` ask for no node, a PodDisruptionBudget
-//! with a null selector protects nothing, a disruption budget of "0" blocks replacements, and a group whose
-//! nodes never become Ready is skipped for a healthy one.
+//! with a null selector protects nothing, a disruption budget of "0" blocks replacements, a group whose
+//! nodes never become Ready is skipped for a healthy one, and a pod's own scale-up delay is waited for.
 
 use ferroscale::engine::expander::Strategy;
 
@@ -225,4 +225,21 @@ nodeGroups:
         reason_of(&r, "shop/web"),
         "no group fits: 1 group bad not ready for scale-up: 4 of its nodes unready, 1 group good at max size"
     );
+}
+
+/// Upstream: cluster-autoscaler core/static_autoscaler.go (`filterOutYoungPods`): a pod's
+/// `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation makes it wait that long from its
+/// creation before it asks for a node.
+#[test]
+fn a_pod_asks_for_a_node_only_after_its_own_scale_up_delay() {
+    let patient = pod("shop", "patient", "1", "1Gi", None, "").replace(
+        "  labels: {app:",
+        "  annotations: {cluster-autoscaler.kubernetes.io/pod-scale-up-delay: 30s}\n  labels: {app:",
+    );
+    let mut s = sim(&full_node_and(&[patient]), POOL);
+    let first_up = (0..6)
+        .map(|_| s.step(&quick_scale_down(), &pacing()))
+        .find(|r| !r.scale_up.is_empty())
+        .expect("a scale-up once the delay passed");
+    assert_eq!(first_up.time, 30, "{first_up:?}");
 }

@@ -50,6 +50,9 @@ pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-do
 /// Pod annotation: `"true"` makes the pod count as a DaemonSet pod whatever owns it (upstream's
 /// `pod.IsDaemonSetPod`), for pods a DaemonSet-like controller runs on every node.
 pub const DAEMONSET_POD: &str = "cluster-autoscaler.kubernetes.io/daemonset-pod";
+/// Pod annotation: a Go duration this pod waits, from its creation, before it may trigger a scale-up
+/// (upstream's per-pod `--new-pod-scale-up-delay`; it can only lengthen the flag's delay).
+pub const POD_SCALE_UP_DELAY: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
 /// Pod annotation of static (mirror) pods.
 pub const MIRROR: &str = "kubernetes.io/config.mirror";
 /// Annotation of the status ConfigMap: when it was last written.

@@ -129,7 +129,10 @@ pub fn run_once(
                 .push((p.key(), Pending::WaitsForVolume { claim, wait }));
             continue;
         }
-        if now - p.meta.created < settings.new_pod_scale_up_delay.as_secs() as i64 {
+        // A pod's own delay only lengthens the flag's (upstream's filterOutYoungPods).
+        let delay = (settings.new_pod_scale_up_delay.as_secs() as i64)
+            .max(p.meta.scale_up_delay.unwrap_or(0));
+        if now - p.meta.created < delay {
             d.pending.push((p.key(), Pending::TooNew));
             continue;
         }

@@ -133,6 +133,8 @@ pub struct PodMeta {
     /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever
     /// owns it.
     pub daemon_set_annotation: bool,
+    /// Its `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation, in seconds, when it parses.
+    pub scale_up_delay: Option<i64>,
 }
 
 /// The values of the `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.

@@ -228,3 +228,36 @@ fn pending_daemon_set_pods_trigger_no_scale_up() {
     let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
 }
+
+/// Upstream: cluster-autoscaler core/static_autoscaler.go (`filterOutYoungPods`): the
+/// `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation lengthens, never shortens, the delay.
+#[test]
+fn a_pods_own_scale_up_delay_only_lengthens_the_flags() {
+    let full = || pool("pool", 0, &[("full", &[("busy", 3900)])]);
+    let young = |delay: Option<i64>| {
+        let mut p = web("young", 1000).unschedulable().created(T0 - 60).build();
+        p.meta.scale_up_delay = delay;
+        p
+    };
+    let s = Settings::upstream();
+    // A minute old, asking to wait five: it waits.
+    let d = full()
+        .pod(young(Some(300)))
+        .run_once(&s, &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(why(&d, "shop/young"), &Pending::TooNew);
+    // Without the annotation it asks for a node at once.
+    let d = full()
+        .pod(young(None))
+        .run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    // A shorter delay than the flag's does not shorten it.
+    let long = Settings {
+        new_pod_scale_up_delay: Duration::from_secs(600),
+        ..Settings::upstream()
+    };
+    let d = full()
+        .pod(young(Some(10)))
+        .run_once(&long, &mut Memory::default(), T0);
+    assert_eq!(why(&d, "shop/young"), &Pending::TooNew);
+}
