@@ -32,6 +32,28 @@ pub fn resources(cpu_milli: i64, memory: i64, pods: i64) -> Resources {
 }
 
 /// A label map from pairs.
+/// A label or node-affinity requirement `key op values`.
+pub fn req(
+    key: &str,
+    op: crate::model::workload::SelectorOp,
+    values: &[&str],
+) -> crate::model::workload::Requirement {
+    crate::model::workload::Requirement {
+        key: key.into(),
+        op,
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// Why the loop's decisions left `pod` (`namespace/name`) pending; panics if they did not.
+pub fn why<'a>(d: &'a Decisions, pod: &str) -> &'a crate::engine::reasons::Pending {
+    &d.pending
+        .iter()
+        .find(|(p, _)| p == pod)
+        .unwrap_or_else(|| panic!("{pod} not pending: {d:?}"))
+        .1
+}
+
 pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()

@@ -258,15 +258,7 @@ impl Pdb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::labels;
-
-    fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
-        Requirement {
-            key: key.into(),
-            op,
-            values: values.iter().map(|v| v.to_string()).collect(),
-        }
-    }
+    use crate::fixtures::{labels, req};
 
     #[test]
     fn requirement_operators() {

@@ -6,18 +6,10 @@ use std::time::Duration;
 
 use crate::engine::reasons::{Doubt, Pending, Unhealthy};
 use crate::engine::{Memory, Settings};
-use crate::fixtures::{group, node, pool, resources, web, worker, GIB};
+use crate::fixtures::{group, node, pool, resources, web, why, worker, GIB};
 use crate::model::InstanceState;
 
 const T0: i64 = 10_000;
-
-fn why<'a>(d: &'a crate::engine::Decisions, pod: &str) -> &'a Pending {
-    &d.pending
-        .iter()
-        .find(|(p, _)| p == pod)
-        .unwrap_or_else(|| panic!("{pod} not pending: {d:?}"))
-        .1
-}
 
 #[test]
 fn each_pending_pod_is_told_why_it_waits() {

@@ -1,7 +1,7 @@
 //! Tests of the predicates.
 
 use super::*;
-use crate::fixtures::{node, pod, resources, selector, NodeBuilder, PodBuilder};
+use crate::fixtures::{node, pod, req, resources, selector, NodeBuilder, PodBuilder};
 use crate::model::workload::{
     Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
 };
@@ -166,14 +166,6 @@ fn topology_spread_limits_skew() {
     assert_eq!(fits(&p, &nodes, &b), Ok(()));
     let unlabelled = sized("c", 4000).info();
     assert!(fits(&p, &nodes, &unlabelled).is_err());
-}
-
-fn req(key: &str, op: SelectorOp, values: &[&str]) -> Requirement {
-    Requirement {
-        key: key.into(),
-        op,
-        values: values.iter().map(|v| v.to_string()).collect(),
-    }
 }
 
 /// Upstream: kubernetes pkg/scheduler/framework/plugins/nodeaffinity/node_affinity_test.go (TestNodeAffinity,

@@ -6,7 +6,7 @@ use crate::engine::limits::Resource;
 use crate::engine::predicates::Unfit;
 use crate::engine::reasons::{Pending, Refusal};
 use crate::engine::{Memory, Settings};
-use crate::fixtures::{group, node, pod, resources, TestWorld, GIB};
+use crate::fixtures::{group, node, pod, resources, why, TestWorld, GIB};
 use crate::labels;
 use crate::model::NodeGroup;
 
@@ -24,14 +24,6 @@ fn pending(name: &str, cpu: i64) -> crate::model::workload::Pod {
         .requests(resources(cpu, GIB, 1))
         .unschedulable()
         .build()
-}
-
-fn why<'a>(d: &'a crate::engine::Decisions, pod: &str) -> &'a Pending {
-    &d.pending
-        .iter()
-        .find(|(p, _)| p == pod)
-        .unwrap_or_else(|| panic!("{pod} not pending: {d:?}"))
-        .1
 }
 
 #[test]
