@@ -14,6 +14,13 @@ use crate::support::twin::{through_run, through_simulate, Scenario, Step};
 
 const T0: &str = "2026-01-01T00:00:00Z";
 
+/// One group of 4-cpu nodes with instances `i-a` and `i-b` (nodes `pool-a`, `pool-b`).
+const POOL: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 0, maxSize: 5, instances: [{id: i-a}, {id: i-b}],
+     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
+"#;
+
 fn node(name: &str, group: &str, instance: &str, cpu: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Node",
@@ -161,11 +168,7 @@ nodeGroups:
 
 #[tokio::test]
 async fn a_scale_down_evicts_through_the_budget_and_deletes_the_node() {
-    let groups = r#"
-nodeGroups:
-  - {name: pool, minSize: 0, maxSize: 5, instances: [{id: i-a}, {id: i-b}],
-     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
-"#;
+    let groups = POOL;
     let objects = vec![
         node("pool-a", "pool", "i-a", "4"),
         node("pool-b", "pool", "i-b", "4"),
@@ -262,11 +265,7 @@ nodeGroups:
 
 #[tokio::test]
 async fn a_spot_warning_takes_the_node_out_and_replaces_it_in_the_same_loop() {
-    let groups = r#"
-nodeGroups:
-  - {name: pool, minSize: 0, maxSize: 5, instances: [{id: i-a}, {id: i-b}],
-     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
-"#;
+    let groups = POOL;
     let objects = vec![
         node("pool-a", "pool", "i-a", "4"),
         node("pool-b", "pool", "i-b", "4"),
