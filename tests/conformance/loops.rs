@@ -1,0 +1,124 @@
+//! `kind: loop` — cases about a whole autoscaling loop (upstream's scale-up orchestrator, scale-down
+//! planner, cluster state): the case's `objects` (nodes join a group by the label
+//! `ferroscale.io/node-group`), its `groups` in the memory cloud's format, upstream `flags`, run through
+//! `simulate`'s own `Simulation` for `loops` loops of 10 s (new nodes join at once, Ready). The last
+//! loop is compared with `expect`: every field given must match, fields left out are not compared.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ferroscale::cloud::memory::MemoryConfig;
+use ferroscale::pricing::PriceOverrides;
+use ferroscale::simulate::{Pacing, Simulation};
+use serde::Deserialize;
+
+use super::support;
+
+#[derive(Deserialize)]
+struct Case {
+    objects: serde_norway::Value,
+    groups: serde_norway::Value,
+    #[serde(default)]
+    flags: Vec<String>,
+    #[serde(default = "one")]
+    loops: u32,
+    expect: Expect,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    /// Group → nodes added by the last loop (all of them: a group not named grows by none).
+    #[serde(default)]
+    scale_up: Option<BTreeMap<String, i32>>,
+    /// Nodes the last loop removes (all of them).
+    #[serde(default)]
+    scale_down: Option<BTreeSet<String>>,
+    /// Pod → a word of why it stays pending.
+    #[serde(default)]
+    pending: Option<BTreeMap<String, String>>,
+    /// Node → a word of why it is kept.
+    #[serde(default)]
+    unremovable: Option<BTreeMap<String, String>>,
+    /// Whether the loop found the cluster unhealthy and decided nothing.
+    #[serde(default)]
+    unhealthy: Option<bool>,
+}
+
+pub fn check(case: &serde_norway::Value) -> Result<(), String> {
+    let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
+    let objects = support::objects(&case.objects)?;
+    let groups = serde_norway::to_string(&case.groups).map_err(|e| e.to_string())?;
+    let config = MemoryConfig::parse(&groups).map_err(|e| e.to_string())?;
+    let mut sim = Simulation::new(&objects, &config, &PriceOverrides::default())
+        .map_err(|e| e.to_string())?;
+    let settings = support::settings(&case.flags)?;
+    let pacing = Pacing {
+        loops: case.loops,
+        scan_interval: Duration::from_secs(10),
+        provision_delay: Duration::ZERO,
+        node_ready_delay: Duration::ZERO,
+    };
+    let mut report = None;
+    for _ in 0..case.loops {
+        let r = sim.step(&settings, &pacing);
+        sim.set_now(sim.now() + 10);
+        report = Some(r);
+    }
+    let r = report.ok_or("loops: 0")?;
+    let mut wrong = Vec::new();
+    if let Some(want) = &case.expect.scale_up {
+        let got: BTreeMap<String, i32> = r
+            .scale_up
+            .iter()
+            .map(|u| (u.group.clone(), u.delta))
+            .collect();
+        if &got != want {
+            wrong.push(format!("scale-up {got:?}, upstream {want:?}"));
+        }
+    }
+    if let Some(want) = &case.expect.scale_down {
+        let got: BTreeSet<String> = r.scale_down.iter().map(|d| d.node.clone()).collect();
+        if &got != want {
+            wrong.push(format!("scale-down {got:?}, upstream {want:?}"));
+        }
+    }
+    for (pod, why) in case.expect.pending.iter().flatten() {
+        match r.pending.iter().find(|p| p.pod.as_deref() == Some(pod)) {
+            Some(p) if p.reason.contains(why.as_str()) => {}
+            Some(p) => wrong.push(format!(
+                "{pod} pending because {:?}, upstream: {why}",
+                p.reason
+            )),
+            None => wrong.push(format!("{pod} not pending, upstream: {why}")),
+        }
+    }
+    for (node, why) in case.expect.unremovable.iter().flatten() {
+        match r
+            .unremovable
+            .iter()
+            .find(|n| n.node.as_deref() == Some(node))
+        {
+            Some(n) if n.reason.contains(why.as_str()) => {}
+            Some(n) => wrong.push(format!(
+                "{node} kept because {:?}, upstream: {why}",
+                n.reason
+            )),
+            None => wrong.push(format!("{node} not kept, upstream: {why}")),
+        }
+    }
+    if let Some(want) = case.expect.unhealthy {
+        if r.unhealthy.is_some() != want {
+            wrong.push(format!("unhealthy: {:?}, upstream: {want}", r.unhealthy));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("; "))
+    }
+}
