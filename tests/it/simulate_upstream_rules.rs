@@ -243,3 +243,55 @@ fn a_pod_asks_for_a_node_only_after_its_own_scale_up_delay() {
         .expect("a scale-up once the delay passed");
     assert_eq!(first_up.time, 30, "{first_up:?}");
 }
+
+/// `name` in `zone` of group `pool`.
+fn zoned(name: &str, zone: &str) -> String {
+    node(name, "pool", "4", "16Gi").replace(
+        "kubernetes.io/hostname:",
+        &format!("topology.kubernetes.io/zone: {zone}, kubernetes.io/hostname:"),
+    )
+}
+
+/// A pod of app `one`, at most one per zone, on `node`.
+fn one_per_zone(name: &str, node: &str) -> String {
+    let anti = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n\
+                \x20     - labelSelector: {matchLabels: {app: one}}\n\
+                \x20       topologyKey: topology.kubernetes.io/zone\n";
+    pod("shop", name, "500m", "1Gi", Some(node), anti).replace(&format!("app: {name}"), "app: one")
+}
+
+/// Upstream: cluster-autoscaler simulator/cluster.go (a node's pods leave the snapshot before they are
+/// placed elsewhere, one by one). A pod allowed once per zone moves to another node of its own zone
+/// when its node goes: it does not conflict with itself.
+#[test]
+fn a_one_per_zone_pod_moves_within_its_zone_at_scale_down() {
+    let cluster = vec![
+        zoned("a-1", "us-east-1a"),
+        zoned("a-2", "us-east-1a"),
+        zoned("b-1", "us-east-1b"),
+        one_per_zone("one-a", "a-1"),
+        one_per_zone("one-b", "b-1"),
+        pod("shop", "hog-a", "2500m", "1Gi", Some("a-2"), ""),
+        pod("shop", "hog-b", "2500m", "1Gi", Some("b-1"), ""),
+    ];
+    let r = sim(&cluster, POOL).step(&quick_scale_down(), &pacing());
+    let removed: Vec<(&str, &[String])> = r
+        .scale_down
+        .iter()
+        .map(|d| (d.node.as_str(), d.evicted.as_slice()))
+        .collect();
+    assert_eq!(
+        removed,
+        vec![("a-1", &["shop/one-a".to_string()][..])],
+        "{r:?}"
+    );
+
+    // With no other node in its zone, it has nowhere to go and its node stays.
+    let alone: Vec<String> = cluster
+        .iter()
+        .filter(|o| !o.contains("name: a-2") && !o.contains("hog-a"))
+        .cloned()
+        .collect();
+    let r = sim(&alone, POOL).step(&quick_scale_down(), &pacing());
+    assert!(r.scale_down.is_empty(), "{r:?}");
+}

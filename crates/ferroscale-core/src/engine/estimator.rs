@@ -130,6 +130,7 @@ pub fn estimate_within(
                 base,
                 added: &nodes,
                 memo: Some(&memo),
+                overlay: None,
             };
             let found = (from..nodes.len()).find(|&n| {
                 nodes[n].has_room_for(pod) && fits_among(pod, cluster, &nodes[n], any_anti).is_ok()

@@ -12,7 +12,7 @@ use super::decisions::{Decisions, ScaleDown};
 use super::drainability::{drainability, long_terminating, Drain};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
-use super::predicates::{fits_in, repelling, NodeInfo, Repel, Unfit};
+use super::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel, Unfit};
 use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::{utilization, LeftOut};
 use crate::model::workload::Pod;
@@ -55,6 +55,10 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
 }
 
 /// Where the pods of node `i` would go (the nodes that receive them, changed), or why one cannot move.
+/// As upstream's removal simulation: node `i` and the nodes `removed` before it leave the cluster with
+/// their pods first, then the pods are placed one by one, each seeing the ones placed before it (a pod
+/// with one-per-zone anti-affinity may move within its own zone; two pods that repel each other do not
+/// land side by side).
 fn place_elsewhere(
     movable: &[Pod],
     i: usize,
@@ -62,24 +66,35 @@ fn place_elsewhere(
     removed: &[usize],
     repels: Repel,
 ) -> Result<HashMap<usize, NodeInfo>, Unremovable> {
-    let existing = infos.len();
-    // Only the nodes that receive pods are copied.
-    let mut changed: HashMap<usize, NodeInfo> = HashMap::new();
+    let mut sim = Overlay {
+        gone: removed.iter().copied().chain([i]).collect(),
+        changed: HashMap::new(),
+    };
     for p in movable {
-        let others = (0..existing).filter(|&j| j != i && !removed.contains(&j));
         let mut last: Option<Unfit> = None;
-        let target = others.clone().find(|&j| {
-            let n = changed.get(&j).unwrap_or(&infos[j]);
-            match fits_in(p, infos, n, repels) {
-                Ok(()) => true,
-                Err(u) => {
-                    last.get_or_insert(u);
-                    false
+        let target = {
+            let cluster = Cluster {
+                base: infos,
+                added: &[],
+                memo: None,
+                overlay: Some(&sim),
+            };
+            (0..infos.len()).find(|&j| {
+                let Some(n) = sim.view(j, &infos[j]) else {
+                    return false;
+                };
+                match fits_among(p, cluster, n, repels) {
+                    Ok(()) => true,
+                    Err(u) => {
+                        last.get_or_insert(u);
+                        false
+                    }
                 }
-            }
-        });
+            })
+        };
         match target {
-            Some(j) => changed
+            Some(j) => sim
+                .changed
                 .entry(j)
                 .or_insert_with(|| infos[j].clone())
                 .add(p.clone()),
@@ -91,7 +106,7 @@ fn place_elsewhere(
             }
         }
     }
-    Ok(changed)
+    Ok(sim.changed)
 }
 
 /// Decides which of the `existing` nodes go (their pods placed on the others in `infos`), and why the

@@ -3,7 +3,7 @@
 //! cheapest first; the first failure is the reason a person reads.
 
 use crate::labels;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -88,6 +88,28 @@ pub struct Cluster<'a> {
     /// Topology spread counts over `base`, kept across checks; only for callers whose candidate nodes
     /// are never among `base` (the estimator).
     pub memo: Option<&'a SpreadMemo>,
+    /// Changes a simulation made to `base` without copying it (scale-down's removals).
+    pub overlay: Option<&'a Overlay>,
+}
+
+/// A simulation's changes to a cluster's nodes, by index: nodes gone (removed with their pods) and nodes
+/// with pods placed on them. Scale-down simulates a removal as upstream does: the node and its pods
+/// leave the snapshot first, then its pods are placed one by one, each seeing the ones placed before.
+#[derive(Debug, Default)]
+pub struct Overlay {
+    pub gone: foldhash::HashSet<usize>,
+    pub changed: HashMap<usize, NodeInfo>,
+}
+
+impl Overlay {
+    /// Node `j` as the simulation sees it: `None` when gone.
+    pub fn view<'a>(&'a self, j: usize, base: &'a NodeInfo) -> Option<&'a NodeInfo> {
+        if self.gone.contains(&j) {
+            None
+        } else {
+            Some(self.changed.get(&j).unwrap_or(base))
+        }
+    }
 }
 
 impl<'a> Cluster<'a> {
@@ -97,12 +119,21 @@ impl<'a> Cluster<'a> {
             base: nodes,
             added: &[],
             memo: None,
+            overlay: None,
         }
     }
 
     /// Every node, the cluster's first.
     pub fn iter(&self) -> impl Iterator<Item = &'a NodeInfo> + Clone {
-        self.base.iter().chain(self.added)
+        let overlay = self.overlay;
+        self.base
+            .iter()
+            .enumerate()
+            .filter_map(move |(j, n)| match overlay {
+                None => Some(n),
+                Some(o) => o.view(j, n),
+            })
+            .chain(self.added)
     }
 }
 

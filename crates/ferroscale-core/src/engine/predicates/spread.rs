@@ -324,8 +324,8 @@ mod tests {
                             Some(i) if i < added.len() => &added[i],
                             _ => &fresh,
                         };
-                        let with = Cluster { base: &base, added: &added, memo: Some(&memo) };
-                        let without = Cluster { base: &base, added: &added, memo: None };
+                        let with = Cluster { base: &base, added: &added, memo: Some(&memo), overlay: None };
+                        let without = Cluster { base: &base, added: &added, memo: None, overlay: None };
                         prop_assert_eq!(
                             fits(&p, &c, with, candidate),
                             fits(&p, &c, without, candidate),
