@@ -17,17 +17,14 @@ use crate::cloud::aws::{ttl, AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::engine::expander::{Priorities, Strategy};
-use crate::engine::similar::Balancing;
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::model::lifecycle::Budget;
-use crate::model::OptionValues;
 use crate::pricing::{PriceOverrides, PricingSource};
 
 /// Upstream's defaults as the core writes them ([`Settings::upstream`]): the loop's and the expander's
 /// flags take their defaults from here, so the two cannot disagree.
-static UPSTREAM: LazyLock<Settings> = LazyLock::new(Settings::upstream);
+pub(super) static UPSTREAM: LazyLock<Settings> = LazyLock::new(Settings::upstream);
 
 /// Where node groups come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
@@ -295,6 +292,21 @@ pub struct LoopFlags {
     /// Leave mirror (static) pods out of utilization, as DaemonSet pods with the flag above.
     #[arg(long, default_value_t = UPSTREAM.ignore_mirror_pods_utilization, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub ignore_mirror_pods_utilization: bool,
+    /// A taint key meaning the node is still starting: such a node counts as not ready, and new nodes
+    /// are planned without it (repeatable; upstream's `startup-taint.` prefix needs no flag).
+    #[arg(long, value_name = "KEY")]
+    pub startup_taint: Vec<String>,
+    /// Upstream's older name for `--startup-taint` (repeatable).
+    #[arg(long, value_name = "KEY")]
+    pub ignore_taint: Vec<String>,
+    /// A taint key that reports a status: new nodes are planned without it (repeatable; upstream's
+    /// `status-taint.` prefix needs no flag).
+    #[arg(long, value_name = "KEY")]
+    pub status_taint: Vec<String>,
+    /// Schedulers whose pods count as pending as soon as they have no node, without waiting for the
+    /// scheduler to mark them unschedulable (comma-separated, as upstream).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub bypassed_scheduler_names: Vec<String>,
     /// How long a node must be unneeded before it is removed (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.scale_down_unneeded_time))]
     pub scale_down_unneeded_time: GoDuration,
@@ -376,83 +388,7 @@ pub struct LoopFlags {
     pub max_disruption: String,
 }
 
-impl LoopFlags {
-    /// The engine's settings, with the expander's chain and tiers; files are read here, errors name the
-    /// flag.
-    pub fn engine(&self, expander: &ExpanderFlags) -> Result<Settings> {
-        for (flag, v) in [
-            (
-                "scale-down-utilization-threshold",
-                self.scale_down_utilization_threshold,
-            ),
-            (
-                "scale-down-gpu-utilization-threshold",
-                self.scale_down_gpu_utilization_threshold,
-            ),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(Error::config(format!(
-                    "--{flag}: must be in [0, 1], got {v}"
-                )));
-            }
-        }
-        Ok(Settings {
-            expander: expander.chain()?,
-            priorities: expander.priorities()?,
-            max_nodes_total: self.max_nodes_total,
-            cores_total: (self.cores_total.0, self.cores_total.1),
-            memory_total_gib: (self.memory_total.0, self.memory_total.1),
-            max_nodes_per_scaleup: self.max_nodes_per_scaleup,
-            max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
-            new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
-            expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
-            scale_down_enabled: self.scale_down_enabled,
-            scale_down_delay_after_add: self.scale_down_delay_after_add.0,
-            scale_down_delay_after_delete: self.scale_down_delay_after_delete.0,
-            scale_down_delay_after_failure: self.scale_down_delay_after_failure.0,
-            skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
-            ignore_mirror_pods_utilization: self.ignore_mirror_pods_utilization,
-            skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
-            skip_nodes_with_custom_controller_pods: self.skip_nodes_with_custom_controller_pods,
-            min_replica_count: self.min_replica_count,
-            blocking_system_pod_disruption_timeout: self.blocking_system_pod_distruption_timeout.0,
-            max_empty_bulk_delete: self.max_empty_bulk_delete,
-            balance_similar_node_groups: self.balance_similar_node_groups,
-            balancing: Balancing {
-                labels: self.balancing_label.clone(),
-                ignore_labels: self.balancing_ignore_label.clone(),
-                memory_difference_ratio: self.memory_difference_ratio,
-                max_allocatable_difference_ratio: self.max_allocatable_difference_ratio,
-                max_free_difference_ratio: self.max_free_difference_ratio,
-            },
-            ok_total_unready_count: self.ok_total_unready_count,
-            max_total_unready_percentage: self.max_total_unready_percentage,
-            scale_down_unready_enabled: self.scale_down_unready_enabled,
-            max_scale_down_parallelism: self.max_scale_down_parallelism,
-            max_drain_parallelism: self.max_drain_parallelism,
-            force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
-            node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
-            max_disruption: Budget::parse(&self.max_disruption)
-                .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
-            defaults: OptionValues {
-                scale_down_utilization_threshold: self.scale_down_utilization_threshold,
-                scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
-                ignore_daemonsets_utilization: self.ignore_daemonsets_utilization,
-                scale_down_unneeded_time: self.scale_down_unneeded_time.0,
-                scale_down_unready_time: self.scale_down_unready_time.0,
-                max_node_provision_time: self.max_node_provision_time.0,
-                ..UPSTREAM.defaults.clone()
-            },
-        })
-    }
-}
-
-/// The engine's settings with every flag at its default: what the binary runs with when given none.
-pub fn default_engine() -> Settings {
-    super::defaults::<LoopFlags>()
-        .engine(&super::defaults::<ExpanderFlags>())
-        .expect("the defaults are valid")
-}
+pub use super::engine_settings::default_engine;
 
 /// Reads a file a flag names; the error names the flag.
 pub fn read(path: &Path, flag: &str) -> Result<String> {
@@ -478,18 +414,5 @@ impl Default for LoopFlags {
     /// What an empty command line gives.
     fn default() -> Self {
         super::defaults()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_empty_command_line_runs_with_upstreams_defaults() {
-        assert_eq!(
-            format!("{:?}", default_engine()),
-            format!("{:?}", Settings::upstream())
-        );
     }
 }

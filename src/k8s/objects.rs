@@ -254,6 +254,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             owner_replicas: None,
             priority: spec.priority.unwrap_or(0),
             unschedulable,
+            scheduler_name: spec.scheduler_name.clone(),
             created: time(&p.metadata.creation_timestamp),
             deleted: p
                 .metadata

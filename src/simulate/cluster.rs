@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use crate::actuator::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
 use crate::cloud::Cloud;
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
+use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
 use crate::error::Result;
 use crate::labels;
@@ -21,13 +22,6 @@ use crate::model::{Snapshot, Taint, TaintEffect};
 
 /// The taint the node lifecycle controller puts on a node that is not Ready.
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
-
-/// A taint a node has only while it starts (upstream's `startup-taint.` and `ignore-taint.` prefixes).
-fn starting_taint(t: &Taint) -> bool {
-    labels::STARTUP_TAINT_PREFIXES
-        .iter()
-        .any(|p| t.key.starts_with(p))
-}
 
 /// The cluster's objects.
 #[derive(Debug, Default)]
@@ -68,6 +62,7 @@ impl SimCluster {
         daemon_pods: &[Pod],
         now: i64,
         ready_delay: i64,
+        taints: &TaintConfig,
     ) {
         let mut state = self.state();
         for (group, instance) in ran {
@@ -87,7 +82,7 @@ impl SimCluster {
                 value: String::new(),
                 effect: TaintEffect::NoSchedule,
             });
-            let startup = g.template.taints.iter().filter(|t| starting_taint(t));
+            let startup = g.template.taints.iter().filter(|t| taints.is_startup(t));
             for t in startup {
                 if !node.taints.contains(t) {
                     node.taints.push(t.clone());
@@ -119,7 +114,7 @@ impl SimCluster {
 
     /// The kubelet: nodes whose start-up is done by `now` become Ready (since then), their not-ready
     /// and start-up taints gone.
-    pub fn start(&self, now: i64) {
+    pub fn start(&self, now: i64, taints: &TaintConfig) {
         let mut guard = self.state();
         let state = &mut *guard;
         let booting = &mut state.booting;
@@ -131,7 +126,7 @@ impl SimCluster {
             n.ready = true;
             n.ready_since = at;
             n.taints
-                .retain(|t| t.key != NOT_READY && !starting_taint(t));
+                .retain(|t| t.key != NOT_READY && !taints.is_startup(t));
         }
         let names: HashSet<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
         booting.retain(|n, _| names.contains(n.as_str()));

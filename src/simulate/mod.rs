@@ -20,6 +20,7 @@ pub use report::*;
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
+use crate::engine::taints::TaintConfig;
 use crate::engine::{run_once, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
@@ -256,7 +257,7 @@ impl Simulation {
     /// What the cluster does by itself before a loop at the simulation's time: instances whose launch
     /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), nodes
     /// whose start-up is done become Ready, and pending pods are bound. `run`'s twin test drives its loopback cluster with this too.
-    pub fn cluster_moves(&self, memory: &Memory, pacing: &Pacing) {
+    pub fn cluster_moves(&self, memory: &Memory, pacing: &Pacing, taints: &TaintConfig) {
         self.cloud.set_provision_delay(pacing.provision_delay);
         let ran = self.cloud.advance_to(self.now);
         let snapshot = self.cloud.snapshot();
@@ -268,8 +269,9 @@ impl Simulation {
             &self.daemon_pods,
             self.now,
             ready_delay,
+            taints,
         );
-        self.cluster.start(self.now);
+        self.cluster.start(self.now, taints);
         self.cluster.schedule();
     }
 
@@ -298,7 +300,7 @@ impl Simulation {
     pub fn step(&mut self, settings: &Settings, pacing: &Pacing) -> LoopReport {
         self.loop_number += 1;
         let now = self.now;
-        self.cluster_moves(&self.memory, pacing);
+        self.cluster_moves(&self.memory, pacing, &settings.taints);
         self.replay_events();
         let interrupted = std::mem::take(&mut self.interrupted);
         self.actuator.book(&mut self.memory, now);

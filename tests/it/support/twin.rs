@@ -216,7 +216,7 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
     let mut steps = Vec::new();
     for _ in 0..s.loops {
         elapsed.store(world.now() - start, Ordering::Relaxed);
-        world.cluster_moves(h.runner.memory(), &s.pacing);
+        world.cluster_moves(h.runner.memory(), &s.pacing, &s.settings.taints);
         mirror.sync(&world, &h.api);
         mirror.caught_up(&h).await;
         let now = world.now();

@@ -41,7 +41,7 @@ pub fn run_once(
             .iter()
             .map(|g| (g.id.as_str(), g.as_ref()))
             .collect(),
-        templates: group_templates(world, memory, now),
+        templates: group_templates(world, memory, now, &settings.taints),
     };
     let mut d = Decisions::default();
 
@@ -96,7 +96,7 @@ pub fn run_once(
             .get(g.as_str())
             .copied()
             .unwrap_or(settings.defaults.max_node_startup_time);
-        if NodeReadiness::of(n, startup, now) != NodeReadiness::NotStarted {
+        if NodeReadiness::of(n, startup, now, &settings.taints) != NodeReadiness::NotStarted {
             *registered.entry(g.as_str()).or_default() += 1;
         }
     }
@@ -115,7 +115,7 @@ pub fn run_once(
     for p in world
         .pods
         .iter()
-        .filter(|p| p.node_name.is_none() && p.meta.unschedulable && !p.is_daemon_set())
+        .filter(|p| p.node_name.is_none() && awaits_a_node(p, settings) && !p.is_daemon_set())
     {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
             d.pending.push((p.key(), Pending::Expendable));
@@ -175,6 +175,16 @@ pub fn run_once(
         replace(&ctx, memory, &infos[..existing], &mut d);
     }
     d
+}
+
+/// Whether a pod without a node waits for one: the scheduler marked it unschedulable, or its scheduler
+/// is one of `--bypassed-scheduler-names`, whose pods upstream counts at once.
+fn awaits_a_node(p: &Pod, settings: &Settings) -> bool {
+    p.meta.unschedulable
+        || p.meta
+            .scheduler_name
+            .as_ref()
+            .is_some_and(|n| settings.bypassed_scheduler_names.contains(n))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::Doubt;
 use super::settings::Settings;
+use super::taints::TaintConfig;
 use super::templates::{good_candidate, GroupTemplate};
 use crate::clock::Clock;
 use crate::labels;
@@ -64,13 +65,14 @@ pub(super) fn group_templates(
     world: &World,
     memory: &mut Memory,
     now: i64,
+    taints: &TaintConfig,
 ) -> HashMap<String, GroupTemplate> {
     let mut best: HashMap<&str, &Node> = HashMap::new();
     for n in world.nodes {
         let Some(g) = world.node_groups.get(&n.name) else {
             continue;
         };
-        if !good_candidate(n, now, world.removing.contains_key(&n.name)) {
+        if !good_candidate(n, now, world.removing.contains_key(&n.name), taints) {
             continue;
         }
         let e = best.entry(g.as_str()).or_insert(n);
@@ -94,7 +96,7 @@ pub(super) fn group_templates(
         let t = match best.get(g.id.as_str()) {
             Some(n) => {
                 let pods = bound.remove(g.id.as_str()).unwrap_or_default();
-                let t = GroupTemplate::from_node(n, pods, &g.id);
+                let t = GroupTemplate::from_node(n, pods, &g.id, taints);
                 memory.templates.insert(g.id.clone(), t.clone());
                 t
             }
@@ -102,7 +104,7 @@ pub(super) fn group_templates(
                 .templates
                 .get(&g.id)
                 .cloned()
-                .unwrap_or_else(|| GroupTemplate::cloud(g)),
+                .unwrap_or_else(|| GroupTemplate::cloud(g, taints)),
         };
         out.insert(g.id.clone(), t);
     }
@@ -171,7 +173,7 @@ mod tests {
             .fold(TestWorld::default(), |w, n| w.node_of("g", n.clone()));
         world.groups = groups.to_vec();
         world.removing = removing.clone();
-        group_templates(&world.world(), memory, 1000)
+        group_templates(&world.world(), memory, 1000, &TaintConfig::default())
     }
 
     #[test]
@@ -204,6 +206,9 @@ mod tests {
         assert!(templates(&[], &[], &none, &mut memory).is_empty());
         assert!(memory.templates.is_empty());
         let t = templates(&[], &groups, &none, &mut memory);
-        assert_eq!(t["g"], GroupTemplate::cloud(&groups[0]));
+        assert_eq!(
+            t["g"],
+            GroupTemplate::cloud(&groups[0], &TaintConfig::default())
+        );
     }
 }

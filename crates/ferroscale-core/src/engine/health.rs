@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::context::Ctx;
 use super::reasons::Unhealthy;
 use super::settings::Settings;
-use crate::labels;
+use super::taints::TaintConfig;
 use crate::model::workload::Node;
 
 /// Taints that say a node is not ready whatever its condition reads (upstream's `GetReadinessState`):
@@ -20,14 +20,12 @@ const NOT_READY_TAINTS: &[&str] = &[
 /// Whether `node` is ready as upstream reads it: its `Ready` condition, no not-ready taint, and no
 /// start-up taint (`startup-taint.`/`ignore-taint.` prefixes: upstream's `FilterOutNodesWithStartupTaints`
 /// counts such a node as still starting).
-pub fn is_ready(node: &Node) -> bool {
+pub fn is_ready(node: &Node, taints: &TaintConfig) -> bool {
     node.ready
-        && !node.taints.iter().any(|t| {
-            NOT_READY_TAINTS.contains(&t.key.as_str())
-                || labels::STARTUP_TAINT_PREFIXES
-                    .iter()
-                    .any(|p| t.key.starts_with(p))
-        })
+        && !node
+            .taints
+            .iter()
+            .any(|t| NOT_READY_TAINTS.contains(&t.key.as_str()) || taints.is_startup(t))
 }
 
 /// A registered node's readiness, as upstream's cluster state sorts it (`updateReadinessStats`).
@@ -44,8 +42,8 @@ impl NodeReadiness {
     /// `node` at `now`: ready; else not started while it was created less than `max_startup` ago; else
     /// unready. Readiness itself is [`is_ready`]: the `Ready` condition, without a not-ready or
     /// start-up taint.
-    pub fn of(node: &Node, max_startup: Duration, now: i64) -> Self {
-        if is_ready(node) {
+    pub fn of(node: &Node, max_startup: Duration, now: i64, taints: &TaintConfig) -> Self {
+        if is_ready(node, taints) {
             NodeReadiness::Ready
         } else if now.saturating_sub(node.created) < max_startup.as_secs() as i64 {
             NodeReadiness::NotStarted
@@ -61,7 +59,13 @@ impl NodeReadiness {
 pub(super) fn unhealthy(ctx: &Ctx) -> Option<Unhealthy> {
     let s = ctx.settings;
     let total = ctx.world.nodes.len();
-    let unready = Readiness::of(ctx.world.nodes, s.defaults.max_node_startup_time, ctx.now).unready;
+    let unready = Readiness::of(
+        ctx.world.nodes,
+        s.defaults.max_node_startup_time,
+        ctx.now,
+        &s.taints,
+    )
+    .unready;
     too_many_unready(unready, total, s).then_some(Unhealthy { unready, total })
 }
 
@@ -92,10 +96,11 @@ impl Readiness {
         nodes: impl IntoIterator<Item = &'a Node>,
         max_startup: Duration,
         now: i64,
+        taints: &TaintConfig,
     ) -> Self {
         let mut r = Readiness::default();
         for n in nodes {
-            *match NodeReadiness::of(n, max_startup, now) {
+            *match NodeReadiness::of(n, max_startup, now, taints) {
                 NodeReadiness::Ready => &mut r.ready,
                 NodeReadiness::NotStarted => &mut r.not_started,
                 NodeReadiness::Unready => &mut r.unready,
@@ -132,7 +137,7 @@ mod tests {
             created,
             ..Node::default()
         };
-        let at = |n: &Node| NodeReadiness::of(n, startup, 1000);
+        let at = |n: &Node| NodeReadiness::of(n, startup, 1000, &TaintConfig::default());
         assert_eq!(at(&node(true, 990)), NodeReadiness::Ready);
         assert_eq!(at(&node(false, 101)), NodeReadiness::NotStarted);
         assert_eq!(at(&node(false, 100)), NodeReadiness::Unready, "900s old");
@@ -142,10 +147,10 @@ mod tests {
             node(false, 500),
             node(false, 990),
         ];
-        let r = Readiness::of(&nodes, startup, 1000);
+        let r = Readiness::of(&nodes, startup, 1000, &TaintConfig::default());
         assert_eq!((r.ready, r.unready, r.not_started), (1, 1, 2));
         assert_eq!(r.registered(), 4);
-        let r = Readiness::of(&nodes, Duration::ZERO, 1000);
+        let r = Readiness::of(&nodes, Duration::ZERO, 1000, &TaintConfig::default());
         assert_eq!(
             (r.unready, r.not_started),
             (3, 0),

@@ -26,6 +26,7 @@ mod scale_up;
 pub mod settings;
 pub mod similar;
 pub mod status;
+pub mod taints;
 pub mod templates;
 pub mod topology;
 pub mod upstream;

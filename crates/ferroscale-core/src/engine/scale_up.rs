@@ -176,7 +176,7 @@ fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
     for g in ctx.world.groups {
         let nodes = by_group.remove(g.id.as_str()).unwrap_or_default();
         let startup = ctx.settings.options_of(g).max_node_startup_time;
-        let mut r = Readiness::of(nodes, startup, ctx.now);
+        let mut r = Readiness::of(nodes, startup, ctx.now, &ctx.settings.taints);
         r.provisioning = (g.target_size.max(0) as usize).saturating_sub(r.registered());
         if !r.healthy(g.target_size, ctx.settings) {
             out.insert(g.id.as_str(), r.unready);

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::expander::{Priorities, Strategy};
 use super::similar::Balancing;
+use super::taints::TaintConfig;
 use crate::model::lifecycle::Budget;
 use crate::model::{NodeGroup, OptionValues};
 
@@ -79,6 +80,11 @@ pub struct Settings {
     /// `--scale-down-gpu-utilization-threshold`, `--ignore-daemonsets-utilization`,
     /// `--scale-down-unneeded-time`, ...).
     pub defaults: OptionValues,
+    /// Start-up and status taints besides upstream's prefixes (`--startup-taint`, `--ignore-taint`,
+    /// `--status-taint`).
+    pub taints: TaintConfig,
+    /// `--bypassed-scheduler-names`: schedulers whose pods without a node count as pending at once.
+    pub bypassed_scheduler_names: Vec<String>,
 }
 
 impl Settings {
@@ -145,6 +151,8 @@ impl Settings {
             node_max_lifetime: None,
             max_disruption: Budget::default(),
             defaults: OptionValues::DEFAULT,
+            taints: TaintConfig::default(),
+            bypassed_scheduler_names: Vec::new(),
         }
     }
 }

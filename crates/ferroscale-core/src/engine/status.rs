@@ -16,6 +16,7 @@ use super::decisions::{Decisions, Disruption};
 use super::health::{NodeReadiness, Readiness};
 use super::memory::Memory;
 use super::settings::Settings;
+use super::taints::TaintConfig;
 use crate::model::workload::Node;
 use crate::model::NodeGroup;
 
@@ -168,10 +169,16 @@ pub struct NodeCount {
 impl NodeCount {
     /// Counts one registered node: ready, not started (unready, created less than `startup` seconds
     /// before `now`) or unready.
-    fn register(&mut self, node: &Node, startup: std::time::Duration, now: i64) {
+    fn register(
+        &mut self,
+        node: &Node,
+        startup: std::time::Duration,
+        now: i64,
+        taints: &TaintConfig,
+    ) {
         self.registered.total += 1;
         let r = &mut self.registered;
-        *match NodeReadiness::of(node, startup, now) {
+        *match NodeReadiness::of(node, startup, now, taints) {
             NodeReadiness::Ready => &mut r.ready,
             NodeReadiness::NotStarted => &mut r.not_started,
             NodeReadiness::Unready => &mut r.unready.total,
@@ -299,7 +306,7 @@ impl ClusterAutoscalerStatus {
             .iter()
             .filter(|n| !world.node_groups.contains_key(&n.name))
         {
-            total.register(n, std::time::Duration::ZERO, now);
+            total.register(n, std::time::Duration::ZERO, now, &settings.taints);
         }
         let prev = previous.and_then(|p| p.cluster_wide.as_ref());
         let health = if decisions.unhealthy.is_some() {
@@ -384,7 +391,7 @@ fn group_status(
     let mut counts = NodeCount::default();
     let in_group = |name: &String| world.node_groups.get(name) == Some(&g.id);
     for n in world.nodes.iter().filter(|n| in_group(&n.name)) {
-        counts.register(n, opts.max_node_startup_time, now);
+        counts.register(n, opts.max_node_startup_time, now, &settings.taints);
     }
     for i in g
         .instances

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::taints::TaintConfig;
 use crate::labels;
 use crate::model::workload::{Node, Pod};
 use crate::model::{NodeGroup, Resources, Taint, TemplateNode};
@@ -33,10 +34,10 @@ impl GroupTemplate {
     /// The cloud's template of `g`, its passing taints (start-up, status, conditions) left out as
     /// upstream's `TemplateNodeInfoFromNodeGroupTemplate` sanitises them: a new node loses them once
     /// started, and the pods waiting for it do not tolerate them.
-    pub fn cloud(g: &NodeGroup) -> Self {
-        let node = if g.template.taints.iter().any(transient) {
+    pub fn cloud(g: &NodeGroup, taints: &TaintConfig) -> Self {
+        let node = if g.template.taints.iter().any(|t| transient(t, taints)) {
             Arc::new(TemplateNode {
-                taints: sanitize_taints(&g.template.taints),
+                taints: sanitize_taints(&g.template.taints, taints),
                 ..(*g.template).clone()
             })
         } else {
@@ -56,6 +57,7 @@ impl GroupTemplate {
         node: &Node,
         bound: impl IntoIterator<Item = &'a Pod>,
         group: &str,
+        taints: &TaintConfig,
     ) -> Self {
         let name = format!("template-node-for-{group}");
         let mut node_labels = node.labels.clone();
@@ -79,7 +81,7 @@ impl GroupTemplate {
             node: Arc::new(TemplateNode {
                 name,
                 labels: node_labels,
-                taints: sanitize_taints(&node.taints),
+                taints: sanitize_taints(&node.taints, taints),
                 capacity,
                 allocatable: node.allocatable.clone(),
                 volume_limits: node.volume_limits.clone(),
@@ -90,32 +92,29 @@ impl GroupTemplate {
     }
 }
 
-/// A taint the node has only while it starts.
-fn startup(t: &Taint) -> bool {
-    labels::STARTUP_TAINT_PREFIXES
-        .iter()
-        .any(|p| t.key.starts_with(p))
-}
-
 /// Whether a taint belongs to the node's moment rather than to its group: the autoscaler's own
 /// (ToBeDeleted, DeletionCandidate), node conditions, cloud initialisation, start-up and status taints.
-fn transient(t: &Taint) -> bool {
+fn transient(t: &Taint, taints: &TaintConfig) -> bool {
     t.key == labels::TO_BE_DELETED
         || t.key == labels::DELETION_CANDIDATE
         || labels::NODE_CONDITION_TAINTS.contains(&t.key.as_str())
-        || startup(t)
-        || t.key.starts_with(labels::STATUS_TAINT_PREFIX)
+        || taints.is_startup(t)
+        || taints.is_status(t)
 }
 
 /// The taints a new node of the group would have, from a real node's (upstream's `SanitizeTaints`).
-pub fn sanitize_taints(taints: &[Taint]) -> Vec<Taint> {
-    taints.iter().filter(|t| !transient(t)).cloned().collect()
+pub fn sanitize_taints(taints: &[Taint], config: &TaintConfig) -> Vec<Taint> {
+    taints
+        .iter()
+        .filter(|t| !transient(t, config))
+        .cloned()
+        .collect()
 }
 
 /// Whether `node` may serve as its group's template at `now` (upstream's good template candidate):
 /// ready for at least [`STABILIZATION_DELAY`] (a start-up taint means not ready yet), not cordoned, not
 /// tainted for deletion, and not being removed.
-pub fn good_candidate(node: &Node, now: i64, being_removed: bool) -> bool {
+pub fn good_candidate(node: &Node, now: i64, being_removed: bool, taints: &TaintConfig) -> bool {
     node.ready
         && node.ready_since + STABILIZATION_DELAY < now
         && !node.unschedulable
@@ -123,7 +122,7 @@ pub fn good_candidate(node: &Node, now: i64, being_removed: bool) -> bool {
         && !node
             .taints
             .iter()
-            .any(|t| t.key == labels::TO_BE_DELETED || startup(t))
+            .any(|t| t.key == labels::TO_BE_DELETED || taints.is_startup(t))
 }
 
 #[cfg(test)]
@@ -163,7 +162,7 @@ mod tests {
             on_it("kube-proxy").mirror().build(),
             on_it("web").controller("ReplicaSet").build(),
         ];
-        let t = GroupTemplate::from_node(&real(), &pods, "g");
+        let t = GroupTemplate::from_node(&real(), &pods, "g", &TaintConfig::default());
         assert_eq!(t.copied_from.as_deref(), Some("ip-10-0-0-1"));
         assert_eq!(t.node.name, "template-node-for-g");
         assert_eq!(t.node.labels[labels::HOSTNAME], "template-node-for-g");
@@ -187,28 +186,47 @@ mod tests {
         let mut n = real();
         n.taints.retain(|t| t.key == "dedicated");
         n.ready_since = 1000;
-        assert!(good_candidate(&n, 1061, false));
-        assert!(!good_candidate(&n, 1060, false), "ready for only a minute");
-        assert!(!good_candidate(&n, 2000, true), "being removed");
+        assert!(good_candidate(&n, 1061, false, &TaintConfig::default()));
+        assert!(
+            !good_candidate(&n, 1060, false, &TaintConfig::default()),
+            "ready for only a minute"
+        );
+        assert!(
+            !good_candidate(&n, 2000, true, &TaintConfig::default()),
+            "being removed"
+        );
         let cordoned = Node {
             unschedulable: true,
             ..n.clone()
         };
-        assert!(!good_candidate(&cordoned, 2000, false));
+        assert!(!good_candidate(
+            &cordoned,
+            2000,
+            false,
+            &TaintConfig::default()
+        ));
         let unready = Node {
             ready: false,
             ..n.clone()
         };
-        assert!(!good_candidate(&unready, 2000, false));
+        assert!(!good_candidate(
+            &unready,
+            2000,
+            false,
+            &TaintConfig::default()
+        ));
         assert!(
-            !good_candidate(&real(), 2000, false),
+            !good_candidate(&real(), 2000, false, &TaintConfig::default()),
             "tainted for deletion"
         );
         let starting = Node {
             taints: vec![taint("startup-taint.cluster-autoscaler.kubernetes.io/cni")],
             ..n.clone()
         };
-        assert!(!good_candidate(&starting, 2000, false), "still starting");
+        assert!(
+            !good_candidate(&starting, 2000, false, &TaintConfig::default()),
+            "still starting"
+        );
     }
 
     #[test]
@@ -219,7 +237,7 @@ mod tests {
             .iter()
             .fold(node("t"), |n, t| n.taint(t.clone()));
         let g = group("g").template(template.template()).build();
-        let t = GroupTemplate::cloud(&g);
+        let t = GroupTemplate::cloud(&g, &TaintConfig::default());
         assert_eq!(t.node.taints, vec![taint("dedicated")]);
         assert_eq!(t.copied_from, None);
         // Nothing to leave out: the cloud's template as it is.
@@ -227,7 +245,7 @@ mod tests {
             .template(node("t").taint(taint("dedicated")).template())
             .build();
         assert!(Arc::ptr_eq(
-            &GroupTemplate::cloud(&plain).node,
+            &GroupTemplate::cloud(&plain, &TaintConfig::default()).node,
             &plain.template
         ));
     }

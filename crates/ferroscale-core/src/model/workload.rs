@@ -115,6 +115,9 @@ pub struct PodMeta {
     pub priority: i32,
     /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
     pub unschedulable: bool,
+    /// `spec.schedulerName`, when set: pods of a scheduler in `--bypassed-scheduler-names` count as
+    /// pending without waiting for that mark.
+    pub scheduler_name: Option<String>,
     /// Creation time, seconds since the epoch (0: not set).
     pub created: i64,
     /// `metadata.deletionTimestamp`, seconds since the epoch: the pod is being deleted.

@@ -188,7 +188,40 @@ fn a_node_with_a_startup_taint_is_still_starting() {
         .taint(no_schedule("dedicated", "other"))
         .created(T0 - 60)
         .build();
-    let d = booting(full).run_once(&s, &mut Memory::default(), T0);
+    let d = booting(full.clone()).run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    // `--startup-taint dedicated` (or `--ignore-taint`) makes that taint a start-up taint too.
+    let flagged = Settings {
+        taints: crate::engine::taints::TaintConfig {
+            startup: vec!["dedicated".into()],
+            status: vec![],
+        },
+        ..Settings::upstream()
+    };
+    let d = booting(full).run_once(&flagged, &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(
+        why(&d, "shop/next"),
+        &Pending::FitsOnUpcoming {
+            group: "pool".into()
+        }
+    );
+}
+
+/// Upstream: cluster-autoscaler `--bypassed-scheduler-names`: pods of those schedulers count as pending
+/// without waiting for the scheduler's unschedulable mark.
+#[test]
+fn pods_of_a_bypassed_scheduler_count_as_pending_at_once() {
+    let mut unmarked = web("custom", 3900).build();
+    unmarked.meta.scheduler_name = Some("my-scheduler".into());
+    let world = pool("pool", 0, &[("full", &[("busy", 3900)])]).pod(unmarked);
+    let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty() && d.pending.is_empty(), "{d:?}");
+    let bypassed = Settings {
+        bypassed_scheduler_names: vec!["my-scheduler".into()],
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&bypassed, &mut Memory::default(), T0);
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
 }
 

@@ -1,0 +1,148 @@
+//! The engine's settings from the loop's flags (`run`, `simulate`): ranges checked, files read, each
+//! error naming its flag.
+
+use super::flags::{ExpanderFlags, LoopFlags, UPSTREAM};
+use crate::engine::similar::Balancing;
+use crate::engine::taints::TaintConfig;
+use crate::engine::Settings;
+use crate::error::{Error, Result};
+use crate::model::lifecycle::Budget;
+use crate::model::OptionValues;
+
+impl LoopFlags {
+    /// The engine's settings, with the expander's chain and tiers; files are read here, errors name the
+    /// flag.
+    pub fn engine(&self, expander: &ExpanderFlags) -> Result<Settings> {
+        for (flag, v) in [
+            (
+                "scale-down-utilization-threshold",
+                self.scale_down_utilization_threshold,
+            ),
+            (
+                "scale-down-gpu-utilization-threshold",
+                self.scale_down_gpu_utilization_threshold,
+            ),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::config(format!(
+                    "--{flag}: must be in [0, 1], got {v}"
+                )));
+            }
+        }
+        Ok(Settings {
+            expander: expander.chain()?,
+            priorities: expander.priorities()?,
+            max_nodes_total: self.max_nodes_total,
+            cores_total: (self.cores_total.0, self.cores_total.1),
+            memory_total_gib: (self.memory_total.0, self.memory_total.1),
+            max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+            max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
+            new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
+            expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
+            scale_down_enabled: self.scale_down_enabled,
+            scale_down_delay_after_add: self.scale_down_delay_after_add.0,
+            scale_down_delay_after_delete: self.scale_down_delay_after_delete.0,
+            scale_down_delay_after_failure: self.scale_down_delay_after_failure.0,
+            skip_nodes_with_local_storage: self.skip_nodes_with_local_storage,
+            ignore_mirror_pods_utilization: self.ignore_mirror_pods_utilization,
+            skip_nodes_with_system_pods: self.skip_nodes_with_system_pods,
+            skip_nodes_with_custom_controller_pods: self.skip_nodes_with_custom_controller_pods,
+            min_replica_count: self.min_replica_count,
+            blocking_system_pod_disruption_timeout: self.blocking_system_pod_distruption_timeout.0,
+            max_empty_bulk_delete: self.max_empty_bulk_delete,
+            balance_similar_node_groups: self.balance_similar_node_groups,
+            balancing: Balancing {
+                labels: self.balancing_label.clone(),
+                ignore_labels: self.balancing_ignore_label.clone(),
+                memory_difference_ratio: self.memory_difference_ratio,
+                max_allocatable_difference_ratio: self.max_allocatable_difference_ratio,
+                max_free_difference_ratio: self.max_free_difference_ratio,
+            },
+            ok_total_unready_count: self.ok_total_unready_count,
+            max_total_unready_percentage: self.max_total_unready_percentage,
+            scale_down_unready_enabled: self.scale_down_unready_enabled,
+            max_scale_down_parallelism: self.max_scale_down_parallelism,
+            max_drain_parallelism: self.max_drain_parallelism,
+            force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
+            node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
+            max_disruption: Budget::parse(&self.max_disruption)
+                .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
+            defaults: OptionValues {
+                scale_down_utilization_threshold: self.scale_down_utilization_threshold,
+                scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
+                ignore_daemonsets_utilization: self.ignore_daemonsets_utilization,
+                scale_down_unneeded_time: self.scale_down_unneeded_time.0,
+                scale_down_unready_time: self.scale_down_unready_time.0,
+                max_node_provision_time: self.max_node_provision_time.0,
+                ..UPSTREAM.defaults.clone()
+            },
+            taints: TaintConfig {
+                startup: self
+                    .startup_taint
+                    .iter()
+                    .chain(&self.ignore_taint)
+                    .cloned()
+                    .collect(),
+                status: self.status_taint.clone(),
+            },
+            bypassed_scheduler_names: self
+                .bypassed_scheduler_names
+                .iter()
+                .filter(|n| !n.is_empty())
+                .cloned()
+                .collect(),
+        })
+    }
+}
+
+/// The engine's settings with every flag at its default: what the binary runs with when given none.
+pub fn default_engine() -> Settings {
+    super::defaults::<LoopFlags>()
+        .engine(&super::defaults::<ExpanderFlags>())
+        .expect("the defaults are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_command_line_runs_with_upstreams_defaults() {
+        assert_eq!(
+            format!("{:?}", default_engine()),
+            format!("{:?}", Settings::upstream())
+        );
+    }
+
+    #[test]
+    fn taint_and_scheduler_flags_reach_the_engine_as_upstream_reads_them() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: LoopFlags,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from([
+            "x",
+            "--startup-taint=example.com/cni",
+            "--ignore-taint=example.com/agent",
+            "--status-taint=example.com/gpu-health",
+            "--bypassed-scheduler-names=my-scheduler,other",
+        ])
+        .unwrap();
+        let s = cli
+            .run
+            .engine(&super::super::defaults::<ExpanderFlags>())
+            .unwrap();
+        assert_eq!(s.taints.startup, ["example.com/cni", "example.com/agent"]);
+        assert_eq!(s.taints.status, ["example.com/gpu-health"]);
+        assert_eq!(s.bypassed_scheduler_names, ["my-scheduler", "other"]);
+        // Upstream's default, an empty string, bypasses no scheduler.
+        let cli =
+            <Cli as clap::Parser>::try_parse_from(["x", "--bypassed-scheduler-names="]).unwrap();
+        let s = cli
+            .run
+            .engine(&super::super::defaults::<ExpanderFlags>())
+            .unwrap();
+        assert!(s.bypassed_scheduler_names.is_empty());
+    }
+}
