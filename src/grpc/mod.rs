@@ -3,6 +3,7 @@
 
 pub mod convert;
 pub mod expander;
+pub mod options;
 pub mod provider;
 pub mod status;
 

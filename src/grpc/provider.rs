@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::options::Generation;
 use super::{bounded, convert, detached, instrument};
 use crate::cloud::Cloud;
 use crate::error::{DomainError, Error, Result};
@@ -338,8 +339,9 @@ impl CloudProvider for CloudProviderService {
             bounded("id", &r.id)?;
             let s = self.cloud.snapshot();
             let g = s.group(&r.id)?;
-            // No options of its own: UNIMPLEMENTED makes CA keep its defaults. Any OK answer is taken
-            // literally, and CA versions without a MaxNodeStartupTime field would read it as 0.
+            // No options of its own, or none the calling CA reads that differ from its defaults:
+            // UNIMPLEMENTED makes CA keep its defaults. Any OK answer is taken literally, and no
+            // released CA reads a start-up time from it (see `options`).
             let own = g
                 .options
                 .as_ref()
@@ -347,7 +349,15 @@ impl CloudProvider for CloudProviderService {
                     group: g.id.clone(),
                     what: "autoscaling options of its own",
                 })?;
-            let merged = own.apply_to(&convert::option_values(r.defaults.as_ref()));
+            let defaults = convert::option_values(r.defaults.as_ref());
+            let merged = own.apply_to(&defaults);
+            if !Generation::of(r.defaults.as_ref()).reads_a_change(&defaults, &merged) {
+                return Err(DomainError::NotConfigured {
+                    group: g.id.clone(),
+                    what: "autoscaling options the calling cluster-autoscaler reads",
+                }
+                .into());
+            }
             Ok(pb::NodeGroupAutoscalingOptionsResponse {
                 node_group_autoscaling_options: Some(convert::options(&merged)),
             })

@@ -111,3 +111,55 @@ async fn group_without_options_is_unimplemented_so_ca_keeps_its_defaults() {
     assert_eq!(e.code(), tonic::Code::NotFound);
     s.stop().await;
 }
+
+/// Upstream's client (externalgrpc_node_group.go, GetOptions) reads no start-up time from an OK answer:
+/// any OK answer costs the group CA's MaxNodeStartupTime. So options that change nothing the calling CA
+/// reads are not answered: UNIMPLEMENTED, and CA keeps all its defaults.
+#[tokio::test]
+#[allow(deprecated)]
+async fn options_the_calling_ca_would_not_read_differently_are_unimplemented() {
+    let groups = r#"
+nodeGroups:
+  - {name: same, minSize: 0, maxSize: 3, capacity: {cpu: "4", memory: 16Gi, pods: "58"},
+     options: {scaleDownUtilizationThreshold: 0.5}}
+  - {name: daemons, minSize: 0, maxSize: 3, capacity: {cpu: "4", memory: 16Gi, pods: "58"},
+     options: {ignoreDaemonSetsUtilization: true}}
+"#;
+    let s = TestServer::start(groups).await;
+    let new = pb::NodeGroupAutoscalingOptions {
+        scale_down_utilization_threshold: 0.5,
+        scale_down_gpu_utilization_threshold: 0.5,
+        scale_down_unneeded_duration: secs(600),
+        scale_down_unready_duration: secs(1200),
+        max_node_provision_duration: secs(900),
+        ..Default::default()
+    };
+    let old = pb::NodeGroupAutoscalingOptions {
+        scale_down_utilization_threshold: 0.5,
+        scale_down_gpu_utilization_threshold: 0.5,
+        scale_down_unneeded_time: nanos(600),
+        scale_down_unready_time: nanos(1200),
+        max_node_provision_time: nanos(900),
+        ..Default::default()
+    };
+    // The group's threshold is CA's own: nothing to tell either generation.
+    for defaults in [&new, &old] {
+        let e = options(&s, "same", Some(defaults.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unimplemented, "{e:?}");
+    }
+    // ignoreDaemonSetsUtilization: read by CA >= 1.35 only.
+    let o = options(&s, "daemons", Some(new.clone())).await.unwrap();
+    assert!(o.ignore_daemon_sets_utilization);
+    let e = options(&s, "daemons", Some(old)).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unimplemented, "{e:?}");
+    // A threshold of its own is read by both.
+    let lower = pb::NodeGroupAutoscalingOptions {
+        scale_down_utilization_threshold: 0.7,
+        ..new
+    };
+    let o = options(&s, "same", Some(lower)).await.unwrap();
+    assert_eq!(o.scale_down_utilization_threshold, 0.5);
+    s.stop().await;
+}
