@@ -32,6 +32,8 @@ pub struct State {
     pub pods: Vec<Arc<Pod>>,
     /// Nodes still starting, by name, with when they become Ready (seconds since the epoch).
     pub booting: HashMap<String, i64>,
+    /// Groups whose new nodes never become Ready (`--events` `neverReady`).
+    pub never_ready: HashSet<String>,
 }
 
 /// The simulated cluster, shared by the simulation and its actuator.
@@ -106,7 +108,9 @@ impl SimCluster {
                 started.push(p);
             }
             state.pods.extend(started.into_iter().map(Arc::new));
-            state.booting.insert(name.clone(), now + ready_delay.max(0));
+            if !state.never_ready.contains(&group) {
+                state.booting.insert(name.clone(), now + ready_delay.max(0));
+            }
             state.node_groups.insert(name, group);
             state.nodes.push(node);
         }

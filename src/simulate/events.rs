@@ -1,6 +1,8 @@
 //! `simulate --events EVENTS.yaml`: a list of `{at: DURATION, event: <an EventBridge event>}`, replayed
 //! against the simulation when its virtual clock reaches `at` (since the start). The event is AWS's JSON,
-//! written as a YAML mapping or as a JSON string; errors name the entry and the field.
+//! written as a YAML mapping or as a JSON string; errors name the entry and the field. An entry
+//! `{at: DURATION, neverReady: GROUP}` instead makes the group's nodes that join from then on never become
+//! Ready (a broken image or bootstrap), as upstream's unhealthy groups start.
 
 use std::path::Path;
 
@@ -15,13 +17,19 @@ use crate::model::parse_go_duration;
 pub struct Scheduled {
     pub at: i64,
     pub notices: Vec<Notice>,
+    /// Groups whose nodes joining from `at` on never become Ready.
+    pub never_ready: Vec<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct Entry {
     at: String,
-    event: serde_json::Value,
+    #[serde(default)]
+    event: Option<serde_json::Value>,
+    #[serde(default)]
+    never_ready: Option<String>,
 }
 
 /// Reads and decodes an events file, sorted by time.
@@ -39,14 +47,22 @@ pub fn parse_events(text: &str) -> std::result::Result<Vec<Scheduled>, String> {
     let mut out = Vec::with_capacity(entries.len());
     for (i, e) in entries.into_iter().enumerate() {
         let at = parse_go_duration(&e.at).map_err(|why| format!("entry {i}: at: {why}"))?;
-        let body = match e.event {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
+        let (notices, never_ready) = match (e.event, e.never_ready) {
+            (Some(event), None) => {
+                let body = match event {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                let notices = decode(&body).map_err(|why| format!("entry {i}: event: {why}"))?;
+                (notices, Vec::new())
+            }
+            (None, Some(group)) => (Vec::new(), vec![group]),
+            _ => return Err(format!("entry {i}: give either `event` or `neverReady`")),
         };
-        let notices = decode(&body).map_err(|why| format!("entry {i}: event: {why}"))?;
         out.push(Scheduled {
             at: at.as_secs() as i64,
             notices,
+            never_ready,
         });
     }
     out.sort_by_key(|s| s.at);
@@ -89,6 +105,22 @@ mod tests {
         #[test]
         fn no_file_makes_it_panic(text in "[ -~\n]{0,300}") {
             let _ = parse_events(&text);
+        }
+    }
+
+    #[test]
+    fn never_ready_entries_name_a_group_and_an_entry_is_one_thing() {
+        let events = parse_events("- {at: 1m, neverReady: bad}").unwrap();
+        assert_eq!(events[0].at, 60);
+        assert_eq!(events[0].never_ready, ["bad"]);
+        assert!(events[0].notices.is_empty());
+        for bad in ["- {at: 1m}", "- {at: 1m, neverReady: bad, event: {}}"] {
+            assert!(
+                parse_events(bad)
+                    .unwrap_err()
+                    .contains("either `event` or `neverReady`"),
+                "{bad}"
+            );
         }
     }
 }

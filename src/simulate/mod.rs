@@ -164,6 +164,7 @@ impl Simulation {
             node_groups,
             pods: pods.into_iter().map(Arc::new).collect(),
             booting: HashMap::new(),
+            never_ready: Default::default(),
         });
         let cloud = Arc::new(cloud);
         // Evictions in the simulated cluster never wait: the drain flags do not matter.
@@ -230,6 +231,12 @@ impl Simulation {
             let Some(due) = self.events.pop_front() else {
                 break;
             };
+            for g in &due.never_ready {
+                if self.cloud.snapshot().group(g).is_err() {
+                    eprintln!("event at +{}s: {g} is no group; ignored", due.at);
+                }
+                self.cluster.state().never_ready.insert(g.clone());
+            }
             for n in due.notices {
                 if n.kind == NoticeKind::Rebalance && !self.handle_rebalance {
                     continue;

@@ -295,3 +295,49 @@ fn a_one_per_zone_pod_moves_within_its_zone_at_scale_down() {
     let r = sim(&alone, POOL).step(&quick_scale_down(), &pacing());
     assert!(r.scale_down.is_empty(), "{r:?}");
 }
+
+/// `--events` `neverReady`: the group's new nodes never become Ready (a broken image). They count as
+/// upcoming while they may still start (the group's `maxNodeStartupTime`, here 1m), so the pods are not
+/// asked for twice; past it the group is unhealthy (upstream: clusterstate IsNodeGroupHealthy) and the
+/// pods go to the healthy group.
+#[test]
+fn a_group_whose_new_nodes_never_become_ready_is_given_up_for_a_healthy_one() {
+    let groups = r#"
+nodeGroups:
+  - {name: bad, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.1,
+     options: {maxNodeStartupTime: 1m}}
+  - {name: good, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.2}
+"#;
+    let mut cluster: Vec<String> = Vec::new();
+    for k in 0..6 {
+        cluster.push(registered("good", k, true, "2026-01-01T00:00:00Z"));
+        cluster.push(pod(
+            "shop",
+            &format!("hog-{k}"),
+            "3500m",
+            "1Gi",
+            Some(&format!("good-{k}")),
+            "",
+        ));
+    }
+    for k in 0..4 {
+        cluster.push(pod("shop", &format!("web-{k}"), "3500m", "1Gi", None, ""));
+    }
+    let mut s = sim(&cluster, groups);
+    s.set_events(
+        ferroscale::simulate::parse_events("- {at: 0s, neverReady: bad}").unwrap(),
+        false,
+    );
+    let mut by_price = ferroscale::cli::flags::default_engine();
+    by_price.expander = vec![Strategy::Price];
+    let mut asked: Vec<(String, i32)> = Vec::new();
+    for _ in 0..12 {
+        let r = s.step(&by_price, &pacing());
+        asked.extend(r.scale_up.iter().map(|u| (u.group.clone(), u.delta)));
+    }
+    assert_eq!(
+        asked,
+        [("bad".to_string(), 4), ("good".to_string(), 4)],
+        "bad asked for once while its nodes may start, then given up for good"
+    );
+}
