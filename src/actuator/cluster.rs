@@ -83,15 +83,39 @@ pub trait Lookup: Sync {
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee>;
 }
 
+/// The autoscaler's own taints, as upstream writes them: the value is the time it was added (seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// `ToBeDeletedByClusterAutoscaler:NoSchedule`: the node is being removed.
+    ToBeDeleted,
+    /// `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`: the node is unneeded (a soft taint).
+    DeletionCandidate,
+}
+
+impl Mark {
+    pub fn key(self) -> &'static str {
+        match self {
+            Mark::ToBeDeleted => crate::labels::TO_BE_DELETED,
+            Mark::DeletionCandidate => crate::labels::DELETION_CANDIDATE,
+        }
+    }
+
+    pub fn effect(self) -> crate::model::TaintEffect {
+        match self {
+            Mark::ToBeDeleted => crate::model::TaintEffect::NoSchedule,
+            Mark::DeletionCandidate => crate::model::TaintEffect::PreferNoSchedule,
+        }
+    }
+}
+
 /// What carrying decisions out asks of the cluster.
 #[async_trait]
 pub trait Cluster: Clone + Send + Sync + 'static {
     /// Ok while this replica may change anything (it holds the Lease, or runs without one); an error
     /// saying `what` was not done otherwise.
     fn may_act(&self, what: &str) -> Result<()>;
-    /// Adds (`on`) or takes off the deletion taint (`ToBeDeletedByClusterAutoscaler`), keeping the
-    /// node's other taints.
-    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()>;
+    /// Adds (`on`) or takes off one of the autoscaler's taints, keeping the node's other taints.
+    async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()>;
     /// Marks the node unschedulable.
     async fn cordon(&self, node: &str) -> Result<()>;
     /// Evicts one pod through its disruption budgets and waits until it is gone, within `settings`.

@@ -8,7 +8,7 @@
 pub mod cluster;
 pub mod removal;
 
-pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
+pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding};
 pub use removal::{Finished, Pace, Removal, Removing, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -54,6 +54,8 @@ pub struct Actuator<C: Cluster> {
     /// Removals with pods to evict run here, in the background (`run`); without it they run to their
     /// end inside `act` (`simulate`, whose clock does not move while it acts).
     background: Option<JoinSet<()>>,
+    /// How long one loop may spend on soft taints (`--max-bulk-soft-taint-time`).
+    soft_taint_time: std::time::Duration,
 }
 
 impl<C: Cluster> Actuator<C> {
@@ -79,7 +81,13 @@ impl<C: Cluster> Actuator<C> {
             finished: rx,
             received: Vec::new(),
             background: background.then(JoinSet::new),
+            soft_taint_time: std::time::Duration::from_secs(3),
         }
+    }
+
+    /// Sets how long one loop may spend on soft taints (the loop's `--max-bulk-soft-taint-time`).
+    pub fn set_soft_taint_time(&mut self, budget: std::time::Duration) {
+        self.soft_taint_time = budget;
     }
 
     /// The cluster side.
@@ -201,7 +209,39 @@ impl<C: Cluster> Actuator<C> {
         if !d.scale_down.is_empty() {
             self.remover.record.observe("scaleDown", t.elapsed());
         }
+        self.soft_taints(d, now).await;
         acted
+    }
+
+    /// Upstream's soft taints: takes `DeletionCandidateOfClusterAutoscaler` off the nodes needed again,
+    /// then puts it on the unneeded ones, until the loop's time for them is spent. A failure is logged
+    /// and tried again by a later loop, which decides the same.
+    async fn soft_taints(&self, d: &Decisions, now: i64) {
+        if (d.soft_taint.is_empty() && d.soft_untaint.is_empty())
+            || self.cluster().may_act("soft-tainting").is_err()
+        {
+            return;
+        }
+        let t = Instant::now();
+        let marks = d
+            .soft_untaint
+            .iter()
+            .map(|n| (n, false))
+            .chain(d.soft_taint.iter().map(|n| (n, true)));
+        for (node, on) in marks {
+            if t.elapsed() >= self.soft_taint_time {
+                tracing::info!("soft-taint time spent; the rest waits for a later loop");
+                break;
+            }
+            match self
+                .cluster()
+                .set_taint(node, Mark::DeletionCandidate, on, now)
+                .await
+            {
+                Ok(()) => tracing::debug!(node = %node, on, "soft taint"),
+                Err(e) => tracing::warn!(node = %node, on, error = %e, "soft taint not changed"),
+            }
+        }
     }
 
     /// Deletes the instances that failed or never registered, one call per group.
@@ -391,7 +431,11 @@ impl<C: Cluster> Actuator<C> {
             return;
         }
         for name in std::mem::take(&mut self.untaint) {
-            match self.cluster().set_deletion_taint(&name, false, 0).await {
+            match self
+                .cluster()
+                .set_taint(&name, Mark::ToBeDeleted, false, 0)
+                .await
+            {
                 Ok(()) => {
                     tracing::info!(node = %name, "removed the deletion taint of a failed removal")
                 }
@@ -414,7 +458,11 @@ impl<C: Cluster> Actuator<C> {
             if self.removing.contains_key(&name) {
                 continue;
             }
-            match self.cluster().set_deletion_taint(&name, false, 0).await {
+            match self
+                .cluster()
+                .set_taint(&name, Mark::ToBeDeleted, false, 0)
+                .await
+            {
                 Ok(()) => tracing::info!(node = %name, "removed a stale deletion taint"),
                 Err(e) => tracing::warn!(node = %name, error = %e, "stale deletion taint kept"),
             }

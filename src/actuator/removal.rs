@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::cluster::{Cluster, DrainSettings, EventKind, Evictee, Regarding};
+use super::cluster::{Cluster, DrainSettings, EventKind, Evictee, Mark, Regarding};
 use crate::cloud::Cloud;
 use crate::engine::reasons;
 use crate::error::{Error, Result};
@@ -153,7 +153,11 @@ impl<C: Cluster> Remover<C> {
             }
             Err(e) => {
                 tracing::warn!(node = %r.node, reason = %r.reason, error = %e, "removal failed; untainting");
-                if let Err(u) = self.cluster.set_deletion_taint(&r.node, false, now).await {
+                if let Err(u) = self
+                    .cluster
+                    .set_taint(&r.node, Mark::ToBeDeleted, false, now)
+                    .await
+                {
                     tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint; will retry");
                     still_tainted = true;
                 }
@@ -196,7 +200,9 @@ impl<C: Cluster> Remover<C> {
             ),
         };
         self.cluster.may_act(&format!("tainting node {}", r.node))?;
-        self.cluster.set_deletion_taint(&r.node, true, now).await?;
+        self.cluster
+            .set_taint(&r.node, Mark::ToBeDeleted, true, now)
+            .await?;
         match r.pace {
             Pace::Drain => self.cluster.event(
                 Regarding::Node {

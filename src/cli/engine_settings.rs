@@ -85,6 +85,8 @@ impl LoopFlags {
                     .collect(),
                 status: self.status_taint.clone(),
             },
+            max_bulk_soft_taint_count: self.max_bulk_soft_taint_count,
+            max_bulk_soft_taint_time: self.max_bulk_soft_taint_time.0,
             bypassed_scheduler_names: self
                 .bypassed_scheduler_names
                 .iter()
@@ -95,13 +97,6 @@ impl LoopFlags {
     }
 }
 
-/// The engine's settings with every flag at its default: what the binary runs with when given none.
-pub fn default_engine() -> Settings {
-    super::defaults::<LoopFlags>()
-        .engine(&super::defaults::<ExpanderFlags>())
-        .expect("the defaults are valid")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,7 +104,7 @@ mod tests {
     #[test]
     fn an_empty_command_line_runs_with_upstreams_defaults() {
         assert_eq!(
-            format!("{:?}", default_engine()),
+            format!("{:?}", super::super::flags::default_engine()),
             format!("{:?}", Settings::upstream())
         );
     }

@@ -303,6 +303,13 @@ pub struct LoopFlags {
     /// `status-taint.` prefix needs no flag).
     #[arg(long, value_name = "KEY")]
     pub status_taint: Vec<String>,
+    /// Unneeded nodes soft-tainted (`DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`) per loop, and
+    /// taints taken off nodes needed again (0: no soft taints).
+    #[arg(long, value_name = "N", default_value_t = UPSTREAM.max_bulk_soft_taint_count)]
+    pub max_bulk_soft_taint_count: usize,
+    /// How long one loop may spend soft-tainting.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.max_bulk_soft_taint_time))]
+    pub max_bulk_soft_taint_time: GoDuration,
     /// Schedulers whose pods count as pending as soon as they have no node, without waiting for the
     /// scheduler to mark them unschedulable (comma-separated, as upstream).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
@@ -388,7 +395,12 @@ pub struct LoopFlags {
     pub max_disruption: String,
 }
 
-pub use super::engine_settings::default_engine;
+/// The engine's settings with every flag at its default: what the binary runs with when given none.
+pub fn default_engine() -> Settings {
+    super::defaults::<LoopFlags>()
+        .engine(&super::defaults::<ExpanderFlags>())
+        .expect("the defaults are valid")
+}
 
 /// Reads a file a flag names; the error names the flag.
 pub fn read(path: &Path, flag: &str) -> Result<String> {

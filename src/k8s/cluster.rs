@@ -11,7 +11,9 @@ use super::drain;
 use super::events::{event_type, reference, Events};
 use super::index::Index;
 use super::lease::Fence;
-use crate::actuator::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
+use crate::actuator::{
+    Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+};
 use crate::error::{Error, Result};
 
 /// The cluster behind the Kubernetes API.
@@ -54,9 +56,9 @@ impl Cluster for LiveCluster {
         self.fence.check(what)
     }
 
-    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()> {
+    async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()> {
         let nodes: Api<KubeNode> = Api::all(self.client.clone());
-        drain::set_deletion_taint(&nodes, node, on, now).await
+        drain::set_taint(&nodes, node, mark, on, now).await
     }
 
     async fn cordon(&self, node: &str) -> Result<()> {

@@ -16,7 +16,6 @@ use super::lease::Fence;
 use super::status_code;
 use crate::error::{Error, Result};
 use crate::model::workload::DAEMON_SET;
-use crate::model::TaintEffect;
 
 /// Time the API server may take to delete a pod after its grace period.
 const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
@@ -24,16 +23,23 @@ const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
 /// Attempts at a taint patch when other writers change the node meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
 
-pub use crate::actuator::{DrainSettings, Evictee};
+pub use crate::actuator::{DrainSettings, Evictee, Mark};
 
-/// Adds (`mark`) or removes the deletion taint, keeping every other taint. The patch carries the
-/// resourceVersion it was computed from, so a concurrent change of the node (the kubelet, another
+/// Adds (`on`) or removes one of the autoscaler's taints, keeping every other taint. The patch carries
+/// the resourceVersion it was computed from, so a concurrent change of the node (the kubelet, another
 /// controller) is never overwritten: on a conflict the node is read again.
-pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: i64) -> Result<()> {
+pub async fn set_taint(
+    nodes: &Api<Node>,
+    name: &str,
+    which: Mark,
+    on: bool,
+    now: i64,
+) -> Result<()> {
     let context = || {
         format!(
-            "{} node {name}",
-            if mark { "tainting" } else { "untainting" }
+            "{} node {name} ({})",
+            if on { "tainting" } else { "untainting" },
+            which.key()
         )
     };
     for _ in 0..PATCH_ATTEMPTS {
@@ -46,19 +52,19 @@ pub async fn set_deletion_taint(nodes: &Api<Node>, name: &str, mark: bool, now: 
             .as_ref()
             .and_then(|s| s.taints.clone())
             .unwrap_or_default();
-        let has = taints.iter().any(|t| t.key == labels::TO_BE_DELETED);
-        if has == mark {
+        let has = taints.iter().any(|t| t.key == which.key());
+        if has == on {
             return Ok(());
         }
-        if mark {
+        if on {
             taints.push(Taint {
-                key: labels::TO_BE_DELETED.into(),
+                key: which.key().into(),
                 value: Some(now.to_string()),
-                effect: TaintEffect::NoSchedule.to_string(),
+                effect: which.effect().to_string(),
                 time_added: None,
             });
         } else {
-            taints.retain(|t| t.key != labels::TO_BE_DELETED);
+            taints.retain(|t| t.key != which.key());
         }
         let patch = json!({
             "metadata": { "resourceVersion": node.metadata.resource_version },

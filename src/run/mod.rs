@@ -203,6 +203,8 @@ impl Runner {
             return None;
         }
         let index = &self.observer.index;
+        self.actuator
+            .set_soft_taint_time(self.decider.settings.max_bulk_soft_taint_time);
         let memory = &mut self.decider.memory;
         let acted = self.actuator.act(d, index, memory, now).await;
         self.observer.acknowledge(false).await;

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::actuator::{Cluster, DrainSettings, EventKind, Evictee, Lookup, NodeRef, Regarding};
+use crate::actuator::{
+    Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+};
 use crate::cloud::Cloud;
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
 use crate::error::Result;
-use crate::labels;
 use crate::model::workload::{Node, Pod};
 use crate::model::{Snapshot, Taint, TaintEffect};
 
@@ -34,6 +35,15 @@ pub struct State {
     pub booting: HashMap<String, i64>,
     /// Groups whose new nodes never become Ready (`--events` `neverReady`).
     pub never_ready: HashSet<String>,
+}
+
+/// How nodes joining in one loop start: at `now`, Ready `ready_delay` seconds later, with the group's
+/// start-up taints (`taints` says which) until then.
+#[derive(Clone, Copy)]
+pub struct Boot<'a> {
+    pub now: i64,
+    pub ready_delay: i64,
+    pub taints: &'a TaintConfig,
 }
 
 /// The simulated cluster, shared by the simulation and its actuator.
@@ -55,17 +65,20 @@ impl SimCluster {
     /// would: like the group's real nodes when it had one (their labels, taints, allocatable and
     /// DaemonSet pods), else as the cloud's template. It registers NotReady, with the
     /// `node.kubernetes.io/not-ready` taint and the group's start-up taints, until [`Self::start`]
-    /// makes it Ready `ready_delay` later.
+    /// makes it Ready `boot.ready_delay` later.
     pub fn join(
         &self,
         ran: Vec<(String, String)>,
         snapshot: &Snapshot,
         memory: &Memory,
         daemon_pods: &[Pod],
-        now: i64,
-        ready_delay: i64,
-        taints: &TaintConfig,
+        boot: Boot,
     ) {
+        let Boot {
+            now,
+            ready_delay,
+            taints,
+        } = boot;
         let mut state = self.state();
         for (group, instance) in ran {
             let Ok(g) = snapshot.group(&group) else {
@@ -224,14 +237,14 @@ impl Cluster for SimCluster {
         Ok(())
     }
 
-    async fn set_deletion_taint(&self, node: &str, on: bool, now: i64) -> Result<()> {
+    async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()> {
         self.with_node(node, |n| {
-            n.taints.retain(|t| t.key != labels::TO_BE_DELETED);
+            n.taints.retain(|t| t.key != mark.key());
             if on {
                 n.taints.push(Taint {
-                    key: labels::TO_BE_DELETED.into(),
+                    key: mark.key().into(),
                     value: now.to_string(),
-                    effect: TaintEffect::NoSchedule,
+                    effect: mark.effect(),
                 });
             }
         });

@@ -13,7 +13,7 @@ mod cluster;
 mod events;
 mod report;
 
-pub use cluster::{SimCluster, SimView, State};
+pub use cluster::{Boot, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
 pub use report::*;
 
@@ -274,9 +274,11 @@ impl Simulation {
             &snapshot,
             memory,
             &self.daemon_pods,
-            self.now,
-            ready_delay,
-            taints,
+            Boot {
+                now: self.now,
+                ready_delay,
+                taints,
+            },
         );
         self.cluster.start(self.now, taints);
         self.cluster.schedule();
@@ -337,6 +339,8 @@ impl Simulation {
         let view = SimView::of(&self.cluster, &d);
         // The report says what the actuator did: its log lines, meant for `run`'s operators, stay out of
         // the simulation's output.
+        self.actuator
+            .set_soft_taint_time(settings.max_bulk_soft_taint_time);
         let acted = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
             futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now))
         });

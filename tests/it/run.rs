@@ -260,3 +260,48 @@ async fn dry_run_decides_but_writes_nothing() {
     let status = h.runner.status().unwrap().cluster_wide.as_ref().unwrap();
     assert_eq!(status.scale_up.status, ClusterScaleUp::InProgress);
 }
+
+/// The taint `key` on `node` in the API, as (value set, effect).
+fn taint_effect(api: &KubeApi, node: &str, key: &str) -> Option<String> {
+    api.get(NODES, "", node).unwrap()["spec"]["taints"]
+        .as_array()?
+        .iter()
+        .find(|t| t["key"] == key)
+        .map(|t| t["effect"].as_str().unwrap_or_default().to_string())
+}
+
+/// Upstream's soft taints (core/scaledown/actuation/softtaint.go): an unneeded node not yet removed gets
+/// `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`, and loses it once it is needed again.
+#[tokio::test]
+async fn an_unneeded_node_is_soft_tainted_until_it_is_needed_again() {
+    let api = KubeApi::start().await;
+    pool(&api, 1).await;
+    let mut h = Harness::new(
+        api,
+        POOL,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    h.synced(2, 3).await;
+    let d = h.runner.run_once(now()).await.unwrap();
+    assert!(d.scale_down.is_empty(), "not unneeded for 10m yet: {d:?}");
+    assert_eq!(
+        taint_effect(&h.api, "pool-b", "DeletionCandidateOfClusterAutoscaler").as_deref(),
+        Some("PreferNoSchedule")
+    );
+    assert_eq!(
+        taint_effect(&h.api, "pool-a", "DeletionCandidateOfClusterAutoscaler"),
+        None
+    );
+
+    // pool-b fills up: needed again, the taint goes.
+    h.api.put(PODS, pod("big", "3", Some("pool-b"), "big"));
+    h.synced(2, 4).await;
+    h.runner.run_once(now()).await.unwrap();
+    assert_eq!(
+        taint_effect(&h.api, "pool-b", "DeletionCandidateOfClusterAutoscaler"),
+        None
+    );
+    assert_permitted(&h.api);
+}

@@ -98,9 +98,15 @@ async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
                "spec": {"taints": [dedicated.clone(), unreachable.clone()]}}),
     );
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(api.client());
-    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", true, 1_700_000_000)
-        .await
-        .unwrap();
+    ferroscale::k8s::drain::set_taint(
+        &nodes,
+        "busy",
+        ferroscale::actuator::Mark::ToBeDeleted,
+        true,
+        1_700_000_000,
+    )
+    .await
+    .unwrap();
     let got = api.get(NODES, "", "busy").unwrap();
     assert_eq!(
         got["metadata"]["labels"]["kubelet-was-here"], "true",
@@ -134,9 +140,15 @@ async fn a_taint_racing_another_writer_is_retried_and_loses_nothing() {
         "the first patch conflicted and was computed again"
     );
     // Untainting keeps the other taints.
-    ferroscale::k8s::drain::set_deletion_taint(&nodes, "busy", false, 0)
-        .await
-        .unwrap();
+    ferroscale::k8s::drain::set_taint(
+        &nodes,
+        "busy",
+        ferroscale::actuator::Mark::ToBeDeleted,
+        false,
+        0,
+    )
+    .await
+    .unwrap();
     let got = api.get(NODES, "", "busy").unwrap();
     assert_eq!(got["spec"]["taints"], json!([dedicated, unreachable]));
     assert_permitted(&api);

@@ -18,6 +18,7 @@ use super::replace::replace;
 use super::scale_down::scale_down;
 use super::scale_up::scale_up;
 use super::settings::Settings;
+use super::soft_taints::soft_taints;
 use crate::clock::Clock;
 use crate::labels;
 use crate::model::volumes::ClaimState;
@@ -171,6 +172,7 @@ pub fn run_once(
     } else {
         if settings.scale_down_enabled && d.scale_up.is_empty() {
             scale_down(&ctx, memory, &mut infos, existing, &mut d);
+            soft_taints(&ctx, memory, &mut d);
         }
         replace(&ctx, memory, &infos[..existing], &mut d);
     }

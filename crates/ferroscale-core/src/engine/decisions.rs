@@ -93,6 +93,11 @@ pub struct Decisions {
     pub disruptions: Vec<Disruption>,
     /// The scale-ups among `scale_up` that replace them.
     pub replacements: Vec<Replacement>,
+    /// Unneeded nodes to mark `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule` (upstream's soft
+    /// taint: the scheduler prefers other nodes, so the node empties before it goes).
+    pub soft_taint: Vec<String>,
+    /// Nodes needed again whose soft taint goes.
+    pub soft_untaint: Vec<String>,
 }
 
 impl Decisions {

@@ -25,6 +25,7 @@ mod scale_down;
 mod scale_up;
 pub mod settings;
 pub mod similar;
+mod soft_taints;
 pub mod status;
 pub mod taints;
 pub mod templates;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::context::Ctx;
 use super::decisions::{Decisions, ScaleDown};
 use super::drainability::{drainability, long_terminating, Drain};
+use super::health::NodeReadiness;
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel, Unfit};
@@ -177,12 +178,19 @@ pub(super) fn scale_down(
         else {
             continue;
         };
+        let opts = settings.options_of(group);
+        // A node still starting is upcoming capacity, not a candidate (upstream leaves it out of the
+        // snapshot scale-down simulates on).
+        if NodeReadiness::of(&node, opts.max_node_startup_time, now, &settings.taints)
+            == NodeReadiness::NotStarted
+        {
+            continue;
+        }
         let keep = |d: &mut Decisions, why| d.unremovable.push((node.name.clone(), why));
         if node.scale_down_disabled {
             keep(d, Unremovable::ScaleDownDisabled);
             continue;
         }
-        let opts = settings.options_of(group);
         if !node.ready && !settings.scale_down_unready_enabled {
             keep(d, Unremovable::UnreadyKept);
             continue;

@@ -85,6 +85,11 @@ pub struct Settings {
     pub taints: TaintConfig,
     /// `--bypassed-scheduler-names`: schedulers whose pods without a node count as pending at once.
     pub bypassed_scheduler_names: Vec<String>,
+    /// `--max-bulk-soft-taint-count`: soft taints (`DeletionCandidateOfClusterAutoscaler`) added or taken
+    /// off per loop (0: none).
+    pub max_bulk_soft_taint_count: usize,
+    /// `--max-bulk-soft-taint-time`: how long one loop spends on them.
+    pub max_bulk_soft_taint_time: Duration,
 }
 
 impl Settings {
@@ -153,6 +158,8 @@ impl Settings {
             defaults: OptionValues::DEFAULT,
             taints: TaintConfig::default(),
             bypassed_scheduler_names: Vec::new(),
+            max_bulk_soft_taint_count: 10,
+            max_bulk_soft_taint_time: Duration::from_secs(3),
         }
     }
 }

@@ -22,12 +22,12 @@ impl TaintConfig {
         labels::STARTUP_TAINT_PREFIXES
             .iter()
             .any(|p| t.key.starts_with(p))
-            || self.startup.iter().any(|k| *k == t.key)
+            || self.startup.contains(&t.key)
     }
 
     /// Whether `t` reports a status.
     pub fn is_status(&self, t: &Taint) -> bool {
-        t.key.starts_with(labels::STATUS_TAINT_PREFIX) || self.status.iter().any(|k| *k == t.key)
+        t.key.starts_with(labels::STATUS_TAINT_PREFIX) || self.status.contains(&t.key)
     }
 }
 

@@ -1,0 +1,90 @@
+//! Upstream's soft taints (`UpdateSoftDeletionTaints`): in a loop whose scale-down removed nothing, nodes
+//! found unneeded get `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`, so the scheduler prefers
+//! other nodes and they empty before their unneeded time is up; nodes needed again lose it. Taints come
+//! off first, then go on, together at most `--max-bulk-soft-taint-count` per loop (0: none); nodes being
+//! removed are left alone (their deletion taint says more).
+
+use super::context::Ctx;
+use super::decisions::Decisions;
+use super::memory::Memory;
+use crate::labels;
+
+/// Fills `d.soft_untaint` and `d.soft_taint` from the unneeded nodes `memory` holds after scale-down.
+pub(super) fn soft_taints(ctx: &Ctx, memory: &Memory, d: &mut Decisions) {
+    let mut budget = ctx.settings.max_bulk_soft_taint_count;
+    if budget == 0 || !d.scale_down.is_empty() {
+        return;
+    }
+    let candidate = |n: &crate::model::workload::Node| {
+        n.taints.iter().any(|t| t.key == labels::DELETION_CANDIDATE)
+    };
+    let settled = ctx
+        .world
+        .nodes
+        .iter()
+        .filter(|n| !ctx.world.removing.contains_key(&n.name));
+    let (unneeded, needed): (Vec<_>, Vec<_>) =
+        settled.partition(|n| memory.unneeded_since.contains_key(&n.name));
+    for n in needed.into_iter().filter(|n| candidate(n)) {
+        if budget == 0 {
+            return;
+        }
+        budget -= 1;
+        d.soft_untaint.push(n.name.clone());
+    }
+    for n in unneeded.into_iter().filter(|n| !candidate(n)) {
+        if budget == 0 {
+            return;
+        }
+        budget -= 1;
+        d.soft_taint.push(n.name.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{Memory, Settings};
+    use crate::fixtures::pool;
+    use crate::labels;
+    use crate::model::{Taint, TaintEffect};
+
+    fn candidate() -> Taint {
+        Taint {
+            key: labels::DELETION_CANDIDATE.into(),
+            value: "1".into(),
+            effect: TaintEffect::PreferNoSchedule,
+        }
+    }
+
+    #[test]
+    fn unneeded_nodes_are_soft_tainted_and_needed_ones_untainted_within_the_count() {
+        // `idle` is unneeded (not yet for its unneeded time); `busy` is needed but still carries the
+        // soft taint of an earlier loop.
+        let mut world = pool("pool", 0, &[("busy", &[("hog", 3000)]), ("idle", &[])]);
+        world.nodes[0].taints.push(candidate());
+        let s = Settings::upstream();
+        let d = world.run_once(&s, &mut Memory::default(), 10_000);
+        assert!(d.scale_down.is_empty(), "{d:?}");
+        assert_eq!(d.soft_untaint, ["busy"]);
+        assert_eq!(d.soft_taint, ["idle"]);
+
+        // Taints come off first when the count allows one change only; 0 turns soft taints off.
+        let one = Settings {
+            max_bulk_soft_taint_count: 1,
+            ..Settings::upstream()
+        };
+        let d = world.run_once(&one, &mut Memory::default(), 10_000);
+        assert_eq!((d.soft_untaint.len(), d.soft_taint.len()), (1, 0));
+        let off = Settings {
+            max_bulk_soft_taint_count: 0,
+            ..Settings::upstream()
+        };
+        let d = world.run_once(&off, &mut Memory::default(), 10_000);
+        assert!(d.soft_taint.is_empty() && d.soft_untaint.is_empty());
+
+        // An unneeded node that already has it is left alone.
+        world.nodes[1].taints.push(candidate());
+        let d = world.run_once(&s, &mut Memory::default(), 10_000);
+        assert_eq!(d.soft_taint, Vec::<String>::new());
+    }
+}
