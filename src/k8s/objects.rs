@@ -16,7 +16,7 @@ use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, SafeToEvict,
-    SpreadConstraint, Toleration, DAEMON_SET,
+    SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
 };
 use crate::model::{Resources, Taint, TaintEffect, UnknownTaintEffect};
 
@@ -121,9 +121,14 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .map(|(i, t)| {
             Ok(Toleration {
                 key: t.key.clone().unwrap_or_default(),
-                value: match t.operator.as_deref() {
-                    Some("Exists") => None,
-                    _ => Some(t.value.clone().unwrap_or_default()),
+                value: {
+                    let v = t.value.clone().unwrap_or_default();
+                    match t.operator.as_deref() {
+                        Some("Exists") => None,
+                        Some("Gt") => Some(TolerationValue::Gt(v)),
+                        Some("Lt") => Some(TolerationValue::Lt(v)),
+                        _ => Some(TolerationValue::Equal(v)),
+                    }
                 },
                 effect: t
                     .effect
