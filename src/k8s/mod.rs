@@ -14,6 +14,7 @@ pub mod lease;
 pub mod objects;
 pub mod owners;
 pub mod priorities;
+mod requests;
 mod selectors;
 pub mod status;
 pub mod volumes;

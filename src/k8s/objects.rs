@@ -16,9 +16,9 @@ use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, SafeToEvict,
-    SpreadConstraint, Toleration, DAEMON_SET,
+    SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
 };
-use crate::model::{pod_requests, Resources, Taint, TaintEffect, UnknownTaintEffect};
+use crate::model::{Resources, Taint, TaintEffect, UnknownTaintEffect};
 
 fn time(t: &Option<meta::Time>) -> i64 {
     t.as_ref().map(|t| t.0.as_second()).unwrap_or(0)
@@ -29,11 +29,6 @@ fn quantities(map: Option<&BTreeMap<String, Quantity>>) -> impl Iterator<Item = 
     map.into_iter()
         .flatten()
         .map(|(k, q)| (k.as_str(), q.0.as_str()))
-}
-
-/// The `requests` of a container's or pod's resources, if any.
-fn requests_map(r: &Option<core::ResourceRequirements>) -> Option<&BTreeMap<String, Quantity>> {
-    r.as_ref().and_then(|r| r.requests.as_ref())
 }
 
 fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Resources> {
@@ -96,20 +91,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
     let at = |field: &str| format!("pod {namespace}/{name}: {field}");
     let default = core::PodSpec::default();
     let spec = p.spec.as_ref().unwrap_or(&default);
-    let requests = pod_requests(
-        &format!("pod {namespace}/{name}: "),
-        quantities(requests_map(&spec.resources)),
-        spec.containers
-            .iter()
-            .map(|c| quantities(requests_map(&c.resources))),
-        spec.init_containers.iter().flatten().map(|c| {
-            (
-                quantities(requests_map(&c.resources)),
-                c.restart_policy.as_deref(),
-            )
-        }),
-        quantities(spec.overhead.as_ref()),
-    )?;
+    let requests = super::requests::of(p, &format!("pod {namespace}/{name}: "))?;
     let node_affinity = spec
         .affinity
         .as_ref()
@@ -139,9 +121,14 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .map(|(i, t)| {
             Ok(Toleration {
                 key: t.key.clone().unwrap_or_default(),
-                value: match t.operator.as_deref() {
-                    Some("Exists") => None,
-                    _ => Some(t.value.clone().unwrap_or_default()),
+                value: {
+                    let v = t.value.clone().unwrap_or_default();
+                    match t.operator.as_deref() {
+                        Some("Exists") => None,
+                        Some("Gt") => Some(TolerationValue::Gt(v)),
+                        Some("Lt") => Some(TolerationValue::Lt(v)),
+                        _ => Some(TolerationValue::Equal(v)),
+                    }
                 },
                 effect: t
                     .effect
@@ -152,9 +139,16 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             })
         })
         .collect::<Result<_>>()?;
+    // Containers' and sidecars' (restartable init containers') ports, as upstream's GetHostPorts.
     let host_ports = spec
         .containers
         .iter()
+        .chain(
+            spec.init_containers
+                .iter()
+                .flatten()
+                .filter(|c| c.restart_policy.as_deref() == Some("Always")),
+        )
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let port = u16::try_from(p.host_port?).ok().filter(|p| *p > 0)?;

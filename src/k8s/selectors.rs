@@ -35,11 +35,16 @@ fn requirement(
 /// A required node selector as an OR of terms, each an AND of requirements (its `matchExpressions`
 /// and its `matchFields`, which the scheduler supports only on `metadata.name` with `In` or `NotIn`,
 /// carried under [`FIELD_NODE_NAME`]); `field` names the selector (`spec.nodeAffinity.required`, with
-/// the object) in errors.
+/// the object) in errors. As upstream's node selector: a term with no requirement, or with one the
+/// label machinery rejects (a value that is no label value, `Gt` on a non-integer, a wrong number of
+/// values), matches no node, and so does a selector without terms.
 pub(crate) fn node_selector_terms(
     sel: &NodeSelector,
     field: &str,
 ) -> Result<Vec<Vec<Requirement>>> {
+    if sel.node_selector_terms.is_empty() {
+        return Ok(vec![never()]);
+    }
     sel.node_selector_terms
         .iter()
         .enumerate()
@@ -52,6 +57,7 @@ pub(crate) fn node_selector_terms(
                     .map(|e| (&e.key, &e.operator, &e.values)),
                 &at,
             )?;
+            let mut valid = reqs.iter().all(parses);
             for (i, f) in term.match_fields.iter().flatten().enumerate() {
                 let here = format!("{at}.matchFields[{i}]");
                 if f.key != "metadata.name" {
@@ -72,11 +78,52 @@ pub(crate) fn node_selector_terms(
                         format!("{:?} on metadata.name (only In and NotIn)", f.operator),
                     ));
                 }
+                // A field selector takes exactly one value.
+                valid &= r.values.len() == 1;
                 reqs.push(r);
             }
-            Ok(reqs)
+            Ok(if reqs.is_empty() || !valid {
+                never()
+            } else {
+                reqs
+            })
         })
         .collect()
+}
+
+/// A term that matches no node: `In` with no value admits no label value (nor name).
+fn never() -> Vec<Requirement> {
+    vec![Requirement {
+        key: String::new(),
+        op: SelectorOp::In,
+        values: Vec::new(),
+    }]
+}
+
+/// Whether apimachinery's label selector would accept a node selector requirement: `In` and `NotIn` with
+/// some values, `Exists` and `DoesNotExist` with none, `Gt` and `Lt` with one integer; every value a
+/// label value.
+fn parses(r: &Requirement) -> bool {
+    let count = match r.op {
+        SelectorOp::In | SelectorOp::NotIn => !r.values.is_empty(),
+        SelectorOp::Exists | SelectorOp::DoesNotExist => r.values.is_empty(),
+        SelectorOp::Gt | SelectorOp::Lt => {
+            r.values.len() == 1 && r.values[0].parse::<i64>().is_ok()
+        }
+    };
+    count && r.values.iter().all(|v| label_value(v))
+}
+
+/// A label value: at most 63 characters, empty or alphanumeric at both ends with `-`, `_` and `.`
+/// between.
+fn label_value(v: &str) -> bool {
+    let b = v.as_bytes();
+    b.len() <= 63
+        && (b.is_empty()
+            || (b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))))
 }
 
 /// The `matchExpressions` of a label or node selector (`field` names the selector or term in errors).

@@ -3,6 +3,8 @@
 //! under test (`pod`, by default the one pod without a node) and any storage objects; `fits` maps each
 //! node named to whether the pod passes there. Every filter runs, as in the scheduler, so a node with
 //! no `status.allocatable` (upstream's cases about other plugins leave it empty) gets room for anything.
+//! `args` holds the plugin arguments a case configures upstream (a scheduler profile): ferroscale runs the
+//! default profile only, so such a case cannot run here.
 
 use std::collections::BTreeMap;
 
@@ -18,10 +20,18 @@ struct Case {
     #[serde(default)]
     pod: Option<String>,
     fits: BTreeMap<String, bool>,
+    #[serde(default)]
+    args: Option<serde_norway::Value>,
 }
 
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
+    if case.args.is_some() {
+        return Err(
+            "plugin arguments (a scheduler profile) are not supported: the default profile runs"
+                .into(),
+        );
+    }
     let mut objects = support::objects(&case.objects)?;
     for n in &mut objects.nodes {
         let status = n.status.get_or_insert_with(Default::default);

@@ -84,12 +84,15 @@ pub const BALANCING_IGNORED: &[&str] = &[
 ];
 /// Soft taint upstream puts on nodes it found unneeded (PreferNoSchedule).
 pub const DELETION_CANDIDATE: &str = "DeletionCandidateOfClusterAutoscaler";
+/// The taint a cordoned node stands for: a pod tolerating it (NoSchedule) may land on the node anyway,
+/// as DaemonSet pods do.
+pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 /// Taints that describe a node's passing state (conditions, cloud initialisation, shutdown), not what a
 /// new node of its group would have: left out of templates copied from real nodes (upstream's list).
 pub const NODE_CONDITION_TAINTS: &[&str] = &[
     "node.kubernetes.io/not-ready",
     "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/unschedulable",
+    UNSCHEDULABLE_TAINT,
     "node.kubernetes.io/memory-pressure",
     "node.kubernetes.io/disk-pressure",
     "node.kubernetes.io/network-unavailable",

@@ -20,6 +20,7 @@ pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, 
 pub use options::{AutoscalingOptions, OptionValues};
 pub use provider_id::instance_id;
 pub use resources::{
-    pod_requests, Resources, Taint, TaintEffect, TemplateNode, UnknownTaintEffect,
+    pod_level_resource, pod_requests, Resources, Taint, TaintEffect, TemplateNode,
+    UnknownTaintEffect,
 };
 pub use snapshot::Snapshot;

@@ -96,6 +96,27 @@ impl Resources {
         }
     }
 
+    /// Sets the resources named in `names` that pod-level requests may set (cpu, memory, hugepages-*)
+    /// to `pod_level`'s: pod-level requests replace the containers' aggregate of those only, the others
+    /// (ephemeral storage, extended resources) stay the containers' (upstream's PodRequests).
+    pub fn override_pod_level<'a>(
+        &mut self,
+        pod_level: &Resources,
+        names: impl IntoIterator<Item = &'a str>,
+    ) {
+        for name in names {
+            match name {
+                "cpu" => self.cpu_milli = pod_level.cpu_milli,
+                "memory" => self.memory = pod_level.memory,
+                hp if pod_level_resource(hp) => {
+                    let v = pod_level.extended.get(hp).copied().unwrap_or(0);
+                    self.extended.insert(hp.to_string(), v);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Raises each resource to at least `other`'s.
     pub fn max_with(&mut self, other: &Resources) {
         self.cpu_milli = self.cpu_milli.max(other.cpu_milli);
@@ -109,11 +130,18 @@ impl Resources {
     }
 }
 
+/// Whether pod-level requests may set a resource (cpu, memory, hugepages of any size), as upstream's
+/// IsSupportedPodLevelResource.
+pub fn pod_level_resource(name: &str) -> bool {
+    matches!(name, "cpu" | "memory") || name.starts_with("hugepages-")
+}
+
 /// The request parts of a pod spec, combined as the scheduler does ([`pod_requests`] reads them).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct RequestParts {
-    /// Pod-level `spec.resources.requests`, which win over containers when set.
-    pod_level: Option<Resources>,
+    /// Pod-level `spec.resources.requests` and the names it sets that pod-level requests may set; None
+    /// when it sets none of those (not set, as upstream's IsPodLevelRequestsSet).
+    pod_level: Option<(Resources, Vec<String>)>,
     containers: Vec<Resources>,
     /// Init containers in order, each with whether it is a sidecar (`restartPolicy: Always`).
     init: Vec<(Resources, bool)>,
@@ -121,40 +149,38 @@ struct RequestParts {
 }
 
 impl RequestParts {
-    /// Effective requests: pod-level resources when set, else the sum of containers and sidecars, at least
-    /// each regular init container plus the sidecars started before it; then the runtime overhead; one
-    /// pod slot.
+    /// Effective requests: the sum of containers and sidecars, at least each regular init container plus
+    /// the sidecars started before it; pod-level requests over it where set; then the runtime overhead;
+    /// one pod slot.
     fn effective(&self) -> Resources {
-        let mut total = match &self.pod_level {
-            Some(r) => r.clone(),
-            None => {
-                let mut sidecars = Resources::default();
-                let mut init_peak = Resources::default();
-                for (r, sidecar) in &self.init {
-                    if *sidecar {
-                        sidecars.add(r);
-                    } else {
-                        let mut this = sidecars.clone();
-                        this.add(r);
-                        init_peak.max_with(&this);
-                    }
-                }
-                let mut total = sidecars;
-                for c in &self.containers {
-                    total.add(c);
-                }
-                total.max_with(&init_peak);
-                total
+        let mut sidecars = Resources::default();
+        let mut init_peak = Resources::default();
+        for (r, sidecar) in &self.init {
+            if *sidecar {
+                sidecars.add(r);
+            } else {
+                let mut this = sidecars.clone();
+                this.add(r);
+                init_peak.max_with(&this);
             }
-        };
+        }
+        let mut total = sidecars;
+        for c in &self.containers {
+            total.add(c);
+        }
+        total.max_with(&init_peak);
+        if let Some((r, names)) = &self.pod_level {
+            total.override_pod_level(r, names.iter().map(String::as_str));
+        }
         total.add(&self.overhead);
         total.pods = 1;
         total
     }
 }
 
-/// A pod's effective requests, as the scheduler counts them (pod-level requests when set, else the
-/// containers and sidecars, at least each init container's peak; then the overhead): the one rule
+/// A pod's effective requests, as the scheduler counts them (the containers and sidecars, at least each
+/// init container's peak; the cpu, memory and hugepages pod-level requests set instead of theirs; then
+/// the overhead): the one rule
 /// every adapter reads a pod spec with, whatever its Kubernetes types. Each part is given as (resource
 /// name, quantity text) pairs: `pod_level` is `spec.resources.requests` (absent or empty: not set),
 /// `init_containers` come with their `restartPolicy` (`Always` makes a sidecar). `at` prefixes the field
@@ -169,14 +195,19 @@ pub fn pod_requests<'a, Q>(
 where
     Q: IntoIterator<Item = (&'a str, &'a str)>,
 {
-    let mut pod_level = pod_level.into_iter().peekable();
+    let pod_level: Vec<(&str, &str)> = pod_level.into_iter().collect();
+    let names: Vec<String> = pod_level
+        .iter()
+        .filter(|(n, _)| pod_level_resource(n))
+        .map(|(n, _)| n.to_string())
+        .collect();
     let parts = RequestParts {
-        pod_level: match pod_level.peek() {
-            None => None,
-            Some(_) => Some(Resources::from_quantities(
-                &format!("{at}spec.resources.requests"),
-                pod_level,
-            )?),
+        pod_level: match names.is_empty() {
+            true => None,
+            false => Some((
+                Resources::from_quantities(&format!("{at}spec.resources.requests"), pod_level)?,
+                names,
+            )),
         },
         containers: containers
             .into_iter()
@@ -329,6 +360,28 @@ mod tests {
         assert_eq!((r.cpu_milli, r.memory), (1000, 1 << 30));
         let r = pod_requests("", vec![], [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
         assert_eq!(r.cpu_milli, 3000, "empty pod-level requests are not set");
+    }
+
+    #[test]
+    fn pod_level_requests_leave_other_resources_to_the_containers() {
+        let mut c = cpu_mem("3", "3Gi");
+        c.push(("nvidia.com/gpu", "1"));
+        c.push(("ephemeral-storage", "1Gi"));
+        let r = pod_requests("", vec![("cpu", "1")], [c], [], vec![]).unwrap();
+        assert_eq!((r.cpu_milli, r.memory, r.gpus()), (1000, 3 << 30, 1));
+        assert_eq!(r.ephemeral_storage, 1 << 30);
+        let r = pod_requests(
+            "",
+            vec![("nvidia.com/gpu", "4")],
+            [cpu_mem("3", "3Gi")],
+            [],
+            vec![],
+        );
+        assert_eq!(
+            r.unwrap().gpus(),
+            0,
+            "pod-level requests cannot set extended resources"
+        );
     }
 
     #[test]

@@ -21,18 +21,49 @@ pub fn pod_key(namespace: &str, name: &str) -> String {
 pub struct Toleration {
     /// Empty with `Exists` tolerates every taint.
     pub key: String,
-    pub value: Option<String>,
+    pub value: Option<TolerationValue>,
     /// None tolerates every effect.
     pub effect: Option<TaintEffect>,
+}
+
+/// What a toleration asks of a taint's value: its operator with its value. `Gt` and `Lt` compare the
+/// taint's value, an integer, with the toleration's (the TaintTolerationComparisonOperators feature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TolerationValue {
+    /// `operator: Equal` (or none).
+    Equal(String),
+    /// The taint's value is greater.
+    Gt(String),
+    /// The taint's value is less.
+    Lt(String),
 }
 
 impl Toleration {
     pub fn tolerates(&self, t: &Taint) -> bool {
         let key = self.key.is_empty() && self.value.is_none() || self.key == t.key;
-        let value = self.value.as_ref().is_none_or(|v| *v == t.value);
+        let value = match &self.value {
+            None => true,
+            Some(TolerationValue::Equal(v)) => *v == t.value,
+            Some(TolerationValue::Gt(v)) => {
+                matches!((integer(&t.value), integer(v)), (Some(a), Some(b)) if a > b)
+            }
+            Some(TolerationValue::Lt(v)) => {
+                matches!((integer(&t.value), integer(v)), (Some(a), Some(b)) if a < b)
+            }
+        };
         let effect = self.effect.is_none_or(|e| e == t.effect);
         key && value && effect
     }
+}
+
+/// A taint or toleration value as the numeric operators read it: a 64-bit integer written plainly (an
+/// optional `-`, no `+`, no leading zero, no space); anything else compares as neither greater nor less.
+fn integer(v: &str) -> Option<i64> {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    let plain = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    plain.then(|| v.parse().ok()).flatten()
 }
 
 /// A pod (anti-)affinity term: pods matching `selector` (in `namespaces`, empty = the pod's own) in the
@@ -291,7 +322,7 @@ mod tests {
         };
         let tol = |key: &str, value: Option<&str>, effect: Option<TaintEffect>| Toleration {
             key: key.into(),
-            value: value.map(str::to_string),
+            value: value.map(|v| TolerationValue::Equal(v.to_string())),
             effect,
         };
         assert!(tol("dedicated", Some("gpu"), Some(TaintEffect::NoSchedule)).tolerates(&t));
@@ -299,6 +330,37 @@ mod tests {
         assert!(tol("", None, None).tolerates(&t), "tolerate everything");
         assert!(!tol("dedicated", Some("batch"), None).tolerates(&t));
         assert!(!tol("dedicated", None, Some(TaintEffect::NoExecute)).tolerates(&t));
+    }
+
+    #[test]
+    fn numeric_tolerations_compare_plain_integers_only() {
+        let taint = |value: &str| Taint {
+            key: "sla".into(),
+            value: value.into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let tol = |value: TolerationValue| Toleration {
+            key: "sla".into(),
+            value: Some(value),
+            effect: None,
+        };
+        let gt = |v: &str| tol(TolerationValue::Gt(v.into()));
+        let lt = |v: &str| tol(TolerationValue::Lt(v.into()));
+        assert!(gt("750").tolerates(&taint("950")));
+        assert!(!gt("950").tolerates(&taint("950")));
+        assert!(lt("0").tolerates(&taint("-9223372036854775808")));
+        for bad in [
+            "0200",
+            "+200",
+            " 200",
+            "",
+            "-",
+            "2.5",
+            "9223372036854775808",
+        ] {
+            assert!(!gt("100").tolerates(&taint(bad)), "{bad:?}");
+            assert!(!lt(bad).tolerates(&taint("-5")), "{bad:?}");
+        }
     }
 
     #[test]

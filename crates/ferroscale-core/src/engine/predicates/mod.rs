@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::model::volumes::Wait;
 use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
-use crate::model::{Resources, TaintEffect};
+use crate::model::{Resources, Taint, TaintEffect};
 
 mod spread;
 mod volumes;
@@ -219,7 +219,7 @@ pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
     if pod.node_name.as_ref().is_some_and(|n| *n != node.name) {
         return Err(Unfit::NodeName);
     }
-    if node.unschedulable {
+    if node.unschedulable && !tolerates_cordon(pod) {
         return Err(Unfit::Unschedulable);
     }
     placement(pod, node)?;
@@ -242,6 +242,17 @@ pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
         }
     }
     volumes::fits(pod, info)
+}
+
+/// Whether the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint, which lets it onto
+/// a cordoned node (upstream's NodeUnschedulable filter).
+fn tolerates_cordon(pod: &Pod) -> bool {
+    let cordon = Taint {
+        key: labels::UNSCHEDULABLE_TAINT.to_string(),
+        value: String::new(),
+        effect: TaintEffect::NoSchedule,
+    };
+    pod.tolerations.iter().any(|t| t.tolerates(&cordon))
 }
 
 /// Whether `want` more fits next to `used` within `alloc`; names the first resource short.
