@@ -1,11 +1,15 @@
 //! Template nodes for scale from zero, from live EC2 instance type facts and the group's tags
 //! (pure: no AWS calls). Fixes upstream's known failures: allocatable is capacity minus the EKS reserve
 //! (not capacity), pods come from the ENI formula (not 110), a mixed-instances group promises only what its
-//! smallest type has (not its first override), and memory is exact MiB × 2^20.
+//! smallest type has (not its first override), and memory is exact MiB × 2^20. An EKS managed node group's
+//! labels, taints and resource tags ([`super::eks`]) and an attribute-based group's requirements
+//! ([`super::requirements`]) are applied as upstream applies them.
 
 use crate::labels;
 use std::collections::BTreeMap;
 
+use super::eks::ManagedNodegroup;
+use super::requirements::Floor;
 use super::types::{AsgInfo, InstanceTypeInfo};
 use crate::model::{reserve, AutoscalingOptions, Resources, Taint, TaintEffect, TemplateNode};
 
@@ -74,14 +78,38 @@ fn accelerator(t: &InstanceTypeInfo) -> String {
     format!("{m}-{n}").to_ascii_lowercase().replace(' ', "-")
 }
 
-/// The template node of an Auto Scaling group; `types` are the types it may launch, first one first.
+/// An attribute-based group's capacity: its requirements' minimums, what every type AWS may pick has.
+fn apply_floor(capacity: &mut Resources, floor: &Floor) {
+    if let Some(v) = floor.vcpus {
+        capacity.cpu_milli = v * 1000;
+    }
+    if let Some(m) = floor.memory_mib {
+        capacity.memory = m << 20;
+    }
+    match floor.nvidia_gpus {
+        Some(n) if n > 0 => {
+            capacity.extended.insert(labels::NVIDIA_GPU.to_string(), n);
+        }
+        Some(_) => {
+            capacity.extended.remove(labels::NVIDIA_GPU);
+        }
+        None => {}
+    }
+}
+
+/// The template node of an Auto Scaling group; `types` are the types it may launch, first one first;
+/// `managed` is its EKS managed node group, when known.
 pub fn build_template(
     asg: &AsgInfo,
     region: &str,
     types: &[&InstanceTypeInfo],
+    managed: Option<&ManagedNodegroup>,
 ) -> Result<TemplateNode, String> {
     let first = *types.first().ok_or("no known instance type")?;
     let mut capacity = smallest_capacity(types).ok_or("no known instance type")?;
+    if let Some(floor) = &asg.requirements_floor {
+        apply_floor(&mut capacity, floor);
+    }
     let name = format!("{}-template", asg.name);
     let mut labels = BTreeMap::new();
     let arch = first
@@ -134,8 +162,24 @@ pub fn build_template(
             resource_overrides.push((resource, value));
         }
     }
-    // A resources tag says what the node has (upstream sets capacity from it); what pods may use is that
-    // minus the reserve, as on the nodes that register.
+    let mut taints: Vec<Taint> = taints.into_values().collect();
+    if let Some(m) = managed {
+        labels.extend(m.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for t in &m.taints {
+            match taints
+                .iter_mut()
+                .find(|have| have.key == t.key && have.effect == t.effect)
+            {
+                Some(have) => *have = t.clone(),
+                None => taints.push(t.clone()),
+            }
+        }
+        resource_overrides.extend(m.tags.iter().filter_map(|(tag, value)| {
+            Some((tag.strip_prefix(RESOURCE_TAG)?, value))
+        }));
+    }
+    // A resources tag says what the node has (upstream sets capacity from it, the node group's tags
+    // last); what pods may use is that minus the reserve, as on the nodes that register.
     for (resource, value) in resource_overrides {
         if let Err(e) = capacity.set(resource, value) {
             tracing::warn!(asg = %asg.name, %resource, error = %e, "resource tag ignored")
@@ -145,7 +189,7 @@ pub fn build_template(
     Ok(TemplateNode {
         name,
         labels,
-        taints: taints.into_values().collect(),
+        taints,
         capacity,
         allocatable,
         // Known only from a real node's CSINode.
@@ -206,6 +250,7 @@ mod tests {
             distribution: None,
             spot_launch: false,
             revision: None,
+            requirements_floor: None,
         }
     }
 
@@ -226,6 +271,7 @@ mod tests {
             )]),
             "us-east-1",
             &[&c5d],
+            None,
         )
         .unwrap();
         assert_eq!(node.capacity.memory, 16 << 30);
@@ -244,7 +290,7 @@ mod tests {
         g4.gpus = 1;
         g4.gpu_manufacturer = Some("NVIDIA".into());
         g4.gpu_name = Some("T4".into());
-        let node = build_template(&asg(&[]), "us-east-1", &[&g4]).unwrap();
+        let node = build_template(&asg(&[]), "us-east-1", &[&g4], None).unwrap();
         assert_eq!(node.capacity.gpus(), 1);
         assert_eq!(node.labels[labels::GPU], "nvidia-t4");
         assert_eq!(
@@ -277,7 +323,7 @@ mod tests {
         ]);
         let mut arm = t("m6g.large", 2, 8192, 3, 10);
         arm.architectures = vec!["arm64".into()];
-        let node = build_template(&a, "us-east-1", &[&arm]).unwrap();
+        let node = build_template(&a, "us-east-1", &[&arm], None).unwrap();
         assert_eq!(node.labels["team"], "data");
         assert_eq!(node.labels["kubernetes.io/arch"], "arm64");
         assert_eq!(node.labels["eks.amazonaws.com/nodegroup"], "ng-1");
