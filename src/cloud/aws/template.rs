@@ -334,4 +334,64 @@ mod tests {
         assert_eq!(o.scale_down_utilization_threshold, None);
         assert!(options_from_tags("g", &asg(&[]).tags).is_none());
     }
+
+    #[test]
+    fn managed_node_group_labels_win_taints_add_and_its_resource_tags_set_capacity() {
+        let a = asg(&[
+            ("k8s.io/cluster-autoscaler/node-template/label/team", "web"),
+            ("k8s.io/cluster-autoscaler/node-template/taint/dedicated", "web:NoSchedule"),
+            ("k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage", "20Gi"),
+        ]);
+        let m = ManagedNodegroup {
+            labels: [("team", "ml"), ("eks.amazonaws.com/capacityType", "SPOT")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: vec![
+                Taint {
+                    key: "gpu".into(),
+                    value: "true".into(),
+                    effect: TaintEffect::NoExecute,
+                },
+                Taint {
+                    key: "dedicated".into(),
+                    value: "ml".into(),
+                    effect: TaintEffect::NoSchedule,
+                },
+            ],
+            tags: [(
+                "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage".to_string(),
+                "80Gi".to_string(),
+            )]
+            .into(),
+        };
+        let node =
+            build_template(&a, "us-east-1", &[&t("m5.large", 2, 8192, 3, 10)], Some(&m)).unwrap();
+        assert_eq!(node.labels["team"], "ml", "the node group's label wins over the tag");
+        assert_eq!(node.labels["eks.amazonaws.com/capacityType"], "SPOT");
+        let taints: Vec<(&str, &str)> = node
+            .taints
+            .iter()
+            .map(|t| (t.key.as_str(), t.value.as_str()))
+            .collect();
+        assert_eq!(taints, [("dedicated", "ml"), ("gpu", "true")]);
+        assert_eq!(node.capacity.ephemeral_storage, 80 << 30);
+    }
+
+    #[test]
+    fn attribute_based_capacity_is_the_requirements_floor() {
+        let mut a = asg(&[]);
+        a.requirements_floor = Some(Floor {
+            vcpus: Some(2),
+            memory_mib: Some(3072),
+            nvidia_gpus: Some(1),
+        });
+        let node = build_template(&a, "us-east-1", &[&t("m5.xlarge", 4, 16384, 4, 15)], None)
+            .unwrap();
+        assert_eq!(node.capacity.cpu_milli, 2000);
+        assert_eq!(node.capacity.memory, 3072 << 20);
+        assert_eq!(node.capacity.gpus(), 1);
+        assert_eq!(node.capacity.pods, 58, "pods: the first type's ENIs");
+        assert_eq!(node.labels[labels::INSTANCE_TYPE], "m5.xlarge");
+    }
 }
