@@ -8,7 +8,7 @@ use ferroscale::cloud::Cloud;
 use ferroscale::metrics::Metrics;
 use ferroscale::model::{quantity, TaintEffect};
 
-use crate::support::aws_proxy::{FaultProxy, Failure};
+use crate::support::aws_proxy::{Failure, FaultProxy};
 use crate::support::moto::{Moto, DISCOVERY};
 
 const MIB: i64 = 1 << 20;
@@ -213,7 +213,10 @@ async fn eks_managed_node_group_labels_taints_and_tags_reach_the_template() {
         .await;
     let s = cloud.snapshot();
     let t = &s.group(&asg).unwrap().template;
-    assert_eq!(t.labels["team"], "ml", "the node group's label wins over the tag");
+    assert_eq!(
+        t.labels["team"], "ml",
+        "the node group's label wins over the tag"
+    );
     assert_eq!(t.labels["eks.amazonaws.com/capacityType"], "SPOT");
     assert_eq!(t.labels["eks.amazonaws.com/nodegroup"], "gpu");
     // What upstream also adds from DescribeNodegroup (moto's defaults).
@@ -249,8 +252,11 @@ async fn a_denied_describe_nodegroup_degrades_to_the_asgs_own_template() {
     let moto = Moto::start().await;
     let proxy = FaultProxy::start(&moto.url).await;
     proxy.set(|f| {
-        f.failures
-            .push(Failure::new("DescribeNodegroup", 403, "AccessDeniedException"))
+        f.failures.push(Failure::new(
+            "DescribeNodegroup",
+            403,
+            "AccessDeniedException",
+        ))
     });
     let asg = managed_gpu_nodegroup(&moto).await;
     let metrics = Arc::new(Metrics::default());
@@ -260,8 +266,14 @@ async fn a_denied_describe_nodegroup_degrades_to_the_asgs_own_template() {
     cloud.refresh().await.unwrap();
     let s = cloud.snapshot();
     let t = &s.group(&asg).unwrap().template;
-    assert_eq!(t.labels["team"], "web", "the ASG's tag, no node group label");
-    assert_eq!(t.labels["eks.amazonaws.com/nodegroup"], "gpu", "from the tag");
+    assert_eq!(
+        t.labels["team"], "web",
+        "the ASG's tag, no node group label"
+    );
+    assert_eq!(
+        t.labels["eks.amazonaws.com/nodegroup"], "gpu",
+        "from the tag"
+    );
     assert!(!t.labels.contains_key("eks.amazonaws.com/capacityType"));
     assert!(t.taints.is_empty());
     assert_eq!(t.capacity.ephemeral_storage, 0);
@@ -303,8 +315,7 @@ async fn a_pod_selecting_the_managed_node_groups_label_scales_it_from_zero() {
     let mut tolerant = pod("tolerant", "500m", None, "tolerant");
     tolerant["spec"]["nodeSelector"] =
         serde_json::json!({"team": "ml", "eks.amazonaws.com/capacityType": "SPOT"});
-    tolerant["spec"]["tolerations"] =
-        serde_json::json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+    tolerant["spec"]["tolerations"] = serde_json::json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
     h.api.put(PODS, tolerant);
     h.synced(0, 2).await;
     let d = h.runner.run_once(now + 10).await.unwrap();
@@ -356,7 +367,11 @@ async fn an_attribute_based_group_takes_the_first_type_ec2_names_and_the_require
     assert_eq!(t.labels["node.kubernetes.io/instance-type"], "c5.large");
     assert_eq!(t.labels["topology.kubernetes.io/zone"], "us-east-1c");
     assert_eq!(t.capacity.cpu_milli, 2000, "VCpuCount.Min");
-    assert_eq!(t.capacity.memory, 3072 * MIB, "MemoryMiB.Min, not c5.large's 4 GiB");
+    assert_eq!(
+        t.capacity.memory,
+        3072 * MIB,
+        "MemoryMiB.Min, not c5.large's 4 GiB"
+    );
     assert_eq!(t.capacity.pods, 29, "c5.large: 3 ENIs × (10 − 1) + 2");
     let asked: Vec<String> = proxy
         .bodies

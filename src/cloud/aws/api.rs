@@ -33,7 +33,7 @@ const INSTANCE_TYPES_PER_CALL: usize = 100;
 pub struct Api {
     pub asg: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
-    /// EKS, for managed node groups' labels and taints (`super::eks`).
+    /// EKS, for managed node groups' labels and taints.
     pub eks: aws_sdk_eks::Client,
     /// The Pricing API, always in [`PRICING_REGION`].
     pub pricing: aws_sdk_pricing::Client,
@@ -55,7 +55,7 @@ pub enum LaunchSource {
     /// instance requirements of an attribute-based policy.
     Mixed {
         overrides: Vec<String>,
-        requirements: Option<super::requirements::Requirements>,
+        requirements: Option<Box<super::requirements::Requirements>>,
         template: Option<Box<LaunchSource>>,
     },
     Unknown,
@@ -391,7 +391,7 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .iter()
                 .filter_map(|o| o.instance_type().map(str::to_string))
                 .collect(),
-            requirements: super::requirements::from_overrides(m.overrides()),
+            requirements: super::requirements::from_overrides(m.overrides()).map(Box::new),
             template: m
                 .launch_template_specification()
                 .map(|t| Box::new(template_source(t))),

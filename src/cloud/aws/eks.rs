@@ -88,7 +88,10 @@ impl ManagedNodegroups {
         api: &Api,
         raw: &BTreeMap<String, RawGroup>,
     ) -> HashMap<String, Arc<ManagedNodegroup>> {
-        let wanted: BTreeSet<Identity> = raw.values().filter_map(|g| identity(&g.info.tags)).collect();
+        let wanted: BTreeSet<Identity> = raw
+            .values()
+            .filter_map(|g| identity(&g.info.tags))
+            .collect();
         let found: HashMap<Identity, Arc<ManagedNodegroup>> = futures::stream::iter(wanted)
             .map(|id| async move {
                 let ng = self.get(api, &id).await;
@@ -99,7 +102,9 @@ impl ManagedNodegroups {
             .collect()
             .await;
         raw.iter()
-            .filter_map(|(name, g)| Some((name.clone(), found.get(&identity(&g.info.tags)?)?.clone())))
+            .filter_map(|(name, g)| {
+                Some((name.clone(), found.get(&identity(&g.info.tags)?)?.clone()))
+            })
             .collect()
     }
 
@@ -233,7 +238,10 @@ mod tests {
             Some(("prod".into(), "ng-1".into()))
         );
         assert_eq!(identity(&tags(&[(NODEGROUP_TAG, "ng-1")])), None);
-        assert_eq!(identity(&tags(&[(CLUSTER_TAG, "prod"), (NODEGROUP_TAG, "")])), None);
+        assert_eq!(
+            identity(&tags(&[(CLUSTER_TAG, "prod"), (NODEGROUP_TAG, "")])),
+            None
+        );
     }
 
     #[test]
@@ -259,7 +267,10 @@ mod tests {
                     .effect(eks::TaintEffect::PreferNoSchedule)
                     .build(),
             )
-            .tags("k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage", "80Gi")
+            .tags(
+                "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+                "80Gi",
+            )
             .build();
         let m = convert(&ng).unwrap();
         assert_eq!(m.labels["team"], "ml");
@@ -267,12 +278,23 @@ mod tests {
         assert_eq!(m.labels["amiType"], "AL2023_x86_64_STANDARD");
         assert_eq!(m.labels["diskSize"], "80");
         assert_eq!(m.labels["k8sVersion"], "1.33");
-        assert_eq!(m.labels["eks.amazonaws.com/nodegroup"], "overridden", "the node group's own labels win");
+        assert_eq!(
+            m.labels["eks.amazonaws.com/nodegroup"], "overridden",
+            "the node group's own labels win"
+        );
         assert_eq!(
             m.taints,
             vec![
-                Taint { key: "gpu".into(), value: "true".into(), effect: TaintEffect::NoSchedule },
-                Taint { key: "dedicated".into(), value: String::new(), effect: TaintEffect::PreferNoSchedule },
+                Taint {
+                    key: "gpu".into(),
+                    value: "true".into(),
+                    effect: TaintEffect::NoSchedule
+                },
+                Taint {
+                    key: "dedicated".into(),
+                    value: String::new(),
+                    effect: TaintEffect::PreferNoSchedule
+                },
             ]
         );
         assert_eq!(m.tags.len(), 1);

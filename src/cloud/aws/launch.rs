@@ -2,12 +2,13 @@
 //! mixed-instances policy, resolved through AWS and cached ([`super::ttl`]: numbered template versions and
 //! configurations never change, `$Default`/`$Latest` are re-read every 10 minutes). A group whose launch
 //! data cannot be read gets its error alone; the other groups are resolved as usual. An attribute-based
-//! policy's types come from its instance requirements ([`super::requirements`]).
+//! policy's types come from its instance requirements ([`super::attribute_types`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::api::{Api, LaunchSource, RawGroup};
-use super::requirements::{Floor, Requirements, Resolver};
+use super::attribute_types::Resolver;
+use super::requirements::{Floor, Requirements};
 use super::ttl;
 use super::types::LaunchFacts;
 use crate::error::Error;
@@ -57,15 +58,31 @@ impl LaunchCache {
                     requirements,
                     template,
                 } => {
-                    self.mixed(api, name, overrides, requirements.as_ref(), template.as_deref())
-                        .await
+                    self.mixed(
+                        api,
+                        name,
+                        overrides,
+                        requirements.as_deref(),
+                        template.as_deref(),
+                    )
+                    .await
                 }
                 LaunchSource::Configuration(name) => self.facts(api, &g.launch).await.map(|f| {
                     let rev = super::lifecycle::configuration_revision(name);
-                    (f.instance_type.into_iter().collect(), f.spot, Some(rev), None)
+                    (
+                        f.instance_type.into_iter().collect(),
+                        f.spot,
+                        Some(rev),
+                        None,
+                    )
                 }),
                 other => self.facts(api, other).await.map(|f| {
-                    (f.instance_type.into_iter().collect(), f.spot, f.revision, None)
+                    (
+                        f.instance_type.into_iter().collect(),
+                        f.spot,
+                        f.revision,
+                        None,
+                    )
                 }),
             };
             match resolved {
@@ -101,7 +118,12 @@ impl LaunchCache {
             return Ok((overrides.to_vec(), false, f.revision, None));
         }
         let Some(req) = requirements else {
-            return Ok((f.instance_type.into_iter().collect(), false, f.revision, None));
+            return Ok((
+                f.instance_type.into_iter().collect(),
+                false,
+                f.revision,
+                None,
+            ));
         };
         let image = f.image_id.as_deref().ok_or_else(|| Error::GroupData {
             group: group.to_string(),

@@ -8,11 +8,12 @@
 //! snapshot keeps being served, writes and Refresh fail with UNAVAILABLE, and the next Refresh after
 //! [`ttl::RETRY_AFTER_FAILURE`] tries again. Prices are read by a task of their own (`price_keeper`).
 //! Module per AWS concept: `api` (calls), `errors`, `discovery`, `refresh`, `launch`, `requirements`
-//! (attribute-based selection), `instance_types`, `eks` (managed node groups), `template`, `activities`,
+//! and `attribute_types` (attribute-based selection), `instance_types`, `eks` (managed node groups), `template`, `activities`,
 //! `group`, `prices`, `ttl`.
 
 pub mod activities;
 pub mod api;
+mod attribute_types;
 pub mod discovery;
 pub mod eks;
 mod errors;

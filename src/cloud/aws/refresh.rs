@@ -135,12 +135,13 @@ async fn node_group(
             ),
         });
     }
-    let template = template::build_template(info, &cloud.region, &known, managed).map_err(|reason| {
-        Error::GroupData {
-            group: info.name.clone(),
-            reason,
-        }
-    })?;
+    let template =
+        template::build_template(info, &cloud.region, &known, managed).map_err(|reason| {
+            Error::GroupData {
+                group: info.name.clone(),
+                reason,
+            }
+        })?;
     let options = template::options_from_tags(&info.name, &info.tags);
     let zone = info
         .availability_zones

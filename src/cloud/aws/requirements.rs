@@ -1,19 +1,14 @@
 //! Attribute-based instance selection: a mixed-instances policy whose one override names
 //! `InstanceRequirements` (vCPUs, memory, accelerators, ...) instead of instance types. As upstream's AWS
-//! provider: the types AWS may launch are asked of EC2 (`GetInstanceTypesFromInstanceRequirements`, for the
-//! architecture and virtualization type of the launch template's image, `DescribeImages`), the first one
-//! stands for the group (labels, pods), and the template's cpu, memory and NVIDIA GPUs are the
-//! requirements' minimums, what every type AWS may pick has. Both answers are cached ([`super::ttl`]).
+//! provider: the types AWS may launch are asked of EC2 (module `attribute_types`), the first one stands
+//! for the group (labels, pods), and the template's cpu, memory and NVIDIA GPUs are the requirements'
+//! minimums ([`Floor`]), what every type AWS may pick has. This module reads the requirements (plain
+//! data, no AWS calls).
 
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 use aws_sdk_autoscaling::types as asg;
 use aws_sdk_ec2::types as ec2;
-
-use super::api::Api;
-use super::ttl;
-use crate::error::{Error, Result};
 
 /// A group's instance requirements as EC2 takes them, compared and hashed by their text (SDK types are
 /// neither `Eq` nor `Hash`).
@@ -22,6 +17,13 @@ pub struct Requirements {
     request: ec2::InstanceRequirementsRequest,
     key: String,
     pub floor: Floor,
+}
+
+impl Requirements {
+    /// The requirements as GetInstanceTypesFromInstanceRequirements takes them.
+    pub fn request(&self) -> &ec2::InstanceRequirementsRequest {
+        &self.request
+    }
 }
 
 impl PartialEq for Requirements {
@@ -162,139 +164,6 @@ fn convert(r: &asg::InstanceRequirements) -> Requirements {
     }
 }
 
-/// An image's architecture and virtualization type, which the instance types must support.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Image {
-    architectures: Vec<String>,
-    virtualization: Vec<String>,
-}
-
-/// Cached answers of DescribeImages and GetInstanceTypesFromInstanceRequirements.
-pub struct Resolver {
-    images: moka::future::Cache<String, Arc<Image>>,
-    types: moka::future::Cache<(Requirements, String), Arc<Vec<String>>>,
-}
-
-impl Default for Resolver {
-    fn default() -> Self {
-        Resolver {
-            images: moka::future::Cache::builder()
-                .time_to_live(ttl::IMAGE_TTL)
-                .build(),
-            types: moka::future::Cache::builder()
-                .time_to_live(ttl::INSTANCE_REQUIREMENTS_TTL)
-                .build(),
-        }
-    }
-}
-
-impl Resolver {
-    /// The instance types meeting `req` for the image `image_id` launches, in EC2's order (never empty);
-    /// `group` names the Auto Scaling group in errors.
-    pub async fn types(
-        &self,
-        api: &Api,
-        group: &str,
-        req: &Requirements,
-        image_id: &str,
-    ) -> Result<Arc<Vec<String>>> {
-        let key = (req.clone(), image_id.to_string());
-        if let Some(t) = self.types.get(&key).await {
-            return Ok(t);
-        }
-        let image = self.image(api, group, image_id).await?;
-        let found = Arc::new(types_for(api, &req.request, &image).await?);
-        if found.is_empty() {
-            return Err(Error::GroupData {
-                group: group.to_string(),
-                reason: format!("no instance type meets the instance requirements for image {image_id}"),
-            });
-        }
-        self.types.insert(key, found.clone()).await;
-        Ok(found)
-    }
-
-    async fn image(&self, api: &Api, group: &str, image_id: &str) -> Result<Arc<Image>> {
-        if let Some(i) = self.images.get(image_id).await {
-            return Ok(i);
-        }
-        let out = api
-            .call(
-                "ec2/DescribeImages",
-                api.ec2.describe_images().image_ids(image_id).send(),
-            )
-            .await?;
-        let image = Image {
-            architectures: out
-                .images()
-                .iter()
-                .filter_map(|i| i.architecture().map(|a| a.as_str().to_string()))
-                .collect(),
-            virtualization: out
-                .images()
-                .iter()
-                .filter_map(|i| i.virtualization_type().map(|v| v.as_str().to_string()))
-                .collect(),
-        };
-        if image.architectures.is_empty() {
-            return Err(Error::GroupData {
-                group: group.to_string(),
-                reason: format!("launch template image {image_id} not found"),
-            });
-        }
-        let image = Arc::new(image);
-        self.images
-            .insert(image_id.to_string(), image.clone())
-            .await;
-        Ok(image)
-    }
-}
-
-/// Every page of GetInstanceTypesFromInstanceRequirements.
-async fn types_for(
-    api: &Api,
-    req: &ec2::InstanceRequirementsRequest,
-    image: &Image,
-) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut token = None;
-    loop {
-        let page = api
-            .call(
-                "ec2/GetInstanceTypesFromInstanceRequirements",
-                api.ec2
-                    .get_instance_types_from_instance_requirements()
-                    .set_architecture_types(Some(
-                        image
-                            .architectures
-                            .iter()
-                            .map(|a| ec2::ArchitectureType::from(a.as_str()))
-                            .collect(),
-                    ))
-                    .set_virtualization_types(Some(
-                        image
-                            .virtualization
-                            .iter()
-                            .map(|v| ec2::VirtualizationType::from(v.as_str()))
-                            .collect(),
-                    ))
-                    .instance_requirements(req.clone())
-                    .set_next_token(token.take())
-                    .send(),
-            )
-            .await?;
-        out.extend(
-            page.instance_types()
-                .iter()
-                .filter_map(|t| t.instance_type().map(str::to_string)),
-        );
-        match page.next_token() {
-            Some(t) if !t.is_empty() => token = Some(t.to_string()),
-            _ => return Ok(out),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,7 +203,10 @@ mod tests {
             r.request.accelerator_manufacturers(),
             [ec2::AcceleratorManufacturer::Nvidia]
         );
-        assert_eq!(r, from_overrides(&[override_with(gpu_requirements())]).unwrap());
+        assert_eq!(
+            r,
+            from_overrides(&[override_with(gpu_requirements())]).unwrap()
+        );
     }
 
     #[test]

@@ -174,9 +174,11 @@ pub fn build_template(
                 None => taints.push(t.clone()),
             }
         }
-        resource_overrides.extend(m.tags.iter().filter_map(|(tag, value)| {
-            Some((tag.strip_prefix(RESOURCE_TAG)?, value))
-        }));
+        resource_overrides.extend(
+            m.tags
+                .iter()
+                .filter_map(|(tag, value)| Some((tag.strip_prefix(RESOURCE_TAG)?, value))),
+        );
     }
     // A resources tag says what the node has (upstream sets capacity from it, the node group's tags
     // last); what pods may use is that minus the reserve, as on the nodes that register.
@@ -339,8 +341,14 @@ mod tests {
     fn managed_node_group_labels_win_taints_add_and_its_resource_tags_set_capacity() {
         let a = asg(&[
             ("k8s.io/cluster-autoscaler/node-template/label/team", "web"),
-            ("k8s.io/cluster-autoscaler/node-template/taint/dedicated", "web:NoSchedule"),
-            ("k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage", "20Gi"),
+            (
+                "k8s.io/cluster-autoscaler/node-template/taint/dedicated",
+                "web:NoSchedule",
+            ),
+            (
+                "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+                "20Gi",
+            ),
         ]);
         let m = ManagedNodegroup {
             labels: [("team", "ml"), ("eks.amazonaws.com/capacityType", "SPOT")]
@@ -367,7 +375,10 @@ mod tests {
         };
         let node =
             build_template(&a, "us-east-1", &[&t("m5.large", 2, 8192, 3, 10)], Some(&m)).unwrap();
-        assert_eq!(node.labels["team"], "ml", "the node group's label wins over the tag");
+        assert_eq!(
+            node.labels["team"], "ml",
+            "the node group's label wins over the tag"
+        );
         assert_eq!(node.labels["eks.amazonaws.com/capacityType"], "SPOT");
         let taints: Vec<(&str, &str)> = node
             .taints
@@ -386,8 +397,8 @@ mod tests {
             memory_mib: Some(3072),
             nvidia_gpus: Some(1),
         });
-        let node = build_template(&a, "us-east-1", &[&t("m5.xlarge", 4, 16384, 4, 15)], None)
-            .unwrap();
+        let node =
+            build_template(&a, "us-east-1", &[&t("m5.xlarge", 4, 16384, 4, 15)], None).unwrap();
         assert_eq!(node.capacity.cpu_milli, 2000);
         assert_eq!(node.capacity.memory, 3072 << 20);
         assert_eq!(node.capacity.gpus(), 1);

@@ -196,7 +196,13 @@ impl Moto {
 
     /// An image moto knows for `architecture` (`x86_64`, `arm64`).
     pub async fn image(&self, architecture: &str) -> String {
-        let out = self.ec2.describe_images().owners("amazon").send().await.unwrap();
+        let out = self
+            .ec2
+            .describe_images()
+            .owners("amazon")
+            .send()
+            .await
+            .unwrap();
         out.images()
             .iter()
             .find(|i| i.architecture().map(|a| a.as_str()) == Some(architecture))
