@@ -347,12 +347,31 @@ async fn an_attribute_based_group_takes_the_first_type_ec2_names_and_the_require
         .memory_mib(MemoryMiBRequest::builder().min(3072).build())
         .build();
     moto.requirements_group("abs", &image, requirements).await;
+    // Requirements in the launch template itself (upstream reads them too).
+    moto.template_requirements_group(
+        "abs-lt",
+        &image,
+        aws_sdk_ec2::types::InstanceRequirementsRequest::builder()
+            .v_cpu_count(
+                aws_sdk_ec2::types::VCpuCountRangeRequest::builder()
+                    .min(2)
+                    .build(),
+            )
+            .memory_mib(
+                aws_sdk_ec2::types::MemoryMiBRequest::builder()
+                    .min(2048)
+                    .build(),
+            )
+            .build(),
+    )
+    .await;
     moto.group("plain", "m5.large", 0, 4, 0, &[]).await;
     // moto answers the unimplemented action with an error: the group waits, the others are served.
     let cloud = moto
         .cloud_via(&proxy.url, Duration::ZERO, Default::default())
         .await;
     assert!(cloud.snapshot().group("abs").is_err());
+    assert!(cloud.snapshot().group("abs-lt").is_err());
     assert!(cloud.snapshot().group("plain").is_ok());
 
     proxy.set(|f| {
@@ -373,6 +392,13 @@ async fn an_attribute_based_group_takes_the_first_type_ec2_names_and_the_require
         "MemoryMiB.Min, not c5.large's 4 GiB"
     );
     assert_eq!(t.capacity.pods, 29, "c5.large: 3 ENIs × (10 − 1) + 2");
+    let lt = &s.group("abs-lt").unwrap().template;
+    assert_eq!(lt.labels["node.kubernetes.io/instance-type"], "c5.large");
+    assert_eq!(
+        lt.capacity.memory,
+        2048 * MIB,
+        "the template's MemoryMiB.Min"
+    );
     let asked: Vec<String> = proxy
         .bodies
         .lock()
@@ -381,7 +407,10 @@ async fn an_attribute_based_group_takes_the_first_type_ec2_names_and_the_require
         .filter(|(a, _)| a == "GetInstanceTypesFromInstanceRequirements")
         .map(|(_, b)| b.clone())
         .collect();
-    let last = asked.last().unwrap();
+    let last = asked
+        .iter()
+        .rfind(|b| b.contains("MemoryMiB.Min=3072"))
+        .unwrap();
     for part in [
         "ArchitectureType.1=x86_64",
         "VirtualizationType.1=hvm",
@@ -398,5 +427,9 @@ async fn an_attribute_based_group_takes_the_first_type_ec2_names_and_the_require
         calls,
         "cached"
     );
-    assert_eq!(proxy.count("DescribeImages"), 1, "the image is read once");
+    assert_eq!(
+        proxy.count("DescribeImages"),
+        1,
+        "the image is read once for both groups"
+    );
 }

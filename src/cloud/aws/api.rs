@@ -199,6 +199,7 @@ impl Api {
                             spot: lc.spot_price().is_some_and(|p| !p.is_empty()),
                             revision: Some(super::lifecycle::configuration_revision(n)),
                             image_id: lc.image_id().map(str::to_string),
+                            requirements: None,
                         };
                         out.insert(n.to_string(), facts);
                     }
@@ -244,6 +245,9 @@ impl Api {
                 ))
             }),
             image_id: data.and_then(|d| d.image_id()).map(str::to_string),
+            requirements: data
+                .and_then(|d| d.instance_requirements())
+                .map(super::requirements::from_template),
             instance_type: data
                 .and_then(|d| d.instance_type())
                 .map(|t| t.as_str().to_string()),

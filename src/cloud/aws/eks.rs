@@ -92,6 +92,8 @@ impl ManagedNodegroups {
             .values()
             .filter_map(|g| identity(&g.info.tags))
             .collect();
+        // Node groups no group names any more are forgotten.
+        self.last_good.lock().retain(|id, _| wanted.contains(id));
         let found: HashMap<Identity, Arc<ManagedNodegroup>> = futures::stream::iter(wanted)
             .map(|id| async move {
                 let ng = self.get(api, &id).await;
@@ -165,7 +167,10 @@ fn convert(ng: &aws_sdk_eks::types::Nodegroup) -> std::result::Result<ManagedNod
         labels.insert("amiType".to_string(), ami.as_str().to_string());
     }
     if let Some(c) = ng.capacity_type().filter(|c| !c.as_str().is_empty()) {
-        labels.insert(CAPACITY_TYPE.to_string(), c.as_str().to_string());
+        labels.insert(
+            crate::labels::EKS_CAPACITY_TYPE.to_string(),
+            c.as_str().to_string(),
+        );
     }
     if let Some(v) = ng.version().filter(|v| !v.is_empty()) {
         labels.insert("k8sVersion".to_string(), v.to_string());
@@ -204,9 +209,6 @@ fn convert(ng: &aws_sdk_eks::types::Nodegroup) -> std::result::Result<ManagedNod
         tags,
     })
 }
-
-/// The label of a managed node group's capacity type (`ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`).
-pub const CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
 
 /// EKS's taint effect names as Kubernetes'.
 fn effect(e: &aws_sdk_eks::types::TaintEffect) -> Option<TaintEffect> {
@@ -274,7 +276,7 @@ mod tests {
             .build();
         let m = convert(&ng).unwrap();
         assert_eq!(m.labels["team"], "ml");
-        assert_eq!(m.labels[CAPACITY_TYPE], "SPOT");
+        assert_eq!(m.labels[crate::labels::EKS_CAPACITY_TYPE], "SPOT");
         assert_eq!(m.labels["amiType"], "AL2023_x86_64_STANDARD");
         assert_eq!(m.labels["diskSize"], "80");
         assert_eq!(m.labels["k8sVersion"], "1.33");

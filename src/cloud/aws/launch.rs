@@ -76,14 +76,13 @@ impl LaunchCache {
                         None,
                     )
                 }),
-                other => self.facts(api, other).await.map(|f| {
-                    (
-                        f.instance_type.into_iter().collect(),
-                        f.spot,
-                        f.revision,
-                        None,
-                    )
-                }),
+                other => match self.facts(api, other).await {
+                    Ok(f) => self
+                        .template_types(api, name, &f, None)
+                        .await
+                        .map(|(types, floor)| (types, f.spot, f.revision, floor)),
+                    Err(e) => Err(e),
+                },
             };
             match resolved {
                 Ok((types, spot, revision, floor)) => {
@@ -99,9 +98,9 @@ impl LaunchCache {
         failed
     }
 
-    /// A mixed-instances policy: its typed overrides, else the types meeting its instance requirements
-    /// (the first one, as upstream, with the requirements' floor), else its template's type. Its
-    /// InstancesDistribution, not its template, decides spot or on-demand.
+    /// A mixed-instances policy: its typed overrides, else its override's instance requirements, else its
+    /// template's type or requirements ([`Self::template_types`]). Its InstancesDistribution, not its
+    /// template, decides spot or on-demand.
     async fn mixed(
         &self,
         api: &Api,
@@ -117,21 +116,33 @@ impl LaunchCache {
         if !overrides.is_empty() {
             return Ok((overrides.to_vec(), false, f.revision, None));
         }
-        let Some(req) = requirements else {
-            return Ok((
-                f.instance_type.into_iter().collect(),
-                false,
-                f.revision,
-                None,
-            ));
+        let (types, floor) = self.template_types(api, group, &f, requirements).await?;
+        Ok((types, false, f.revision, floor))
+    }
+
+    /// The type a launch template launches: `overriding` requirements (a policy's override), else its
+    /// instance type, else its own requirements. Requirements give the first type EC2 names for them and
+    /// the template image's architecture (as upstream), with the requirements' floor.
+    async fn template_types(
+        &self,
+        api: &Api,
+        group: &str,
+        f: &LaunchFacts,
+        overriding: Option<&Requirements>,
+    ) -> crate::error::Result<(Vec<String>, Option<Floor>)> {
+        let req = match (overriding, &f.instance_type, &f.requirements) {
+            (Some(r), _, _) | (None, None, Some(r)) => r,
+            (None, t, _) => return Ok((t.iter().cloned().collect(), None)),
         };
         let image = f.image_id.as_deref().ok_or_else(|| Error::GroupData {
             group: group.to_string(),
             reason: "instance requirements, but the launch template names no image".into(),
         })?;
         let types = self.requirements.types(api, group, req, image).await?;
-        let first = types.first().cloned().into_iter().collect();
-        Ok((first, false, f.revision, Some(req.floor)))
+        Ok((
+            types.first().cloned().into_iter().collect(),
+            Some(req.floor),
+        ))
     }
 
     /// Reads the launch configurations not cached yet, 50 per call.

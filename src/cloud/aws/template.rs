@@ -130,7 +130,7 @@ pub fn build_template(
     if capacity.gpus() > 0 {
         labels.insert(labels::GPU.to_string(), accelerator(first));
     }
-    if let Some(ng) = asg.tags.get("eks:nodegroup-name") {
+    if let Some(ng) = asg.tags.get(super::eks::NODEGROUP_TAG) {
         labels.insert(labels::EKS_NODEGROUP.to_string(), ng.clone());
     }
 

@@ -80,4 +80,6 @@ pub struct LaunchFacts {
     pub revision: Option<String>,
     /// The AMI a template version launches (attribute-based selection needs its architecture).
     pub image_id: Option<String>,
+    /// A template version's instance requirements, in place of an instance type.
+    pub requirements: Option<super::requirements::Requirements>,
 }

@@ -211,6 +211,59 @@ impl Moto {
             .to_string()
     }
 
+    /// A launch template launching `image`, with `requirements` in place of an instance type; its id.
+    async fn requirements_template(
+        &self,
+        name: &str,
+        image: &str,
+        requirements: Option<aws_sdk_ec2::types::InstanceRequirementsRequest>,
+    ) -> String {
+        let lt = self
+            .ec2
+            .create_launch_template()
+            .launch_template_name(format!("{name}-lt"))
+            .launch_template_data(
+                aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+                    .image_id(image)
+                    .set_instance_requirements(requirements)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let lt = lt.launch_template().unwrap();
+        lt.launch_template_id().unwrap().to_string()
+    }
+
+    /// An ASG launching from a template that names instance requirements instead of a type.
+    pub async fn template_requirements_group(
+        &self,
+        name: &str,
+        image: &str,
+        requirements: aws_sdk_ec2::types::InstanceRequirementsRequest,
+    ) {
+        let id = self
+            .requirements_template(name, image, Some(requirements))
+            .await;
+        self.asg
+            .create_auto_scaling_group()
+            .auto_scaling_group_name(name)
+            .launch_template(
+                LaunchTemplateSpecification::builder()
+                    .launch_template_id(id)
+                    .version("$Default")
+                    .build(),
+            )
+            .min_size(0)
+            .max_size(5)
+            .desired_capacity(0)
+            .availability_zones("us-east-1c")
+            .set_tags(Some(discovery_tags(name, &[])))
+            .send()
+            .await
+            .unwrap();
+    }
+
     /// A mixed-instances ASG whose one override names instance requirements (attribute-based selection),
     /// from a launch template with `image` and no instance type.
     pub async fn requirements_group(
@@ -219,19 +272,7 @@ impl Moto {
         image: &str,
         requirements: aws_sdk_autoscaling::types::InstanceRequirements,
     ) {
-        let lt = self
-            .ec2
-            .create_launch_template()
-            .launch_template_name(format!("{name}-lt"))
-            .launch_template_data(
-                aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
-                    .image_id(image)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
-        let id = lt.launch_template().unwrap().launch_template_id().unwrap();
+        let id = self.requirements_template(name, image, None).await;
         self.asg
             .create_auto_scaling_group()
             .auto_scaling_group_name(name)
