@@ -49,7 +49,10 @@ pub fn identity(tags: &BTreeMap<String, String>) -> Option<Identity> {
 }
 
 /// Each entry lives the TTL less up to the jitter, at random (upstream's jitter clock).
-struct Jittered;
+struct Jittered {
+    ttl: Duration,
+    jitter: Duration,
+}
 
 impl moka::Expiry<Identity, Option<Arc<ManagedNodegroup>>> for Jittered {
     fn expire_after_create(
@@ -58,9 +61,12 @@ impl moka::Expiry<Identity, Option<Arc<ManagedNodegroup>>> for Jittered {
         _: &Option<Arc<ManagedNodegroup>>,
         _: Instant,
     ) -> Option<Duration> {
-        let jitter = ttl::EKS_NODEGROUP_TTL_JITTER.as_millis() as u64;
+        let jitter = self.jitter.as_millis() as u64;
         let random = std::collections::hash_map::RandomState::new().hash_one(key);
-        Some(ttl::EKS_NODEGROUP_TTL - Duration::from_millis(random % jitter.max(1)))
+        Some(
+            self.ttl
+                .saturating_sub(Duration::from_millis(random % jitter.max(1))),
+        )
     }
 }
 
@@ -72,16 +78,20 @@ pub struct ManagedNodegroups {
 
 impl Default for ManagedNodegroups {
     fn default() -> Self {
-        ManagedNodegroups {
-            cache: moka::future::Cache::builder()
-                .expire_after(Jittered)
-                .build(),
-            last_good: Mutex::default(),
-        }
+        ManagedNodegroups::with_ttl(ttl::EKS_NODEGROUP_TTL, ttl::EKS_NODEGROUP_TTL_JITTER)
     }
 }
 
 impl ManagedNodegroups {
+    fn with_ttl(ttl: Duration, jitter: Duration) -> Self {
+        ManagedNodegroups {
+            cache: moka::future::Cache::builder()
+                .expire_after(Jittered { ttl, jitter })
+                .build(),
+            last_good: Mutex::default(),
+        }
+    }
+
     /// The managed node group of each ASG that names one, by ASG name (left out: none known).
     pub async fn of_groups(
         &self,
@@ -96,7 +106,7 @@ impl ManagedNodegroups {
         self.last_good.lock().retain(|id, _| wanted.contains(id));
         let found: HashMap<Identity, Arc<ManagedNodegroup>> = futures::stream::iter(wanted)
             .map(|id| async move {
-                let ng = self.get(api, &id).await;
+                let ng = self.get(&id, || describe(api, &id.0, &id.1)).await;
                 ng.map(|n| (id, n))
             })
             .buffer_unordered(CONCURRENT_CALLS)
@@ -110,11 +120,17 @@ impl ManagedNodegroups {
             .collect()
     }
 
-    async fn get(&self, api: &Api, id: &Identity) -> Option<Arc<ManagedNodegroup>> {
+    /// The node group from the cache, else from `read` (cached, failure or not); a failed read gives the
+    /// last good answer.
+    async fn get<F, Fut>(&self, id: &Identity, read: F) -> Option<Arc<ManagedNodegroup>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<ManagedNodegroup>>,
+    {
         let answer = match self.cache.get(id).await {
             Some(cached) => cached,
             None => {
-                let read = match describe(api, &id.0, &id.1).await {
+                let read = match read().await {
                     Ok(ng) => {
                         let ng = Arc::new(ng);
                         self.last_good.lock().insert(id.clone(), ng.clone());
@@ -231,6 +247,28 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_failed_read_is_cached_and_gives_the_last_good_answer() {
+        futures::executor::block_on(async {
+            let id: Identity = ("prod".into(), "ng-1".into());
+            let good = ManagedNodegroup {
+                labels: tags(&[("team", "ml")]),
+                ..Default::default()
+            };
+            let denied = || async { Err(crate::error::Error::Unavailable("AccessDenied".into())) };
+            let ngs = ManagedNodegroups::with_ttl(Duration::from_secs(60), Duration::ZERO);
+            assert_eq!(ngs.get(&id, denied).await, None, "nothing read yet");
+            let never = || async { panic!("the failure is cached") };
+            assert_eq!(ngs.get(&id, never).await, None);
+
+            let ngs = ManagedNodegroups::with_ttl(Duration::ZERO, Duration::ZERO);
+            let read = ngs.get(&id, || async { Ok(good.clone()) }).await;
+            assert_eq!(read.as_deref(), Some(&good));
+            let kept = ngs.get(&id, denied).await;
+            assert_eq!(kept.as_deref(), Some(&good), "the last good answer");
+        })
     }
 
     #[test]
