@@ -7,9 +7,11 @@ use std::time::Duration;
 use ferroscale::cloud::Cloud;
 use ferroscale::metrics::Metrics;
 use ferroscale::model::{quantity, TaintEffect};
+use ferroscale::proto::externalgrpc as pb;
 
 use crate::support::aws_proxy::{Failure, FaultProxy};
 use crate::support::moto::{Moto, DISCOVERY};
+use crate::support::server::TestServer;
 
 const MIB: i64 = 1 << 20;
 
@@ -240,9 +242,40 @@ async fn eks_managed_node_group_labels_taints_and_tags_reach_the_template() {
     assert!(!plain.labels.contains_key("eks.amazonaws.com/capacityType"));
     assert!(plain.taints.is_empty());
 
+    // What CA reads: the v1.Node of NodeGroupTemplateNodeInfo.
+    let server = TestServer::start_with(cloud.clone()).await;
+    let node = server
+        .client
+        .clone()
+        .node_group_template_node_info(pb::NodeGroupTemplateNodeInfoRequest { id: asg.clone() })
+        .await
+        .unwrap()
+        .into_inner()
+        .node_info
+        .unwrap();
+    let labels = &node.metadata.as_ref().unwrap().labels;
+    assert_eq!(labels["team"], "ml");
+    assert_eq!(labels["eks.amazonaws.com/capacityType"], "SPOT");
+    let taints: Vec<(Option<&str>, Option<&str>)> = node
+        .spec
+        .as_ref()
+        .unwrap()
+        .taints
+        .iter()
+        .map(|t| (t.key.as_deref(), t.effect.as_deref()))
+        .collect();
+    assert_eq!(
+        taints,
+        [
+            (Some("nvidia.com/gpu"), Some("NoSchedule")),
+            (Some("dedicated"), Some("PreferNoSchedule"))
+        ]
+    );
+
     cloud.refresh().await.unwrap();
     cloud.refresh().await.unwrap();
     assert_eq!(proxy.count("DescribeNodegroup"), 1, "cached");
+    server.stop().await;
 }
 
 /// Without `eks:DescribeNodegroup` (AccessDenied) the refresh still succeeds: the group's template is
