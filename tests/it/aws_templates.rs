@@ -8,6 +8,7 @@ use ferroscale::cloud::Cloud;
 use ferroscale::metrics::Metrics;
 use ferroscale::model::{quantity, TaintEffect};
 use ferroscale::proto::externalgrpc as pb;
+use prost::Message;
 
 use crate::support::aws_proxy::{Failure, FaultProxy};
 use crate::support::moto::{Moto, DISCOVERY};
@@ -242,17 +243,16 @@ async fn eks_managed_node_group_labels_taints_and_tags_reach_the_template() {
     assert!(!plain.labels.contains_key("eks.amazonaws.com/capacityType"));
     assert!(plain.taints.is_empty());
 
-    // What CA reads: the v1.Node of NodeGroupTemplateNodeInfo.
+    // What CA reads: the v1.Node (nodeBytes) of NodeGroupTemplateNodeInfo.
     let server = TestServer::start_with(cloud.clone()).await;
-    let node = server
+    let answer = server
         .client
         .clone()
         .node_group_template_node_info(pb::NodeGroupTemplateNodeInfoRequest { id: asg.clone() })
         .await
         .unwrap()
-        .into_inner()
-        .node_info
-        .unwrap();
+        .into_inner();
+    let node = k8s_pb::api::core::v1::Node::decode(answer.node_bytes.as_slice()).unwrap();
     let labels = &node.metadata.as_ref().unwrap().labels;
     assert_eq!(labels["team"], "ml");
     assert_eq!(labels["eks.amazonaws.com/capacityType"], "SPOT");
