@@ -36,6 +36,8 @@ pub const GPU_RESOURCES: &[&str] = &[
 pub const NODE_GROUP: &str = "ferroscale.io/node-group";
 /// The EKS managed node group of a node.
 pub const EKS_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
+/// The capacity type (`ON_DEMAND`, `SPOT`) of an EKS managed node group's nodes.
+pub const EKS_CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
 /// The eksctl node group of a node.
 pub const EKSCTL_NODEGROUP: &str = "alpha.eksctl.io/nodegroup-name";
 

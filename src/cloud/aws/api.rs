@@ -33,6 +33,8 @@ const INSTANCE_TYPES_PER_CALL: usize = 100;
 pub struct Api {
     pub asg: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
+    /// EKS, for managed node groups' labels and taints.
+    pub eks: aws_sdk_eks::Client,
     /// The Pricing API, always in [`PRICING_REGION`].
     pub pricing: aws_sdk_pricing::Client,
     metrics: Arc<Metrics>,
@@ -49,9 +51,11 @@ pub enum LaunchSource {
         name: Option<String>,
         version: String,
     },
-    /// Overrides of a mixed-instances policy, with the template for when they name no type.
+    /// Overrides of a mixed-instances policy, with the template for when they name no type, and the
+    /// instance requirements of an attribute-based policy.
     Mixed {
         overrides: Vec<String>,
+        requirements: Option<Box<super::requirements::Requirements>>,
         template: Option<Box<LaunchSource>>,
     },
     Unknown,
@@ -86,6 +90,7 @@ impl Api {
         Api {
             asg: aws_sdk_autoscaling::Client::new(config),
             ec2: aws_sdk_ec2::Client::new(config),
+            eks: aws_sdk_eks::Client::new(config),
             pricing: aws_sdk_pricing::Client::from_conf(pricing.build()),
             metrics,
             calls: Arc::new(AtomicU64::new(0)),
@@ -193,6 +198,8 @@ impl Api {
                             instance_type: lc.instance_type().map(str::to_string),
                             spot: lc.spot_price().is_some_and(|p| !p.is_empty()),
                             revision: Some(super::lifecycle::configuration_revision(n)),
+                            image_id: lc.image_id().map(str::to_string),
+                            requirements: None,
                         };
                         out.insert(n.to_string(), facts);
                     }
@@ -237,6 +244,10 @@ impl Api {
                     v.version_number()?,
                 ))
             }),
+            image_id: data.and_then(|d| d.image_id()).map(str::to_string),
+            requirements: data
+                .and_then(|d| d.instance_requirements())
+                .map(super::requirements::from_template),
             instance_type: data
                 .and_then(|d| d.instance_type())
                 .map(|t| t.as_str().to_string()),
@@ -384,6 +395,7 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .iter()
                 .filter_map(|o| o.instance_type().map(str::to_string))
                 .collect(),
+            requirements: super::requirements::from_overrides(m.overrides()).map(Box::new),
             template: m
                 .launch_template_specification()
                 .map(|t| Box::new(template_source(t))),
@@ -406,6 +418,7 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .map(|m| distribution(m.instances_distribution())),
             spot_launch: false,
             revision: None,
+            requirements_floor: None,
         },
         launch,
     }

@@ -1,11 +1,14 @@
 //! Which instance types a group launches: its launch configuration, launch template version or
 //! mixed-instances policy, resolved through AWS and cached ([`super::ttl`]: numbered template versions and
 //! configurations never change, `$Default`/`$Latest` are re-read every 10 minutes). A group whose launch
-//! data cannot be read gets its error alone; the other groups are resolved as usual.
+//! data cannot be read gets its error alone; the other groups are resolved as usual. An attribute-based
+//! policy's types come from its instance requirements ([`super::attribute_types`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::api::{Api, LaunchSource, RawGroup};
+use super::attribute_types::Resolver;
+use super::requirements::{Floor, Requirements};
 use super::ttl;
 use super::types::LaunchFacts;
 use crate::error::Error;
@@ -14,7 +17,11 @@ use crate::error::Error;
 pub struct LaunchCache {
     fixed: moka::future::Cache<LaunchSource, LaunchFacts>,
     moving: moka::future::Cache<LaunchSource, LaunchFacts>,
+    requirements: Resolver,
 }
+
+/// A group's launch resolved: its types, whether it asks for spot, its revision, its requirements' floor.
+type Resolved = (Vec<String>, bool, Option<String>, Option<Floor>);
 
 impl Default for LaunchCache {
     fn default() -> Self {
@@ -25,6 +32,7 @@ impl Default for LaunchCache {
             moving: moka::future::Cache::builder()
                 .time_to_live(ttl::LAUNCH_TEMPLATE_MOVING_VERSION_TTL)
                 .build(),
+            requirements: Resolver::default(),
         }
     }
 }
@@ -45,34 +53,42 @@ impl LaunchCache {
                 continue;
             }
             let resolved = match &g.launch {
-                // A mixed policy's InstancesDistribution, not its template, decides spot or on-demand.
                 LaunchSource::Mixed {
                     overrides,
+                    requirements,
                     template,
-                } => match template {
-                    Some(t) => self.facts(api, t).await.map(|f| {
-                        let types = if overrides.is_empty() {
-                            f.instance_type.into_iter().collect()
-                        } else {
-                            overrides.clone()
-                        };
-                        (types, false, f.revision)
-                    }),
-                    None => Ok((overrides.clone(), false, None)),
-                },
+                } => {
+                    self.mixed(
+                        api,
+                        name,
+                        overrides,
+                        requirements.as_deref(),
+                        template.as_deref(),
+                    )
+                    .await
+                }
                 LaunchSource::Configuration(name) => self.facts(api, &g.launch).await.map(|f| {
                     let rev = super::lifecycle::configuration_revision(name);
-                    (f.instance_type.into_iter().collect(), f.spot, Some(rev))
+                    (
+                        f.instance_type.into_iter().collect(),
+                        f.spot,
+                        Some(rev),
+                        None,
+                    )
                 }),
-                other => self
-                    .facts(api, other)
-                    .await
-                    .map(|f| (f.instance_type.into_iter().collect(), f.spot, f.revision)),
+                other => match self.facts(api, other).await {
+                    Ok(f) => self
+                        .template_types(api, name, &f, None)
+                        .await
+                        .map(|(types, floor)| (types, f.spot, f.revision, floor)),
+                    Err(e) => Err(e),
+                },
             };
             match resolved {
-                Ok((types, spot, revision)) => {
+                Ok((types, spot, revision, floor)) => {
                     (g.info.instance_types, g.info.spot_launch, g.info.revision) =
-                        (types, spot, revision)
+                        (types, spot, revision);
+                    g.info.requirements_floor = floor;
                 }
                 Err(e) => {
                     failed.insert(name.clone(), e);
@@ -80,6 +96,53 @@ impl LaunchCache {
             }
         }
         failed
+    }
+
+    /// A mixed-instances policy: its typed overrides, else its override's instance requirements, else its
+    /// template's type or requirements ([`Self::template_types`]). Its InstancesDistribution, not its
+    /// template, decides spot or on-demand.
+    async fn mixed(
+        &self,
+        api: &Api,
+        group: &str,
+        overrides: &[String],
+        requirements: Option<&Requirements>,
+        template: Option<&LaunchSource>,
+    ) -> crate::error::Result<Resolved> {
+        let Some(t) = template else {
+            return Ok((overrides.to_vec(), false, None, None));
+        };
+        let f = self.facts(api, t).await?;
+        if !overrides.is_empty() {
+            return Ok((overrides.to_vec(), false, f.revision, None));
+        }
+        let (types, floor) = self.template_types(api, group, &f, requirements).await?;
+        Ok((types, false, f.revision, floor))
+    }
+
+    /// The type a launch template launches: `overriding` requirements (a policy's override), else its
+    /// instance type, else its own requirements. Requirements give the first type EC2 names for them and
+    /// the template image's architecture (as upstream), with the requirements' floor.
+    async fn template_types(
+        &self,
+        api: &Api,
+        group: &str,
+        f: &LaunchFacts,
+        overriding: Option<&Requirements>,
+    ) -> crate::error::Result<(Vec<String>, Option<Floor>)> {
+        let req = match (overriding, &f.instance_type, &f.requirements) {
+            (Some(r), _, _) | (None, None, Some(r)) => r,
+            (None, t, _) => return Ok((t.iter().cloned().collect(), None)),
+        };
+        let image = f.image_id.as_deref().ok_or_else(|| Error::GroupData {
+            group: group.to_string(),
+            reason: "instance requirements, but the launch template names no image".into(),
+        })?;
+        let types = self.requirements.types(api, group, req, image).await?;
+        Ok((
+            types.first().cloned().into_iter().collect(),
+            Some(req.floor),
+        ))
     }
 
     /// Reads the launch configurations not cached yet, 50 per call.

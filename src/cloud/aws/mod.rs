@@ -7,12 +7,15 @@
 //! never overwrites a write that landed while it ran (`state`). When AWS is unreachable the last good
 //! snapshot keeps being served, writes and Refresh fail with UNAVAILABLE, and the next Refresh after
 //! [`ttl::RETRY_AFTER_FAILURE`] tries again. Prices are read by a task of their own (`price_keeper`).
-//! Module per AWS concept: `api` (calls), `errors`, `discovery`, `refresh`, `launch`,
-//! `instance_types`, `template`, `activities`, `group`, `prices`, `ttl`.
+//! Module per AWS concept: `api` (calls), `errors`, `discovery`, `refresh`, `launch`, `requirements`
+//! and `attribute_types` (attribute-based selection), `instance_types`, `eks` (managed node groups), `template`, `activities`,
+//! `group`, `prices`, `ttl`.
 
 pub mod activities;
 pub mod api;
+mod attribute_types;
 pub mod discovery;
+pub mod eks;
 mod errors;
 mod group;
 mod instance_types;
@@ -22,6 +25,7 @@ pub mod lifecycle;
 pub mod price_keeper;
 pub mod prices;
 mod refresh;
+pub mod requirements;
 mod state;
 pub mod template;
 pub mod ttl;
@@ -37,6 +41,7 @@ use parking_lot::Mutex;
 
 use self::api::Api;
 use self::discovery::{NamedGroup, TagDiscovery};
+use self::eks::ManagedNodegroups;
 use self::instance_types::InstanceTypes;
 use self::launch::LaunchCache;
 use self::price_keeper::{PriceKeeper, Purchases};
@@ -105,6 +110,7 @@ pub struct AwsCloud {
     refresh: tokio::sync::Mutex<RefreshState>,
     launch: LaunchCache,
     instance_types: InstanceTypes,
+    managed_nodegroups: ManagedNodegroups,
     group_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     last_scale_up: Mutex<HashMap<String, SystemTime>>,
     /// Instances we terminated lately, by provider id: a retried DeleteNodes finds them done.
@@ -170,6 +176,7 @@ impl AwsCloud {
             refresh: tokio::sync::Mutex::new(RefreshState::default()),
             launch: LaunchCache::default(),
             instance_types: InstanceTypes::default(),
+            managed_nodegroups: ManagedNodegroups::default(),
             group_locks: Mutex::new(HashMap::new()),
             last_scale_up: Mutex::new(HashMap::new()),
             terminated: Mutex::default(),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::api::RawGroup;
+use super::eks::ManagedNodegroup;
 use super::group::{instances_of, purchase, with_sizes};
 use super::instance_types::TypeFacts;
 use super::price_keeper::{self, Purchases};
@@ -70,6 +71,7 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
         .flat_map(|g| g.info.instance_types.iter().cloned())
         .collect();
     cloud.prices.want(in_use);
+    let managed = cloud.managed_nodegroups.of_groups(&cloud.api, &raw).await;
     let last_purchases = cloud.purchases();
     let mut purchases = Purchases::new();
     let mut groups = Vec::with_capacity(raw.len());
@@ -79,7 +81,8 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
             Some(e) => Err(e),
             None => {
                 let last_error = last.and_then(|l| l.launch_error.clone());
-                node_group(cloud, &g.info, &types, last_error).await
+                let mng = managed.get(&name).map(Arc::as_ref);
+                node_group(cloud, &g.info, &types, mng, last_error).await
             }
         };
         match (built, last) {
@@ -109,12 +112,13 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
     Ok((snapshot, purchases))
 }
 
-/// One group from AWS's data. A failed read of its scaling activities keeps `last_error` (the
-/// group's last known launch error) rather than dropping the group.
+/// One group from AWS's data, with its EKS managed node group if known. A failed read of its scaling
+/// activities keeps `last_error` (the group's last known launch error) rather than dropping the group.
 async fn node_group(
     cloud: &AwsCloud,
     info: &AsgInfo,
     types: &TypeFacts,
+    managed: Option<&ManagedNodegroup>,
     last_error: Option<InstanceError>,
 ) -> Result<NodeGroup> {
     let known: Vec<&InstanceTypeInfo> = info
@@ -131,12 +135,13 @@ async fn node_group(
             ),
         });
     }
-    let template = template::build_template(info, &cloud.region, &known).map_err(|reason| {
-        Error::GroupData {
-            group: info.name.clone(),
-            reason,
-        }
-    })?;
+    let template =
+        template::build_template(info, &cloud.region, &known, managed).map_err(|reason| {
+            Error::GroupData {
+                group: info.name.clone(),
+                reason,
+            }
+        })?;
     let options = template::options_from_tags(&info.name, &info.tags);
     let zone = info
         .availability_zones

@@ -1,11 +1,15 @@
 //! Template nodes for scale from zero, from live EC2 instance type facts and the group's tags
 //! (pure: no AWS calls). Fixes upstream's known failures: allocatable is capacity minus the EKS reserve
 //! (not capacity), pods come from the ENI formula (not 110), a mixed-instances group promises only what its
-//! smallest type has (not its first override), and memory is exact MiB × 2^20.
+//! smallest type has (not its first override), and memory is exact MiB × 2^20. An EKS managed node group's
+//! labels, taints and resource tags ([`super::eks`]) and an attribute-based group's requirements
+//! ([`super::requirements`]) are applied as upstream applies them.
 
 use crate::labels;
 use std::collections::BTreeMap;
 
+use super::eks::ManagedNodegroup;
+use super::requirements::Floor;
 use super::types::{AsgInfo, InstanceTypeInfo};
 use crate::model::{reserve, AutoscalingOptions, Resources, Taint, TaintEffect, TemplateNode};
 
@@ -74,14 +78,38 @@ fn accelerator(t: &InstanceTypeInfo) -> String {
     format!("{m}-{n}").to_ascii_lowercase().replace(' ', "-")
 }
 
-/// The template node of an Auto Scaling group; `types` are the types it may launch, first one first.
+/// An attribute-based group's capacity: its requirements' minimums, what every type AWS may pick has.
+fn apply_floor(capacity: &mut Resources, floor: &Floor) {
+    if let Some(v) = floor.vcpus {
+        capacity.cpu_milli = v * 1000;
+    }
+    if let Some(m) = floor.memory_mib {
+        capacity.memory = m << 20;
+    }
+    match floor.nvidia_gpus {
+        Some(n) if n > 0 => {
+            capacity.extended.insert(labels::NVIDIA_GPU.to_string(), n);
+        }
+        Some(_) => {
+            capacity.extended.remove(labels::NVIDIA_GPU);
+        }
+        None => {}
+    }
+}
+
+/// The template node of an Auto Scaling group; `types` are the types it may launch, first one first;
+/// `managed` is its EKS managed node group, when known.
 pub fn build_template(
     asg: &AsgInfo,
     region: &str,
     types: &[&InstanceTypeInfo],
+    managed: Option<&ManagedNodegroup>,
 ) -> Result<TemplateNode, String> {
     let first = *types.first().ok_or("no known instance type")?;
     let mut capacity = smallest_capacity(types).ok_or("no known instance type")?;
+    if let Some(floor) = &asg.requirements_floor {
+        apply_floor(&mut capacity, floor);
+    }
     let name = format!("{}-template", asg.name);
     let mut labels = BTreeMap::new();
     let arch = first
@@ -102,7 +130,7 @@ pub fn build_template(
     if capacity.gpus() > 0 {
         labels.insert(labels::GPU.to_string(), accelerator(first));
     }
-    if let Some(ng) = asg.tags.get("eks:nodegroup-name") {
+    if let Some(ng) = asg.tags.get(super::eks::NODEGROUP_TAG) {
         labels.insert(labels::EKS_NODEGROUP.to_string(), ng.clone());
     }
 
@@ -134,8 +162,26 @@ pub fn build_template(
             resource_overrides.push((resource, value));
         }
     }
-    // A resources tag says what the node has (upstream sets capacity from it); what pods may use is that
-    // minus the reserve, as on the nodes that register.
+    let mut taints: Vec<Taint> = taints.into_values().collect();
+    if let Some(m) = managed {
+        labels.extend(m.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for t in &m.taints {
+            match taints
+                .iter_mut()
+                .find(|have| have.key == t.key && have.effect == t.effect)
+            {
+                Some(have) => *have = t.clone(),
+                None => taints.push(t.clone()),
+            }
+        }
+        resource_overrides.extend(
+            m.tags
+                .iter()
+                .filter_map(|(tag, value)| Some((tag.strip_prefix(RESOURCE_TAG)?, value))),
+        );
+    }
+    // A resources tag says what the node has (upstream sets capacity from it, the node group's tags
+    // last); what pods may use is that minus the reserve, as on the nodes that register.
     for (resource, value) in resource_overrides {
         if let Err(e) = capacity.set(resource, value) {
             tracing::warn!(asg = %asg.name, %resource, error = %e, "resource tag ignored")
@@ -145,7 +191,7 @@ pub fn build_template(
     Ok(TemplateNode {
         name,
         labels,
-        taints: taints.into_values().collect(),
+        taints,
         capacity,
         allocatable,
         // Known only from a real node's CSINode.
@@ -206,6 +252,7 @@ mod tests {
             distribution: None,
             spot_launch: false,
             revision: None,
+            requirements_floor: None,
         }
     }
 
@@ -226,6 +273,7 @@ mod tests {
             )]),
             "us-east-1",
             &[&c5d],
+            None,
         )
         .unwrap();
         assert_eq!(node.capacity.memory, 16 << 30);
@@ -244,7 +292,7 @@ mod tests {
         g4.gpus = 1;
         g4.gpu_manufacturer = Some("NVIDIA".into());
         g4.gpu_name = Some("T4".into());
-        let node = build_template(&asg(&[]), "us-east-1", &[&g4]).unwrap();
+        let node = build_template(&asg(&[]), "us-east-1", &[&g4], None).unwrap();
         assert_eq!(node.capacity.gpus(), 1);
         assert_eq!(node.labels[labels::GPU], "nvidia-t4");
         assert_eq!(
@@ -277,7 +325,7 @@ mod tests {
         ]);
         let mut arm = t("m6g.large", 2, 8192, 3, 10);
         arm.architectures = vec!["arm64".into()];
-        let node = build_template(&a, "us-east-1", &[&arm]).unwrap();
+        let node = build_template(&a, "us-east-1", &[&arm], None).unwrap();
         assert_eq!(node.labels["team"], "data");
         assert_eq!(node.labels["kubernetes.io/arch"], "arm64");
         assert_eq!(node.labels["eks.amazonaws.com/nodegroup"], "ng-1");
@@ -287,5 +335,74 @@ mod tests {
         assert_eq!(o.ignore_daemonsets_utilization, Some(true));
         assert_eq!(o.scale_down_utilization_threshold, None);
         assert!(options_from_tags("g", &asg(&[]).tags).is_none());
+    }
+
+    #[test]
+    fn managed_node_group_labels_win_taints_add_and_its_resource_tags_set_capacity() {
+        let a = asg(&[
+            ("k8s.io/cluster-autoscaler/node-template/label/team", "web"),
+            (
+                "k8s.io/cluster-autoscaler/node-template/taint/dedicated",
+                "web:NoSchedule",
+            ),
+            (
+                "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage",
+                "20Gi",
+            ),
+        ]);
+        let m = ManagedNodegroup {
+            labels: [("team", "ml"), ("eks.amazonaws.com/capacityType", "SPOT")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: vec![
+                Taint {
+                    key: "gpu".into(),
+                    value: "true".into(),
+                    effect: TaintEffect::NoExecute,
+                },
+                Taint {
+                    key: "dedicated".into(),
+                    value: "ml".into(),
+                    effect: TaintEffect::NoSchedule,
+                },
+            ],
+            tags: [(
+                "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage".to_string(),
+                "80Gi".to_string(),
+            )]
+            .into(),
+        };
+        let node =
+            build_template(&a, "us-east-1", &[&t("m5.large", 2, 8192, 3, 10)], Some(&m)).unwrap();
+        assert_eq!(
+            node.labels["team"], "ml",
+            "the node group's label wins over the tag"
+        );
+        assert_eq!(node.labels["eks.amazonaws.com/capacityType"], "SPOT");
+        let taints: Vec<(&str, &str)> = node
+            .taints
+            .iter()
+            .map(|t| (t.key.as_str(), t.value.as_str()))
+            .collect();
+        assert_eq!(taints, [("dedicated", "ml"), ("gpu", "true")]);
+        assert_eq!(node.capacity.ephemeral_storage, 80 << 30);
+    }
+
+    #[test]
+    fn attribute_based_capacity_is_the_requirements_floor() {
+        let mut a = asg(&[]);
+        a.requirements_floor = Some(Floor {
+            vcpus: Some(2),
+            memory_mib: Some(3072),
+            nvidia_gpus: Some(1),
+        });
+        let node =
+            build_template(&a, "us-east-1", &[&t("m5.xlarge", 4, 16384, 4, 15)], None).unwrap();
+        assert_eq!(node.capacity.cpu_milli, 2000);
+        assert_eq!(node.capacity.memory, 3072 << 20);
+        assert_eq!(node.capacity.gpus(), 1);
+        assert_eq!(node.capacity.pods, 58, "pods: the first type's ENIs");
+        assert_eq!(node.labels[labels::INSTANCE_TYPE], "m5.xlarge");
     }
 }

@@ -14,6 +14,16 @@ pub const INSTANCE_TYPES_TTL: Duration = Duration::from_secs(12 * 3600);
 pub const LAUNCH_TEMPLATE_MOVING_VERSION_TTL: Duration = Duration::from_secs(600);
 /// Numbered launch template versions and launch configurations are immutable: keep them long.
 pub const LAUNCH_TEMPLATE_FIXED_VERSION_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The instance types meeting a group's instance requirements (attribute-based selection) change only
+/// when AWS launches new types or the requirements change (a new key): upstream's 20 minutes.
+pub const INSTANCE_REQUIREMENTS_TTL: Duration = Duration::from_secs(20 * 60);
+/// An AMI's architecture and virtualization type never change.
+pub const IMAGE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// An EKS managed node group's labels, taints and tags (DescribeNodegroup), failed reads included, as
+/// upstream's managed node group cache...
+pub const EKS_NODEGROUP_TTL: Duration = Duration::from_secs(6 * 60);
+/// ...each entry expiring up to this much earlier at random, so the groups are not all read in one refresh.
+pub const EKS_NODEGROUP_TTL_JITTER: Duration = Duration::from_secs(60);
 /// Deadline of one AWS call, retries included, well under CA's 5 s per-RPC deadline.
 pub const AWS_OPERATION_TIMEOUT: Duration = Duration::from_secs(4);
 /// Deadline of one attempt of an AWS call.

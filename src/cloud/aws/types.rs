@@ -56,6 +56,8 @@ pub struct AsgInfo {
     pub spot_launch: bool,
     /// The revision new instances launch from, once resolved.
     pub revision: Option<String>,
+    /// What every type of an attribute-based group has at least (its instance requirements' minimums).
+    pub requirements_floor: Option<super::requirements::Floor>,
 }
 
 /// How a mixed-instances group splits on-demand and spot capacity (AWS's InstancesDistribution).
@@ -76,4 +78,8 @@ pub struct LaunchFacts {
     pub spot: bool,
     /// A template version's revision (id and version number).
     pub revision: Option<String>,
+    /// The AMI a template version launches (attribute-based selection needs its architecture).
+    pub image_id: Option<String>,
+    /// A template version's instance requirements, in place of an instance type.
+    pub requirements: Option<super::requirements::Requirements>,
 }

@@ -1,5 +1,6 @@
 //! A fault-injecting HTTP proxy in front of moto, for what moto cannot do: failed scaling activities,
-//! capacity AWS could not fulfil (instances hidden from DescribeAutoScalingGroups), throttling and outages.
+//! capacity AWS could not fulfil (instances hidden from DescribeAutoScalingGroups), throttling and outages,
+//! and the answers of actions moto does not implement (GetInstanceTypesFromInstanceRequirements).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -55,6 +56,8 @@ pub struct Faults {
     /// The next request of this action is sent to moto, then its answer held until
     /// [`FaultProxy::release`] (a call AWS carried out whose answer is slow to come back).
     pub hold: Option<String>,
+    /// (action, XML body): answered with 200 in place of moto, for actions moto does not implement.
+    pub answers: Vec<(String, String)>,
 }
 
 #[derive(Clone)]
@@ -62,6 +65,7 @@ struct Proxy {
     upstream: SocketAddr,
     faults: Arc<Mutex<Faults>>,
     requests: Arc<Mutex<Vec<String>>>,
+    bodies: Arc<Mutex<Vec<(String, String)>>>,
     held: Arc<Held>,
 }
 
@@ -78,6 +82,8 @@ pub struct FaultProxy {
     pub faults: Arc<Mutex<Faults>>,
     /// The AWS actions seen, in order.
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// (action, request body) of every request, in order.
+    pub bodies: Arc<Mutex<Vec<(String, String)>>>,
     held: Arc<Held>,
 }
 
@@ -90,11 +96,13 @@ impl FaultProxy {
             upstream,
             faults: Arc::default(),
             requests: Arc::default(),
+            bodies: Arc::default(),
             held: Arc::default(),
         };
-        let (faults, requests, held) = (
+        let (faults, requests, bodies, held) = (
             state.faults.clone(),
             state.requests.clone(),
+            state.bodies.clone(),
             state.held.clone(),
         );
         let app = axum::Router::new().fallback(handle).with_state(state);
@@ -103,6 +111,7 @@ impl FaultProxy {
             url,
             faults,
             requests,
+            bodies,
             held,
         }
     }
@@ -136,7 +145,11 @@ impl FaultProxy {
     }
 }
 
-fn action(body: &[u8], headers: &HeaderMap) -> String {
+/// The request's AWS action: its `X-Amz-Target`, its query `Action`, or the EKS REST path it names.
+fn action(body: &[u8], headers: &HeaderMap, path: &str) -> String {
+    if path.starts_with("/clusters/") && path.contains("/node-groups/") {
+        return "DescribeNodegroup".into();
+    }
     if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
         return target.rsplit('.').next().unwrap_or(target).to_string();
     }
@@ -150,8 +163,12 @@ fn action(body: &[u8], headers: &HeaderMap) -> String {
 async fn handle(State(p): State<Proxy>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
-    let action = action(&body, &parts.headers);
+    let action = action(&body, &parts.headers, parts.uri.path());
     p.requests.lock().unwrap().push(action.clone());
+    p.bodies
+        .lock()
+        .unwrap()
+        .push((action.clone(), String::from_utf8_lossy(&body).into_owned()));
     let (faults, failure, hold) = {
         let mut f = p.faults.lock().unwrap();
         let snapshot = f.clone();
@@ -174,7 +191,10 @@ async fn handle(State(p): State<Proxy>, req: Request) -> Response {
         (snapshot, failure, hold)
     };
     if let Some(rule) = failure {
-        return aws_error(&body, rule.status, &rule.code);
+        return aws_error(&body, &action, rule.status, &rule.code);
+    }
+    if let Some((_, answer)) = faults.answers.iter().find(|(a, _)| *a == action) {
+        return xml(StatusCode::OK, answer.clone());
     }
     if faults.down {
         return (StatusCode::SERVICE_UNAVAILABLE, "").into_response();
@@ -214,10 +234,23 @@ async fn handle(State(p): State<Proxy>, req: Request) -> Response {
     r
 }
 
-/// An AWS error answer in the protocol of the service asked: EC2's `<Response><Errors>` or the query
-/// protocol's `<ErrorResponse>` (Auto Scaling).
-fn aws_error(body: &[u8], status: u16, code: &str) -> Response {
+/// An AWS error answer in the protocol of the service asked: EC2's `<Response><Errors>`, the query
+/// protocol's `<ErrorResponse>` (Auto Scaling) or REST-JSON's `x-amzn-errortype` (EKS).
+fn aws_error(body: &[u8], action: &str, status: u16, code: &str) -> Response {
     let message = format!("injected by the test proxy: {code}");
+    if action == "DescribeNodegroup" {
+        let body = format!(r#"{{"__type":"{code}","message":"{message}"}}"#);
+        let status = StatusCode::from_u16(status).unwrap();
+        return (
+            status,
+            [
+                ("content-type", "application/json"),
+                ("x-amzn-errortype", code),
+            ],
+            body,
+        )
+            .into_response();
+    }
     let ec2 = String::from_utf8_lossy(body).contains("Version=2016-11-15");
     let text = if ec2 {
         format!("<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors><RequestID>ferroscale-test</RequestID></Response>")

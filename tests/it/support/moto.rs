@@ -23,6 +23,7 @@ pub struct Moto {
     pub url: String,
     pub asg: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
+    pub eks: aws_sdk_eks::Client,
 }
 
 impl Drop for Moto {
@@ -100,6 +101,7 @@ impl Moto {
             url,
             asg: aws_sdk_autoscaling::Client::new(&config),
             ec2: aws_sdk_ec2::Client::new(&config),
+            eks: aws_sdk_eks::Client::new(&config),
         }
     }
 
@@ -156,6 +158,151 @@ impl Moto {
             .auto_scaling_groups()[0]
             .desired_capacity()
             .unwrap()
+    }
+
+    /// An EKS cluster with one managed node group made by `nodegroup` (labels, taints, ...); returns the
+    /// name of the Auto Scaling group EKS says backs it (moto names one but does not create it).
+    pub async fn managed_nodegroup(
+        &self,
+        cluster: &str,
+        nodegroup: aws_sdk_eks::operation::create_nodegroup::builders::CreateNodegroupFluentBuilder,
+    ) -> String {
+        let role = "arn:aws:iam::123456789012:role/eks";
+        self.eks
+            .create_cluster()
+            .name(cluster)
+            .role_arn(role)
+            .resources_vpc_config(
+                aws_sdk_eks::types::VpcConfigRequest::builder()
+                    .subnet_ids("subnet-1")
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let out = nodegroup
+            .cluster_name(cluster)
+            .node_role(role)
+            .subnets("subnet-1")
+            .send()
+            .await
+            .unwrap();
+        let ng = out.nodegroup().unwrap();
+        ng.resources().unwrap().auto_scaling_groups()[0]
+            .name()
+            .unwrap()
+            .to_string()
+    }
+
+    /// An image moto knows for `architecture` (`x86_64`, `arm64`).
+    pub async fn image(&self, architecture: &str) -> String {
+        let out = self
+            .ec2
+            .describe_images()
+            .owners("amazon")
+            .send()
+            .await
+            .unwrap();
+        out.images()
+            .iter()
+            .find(|i| i.architecture().map(|a| a.as_str()) == Some(architecture))
+            .and_then(|i| i.image_id())
+            .unwrap()
+            .to_string()
+    }
+
+    /// A launch template launching `image`, with `requirements` in place of an instance type; its id.
+    async fn requirements_template(
+        &self,
+        name: &str,
+        image: &str,
+        requirements: Option<aws_sdk_ec2::types::InstanceRequirementsRequest>,
+    ) -> String {
+        let lt = self
+            .ec2
+            .create_launch_template()
+            .launch_template_name(format!("{name}-lt"))
+            .launch_template_data(
+                aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+                    .image_id(image)
+                    .set_instance_requirements(requirements)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let lt = lt.launch_template().unwrap();
+        lt.launch_template_id().unwrap().to_string()
+    }
+
+    /// An ASG launching from a template that names instance requirements instead of a type.
+    pub async fn template_requirements_group(
+        &self,
+        name: &str,
+        image: &str,
+        requirements: aws_sdk_ec2::types::InstanceRequirementsRequest,
+    ) {
+        let id = self
+            .requirements_template(name, image, Some(requirements))
+            .await;
+        self.asg
+            .create_auto_scaling_group()
+            .auto_scaling_group_name(name)
+            .launch_template(
+                LaunchTemplateSpecification::builder()
+                    .launch_template_id(id)
+                    .version("$Default")
+                    .build(),
+            )
+            .min_size(0)
+            .max_size(5)
+            .desired_capacity(0)
+            .availability_zones("us-east-1c")
+            .set_tags(Some(discovery_tags(name, &[])))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// A mixed-instances ASG whose one override names instance requirements (attribute-based selection),
+    /// from a launch template with `image` and no instance type.
+    pub async fn requirements_group(
+        &self,
+        name: &str,
+        image: &str,
+        requirements: aws_sdk_autoscaling::types::InstanceRequirements,
+    ) {
+        let id = self.requirements_template(name, image, None).await;
+        self.asg
+            .create_auto_scaling_group()
+            .auto_scaling_group_name(name)
+            .mixed_instances_policy(
+                MixedInstancesPolicy::builder()
+                    .launch_template(
+                        LaunchTemplate::builder()
+                            .launch_template_specification(
+                                LaunchTemplateSpecification::builder()
+                                    .launch_template_id(id)
+                                    .version("$Default")
+                                    .build(),
+                            )
+                            .overrides(
+                                LaunchTemplateOverrides::builder()
+                                    .instance_requirements(requirements)
+                                    .build(),
+                            )
+                            .build(),
+                    )
+                    .build(),
+            )
+            .min_size(0)
+            .max_size(5)
+            .desired_capacity(0)
+            .availability_zones("us-east-1c")
+            .set_tags(Some(discovery_tags(name, &[])))
+            .send()
+            .await
+            .unwrap();
     }
 
     /// A launch template whose default version launches `instance_type`; returns its id.
