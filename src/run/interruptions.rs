@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 use crate::backoff::Exponential;
-use crate::cloud::aws::interruption::events::{decode, Notice, Undecodable};
+use crate::cloud::aws::interruption::events::{decode, verify, Notice, Undecodable};
 use crate::cloud::aws::interruption::InterruptionQueue;
 use crate::k8s::index::Index;
 use crate::metrics::LifecycleMetrics;
@@ -251,8 +251,12 @@ impl Poller {
                     continue;
                 }
             };
+            let origin = self.queue.origin();
             for m in messages {
-                match decode(&m.body) {
+                let checked = decode(&m.body).and_then(|notices| {
+                    verify(&m.body, &notices, &origin, crate::time::unix_now()).map(|()| notices)
+                });
+                match checked {
                     Ok(notices) => {
                         let _ = self.to_loop.send(Received {
                             id: m.id,
@@ -264,6 +268,7 @@ impl Poller {
                         let result = match why {
                             Undecodable::Malformed(_) => "malformed",
                             Undecodable::Ignored(_) => "ignored",
+                            Undecodable::Unverified(_) => "unverified",
                         };
                         tracing::info!(%why, "interruption message not acted on; deleting it");
                         self.metrics.message("unknown", result);

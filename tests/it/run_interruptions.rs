@@ -2,7 +2,8 @@
 //! loopback Kubernetes API for the node's taint, cordon and evictions, the memory cloud for the groups.
 //! A spot warning moves the node's pods at once (replacement asked for in the same loop, the node
 //! cordoned and drained, the instance deleted); a rebalance recommendation is ignored unless enabled;
-//! messages about foreign instances and malformed ones are counted and deleted.
+//! messages about foreign instances, malformed ones and those whose envelope does not hold up (another
+//! account) are counted and deleted.
 
 use std::time::{Duration, Instant};
 
@@ -17,10 +18,11 @@ use crate::support::kube_api::{KubeApi, NODES, PODS};
 use crate::support::moto::{Moto, REGION};
 use crate::support::run_harness::{run_settings, Harness};
 
-/// An EventBridge event as AWS documents it, for `instance`.
+/// An EventBridge event as AWS documents it, for `instance`, sent just now from moto's account.
 fn event(detail_type: &str, instance: &str, detail: &str) -> String {
+    let time = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
     format!(
-        r#"{{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"{detail_type}","source":"aws.ec2","account":"123456789012","time":"2026-11-24T10:00:00Z","region":"{REGION}","resources":["arn:aws:ec2:{REGION}a:instance/{instance}"],"detail":{{"instance-id":"{instance}",{detail}}}}}"#
+        r#"{{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"{detail_type}","source":"aws.ec2","account":"123456789012","time":"{time}","region":"{REGION}","resources":["arn:aws:ec2:{REGION}:123456789012:instance/{instance}"],"detail":{{"instance-id":"{instance}",{detail}}}}}"#
     )
 }
 
@@ -193,6 +195,13 @@ async fn a_spot_warning_moves_the_pods_at_once_and_asks_for_the_replacement_in_t
     queue.send(&rebalance("i-b")).await;
     queue.send(&spot("i-0foreign000000000")).await;
     queue.send("this is not an event").await;
+    // Written to the queue by hand, for pool-b's instance, from another account: not acted on.
+    queue
+        .send(&spot("i-b").replace(
+            "\"account\":\"123456789012\"",
+            "\"account\":\"999999999999\"",
+        ))
+        .await;
 
     let d = until_disrupted(&mut h, sent).await;
     let asked = sent.elapsed();
@@ -275,6 +284,7 @@ async fn a_spot_warning_moves_the_pods_at_once_and_asks_for_the_replacement_in_t
     assert_eq!(count("spot-interruption", "foreign"), 1.0);
     assert_eq!(count("rebalance", "ignored"), 1.0);
     assert_eq!(count("unknown", "malformed"), 1.0);
+    assert_eq!(count("unknown", "unverified"), 1.0);
     assert_eq!(
         sample(
             &m,

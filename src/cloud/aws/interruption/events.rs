@@ -26,6 +26,88 @@ pub enum Undecodable {
     /// A well-formed event of a kind or state ferroscale does not act on.
     #[error("ignored event: {0}")]
     Ignored(String),
+    /// An event whose envelope does not hold up: another account or region, too old or from the future,
+    /// or `resources` not naming the instance (whoever can send to the queue could have written it).
+    #[error("unverified event: {0}")]
+    Unverified(String),
+}
+
+/// Where the queue's events must come from: the queue's account (from its URL) and region.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub account: Option<String>,
+    pub region: Option<String>,
+}
+
+/// How old an event may be: past it the instance it names is gone, or stayed.
+pub const MAX_AGE_SECS: i64 = 15 * 60;
+/// How far ahead of this clock an event's time may be (clock skew).
+pub const MAX_AHEAD_SECS: i64 = 5 * 60;
+
+/// The envelope fields that say where and when an event comes from.
+#[derive(Deserialize)]
+struct Provenance {
+    account: Option<String>,
+    region: Option<String>,
+    time: Option<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+}
+
+/// Checks that an event decoded into `notices` comes from `origin`, is recent at `now` (seconds since
+/// the epoch), and names in `resources` every instance it is about (an EC2 instance ARN ending in
+/// `instance/<id>`, or the bare id as AWS Health writes it). EventBridge fills these fields itself; a
+/// message written by hand to the queue has to get all of them right.
+pub fn verify(
+    body: &str,
+    notices: &[Notice],
+    origin: &Origin,
+    now: i64,
+) -> Result<(), Undecodable> {
+    let p: Provenance =
+        serde_json::from_str(body).map_err(|e| Undecodable::Malformed(format!("envelope: {e}")))?;
+    let unverified = |why: String| Err(Undecodable::Unverified(why));
+    if let Some(want) = &origin.account {
+        if p.account.as_deref() != Some(want.as_str()) {
+            return unverified(format!(
+                "account {:?}, the queue's is {want}",
+                p.account.unwrap_or_default()
+            ));
+        }
+    }
+    if let Some(want) = &origin.region {
+        if p.region.as_deref() != Some(want.as_str()) {
+            return unverified(format!(
+                "region {:?}, the queue's is {want}",
+                p.region.unwrap_or_default()
+            ));
+        }
+    }
+    let Some(time) = p.time.as_deref() else {
+        return unverified("no time".into());
+    };
+    let at = match time.parse::<k8s_openapi::jiff::Timestamp>() {
+        Ok(t) => t.as_second(),
+        Err(e) => return unverified(format!("time {time:?}: {e}")),
+    };
+    if now.saturating_sub(at) > MAX_AGE_SECS {
+        return unverified(format!("time {time} is more than 15m old"));
+    }
+    if at.saturating_sub(now) > MAX_AHEAD_SECS {
+        return unverified(format!("time {time} is in the future"));
+    }
+    for n in notices {
+        let id = n.instance_id.as_str();
+        let named = p.resources.iter().any(|r| {
+            r == id
+                || r.strip_suffix(id)
+                    .is_some_and(|head| head.ends_with(":instance/"))
+        });
+        if !named {
+            return unverified(format!("resources do not name instance {id}"));
+        }
+    }
+    Ok(())
 }
 
 /// The EventBridge envelope.
@@ -157,7 +239,81 @@ mod tests {
         assert!(matches!(decode("{}"), Err(Undecodable::Malformed(_))));
     }
 
+    #[test]
+    fn only_events_of_the_queues_account_and_region_recent_and_naming_the_instance_count() {
+        let origin = Origin {
+            account: Some("123456789012".into()),
+            region: Some("us-east-2".into()),
+        };
+        let at = |t: &str| {
+            t.parse::<k8s_openapi::jiff::Timestamp>()
+                .unwrap()
+                .as_second()
+        };
+        let now = at("2021-02-17T14:06:30Z");
+        let with = |from: &str, to: &str| SPOT.replace(from, to);
+        // AWS's documented sample names the instance as `arn:aws:ec2:<zone>:instance/<id>`.
+        let sample = with("\"account\"", "\"account\"");
+        let check = |body: &str| verify(body, &decode(body).unwrap(), &origin, now);
+        assert_eq!(check(&sample), Ok(()));
+        let full_arn = with(
+            "arn:aws:ec2:us-east-2a:instance/",
+            "arn:aws:ec2:us-east-2:123456789012:instance/",
+        );
+        assert_eq!(check(&full_arn), Ok(()));
+        for (body, why) in [
+            (with("123456789012", "999999999999"), "account"),
+            (
+                with("\"region\":\"us-east-2\"", "\"region\":\"eu-west-1\""),
+                "region",
+            ),
+            (with("2021-02-17T14:05:57Z", "2021-02-17T13:50:00Z"), "old"),
+            (
+                with("2021-02-17T14:05:57Z", "2021-02-17T14:20:00Z"),
+                "future",
+            ),
+            (with("2021-02-17T14:05:57Z", "yesterday"), "time"),
+            (
+                with(
+                    "instance/i-1234567890abcdef0",
+                    "instance/i-0000000000000000",
+                ),
+                "resources",
+            ),
+            (
+                with(
+                    "\"resources\":[",
+                    "\"resources\":[\"i-1234567890abcdef0x\",",
+                ),
+                "ok",
+            ),
+        ] {
+            let got = check(&body);
+            if why == "ok" {
+                assert_eq!(got, Ok(()), "{body}");
+            } else {
+                assert!(
+                    matches!(&got, Err(Undecodable::Unverified(w)) if w.contains(why)),
+                    "{why}: {got:?}"
+                );
+            }
+        }
+        // Without a known account (a queue URL that does not show it), the rest is still checked.
+        let anywhere = Origin::default();
+        let other = with("123456789012", "999999999999");
+        assert_eq!(
+            verify(&other, &decode(&other).unwrap(), &anywhere, now),
+            Ok(())
+        );
+    }
+
     proptest! {
+        #[test]
+        fn no_verify_input_makes_it_panic(body in ".{0,300}", now in any::<i64>()) {
+            let notices = [Notice { instance_id: "i-1".into(), kind: NoticeKind::Rebalance }];
+            let _ = verify(&body, &notices, &Origin::default(), now);
+        }
+
         #[test]
         fn no_body_makes_it_panic(body in ".{0,300}") {
             let _ = decode(&body);

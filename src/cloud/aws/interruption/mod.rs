@@ -72,6 +72,22 @@ impl InterruptionQueue {
         &self.url
     }
 
+    /// Where its events must come from: the account in its URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`)
+    /// and the client's region. EventBridge delivers only events of its own account and region.
+    pub fn origin(&self) -> events::Origin {
+        let account = self
+            .url
+            .split('/')
+            .rev()
+            .nth(1)
+            .filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit()))
+            .map(str::to_string);
+        events::Origin {
+            account,
+            region: self.client.config().region().map(|r| r.to_string()),
+        }
+    }
+
     /// Waits up to `wait` (at most SQS's 20 s) for messages and returns those that came.
     pub async fn receive(&self, wait: Duration) -> Result<Vec<Message>> {
         let out = self
