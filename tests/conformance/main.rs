@@ -10,6 +10,7 @@
 mod estimate;
 mod filter;
 mod loops;
+mod similar;
 mod support;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,7 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
         "filter" => filter::check(case),
         "estimate" => estimate::check(case),
         "loop" => loops::check(case),
+        "similar" => similar::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }
