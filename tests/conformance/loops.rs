@@ -3,6 +3,7 @@
 //! `ferroscale.io/node-group`), its `groups` in the memory cloud's format, upstream `flags`, run through
 //! `simulate`'s own `Simulation` for `loops` loops of 10 s (new nodes join at once, Ready). The last
 //! loop is compared with `expect`: every field given must match, fields left out are not compared.
+//! `bind_pending: false` keeps the simulated scheduler from binding pending pods first.
 //! `priorities` (the priority expander's tiers, as `--priority-config` holds them) stands in for
 //! upstream's test expander that is told which option to take: with `--expander=priority` it makes
 //! ferroscale's own expander take that option.
@@ -28,11 +29,19 @@ struct Case {
     loops: u32,
     #[serde(default)]
     priorities: Option<serde_norway::Value>,
+    /// `false`: pending pods stay pending before the loops (upstream's tests give them as the scheduler
+    /// left them: unschedulable, maybe waiting to preempt lower-priority pods).
+    #[serde(default = "yes")]
+    bind_pending: bool,
     expect: Expect,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize, Default)]
@@ -65,6 +74,7 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     let config = MemoryConfig::parse(&groups).map_err(|e| e.to_string())?;
     let mut sim = Simulation::new(&objects, &config, &PriceOverrides::default())
         .map_err(|e| e.to_string())?;
+    sim.set_binding(case.bind_pending);
     let mut settings = support::settings(&case.flags)?;
     if let Some(p) = &case.priorities {
         let text = serde_norway::to_string(p).map_err(|e| e.to_string())?;
