@@ -10,6 +10,7 @@
 mod estimate;
 mod filter;
 mod loops;
+mod readiness;
 mod similar;
 mod support;
 
@@ -54,6 +55,7 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
         "filter" => filter::check(case),
         "estimate" => estimate::check(case),
         "loop" => loops::check(case),
+        "readiness" => readiness::check(case),
         "similar" => similar::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }

@@ -7,7 +7,7 @@ use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
-use super::health::Readiness;
+use super::health::group_health;
 use super::limits::{gib, Amount, Resource};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
@@ -181,9 +181,8 @@ fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
     for g in ctx.world.groups {
         let nodes = by_group.remove(g.id.as_str()).unwrap_or_default();
         let startup = ctx.settings.options_of(g).max_node_startup_time;
-        let mut r = Readiness::of(nodes, startup, ctx.now);
-        r.provisioning = (g.target_size.max(0) as usize).saturating_sub(r.registered());
-        if !r.healthy(g.target_size, ctx.settings) {
+        let (r, healthy) = group_health(nodes, g.target_size, startup, ctx.now, ctx.settings);
+        if !healthy {
             out.insert(g.id.as_str(), r.unready);
         }
     }
