@@ -25,7 +25,10 @@ pub fn objects(list: &serde_norway::Value) -> Result<Objects, String> {
             continue;
         };
         let n = copies.as_u64().ok_or("copies: a count")?;
-        let name = item["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = item["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         for k in 1..=n {
             let mut copy = item.clone();
             copy["metadata"]["name"] = json!(format!("{name}-{k}"));
