@@ -146,6 +146,9 @@ pub fn run_once(
         }
         waiting.push(p);
     }
+    // Upstream's filter_out_schedulable tries the most important pods first: a high-priority pod takes
+    // the room a lower one would, and the lower one asks for the node.
+    waiting.sort_by_key(|p| std::cmp::Reverse(p.meta.priority));
     // Pods of nodes going away need a place now, whatever their age or priority.
     waiting.extend(displaced.iter().map(|(p, _)| p.as_ref()));
     let gone: Vec<bool> = infos
