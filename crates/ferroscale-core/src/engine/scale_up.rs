@@ -283,11 +283,24 @@ fn options_for(
         let by_memory = ((gib(settings.memory_total_gib.1) - budget.memory).max(0)
             / per_node.memory.max(1)) as usize;
         cap = cap.min(by_cores).min(by_memory);
-        if cap == 0 && why_not.is_none() {
+        // A zero-or-max group grows by all its room or not at all (upstream's atomic scale-up): the
+        // cluster-wide limits must leave room for all of it.
+        let whole = if settings.options_of(g).zero_or_max_node_scaling {
+            room(g)
+        } else {
+            1
+        };
+        if settings.max_nodes_total > 0
+            && budget.nodes + whole > settings.max_nodes_total
+            && why_not.is_none()
+        {
+            why_not = Some(Refusal::MaxNodesTotal);
+        }
+        if (by_cores < whole || by_memory < whole) && why_not.is_none() {
             let exceeded: Vec<Resource> =
                 [(by_cores, Resource::Cores), (by_memory, Resource::Memory)]
                     .into_iter()
-                    .filter(|&(n, _)| n == 0)
+                    .filter(|&(n, _)| n < whole)
                     .map(|(_, r)| r)
                     .collect();
             round
@@ -350,9 +363,16 @@ fn options_for(
             *round.refusals[*k].entry(reason).or_default() += 1;
         }
         if e.nodes > 0 {
+            // Upstream's ComputeExpansionOption: a zero-or-max group's only valid count is its max
+            // (its room here: the same from zero, and never past the max).
+            let node_count = if settings.options_of(g).zero_or_max_node_scaling {
+                room(g)
+            } else {
+                e.nodes
+            };
             round.options.push(ExpansionOption {
                 group: g.id.clone(),
-                node_count: e.nodes as i32,
+                node_count: node_count as i32,
                 pods: e
                     .scheduled
                     .iter()
