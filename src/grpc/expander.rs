@@ -125,6 +125,8 @@ impl ExpanderService {
         let ctx = Context {
             cluster_nodes: snapshot.instance_count(),
             priorities: self.settings.priorities.read().clone(),
+            // CA itself breaks the ties it is sent back: fresh randomness, as upstream's.
+            seed: None,
         };
         let decision = expander::choose(&self.settings.chain, &candidates, &ctx);
         let scores = decision.explanation.join("; ");

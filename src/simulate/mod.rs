@@ -67,6 +67,8 @@ pub struct Simulation {
     handle_rebalance: bool,
     /// Nodes an event named, until they are gone.
     interrupted: HashMap<String, DisruptionReason>,
+    /// Whether pending pods are bound before a loop (see [`Simulation::set_binding`]).
+    binding: bool,
 }
 
 impl Simulation {
@@ -193,6 +195,7 @@ impl Simulation {
             events: Default::default(),
             handle_rebalance: false,
             interrupted: HashMap::new(),
+            binding: true,
         })
     }
 
@@ -281,7 +284,16 @@ impl Simulation {
             },
         );
         self.cluster.start(self.now, taints);
-        self.cluster.schedule();
+        if self.binding {
+            self.cluster.schedule();
+        }
+    }
+
+    /// Whether the simulated kube-scheduler binds pending pods before each loop (on by default). Off, the
+    /// pods stay as given: the conformance suite states a cluster as upstream's tests do, its pending
+    /// pods already found unschedulable by a scheduler that may preempt, which this one does not.
+    pub fn set_binding(&mut self, on: bool) {
+        self.binding = on;
     }
 
     /// The simulated cluster's objects (shared: the actuator changes them).

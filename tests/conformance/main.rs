@@ -11,6 +11,8 @@ mod estimate;
 mod filter;
 mod loops;
 mod requests;
+mod readiness;
+mod similar;
 mod support;
 
 use std::collections::BTreeMap;
@@ -55,6 +57,8 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
         "estimate" => estimate::check(case),
         "loop" => loops::check(case),
         "requests" => requests::check(case),
+        "readiness" => readiness::check(case),
+        "similar" => similar::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }

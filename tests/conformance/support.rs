@@ -9,13 +9,32 @@ use ferroscale::k8s::objects::Inputs;
 use serde_json::{json, Value};
 
 /// A case's `objects` (a YAML list of Kubernetes objects, each with its `kind`) read as a dump. Pods
-/// without containers get one with no requests, so fixtures write only what a case is about.
+/// without containers get one with no requests, so fixtures write only what a case is about. An object
+/// with `copies: N` beside its `kind` stands for N copies named `<name>-1` … `<name>-N` (upstream's
+/// tests build pods and nodes in loops).
 pub fn objects(list: &serde_norway::Value) -> Result<Objects, String> {
-    let mut items: Vec<Value> = serde_json::to_value(list)
+    let listed: Vec<Value> = serde_json::to_value(list)
         .map_err(|e| format!("objects: {e}"))?
         .as_array()
         .cloned()
         .unwrap_or_default();
+    let mut items = Vec::new();
+    for mut item in listed {
+        let Some(copies) = item.as_object_mut().and_then(|o| o.remove("copies")) else {
+            items.push(item);
+            continue;
+        };
+        let n = copies.as_u64().ok_or("copies: a count")?;
+        let name = item["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        for k in 1..=n {
+            let mut copy = item.clone();
+            copy["metadata"]["name"] = json!(format!("{name}-{k}"));
+            items.push(copy);
+        }
+    }
     for item in &mut items {
         if item["kind"] == "Pod" && item["spec"].get("containers").is_none() {
             item["spec"]["containers"] = json!([{ "name": "c" }]);

@@ -72,9 +72,17 @@ pub fn run_once(
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
+    // Upstream's snapshot leaves out expendable pods (priority below the cutoff): a pending pod may take
+    // their place, as the scheduler would preempt them, so they neither hold room for the scale-up nor
+    // ask for any. They are put back for scale-down, which lets them go down with their node.
+    let mut expendable: Vec<(usize, &Arc<Pod>)> = Vec::new();
     for p in world.pods {
         if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-            infos[i].add(Arc::clone(p));
+            if p.meta.priority < settings.expendable_pods_priority_cutoff {
+                expendable.push((i, p));
+            } else {
+                infos[i].add(Arc::clone(p));
+            }
         }
     }
     let existing = infos.len();
@@ -139,6 +147,9 @@ pub fn run_once(
         }
         waiting.push(p);
     }
+    // Upstream's filter_out_schedulable tries the most important pods first: a high-priority pod takes
+    // the room a lower one would, and the lower one asks for the node.
+    waiting.sort_by_key(|p| std::cmp::Reverse(p.meta.priority));
     // Pods of nodes going away need a place now, whatever their age or priority.
     waiting.extend(displaced.iter().map(|(p, _)| p.as_ref()));
     let gone: Vec<bool> = infos
@@ -165,6 +176,9 @@ pub fn run_once(
     }
 
     scale_up(&ctx, memory, &candidates, &infos, existing, &mut d);
+    for (i, p) in expendable {
+        infos[i].add(Arc::clone(p));
+    }
     d.disruptions = disruptions;
     d.replacements = replacements(&d, &displaced);
     if !world.doubts.is_empty() {

@@ -69,6 +69,28 @@ pub(super) fn unhealthy(ctx: &Ctx) -> Option<Unhealthy> {
     too_many_unready(unready, total, s).then_some(Unhealthy { unready, total })
 }
 
+/// Upstream's IsClusterHealthy for these registered `nodes` at `now` (each sorted with `max_startup`):
+/// false when more are unready than both thresholds allow. The loop's own check is [`unhealthy`]'s.
+pub fn cluster_healthy(nodes: &[Node], max_startup: Duration, now: i64, s: &Settings) -> bool {
+    let unready = Readiness::of(nodes, max_startup, now, &s.taints).unready;
+    !too_many_unready(unready, nodes.len(), s)
+}
+
+/// A group's readiness and upstream's IsNodeGroupHealthy verdict: its registered `nodes` at `now`
+/// (sorted with its `maxNodeStartupTime`), every instance of its `target_size` without a node counted as
+/// on its way (`provisioning`): the cloud lists it, and cleanup gives it up past `maxNodeProvisionTime`.
+pub fn group_health<'a>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    target_size: i32,
+    max_startup: Duration,
+    now: i64,
+    s: &Settings,
+) -> (Readiness, bool) {
+    let mut r = Readiness::of(nodes, max_startup, now, &s.taints);
+    r.provisioning = (target_size.max(0) as usize).saturating_sub(r.registered());
+    (r, r.healthy(target_size, s))
+}
+
 /// Upstream's thresholds: `unready` of `nodes` are too many past both `--ok-total-unready-count` and
 /// `--max-total-unready-percentage`.
 fn too_many_unready(unready: usize, nodes: usize, s: &Settings) -> bool {

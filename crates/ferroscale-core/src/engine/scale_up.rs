@@ -7,11 +7,12 @@ use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
 use super::estimator::{estimate_within, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
-use super::health::Readiness;
+use super::health::group_health;
 use super::limits::{gib, Amount, Resource};
 use super::memory::Memory;
 use super::predicates::{fits, NodeInfo};
 use super::reasons::{Pending, Refusal};
+use super::settings::Settings;
 use super::similar::similar;
 use super::topology;
 use crate::clock::Deadline;
@@ -36,6 +37,17 @@ struct Round {
     refusals: Vec<BTreeMap<Refusal, usize>>,
     /// Groups skipped because a cluster-wide maximum is reached, with the resource.
     skipped: Vec<(String, Resource)>,
+    /// Per option, the groups its scale-up is split across: its own first, then its similar groups.
+    peers: Vec<Vec<String>>,
+}
+
+/// A group that can take nodes this round: its template, which pods fit it, and how many nodes the
+/// cluster-wide limits leave it (its own room aside).
+struct Open<'a> {
+    group: &'a NodeGroup,
+    template: NodeInfo,
+    fits: Vec<bool>,
+    cap: usize,
 }
 
 /// Grows groups for `candidates` (pods no existing or upcoming node takes): the expander picks the best
@@ -93,12 +105,19 @@ pub(super) fn scale_up(
         let context = Context {
             cluster_nodes: existing,
             priorities: ctx.settings.priorities.clone(),
+            seed: Some(expander::seed(ctx.now, &round.options)),
         };
         let decision = expander::choose(&ctx.settings.expander, &round.options, &context);
         d.expander.extend(decision.explanation.iter().cloned());
-        let Some(&best) = decision.kept.first() else {
+        let Some(best) = expander::tie_break(&decision.kept, context.seed) else {
             break;
         };
+        if decision.kept.len() > 1 {
+            d.expander.push(format!(
+                "tie: picked {} at random",
+                round.options[best].group
+            ));
+        }
         let scheduled = &round.scheduled[best];
         let keys: Vec<String> = scheduled.iter().map(|&w| pods[w].key()).collect();
         for &w in scheduled {
@@ -108,27 +127,13 @@ pub(super) fn scale_up(
             base.append(&mut round.placements[best]);
         }
         let option = &round.options[best];
-        let chosen = ctx.groups[option.group.as_str()];
-        let split = if ctx.settings.balance_similar_node_groups {
-            let model = new_node(ctx, chosen, "balancing");
-            let peers: Vec<&NodeGroup> = groups
-                .iter()
-                .copied()
-                .filter(|g| {
-                    g.id == chosen.id
-                        || (similar(
-                            &new_node(ctx, g, "balancing"),
-                            &model,
-                            &ctx.settings.balancing,
-                        ) && memory.backed_off(&g.id, ctx.now).is_none()
-                            && !unhealthy.contains_key(g.id.as_str())
-                            && memory.capacity_out(&g.template, ctx.now).is_none())
-                })
-                .collect();
-            balance(&peers, option.node_count)
-        } else {
-            vec![(chosen.id.clone(), option.node_count)]
-        };
+        // Upstream's BalanceScaleUpBetweenGroups over the option's similar groups (itself alone
+        // without --balance-similar-node-groups).
+        let peers: Vec<&NodeGroup> = round.peers[best]
+            .iter()
+            .map(|id| ctx.groups[id.as_str()])
+            .collect();
+        let split = balance(&peers, option.node_count);
         for (group, delta) in split {
             let g = ctx.groups[group.as_str()];
             budget.nodes += delta as usize;
@@ -176,9 +181,8 @@ fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
     for g in ctx.world.groups {
         let nodes = by_group.remove(g.id.as_str()).unwrap_or_default();
         let startup = ctx.settings.options_of(g).max_node_startup_time;
-        let mut r = Readiness::of(nodes, startup, ctx.now, &ctx.settings.taints);
-        r.provisioning = (g.target_size.max(0) as usize).saturating_sub(r.registered());
-        if !r.healthy(g.target_size, ctx.settings) {
+        let (r, healthy) = group_health(nodes, g.target_size, startup, ctx.now, ctx.settings);
+        if !healthy {
             out.insert(g.id.as_str(), r.unready);
         }
     }
@@ -219,6 +223,32 @@ fn closed(
     })
 }
 
+/// The room `g` has left below its max size.
+fn room(g: &NodeGroup) -> usize {
+    (g.max_size - g.target_size).max(0) as usize
+}
+
+/// Upstream's ComputeSimilarNodeGroups for `open[i]`: with `--balance-similar-node-groups`, the other
+/// open groups whose template is similar and which take every pod `open[i]` takes (upstream's
+/// matchingSchedulablePodGroups); none when its group scales zero-or-max or takes no pod.
+fn similar_groups(open: &[Open], i: usize, s: &Settings) -> Vec<usize> {
+    let me = &open[i];
+    if !s.balance_similar_node_groups
+        || s.options_of(me.group).zero_or_max_node_scaling
+        || !me.fits.iter().any(|&f| f)
+    {
+        return Vec::new();
+    }
+    (0..open.len())
+        .filter(|&j| j != i)
+        .filter(|&j| {
+            let other = &open[j];
+            me.fits.iter().zip(&other.fits).all(|(&a, &b)| !a || b)
+                && similar(&me.template, &other.template, &s.balancing)
+        })
+        .collect()
+}
+
 fn options_for(
     ctx: &Ctx,
     pods: &[&Pod],
@@ -235,14 +265,15 @@ fn options_for(
         placements: Vec::new(),
         refusals: vec![BTreeMap::new(); pods.len()],
         skipped: Vec::new(),
+        peers: Vec::new(),
     };
+    let mut open: Vec<Open> = Vec::new();
     for g in groups {
-        let room = (g.max_size - g.target_size).max(0) as usize;
         let mut why_not = closed(ctx, g, memory, unhealthy);
-        let mut limit = room.min(settings.max_nodes_per_scaleup);
+        let mut cap = settings.max_nodes_per_scaleup;
         if settings.max_nodes_total > 0 {
-            limit = limit.min(settings.max_nodes_total.saturating_sub(budget.nodes));
-            if limit == 0 && why_not.is_none() {
+            cap = cap.min(settings.max_nodes_total.saturating_sub(budget.nodes));
+            if cap == 0 && why_not.is_none() {
                 why_not = Some(Refusal::MaxNodesTotal);
             }
         }
@@ -251,12 +282,25 @@ fn options_for(
             ((settings.cores_total.1 - budget.cores).max(0) / per_node.cores.max(1)) as usize;
         let by_memory = ((gib(settings.memory_total_gib.1) - budget.memory).max(0)
             / per_node.memory.max(1)) as usize;
-        limit = limit.min(by_cores).min(by_memory);
-        if limit == 0 && why_not.is_none() {
+        cap = cap.min(by_cores).min(by_memory);
+        // A zero-or-max group grows by all its room or not at all (upstream's atomic scale-up): the
+        // cluster-wide limits must leave room for all of it.
+        let whole = if settings.options_of(g).zero_or_max_node_scaling {
+            room(g)
+        } else {
+            1
+        };
+        if settings.max_nodes_total > 0
+            && budget.nodes + whole > settings.max_nodes_total
+            && why_not.is_none()
+        {
+            why_not = Some(Refusal::MaxNodesTotal);
+        }
+        if (by_cores < whole || by_memory < whole) && why_not.is_none() {
             let exceeded: Vec<Resource> =
                 [(by_cores, Resource::Cores), (by_memory, Resource::Memory)]
                     .into_iter()
-                    .filter(|&(n, _)| n == 0)
+                    .filter(|&(n, _)| n < whole)
                     .map(|(_, r)| r)
                     .collect();
             round
@@ -265,15 +309,40 @@ fn options_for(
             why_not = Some(Refusal::ResourceLimits { exceeded });
         }
         let template = new_node(ctx, g, &format!("{}-template", g.id));
+        // Upstream's SchedulablePodGroups: the pods whose predicates pass on the template.
+        let fits: Vec<bool> = pods
+            .iter()
+            .map(|p| fits(p, &[], &template).is_ok())
+            .collect();
         if let Some(why) = why_not {
-            for (k, p) in pods.iter().enumerate() {
+            for (k, _) in fits.iter().enumerate().filter(|(_, &f)| f) {
                 // Only groups the pod would fit are worth naming.
-                if fits(p, &[], &template).is_ok() {
-                    *round.refusals[k].entry(why.clone()).or_default() += 1;
-                }
+                *round.refusals[k].entry(why.clone()).or_default() += 1;
             }
             continue;
         }
+        open.push(Open {
+            group: g,
+            template,
+            fits,
+            cap,
+        });
+    }
+    for i in 0..open.len() {
+        let peers = similar_groups(&open, i, settings);
+        let Open {
+            group: g,
+            template,
+            cap,
+            ..
+        } = &open[i];
+        // Upstream's sngCapacityThreshold: the estimate may use the room of the similar groups too.
+        let limit = peers
+            .iter()
+            .map(|&j| room(open[j].group))
+            .sum::<usize>()
+            .saturating_add(room(g))
+            .min(*cap);
         let mut node = template.node.clone();
         // Pods pack onto what a node has left after its DaemonSet pods.
         node.allocatable.cpu_milli -= template.requested.cpu_milli;
@@ -294,9 +363,16 @@ fn options_for(
             *round.refusals[*k].entry(reason).or_default() += 1;
         }
         if e.nodes > 0 {
+            // Upstream's ComputeExpansionOption: a zero-or-max group's only valid count is its max
+            // (its room here: the same from zero, and never past the max).
+            let node_count = if settings.options_of(g).zero_or_max_node_scaling {
+                room(g)
+            } else {
+                e.nodes
+            };
             round.options.push(ExpansionOption {
                 group: g.id.clone(),
-                node_count: e.nodes as i32,
+                node_count: node_count as i32,
                 pods: e
                     .scheduled
                     .iter()
@@ -307,6 +383,11 @@ fn options_for(
             });
             round.scheduled.push(e.scheduled);
             round.placements.push(e.placements);
+            round.peers.push(
+                std::iter::once(g.id.clone())
+                    .chain(peers.iter().map(|&j| open[j].group.id.clone()))
+                    .collect(),
+            );
         }
     }
     round

@@ -120,6 +120,9 @@ pub struct Context {
     /// Nodes in the cluster now (the price strategy prefers bigger nodes in bigger clusters).
     pub cluster_nodes: usize,
     pub priorities: Priorities,
+    /// Where the `random` strategy draws from: `None` for a fresh random number each time (the gRPC
+    /// expander, as upstream), `Some` for a draw fixed by the seed (the loop's own expander: see [`seed`]).
+    pub seed: Option<u64>,
 }
 
 /// The options kept, and why.
@@ -243,10 +246,57 @@ fn keep_best(scores: &[(usize, Option<f64>)], lower_is_better: bool) -> Vec<usiz
         .collect()
 }
 
-fn random_index(len: usize) -> usize {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_usize(len);
-    (h.finish() % len as u64) as usize
+/// An index below `len`: from `seed` when given, else fresh randomness.
+fn random_index(len: usize, seed: Option<u64>) -> usize {
+    let draw = match seed {
+        Some(s) => mix(s ^ len as u64),
+        None => {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(len);
+            h.finish()
+        }
+    };
+    (draw % len.max(1) as u64) as usize
+}
+
+/// splitmix64's finaliser: spreads a seed's bits so near seeds draw far apart.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The seed of a loop's random choices among `options`: the loop's time and the options (group, node
+/// count). Upstream draws at random among the options a chain leaves tied; the engine must decide the
+/// same from the same snapshot and time (so `simulate` replays exactly and tests can hold it), so it
+/// draws from this seed: which tied group wins varies from loop to loop and cluster to cluster, as
+/// upstream's, and never favours the first group listed, yet one snapshot at one time always decides
+/// alike. Hashed by hand (FNV-1a, then mixed) so the draw does not change between builds.
+pub fn seed(now: i64, options: &[ExpansionOption]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(&now.to_le_bytes());
+    for o in options {
+        eat(o.group.as_bytes());
+        eat(&[0]);
+        eat(&o.node_count.to_le_bytes());
+    }
+    mix(h)
+}
+
+/// Upstream's last step: one option among those the chain left tied, at random (from `seed`).
+pub fn tie_break(kept: &[usize], seed: Option<u64>) -> Option<usize> {
+    match kept {
+        [] => None,
+        [one] => Some(*one),
+        _ => Some(kept[random_index(kept.len(), seed)]),
+    }
 }
 
 /// Applies a chain of strategies to the options.
@@ -261,7 +311,7 @@ pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) ->
         let candidates: Vec<&ExpansionOption> = kept.iter().map(|&i| &options[i]).collect();
         let scores: Vec<(usize, Option<f64>)> = match strategy {
             Strategy::Random => {
-                let pick = kept[random_index(kept.len())];
+                let pick = kept[random_index(kept.len(), ctx.seed)];
                 explanation.push(format!("random: picked {}", options[pick].group));
                 kept = vec![pick];
                 continue;

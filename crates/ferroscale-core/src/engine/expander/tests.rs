@@ -195,3 +195,20 @@ fn priority_tiers() {
         vec![Strategy::Priority, Strategy::LeastWaste]
     );
 }
+
+#[test]
+fn ties_are_broken_at_random_yet_the_same_seed_draws_the_same() {
+    let kept = [0, 1, 2];
+    let mut drawn = [0usize; 3];
+    for now in 0..300 {
+        let pick = tie_break(&kept, Some(now)).unwrap();
+        assert_eq!(tie_break(&kept, Some(now)), Some(pick), "reproducible");
+        drawn[pick] += 1;
+    }
+    assert!(
+        drawn.iter().all(|&n| n > 50),
+        "each tied option wins about a third of the draws: {drawn:?}"
+    );
+    assert_eq!(tie_break(&[4], Some(1)), Some(4));
+    assert_eq!(tie_break(&[], Some(1)), None);
+}
