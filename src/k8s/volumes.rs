@@ -133,9 +133,19 @@ impl<'a> Storage<'a> {
                 Ok(Claim {
                     key: format!("{ns}/{claim}"),
                     state: self.resolve(ns, claim)?,
+                    exclusive: self.exclusive(ns, claim),
                 })
             })
             .collect()
+    }
+
+    /// Whether the claim asks for `ReadWriteOncePod` access: one pod at a time in the whole cluster.
+    fn exclusive(&self, ns: &str, name: &str) -> bool {
+        self.claims
+            .get(&(ns, name))
+            .and_then(|c| c.spec.as_ref())
+            .and_then(|s| s.access_modes.as_ref())
+            .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"))
     }
 
     fn resolve(&self, ns: &str, name: &str) -> Result<ClaimState> {

@@ -12,6 +12,8 @@ use crate::labels;
 pub struct Claim {
     pub key: String,
     pub state: ClaimState,
+    /// Access mode `ReadWriteOncePod`: no other pod may use the claim while this one does.
+    pub exclusive: bool,
 }
 
 /// Where a claim's volume can be used.

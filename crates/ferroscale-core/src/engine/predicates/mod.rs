@@ -140,6 +140,8 @@ pub enum Unfit {
         claim: String,
         class: String,
     },
+    /// Another pod uses this `ReadWriteOncePod` claim.
+    ClaimInUse(String),
     /// The node can attach no more volumes of this CSI driver.
     VolumeLimit {
         driver: String,
@@ -173,6 +175,7 @@ impl fmt::Display for Unfit {
                 f,
                 "storage class {class} cannot provision in the node's topology: pvc {claim}"
             ),
+            Unfit::ClaimInUse(c) => write!(f, "pvc {c} is ReadWriteOncePod and used by another pod"),
             Unfit::VolumeLimit { driver, limit } => {
                 write!(f, "volume limit of {driver} reached ({limit})")
             }
@@ -367,7 +370,7 @@ pub fn fits_neighbours(
     for c in &pod.spread {
         spread::fits(pod, c, nodes, node)?;
     }
-    Ok(())
+    volumes::exclusive(pod, nodes)
 }
 
 /// Whether the pod's node selector and required node affinity admit a node (also which domains
@@ -408,11 +411,7 @@ pub fn fits_in(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, repel: Repel) -> 
 /// [`fits_in`] among a cluster and the nodes a simulation added to it.
 pub fn fits_among(pod: &Pod, nodes: Cluster, node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
     fits_node(pod, node)?;
-    if repel > Repel::None
-        || !pod.affinity.is_empty()
-        || !pod.anti_affinity.is_empty()
-        || !pod.spread.is_empty()
-    {
+    if repel > Repel::None || pod.inter_pod() {
         fits_neighbours(pod, nodes, node, repel)?;
     }
     Ok(())

@@ -106,6 +106,7 @@ fn anti_affinity_by_hostname_and_zone() {
         selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: labels::HOSTNAME.into(),
+        ..Default::default()
     });
     let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
@@ -131,6 +132,7 @@ fn affinity_needs_a_matching_pod_in_the_domain_except_for_the_first() {
         selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: "zone".into(),
+        ..Default::default()
     });
     let a = sized("a", 4000).label("zone", "z1").info();
     let b = sized("b", 4000).label("zone", "z2").info();
@@ -153,6 +155,7 @@ fn topology_spread_limits_skew() {
         max_skew: 1,
         topology_key: "zone".into(),
         selector: selector(&[("app", "web")]),
+        ..Default::default()
     });
     let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{NodeInfo, Unfit};
+use super::{Cluster, NodeInfo, Unfit};
 use crate::model::volumes::{terms_admit, zones_admit, ClaimState};
 use crate::model::workload::Pod;
 
@@ -21,6 +21,23 @@ pub(super) fn waiting(pod: &Pod) -> Result<(), Unfit> {
         }),
         None => Ok(()),
     }
+}
+
+/// The scheduler's VolumeRestrictions filter on `ReadWriteOncePod` claims: a claim another pod on any
+/// node uses keeps this pod off every node.
+pub(super) fn exclusive(pod: &Pod, nodes: Cluster) -> Result<(), Unfit> {
+    for c in pod.claims.iter().filter(|c| c.exclusive) {
+        let used = nodes.iter().any(|n| {
+            n.pods.iter().any(|o| {
+                (o.namespace != pod.namespace || o.name != pod.name)
+                    && o.claims.iter().any(|oc| oc.key == c.key)
+            })
+        });
+        if used {
+            return Err(Unfit::ClaimInUse(c.key.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// Attach limits first (as the scheduler's order has them), then where each volume can be used.
@@ -122,6 +139,7 @@ mod tests {
                 zones: vec![],
                 driver: Some("ebs.csi.aws.com".into()),
             },
+            exclusive: false,
         }
     }
 
@@ -148,6 +166,7 @@ mod tests {
                     allowed: in_zone("us-east-1b"),
                     driver: Some("ebs.csi.aws.com".into()),
                 },
+                exclusive: false,
             }],
         );
         assert!(fits_node(&delayed, &zoned("us-east-1b").info()).is_ok());
@@ -160,6 +179,7 @@ mod tests {
             vec![Claim {
                 key: "shop/data-1".into(),
                 state: ClaimState::Waiting(Wait::Immediate),
+                exclusive: false,
             }],
         );
         assert_eq!(
