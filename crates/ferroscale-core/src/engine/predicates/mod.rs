@@ -254,28 +254,59 @@ fn short_of<'a>(want: &'a Resources, used: &Resources, alloc: &Resources) -> Opt
     })
 }
 
-/// Whether a pod the term selects runs in `node`'s domain of the term's topology key (None: `node`
-/// lacks the key).
-fn term_matches_in(
-    pod: &Pod,
-    term: &PodAffinityTerm,
+/// Whether a pod `selects` picks runs in `node`'s domain of topology key `key` (None: `node` lacks
+/// the key).
+fn selected_in(
+    key: &str,
+    selects: impl Fn(&Pod) -> bool,
     nodes: Cluster,
     node: &NodeInfo,
 ) -> Option<bool> {
-    let value = node.node.labels.get(&term.topology_key)?;
-    let matches_on = |n: &NodeInfo| n.pods.iter().any(|o| pod.term_selects(term, o));
+    let value = node.node.labels.get(key)?;
+    let matches_on = |n: &NodeInfo| n.pods.iter().any(|o| selects(o));
     if matches_on(node) {
         return Some(true);
     }
-    if term.topology_key == labels::HOSTNAME {
+    if key == labels::HOSTNAME {
         return Some(false);
     }
     Some(
         nodes
             .iter()
-            .filter(|n| n.node.labels.get(&term.topology_key) == Some(value))
+            .filter(|n| n.node.labels.get(key) == Some(value))
             .any(matches_on),
     )
+}
+
+/// The pod's required affinity (upstream's satisfyPodAffinity): the node has every term's topology
+/// key, and for each term some pod that matches ALL the terms runs in the node's domain of that term.
+/// The first pod of a group may land where none does only if no such pod runs anywhere and it matches
+/// all its terms itself.
+fn affinity_fits(pod: &Pod, nodes: Cluster, node: &NodeInfo) -> Result<(), Unfit> {
+    let labels = &node.node.labels;
+    if pod.affinity.iter().any(|t| !labels.contains_key(&t.topology_key)) {
+        return Err(Unfit::PodAffinity);
+    }
+    let matches_all = |o: &Pod| pod.affinity.iter().all(|t| pod.term_selects(t, o));
+    if pod
+        .affinity
+        .iter()
+        .all(|t| selected_in(&t.topology_key, matches_all, nodes, node) == Some(true))
+    {
+        return Ok(());
+    }
+    let counted = |n: &NodeInfo| {
+        pod.affinity
+            .iter()
+            .any(|t| n.node.labels.contains_key(&t.topology_key))
+            && n.pods.iter().any(|o| matches_all(o))
+    };
+    let none_anywhere = !counted(node) && !nodes.iter().any(counted);
+    if none_anywhere && matches_all(pod) {
+        Ok(())
+    } else {
+        Err(Unfit::PodAffinity)
+    }
 }
 
 /// How far the anti-affinity of pods already placed reaches: callers track it as they place pods so
@@ -317,26 +348,11 @@ pub fn fits_neighbours(
     node: &NodeInfo,
     repel: Repel,
 ) -> Result<(), Unfit> {
-    for term in &pod.affinity {
-        match term_matches_in(pod, term, nodes, node) {
-            Some(true) => {}
-            // The first pod of a group may land where no pod matches yet only if it matches itself
-            // and no pod anywhere matches the term (as the scheduler allows).
-            _ => {
-                let none_anywhere = !nodes
-                    .iter()
-                    .any(|n| n.pods.iter().any(|o| pod.term_selects(term, o)));
-                if !(none_anywhere
-                    && pod.term_selects(term, pod)
-                    && node.node.labels.contains_key(&term.topology_key))
-                {
-                    return Err(Unfit::PodAffinity);
-                }
-            }
-        }
+    if !pod.affinity.is_empty() {
+        affinity_fits(pod, nodes, node)?;
     }
     for term in &pod.anti_affinity {
-        if term_matches_in(pod, term, nodes, node) == Some(true) {
+        if selected_in(&term.topology_key, |o| pod.term_selects(term, o), nodes, node) == Some(true) {
             return Err(Unfit::PodAntiAffinity);
         }
     }
