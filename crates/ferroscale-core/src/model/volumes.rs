@@ -36,6 +36,11 @@ pub enum ClaimState {
         class: String,
         allowed: Vec<Vec<Requirement>>,
         driver: Option<String>,
+        /// None when the class provisions volumes. A class without a provisioner (none, or
+        /// `kubernetes.io/no-provisioner`) cannot: the claim binds only to an available volume that
+        /// fits it, so these are the node affinities of those volumes (each an OR of terms, empty:
+        /// any node), and a node none admits cannot take the pod.
+        volumes: Option<Vec<Vec<Vec<Requirement>>>>,
     },
     /// Not bound, and the pod cannot be placed until it is: `Immediate` binding, a claim that does not
     /// exist, or one whose volume is lost.

@@ -140,6 +140,8 @@ pub enum Unfit {
         claim: String,
         class: String,
     },
+    /// A claim whose class cannot provision has no available volume the node can use.
+    NoVolume(String),
     /// Another pod uses this `ReadWriteOncePod` claim.
     ClaimInUse(String),
     /// The node can attach no more volumes of this CSI driver.
@@ -175,6 +177,7 @@ impl fmt::Display for Unfit {
                 f,
                 "storage class {class} cannot provision in the node's topology: pvc {claim}"
             ),
+            Unfit::NoVolume(c) => write!(f, "no available persistent volume for pvc {c} on the node"),
             Unfit::ClaimInUse(c) => write!(f, "pvc {c} is ReadWriteOncePod and used by another pod"),
             Unfit::VolumeLimit { driver, limit } => {
                 write!(f, "volume limit of {driver} reached ({limit})")

@@ -85,12 +85,23 @@ pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
                     return Err(Unfit::VolumeZone(c.key.clone()));
                 }
             }
-            ClaimState::Delayed { class, allowed, .. } => {
+            ClaimState::Delayed {
+                class,
+                allowed,
+                volumes,
+                ..
+            } => {
                 if !terms_admit(allowed, &node.labels, node.field_name()) {
                     return Err(Unfit::VolumeTopology {
                         claim: c.key.clone(),
                         class: class.clone(),
                     });
+                }
+                if volumes.as_ref().is_some_and(|vs| {
+                    !vs.iter()
+                        .any(|v| terms_admit(v, &node.labels, node.field_name()))
+                }) {
+                    return Err(Unfit::NoVolume(c.key.clone()));
                 }
             }
             ClaimState::Waiting(_) => {}
@@ -165,6 +176,7 @@ mod tests {
                     class: "gp3-b".into(),
                     allowed: in_zone("us-east-1b"),
                     driver: Some("ebs.csi.aws.com".into()),
+                    volumes: None,
                 },
                 exclusive: false,
             }],
