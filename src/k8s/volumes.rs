@@ -24,7 +24,7 @@ const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
 /// In-tree volume plugins and provisioners as the CSI drivers that replaced them (CSI migration), so
 /// attach limits count them under the CSINode's driver.
-fn csi_name(plugin: &str) -> &str {
+pub(crate) fn csi_name(plugin: &str) -> &str {
     match plugin {
         "kubernetes.io/aws-ebs" => "ebs.csi.aws.com",
         "kubernetes.io/gce-pd" => "pd.csi.storage.gke.io",
@@ -127,7 +127,31 @@ impl<'a> Storage<'a> {
     /// claim is named `<pod>-<volume>`), resolved.
     pub fn claims_of(&self, pod: &core::Pod) -> Result<Vec<Claim>> {
         let ns = namespace_of(&pod.metadata);
-        self.resolve_claims(ns, &claim_names(pod))
+        let mut claims = self.resolve_claims(ns, &claim_names(pod))?;
+        // A generic ephemeral volume's claim serves only the pod that controls it.
+        let pod_name = name_of(&pod.metadata);
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            if v.ephemeral.is_none() || v.persistent_volume_claim.is_some() {
+                continue;
+            }
+            let name = format!("{pod_name}-{}", v.name);
+            let Some(pvc) = self.claims.get(&(ns, name.as_str())) else {
+                continue;
+            };
+            let owned = pvc.metadata.owner_references.iter().flatten().any(|o| {
+                o.controller == Some(true)
+                    && o.kind == "Pod"
+                    && o.name == pod_name
+                    && pod.metadata.uid.as_ref().is_none_or(|u| *u == o.uid)
+            });
+            if !owned {
+                let key = format!("{ns}/{name}");
+                for c in claims.iter_mut().filter(|c| c.key == key) {
+                    c.state = ClaimState::Waiting(Wait::NotOwned);
+                }
+            }
+        }
+        Ok(claims)
     }
 
     /// Claims of namespace `ns` by name ([`claim_names`]), resolved.

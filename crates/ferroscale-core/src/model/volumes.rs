@@ -58,6 +58,8 @@ pub enum Wait {
     Lost,
     /// Unbound, naming a storage class that does not exist (or none, with no default class).
     NoClass,
+    /// The claim of a generic ephemeral volume exists but was not made for this pod (another owns it).
+    NotOwned,
 }
 
 impl Wait {
@@ -67,6 +69,7 @@ impl Wait {
             Wait::Missing => "not found",
             Wait::Lost => "bound to a volume that does not exist",
             Wait::NoClass => "unbound and its storage class does not exist",
+            Wait::NotOwned => "was not created for the pod",
         }
     }
 }

@@ -109,6 +109,9 @@ pub struct Pod {
     pub spread: Vec<SpreadConstraint>,
     /// The PersistentVolumeClaims it mounts, resolved to where their volumes can be used.
     pub claims: Vec<Claim>,
+    /// In-tree volumes written in the pod itself (`awsElasticBlockStore`), as the CSI driver that
+    /// attaches them and the volume id: they count toward attach limits as claims' volumes do.
+    pub inline_volumes: Vec<(String, String)>,
     /// Labels of its namespace (from the dump's Namespace objects; empty when not known), which the
     /// `namespaceSelector` of affinity terms reads.
     pub namespace_labels: BTreeMap<String, String>,
@@ -194,6 +197,15 @@ impl Pod {
         ns_ok && term.selector.matches(&other.labels)
     }
 
+    /// The volumes it attaches to its node, as (CSI driver, volume id): its claims' and its inline ones.
+    pub fn attachments(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.claims.iter().filter_map(|c| c.attachment()).chain(
+            self.inline_volumes
+                .iter()
+                .map(|(d, id)| (d.as_str(), id.as_str())),
+        )
+    }
+
     /// Whether its placement depends on pods elsewhere: pod (anti-)affinity, topology spread, or a
     /// claim no other pod may use (`ReadWriteOncePod`).
     pub fn inter_pod(&self) -> bool {
@@ -214,6 +226,7 @@ impl Pod {
             && self.anti_affinity == other.anti_affinity
             && self.spread == other.spread
             && self.claims == other.claims
+            && self.inline_volumes == other.inline_volumes
             && self.namespace == other.namespace
             && self.namespace_labels == other.namespace_labels
             && self.labels == other.labels

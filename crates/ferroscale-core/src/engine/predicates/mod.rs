@@ -57,7 +57,7 @@ impl NodeInfo {
     pub fn add_counted(&mut self, pod: &Pod) {
         self.requested.add(&pod.requests);
         self.ports.extend(pod.host_ports.iter().cloned());
-        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+        for (driver, id) in pod.attachments() {
             self.attached
                 .entry(driver.to_string())
                 .or_default()

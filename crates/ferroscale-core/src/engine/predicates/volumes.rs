@@ -42,13 +42,13 @@ pub(super) fn exclusive(pod: &Pod, nodes: Cluster) -> Result<(), Unfit> {
 
 /// Attach limits first (as the scheduler's order has them), then where each volume can be used.
 pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
-    if pod.claims.is_empty() {
+    if pod.claims.is_empty() && pod.inline_volumes.is_empty() {
         return Ok(());
     }
     let node = &info.node;
     if !node.volume_limits.is_empty() {
         let mut more: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+        for (driver, id) in pod.attachments() {
             let known = info
                 .attached
                 .get(driver)
