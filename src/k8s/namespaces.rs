@@ -21,4 +21,3 @@ pub fn set_namespace_labels(pods: &mut [Pod], namespaces: &[core::Namespace]) {
         }
     }
 }
-

@@ -252,13 +252,6 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         })
         .map(|v| v.name.clone())
         .collect();
-    let inline_volumes = spec
-        .volumes
-        .iter()
-        .flatten()
-        .filter_map(|v| v.aws_elastic_block_store.as_ref())
-        .map(|e| (super::volumes::csi_name("kubernetes.io/aws-ebs").to_string(), e.volume_id.clone()))
-        .collect();
     // Split as upstream does: on commas, nothing trimmed.
     let safe_local_volumes = annotations
         .get(labels::SAFE_TO_EVICT_LOCAL_VOLUMES)
@@ -297,7 +290,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         spread,
         // Resolved with the cluster's storage objects (`Inputs::convert`).
         claims: Vec::new(),
-        inline_volumes,
+        inline_volumes: super::volumes::inline_volumes(spec),
         // From the dump's Namespace objects (`namespaces::set_namespace_labels`).
         namespace_labels: BTreeMap::new(),
         meta: PodMeta {

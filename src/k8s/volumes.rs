@@ -24,7 +24,7 @@ const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
 /// In-tree volume plugins and provisioners as the CSI drivers that replaced them (CSI migration), so
 /// attach limits count them under the CSINode's driver.
-pub(crate) fn csi_name(plugin: &str) -> &str {
+fn csi_name(plugin: &str) -> &str {
     match plugin {
         "kubernetes.io/aws-ebs" => "ebs.csi.aws.com",
         "kubernetes.io/gce-pd" => "pd.csi.storage.gke.io",
@@ -32,6 +32,22 @@ pub(crate) fn csi_name(plugin: &str) -> &str {
         "kubernetes.io/cinder" => "cinder.csi.openstack.org",
         other => other,
     }
+}
+
+/// The in-tree volumes written in a pod (`awsElasticBlockStore`), as the CSI driver that attaches them
+/// since CSI migration and their volume id, which attach limits count.
+pub fn inline_volumes(spec: &core::PodSpec) -> Vec<(String, String)> {
+    spec.volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| v.aws_elastic_block_store.as_ref())
+        .map(|e| {
+            (
+                csi_name("kubernetes.io/aws-ebs").to_string(),
+                e.volume_id.clone(),
+            )
+        })
+        .collect()
 }
 
 /// The names of the claims a pod mounts, each once: `persistentVolumeClaim` volumes and generic
@@ -256,9 +272,10 @@ impl<'a> Storage<'a> {
         for pv_name in names {
             let pv = self.volumes[*pv_name];
             let pv_spec = pv.spec.clone().unwrap_or_default();
-            let mine = pv_spec.claim_ref.as_ref().map(|r| {
-                r.namespace.as_deref() == Some(ns) && r.name.as_deref() == Some(name)
-            });
+            let mine = pv_spec
+                .claim_ref
+                .as_ref()
+                .map(|r| r.namespace.as_deref() == Some(ns) && r.name.as_deref() == Some(name));
             let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref());
             let has = pv_spec.access_modes.clone().unwrap_or_default();
             if pv_spec.storage_class_name.as_deref().unwrap_or_default() != class

@@ -359,6 +359,38 @@ mod tests {
         assert!(!pod(Some("ReplicaSet"), false).node_bound());
     }
 
+    /// Upstream: kubernetes pkg/scheduler/framework/types.go (AffinityTerm.Matches): a term selects pods
+    /// of the namespaces it names or whose labels its namespace selector matches (an empty selector:
+    /// every namespace); with neither, of the pod's own namespace.
+    #[test]
+    fn affinity_terms_select_namespaces_by_name_or_labels() {
+        let owner = Pod {
+            namespace: "shop".into(),
+            ..Pod::default()
+        };
+        let other = |ns: &str, team: &str| Pod {
+            namespace: ns.into(),
+            namespace_labels: labels(&[("team", team)]),
+            ..Pod::default()
+        };
+        let mut term = PodAffinityTerm::default();
+        assert!(owner.term_selects(&term, &other("shop", "a")));
+        assert!(!owner.term_selects(&term, &other("web", "a")));
+        term.namespace_selector = Some(LabelSelector {
+            match_labels: labels(&[("team", "a")]),
+            requirements: vec![],
+        });
+        assert!(owner.term_selects(&term, &other("web", "a")));
+        assert!(
+            !owner.term_selects(&term, &other("shop", "b")),
+            "only by labels now"
+        );
+        term.namespaces = vec!["shop".into()];
+        assert!(owner.term_selects(&term, &other("shop", "b")), "or by name");
+        term.namespace_selector = Some(LabelSelector::default());
+        assert!(owner.term_selects(&term, &other("anything", "z")));
+    }
+
     #[test]
     fn host_ports_conflict_on_shared_addresses() {
         let p = |ip: &str, port| HostPort {

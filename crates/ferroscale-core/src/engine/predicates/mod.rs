@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::model::volumes::Wait;
-use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
+use crate::model::workload::{HostPort, Node, Pod};
 use crate::model::{Resources, TaintEffect};
 
 mod spread;
@@ -177,8 +177,12 @@ impl fmt::Display for Unfit {
                 f,
                 "storage class {class} cannot provision in the node's topology: pvc {claim}"
             ),
-            Unfit::NoVolume(c) => write!(f, "no available persistent volume for pvc {c} on the node"),
-            Unfit::ClaimInUse(c) => write!(f, "pvc {c} is ReadWriteOncePod and used by another pod"),
+            Unfit::NoVolume(c) => {
+                write!(f, "no available persistent volume for pvc {c} on the node")
+            }
+            Unfit::ClaimInUse(c) => {
+                write!(f, "pvc {c} is ReadWriteOncePod and used by another pod")
+            }
             Unfit::VolumeLimit { driver, limit } => {
                 write!(f, "volume limit of {driver} reached ({limit})")
             }
@@ -287,7 +291,11 @@ fn selected_in(
 /// all its terms itself.
 fn affinity_fits(pod: &Pod, nodes: Cluster, node: &NodeInfo) -> Result<(), Unfit> {
     let labels = &node.node.labels;
-    if pod.affinity.iter().any(|t| !labels.contains_key(&t.topology_key)) {
+    if pod
+        .affinity
+        .iter()
+        .any(|t| !labels.contains_key(&t.topology_key))
+    {
         return Err(Unfit::PodAffinity);
     }
     let matches_all = |o: &Pod| pod.affinity.iter().all(|t| pod.term_selects(t, o));
@@ -355,7 +363,13 @@ pub fn fits_neighbours(
         affinity_fits(pod, nodes, node)?;
     }
     for term in &pod.anti_affinity {
-        if selected_in(&term.topology_key, |o| pod.term_selects(term, o), nodes, node) == Some(true) {
+        if selected_in(
+            &term.topology_key,
+            |o| pod.term_selects(term, o),
+            nodes,
+            node,
+        ) == Some(true)
+        {
             return Err(Unfit::PodAntiAffinity);
         }
     }

@@ -216,7 +216,8 @@ fn with_memo(
         (None, true) => mine,
         (None, false) => 0,
     };
-    let domains = totals.by_domain.len() + usize::from(exists && !totals.by_domain.contains_key(here));
+    let domains =
+        totals.by_domain.len() + usize::from(exists && !totals.by_domain.contains_key(here));
     (mine, min, domains)
 }
 

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::fixtures::{node, pod, req, resources, selector, NodeBuilder, PodBuilder};
+use crate::model::volumes::{Claim, ClaimState};
 use crate::model::workload::{
-    Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
+    PodAffinityTerm, Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
 };
 use crate::model::Taint;
 
@@ -201,4 +202,34 @@ fn match_fields_select_by_node_name_and_all_of_a_term_must_match() {
         p.node_affinity = vec![vec![req(FIELD_NODE_NAME, op, &["node-1"])]];
         assert_eq!(fits_node(&p, &t), Err(Unfit::NodeAffinity), "{op:?}");
     }
+}
+
+/// Upstream: kubernetes pkg/scheduler/framework/plugins/volumerestrictions (ReadWriteOncePod): a claim
+/// another pod uses, on any node, keeps the pod off every node; a shared claim without the mode does not.
+#[test]
+fn a_read_write_once_pod_claim_in_use_blocks_every_node() {
+    let claim = |exclusive| Claim {
+        key: "default/data".into(),
+        state: ClaimState::Bound {
+            volume: "pv".into(),
+            node_affinity: vec![],
+            zones: vec![],
+            driver: None,
+        },
+        exclusive,
+    };
+    let mut user = web("user", 100).build();
+    user.claims = vec![claim(true)];
+    let mut a = sized("a", 4000).info();
+    a.add(&user);
+    let b = sized("b", 4000).info();
+    let mut taker = web("taker", 100).build();
+    taker.claims = vec![claim(true)];
+    let nodes = vec![a, b.clone()];
+    assert_eq!(
+        fits(&taker, &nodes, &b),
+        Err(Unfit::ClaimInUse("default/data".into()))
+    );
+    taker.claims = vec![claim(false)];
+    assert_eq!(fits(&taker, &nodes, &b), Ok(()));
 }
