@@ -140,6 +140,8 @@ pub enum Unfit {
         claim: String,
         class: String,
     },
+    /// A pod on the node already mounts this inline EBS volume (VolumeRestrictions' disk conflict).
+    DiskConflict(String),
     /// A claim whose class cannot provision has no available volume the node can use.
     NoVolume(String),
     /// Another pod uses this `ReadWriteOncePod` claim.
@@ -177,6 +179,7 @@ impl fmt::Display for Unfit {
                 f,
                 "storage class {class} cannot provision in the node's topology: pvc {claim}"
             ),
+            Unfit::DiskConflict(v) => write!(f, "volume {v} already mounted on the node"),
             Unfit::NoVolume(c) => {
                 write!(f, "no available persistent volume for pvc {c} on the node")
             }

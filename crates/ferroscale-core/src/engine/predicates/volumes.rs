@@ -40,10 +40,19 @@ pub(super) fn exclusive(pod: &Pod, nodes: Cluster) -> Result<(), Unfit> {
     Ok(())
 }
 
-/// Attach limits first (as the scheduler's order has them), then where each volume can be used.
+/// Disk conflicts and attach limits first (as the scheduler's order has them), then where each volume
+/// can be used.
 pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
     if pod.claims.is_empty() && pod.inline_volumes.is_empty() {
         return Ok(());
+    }
+    // An inline EBS volume mounted by a pod already on the node conflicts (VolumeRestrictions).
+    if let Some((_, id)) = pod.inline_volumes.iter().find(|(_, id)| {
+        info.pods
+            .iter()
+            .any(|o| o.inline_volumes.iter().any(|(_, other)| other == id))
+    }) {
+        return Err(Unfit::DiskConflict(id.clone()));
     }
     let node = &info.node;
     if !node.volume_limits.is_empty() {
