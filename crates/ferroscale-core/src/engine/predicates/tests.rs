@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::fixtures::{node, pod, req, resources, selector, NodeBuilder, PodBuilder};
+use crate::labels;
 use crate::model::volumes::{Claim, ClaimState};
 use crate::model::workload::{
     PodAffinityTerm, Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
