@@ -263,7 +263,9 @@ mod tests {
             .build()
     }
 
-    /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes.
+    /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes
+    /// (counting only those, or every node with `nodeAffinityPolicy: Ignore` when `skew` is 2), asking
+    /// for 3 domains at least when `app` is 1.
     fn spreading(app: u8, skew: i32, tier: bool) -> (Pod, SpreadConstraint) {
         let mut p = generated_pod(app, 0);
         if tier {
@@ -273,6 +275,8 @@ mod tests {
             max_skew: skew,
             topology_key: "zone".into(),
             selector: selector(&[("app", &format!("a{app}"))]),
+            min_domains: (app == 1).then_some(3),
+            ignore_node_affinity: skew == 2,
             ..Default::default()
         };
         (p, c)
