@@ -99,6 +99,7 @@ fn anti_affinity_5000(bencher: divan::Bencher) {
                 },
                 namespaces: vec![],
                 topology_key: labels::HOSTNAME.into(),
+                ..Default::default()
             });
             p
         })
@@ -232,6 +233,7 @@ fn zoned_spread(nodes: usize, pending: usize) -> Cluster {
             match_labels: [("app".to_string(), "web".to_string())].into(),
             requirements: vec![],
         },
+        ..Default::default()
     };
     for p in c.pods.iter_mut().filter(|p| p.name.ends_with("-0")) {
         std::sync::Arc::make_mut(p)

@@ -1,6 +1,6 @@
 //! The Kubernetes side: turning Kubernetes objects into the model (`objects`), reading them from YAML
-//! as `kubectl get -o yaml` writes them (`documents`), pods' owners (`owners`), claims and volumes
-//! (`volumes`), and what `ferroscale run` does live: the watches (`watch`), taints and evictions
+//! as `kubectl get -o yaml` writes them (`documents`), pods' owners (`owners`), namespaces' labels
+//! (`namespaces`), claims and volumes (`volumes`), and what `ferroscale run` does live: the watches (`watch`), taints and evictions
 //! (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the priority expander's
 //! ConfigMap (`priorities`).
 
@@ -11,6 +11,7 @@ pub mod drain;
 pub mod events;
 pub mod index;
 pub mod lease;
+pub mod namespaces;
 pub mod objects;
 pub mod owners;
 pub mod priorities;

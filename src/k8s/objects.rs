@@ -15,8 +15,8 @@ use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
-    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, SafeToEvict,
-    SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
+    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
+    SelectorOp, SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
 };
 use crate::model::{Resources, Taint, TaintEffect, UnknownTaintEffect};
 
@@ -54,8 +54,29 @@ pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelec
     })
 }
 
+/// Adds to `selector`, for each key of `keys` the pod has a label of, a requirement that the label be
+/// (`op` In) or not be (`op` NotIn) the pod's value: what `matchLabelKeys` and `mismatchLabelKeys` mean
+/// (a key the pod lacks is ignored, as upstream does).
+fn merge_label_keys(
+    selector: &mut LabelSelector,
+    keys: &Option<Vec<String>>,
+    op: SelectorOp,
+    labels: &BTreeMap<String, String>,
+) {
+    for key in keys.iter().flatten() {
+        if let Some(v) = labels.get(key) {
+            selector.requirements.push(Requirement {
+                key: key.clone(),
+                op,
+                values: vec![v.clone()],
+            });
+        }
+    }
+}
+
 fn affinity_terms(
     terms: &Option<Vec<core::PodAffinityTerm>>,
+    labels: &BTreeMap<String, String>,
     field: &str,
 ) -> Result<Vec<PodAffinityTerm>> {
     terms
@@ -63,13 +84,26 @@ fn affinity_terms(
         .flatten()
         .enumerate()
         .map(|(i, t)| {
+            let mut selector = match &t.label_selector {
+                Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
+                // No selector matches no pod.
+                None => LabelSelector::nothing(),
+            };
+            merge_label_keys(&mut selector, &t.match_label_keys, SelectorOp::In, labels);
+            merge_label_keys(
+                &mut selector,
+                &t.mismatch_label_keys,
+                SelectorOp::NotIn,
+                labels,
+            );
             Ok(PodAffinityTerm {
-                selector: match &t.label_selector {
-                    Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
-                    // No selector matches no pod.
-                    None => LabelSelector::nothing(),
-                },
+                selector,
                 namespaces: t.namespaces.clone().unwrap_or_default(),
+                namespace_selector: t
+                    .namespace_selector
+                    .as_ref()
+                    .map(|s| label_selector(s, &format!("{field}[{i}].namespaceSelector")))
+                    .transpose()?,
                 topology_key: t.topology_key.clone(),
             })
         })
@@ -159,6 +193,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             })
         })
         .collect();
+    let labels = p.metadata.labels.clone().unwrap_or_default();
     let spread = spec
         .topology_spread_constraints
         .iter()
@@ -166,18 +201,24 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .enumerate()
         .filter(|(_, c)| c.when_unsatisfiable == "DoNotSchedule")
         .map(|(i, c)| {
+            let mut selector = match &c.label_selector {
+                Some(s) => label_selector(
+                    s,
+                    &at(&format!(
+                        "spec.topologySpreadConstraints[{i}].labelSelector"
+                    )),
+                )?,
+                // No selector selects no pod: every domain counts 0.
+                None => LabelSelector::nothing(),
+            };
+            merge_label_keys(&mut selector, &c.match_label_keys, SelectorOp::In, &labels);
             Ok(SpreadConstraint {
                 max_skew: c.max_skew,
                 topology_key: c.topology_key.clone(),
-                selector: match &c.label_selector {
-                    Some(s) => label_selector(
-                        s,
-                        &at(&format!(
-                            "spec.topologySpreadConstraints[{i}].labelSelector"
-                        )),
-                    )?,
-                    None => LabelSelector::default(),
-                },
+                selector,
+                min_domains: c.min_domains,
+                ignore_node_affinity: c.node_affinity_policy.as_deref() == Some("Ignore"),
+                honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
             })
         })
         .collect::<Result<_>>()?;
@@ -218,7 +259,6 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .flatten()
         .find(|o| o.controller == Some(true));
     Ok(Pod {
-        labels: p.metadata.labels.clone().unwrap_or_default(),
         requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
         node_selector: spec.node_selector.clone().unwrap_or_default(),
@@ -230,6 +270,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 a.required_during_scheduling_ignored_during_execution
                     .clone()
             }),
+            &labels,
             &at("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         anti_affinity: affinity_terms(
@@ -237,11 +278,15 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 a.required_during_scheduling_ignored_during_execution
                     .clone()
             }),
+            &labels,
             &at("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         spread,
         // Resolved with the cluster's storage objects (`Inputs::convert`).
         claims: Vec::new(),
+        inline_volumes: super::volumes::inline_volumes(spec),
+        // From the dump's Namespace objects (`namespaces::set_namespace_labels`).
+        namespace_labels: BTreeMap::new(),
         meta: PodMeta {
             controller: controller.map(|o| o.kind.clone()),
             controller_name: controller.map(|o| o.name.clone()),
@@ -271,6 +316,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 .and_then(|v| crate::model::parse_go_duration(v).ok())
                 .map(|d| d.as_secs() as i64),
         },
+        labels,
         namespace,
         name,
     })

@@ -7,12 +7,17 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::namespace_of;
 use super::selectors::node_selector_terms;
 use crate::error::Result;
+use crate::model::quantity::parse_milli;
 use crate::model::volumes::{volume_zones, Claim, ClaimState, Wait};
 use crate::model::workload::{Requirement, SelectorOp};
+
+/// The provisioner of classes whose volumes are made by hand (local volumes): they provision nothing.
+const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
 /// The annotation that makes a StorageClass the default for claims that name none.
 const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
@@ -27,6 +32,22 @@ fn csi_name(plugin: &str) -> &str {
         "kubernetes.io/cinder" => "cinder.csi.openstack.org",
         other => other,
     }
+}
+
+/// The in-tree volumes written in a pod (`awsElasticBlockStore`), as the CSI driver that attaches them
+/// since CSI migration and their volume id, which attach limits count.
+pub fn inline_volumes(spec: &core::PodSpec) -> Vec<(String, String)> {
+    spec.volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| v.aws_elastic_block_store.as_ref())
+        .map(|e| {
+            (
+                csi_name("kubernetes.io/aws-ebs").to_string(),
+                e.volume_id.clone(),
+            )
+        })
+        .collect()
 }
 
 /// The names of the claims a pod mounts, each once: `persistentVolumeClaim` volumes and generic
@@ -122,7 +143,31 @@ impl<'a> Storage<'a> {
     /// claim is named `<pod>-<volume>`), resolved.
     pub fn claims_of(&self, pod: &core::Pod) -> Result<Vec<Claim>> {
         let ns = namespace_of(&pod.metadata);
-        self.resolve_claims(ns, &claim_names(pod))
+        let mut claims = self.resolve_claims(ns, &claim_names(pod))?;
+        // A generic ephemeral volume's claim serves only the pod that controls it.
+        let pod_name = name_of(&pod.metadata);
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            if v.ephemeral.is_none() || v.persistent_volume_claim.is_some() {
+                continue;
+            }
+            let name = format!("{pod_name}-{}", v.name);
+            let Some(pvc) = self.claims.get(&(ns, name.as_str())) else {
+                continue;
+            };
+            let owned = pvc.metadata.owner_references.iter().flatten().any(|o| {
+                o.controller == Some(true)
+                    && o.kind == "Pod"
+                    && o.name == pod_name
+                    && pod.metadata.uid.as_ref().is_none_or(|u| *u == o.uid)
+            });
+            if !owned {
+                let key = format!("{ns}/{name}");
+                for c in claims.iter_mut().filter(|c| c.key == key) {
+                    c.state = ClaimState::Waiting(Wait::NotOwned);
+                }
+            }
+        }
+        Ok(claims)
     }
 
     /// Claims of namespace `ns` by name ([`claim_names`]), resolved.
@@ -133,9 +178,19 @@ impl<'a> Storage<'a> {
                 Ok(Claim {
                     key: format!("{ns}/{claim}"),
                     state: self.resolve(ns, claim)?,
+                    exclusive: self.exclusive(ns, claim),
                 })
             })
             .collect()
+    }
+
+    /// Whether the claim asks for `ReadWriteOncePod` access: one pod at a time in the whole cluster.
+    fn exclusive(&self, ns: &str, name: &str) -> bool {
+        self.claims
+            .get(&(ns, name))
+            .and_then(|c| c.spec.as_ref())
+            .and_then(|s| s.access_modes.as_ref())
+            .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"))
     }
 
     fn resolve(&self, ns: &str, name: &str) -> Result<ClaimState> {
@@ -178,11 +233,72 @@ impl<'a> Storage<'a> {
                     .collect()
             })
             .collect();
+        let provisions = !matches!(class.provisioner.as_str(), "" | NO_PROVISIONER);
+        let volumes = if provisions {
+            None
+        } else {
+            Some(self.available(claim, ns, name, &class_name)?)
+        };
         Ok(ClaimState::Delayed {
+            driver: Some(csi_name(&class.provisioner).to_string()),
             class: class_name,
             allowed,
-            driver: Some(csi_name(&class.provisioner).to_string()),
+            volumes,
         })
+    }
+
+    /// The node affinities of the volumes an unbound claim of `class` could bind to (upstream's
+    /// FindMatchingVolume): of its class, not being deleted, `Available` or already meant for this
+    /// claim (`claimRef`), with room for the claim's request and every access mode it asks for.
+    fn available(
+        &self,
+        claim: &core::PersistentVolumeClaim,
+        ns: &str,
+        name: &str,
+        class: &str,
+    ) -> Result<Vec<Vec<Vec<Requirement>>>> {
+        let spec = claim.spec.clone().unwrap_or_default();
+        let storage = |q: Option<&Quantity>| q.and_then(|q| parse_milli(&q.0).ok()).unwrap_or(0);
+        let want = storage(
+            spec.resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage")),
+        );
+        let modes = spec.access_modes.clone().unwrap_or_default();
+        let mut out = Vec::new();
+        let mut names: Vec<&&str> = self.volumes.keys().collect();
+        names.sort();
+        for pv_name in names {
+            let pv = self.volumes[*pv_name];
+            let pv_spec = pv.spec.clone().unwrap_or_default();
+            let mine = pv_spec
+                .claim_ref
+                .as_ref()
+                .map(|r| r.namespace.as_deref() == Some(ns) && r.name.as_deref() == Some(name));
+            let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref());
+            let has = pv_spec.access_modes.clone().unwrap_or_default();
+            if pv_spec.storage_class_name.as_deref().unwrap_or_default() != class
+                || pv.metadata.deletion_timestamp.is_some()
+                || mine == Some(false)
+                || (mine.is_none() && phase != Some("Available"))
+                || storage(pv_spec.capacity.as_ref().and_then(|c| c.get("storage"))) < want
+                || !modes.iter().all(|m| has.contains(m))
+            {
+                continue;
+            }
+            let at = format!("persistentvolume {pv_name}: spec.nodeAffinity.required");
+            out.push(
+                pv_spec
+                    .node_affinity
+                    .as_ref()
+                    .and_then(|a| a.required.as_ref())
+                    .map(|sel| node_selector_terms(sel, &at))
+                    .transpose()?
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(out)
     }
 }
 

@@ -92,6 +92,7 @@ impl Simulation {
             objects.replicasets.iter(),
             objects.replication_controllers.iter(),
         );
+        crate::k8s::namespaces::set_namespace_labels(&mut pods, &objects.namespaces);
         let start = pods
             .iter()
             .map(|p| p.meta.created)

@@ -60,6 +60,7 @@ pub fn inputs(objects: &Objects) -> Result<Inputs, String> {
         objects.replicasets.iter(),
         objects.replication_controllers.iter(),
     );
+    ferroscale::k8s::namespaces::set_namespace_labels(&mut inputs.pods, &objects.namespaces);
     Ok(inputs)
 }
 

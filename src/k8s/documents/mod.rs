@@ -1,5 +1,5 @@
 //! Kubernetes objects from a cluster dump: what `kubectl get nodes,pods,pdb,ds,pvc,pv,storageclass,csinode
-//! -A -o yaml|json` writes (with `rs,rc` for `--min-replica-count`), as one `List` or several documents.
+//! -A -o yaml|json` writes (with `rs,rc` for `--min-replica-count`, `ns` for pod affinity's `namespaceSelector`), as one `List` or several documents.
 //! JSON (a file starting with `{` or `[`) is read straight into the typed objects, a `List`'s items one at
 //! a time (`json`); YAML goes through `serde_norway` (`yaml`). Unknown kinds and broken objects are errors
 //! naming the document, the item, the object and the field.
@@ -29,6 +29,8 @@ pub struct Objects {
     pub csinodes: Vec<CSINode>,
     pub replicasets: Vec<ReplicaSet>,
     pub replication_controllers: Vec<core::ReplicationController>,
+    /// Their labels are what pod affinity's `namespaceSelector` matches.
+    pub namespaces: Vec<core::Namespace>,
 }
 
 impl Objects {
@@ -58,6 +60,7 @@ impl Objects {
             Kind::ReplicationController => self
                 .replication_controllers
                 .push(Deserialize::deserialize(de)?),
+            Kind::Namespace => self.namespaces.push(Deserialize::deserialize(de)?),
         }
         Ok(())
     }
@@ -77,6 +80,7 @@ enum Kind {
     CSINode,
     ReplicaSet,
     ReplicationController,
+    Namespace,
 }
 
 impl Kind {
@@ -93,7 +97,8 @@ impl Kind {
             | "StorageClassList"
             | "CSINodeList"
             | "ReplicaSetList"
-            | "ReplicationControllerList" => Kind::List,
+            | "ReplicationControllerList"
+            | "NamespaceList" => Kind::List,
             "Node" => Kind::Node,
             "Pod" => Kind::Pod,
             "PodDisruptionBudget" => Kind::PodDisruptionBudget,
@@ -104,9 +109,10 @@ impl Kind {
             "CSINode" => Kind::CSINode,
             "ReplicaSet" => Kind::ReplicaSet,
             "ReplicationController" => Kind::ReplicationController,
+            "Namespace" => Kind::Namespace,
             other => {
                 return Err(Error::config(format!(
-                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
+                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, Namespace, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
                 )))
             }
         })

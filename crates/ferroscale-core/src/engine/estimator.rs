@@ -93,9 +93,7 @@ pub fn estimate_within(
     // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
     let mut any_anti = repelling(base);
     // Without inter-pod constraints no check reads the pods on a node: only their sum is kept.
-    let keep_pods = pods
-        .iter()
-        .any(|p| !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty());
+    let keep_pods = pods.iter().any(|p| p.inter_pod());
     let empty = new_node(template, 0);
     // Spread counts, kept as nodes are added and pods placed.
     let memo = SpreadMemo::default();
@@ -314,6 +312,7 @@ mod tests {
                 },
                 namespaces: vec![],
                 topology_key: labels::HOSTNAME.into(),
+                ..Default::default()
             });
         }
         let e = estimate(&refs(&p), &template(4000, 8000 * MIB, 110), 100);

@@ -8,11 +8,11 @@ use crate::model::workload::Pod;
 
 /// Whether a pod's placement depends on pods elsewhere.
 pub fn constrained(p: &Pod) -> bool {
-    !p.affinity.is_empty() || !p.anti_affinity.is_empty() || !p.spread.is_empty()
+    p.inter_pod()
 }
 
 /// The nodes of `nodes` an estimate for `pods` must count: each node holding a pod some pod's affinity,
-/// anti-affinity or spread constraint selects, or a pod whose anti-affinity reaches beyond its node,
+/// anti-affinity or spread constraint selects (or that uses a `ReadWriteOncePod` claim some pod mounts), or a pod whose anti-affinity reaches beyond its node,
 /// with only those pods; and when a pod spreads, every other node without pods (a domain holding none
 /// of the selected pods still counts, as zero). Empty when no pod is constrained and no placed pod
 /// repels beyond its node, so the common case copies nothing.
@@ -38,6 +38,10 @@ pub fn relevant(pods: &[&Pod], nodes: &[NodeInfo]) -> Vec<NodeInfo> {
                     || p.spread
                         .iter()
                         .any(|c| o.namespace == p.namespace && c.selector.matches(&o.labels))
+                    || p.claims
+                        .iter()
+                        .filter(|c| c.exclusive)
+                        .any(|c| o.claims.iter().any(|oc| oc.key == c.key))
             })
     };
     let mut out = Vec::new();
@@ -74,6 +78,7 @@ mod tests {
             max_skew: 1,
             topology_key: labels::ZONE.into(),
             selector: selector(&[("app", "web")]),
+            ..Default::default()
         });
         let seen = relevant(&[&plain, &spread], &cluster);
         let names: Vec<(&str, Vec<&str>)> = seen

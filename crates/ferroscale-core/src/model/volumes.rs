@@ -12,6 +12,8 @@ use crate::labels;
 pub struct Claim {
     pub key: String,
     pub state: ClaimState,
+    /// Access mode `ReadWriteOncePod`: no other pod may use the claim while this one does.
+    pub exclusive: bool,
 }
 
 /// Where a claim's volume can be used.
@@ -34,6 +36,11 @@ pub enum ClaimState {
         class: String,
         allowed: Vec<Vec<Requirement>>,
         driver: Option<String>,
+        /// None when the class provisions volumes. A class without a provisioner (none, or
+        /// `kubernetes.io/no-provisioner`) cannot: the claim binds only to an available volume that
+        /// fits it, so these are the node affinities of those volumes (each an OR of terms, empty:
+        /// any node), and a node none admits cannot take the pod.
+        volumes: Option<Vec<Vec<Vec<Requirement>>>>,
     },
     /// Not bound, and the pod cannot be placed until it is: `Immediate` binding, a claim that does not
     /// exist, or one whose volume is lost.
@@ -51,6 +58,8 @@ pub enum Wait {
     Lost,
     /// Unbound, naming a storage class that does not exist (or none, with no default class).
     NoClass,
+    /// The claim of a generic ephemeral volume exists but was not made for this pod (another owns it).
+    NotOwned,
 }
 
 impl Wait {
@@ -60,6 +69,7 @@ impl Wait {
             Wait::Missing => "not found",
             Wait::Lost => "bound to a volume that does not exist",
             Wait::NoClass => "unbound and its storage class does not exist",
+            Wait::NotOwned => "was not created for the pod",
         }
     }
 }

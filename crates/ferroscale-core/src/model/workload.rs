@@ -66,21 +66,32 @@ fn integer(v: &str) -> Option<i64> {
     plain.then(|| v.parse().ok()).flatten()
 }
 
-/// A pod (anti-)affinity term: pods matching `selector` (in `namespaces`, empty = the pod's own) in the
-/// same `topology_key` domain.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A pod (anti-)affinity term: pods matching `selector` (its `matchLabelKeys` and `mismatchLabelKeys`
+/// merged in by the adapter) in the same `topology_key` domain, from the namespaces `namespaces` names
+/// or whose labels `namespace_selector` matches (neither: the pod's own namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodAffinityTerm {
     pub selector: LabelSelector,
     pub namespaces: Vec<String>,
+    /// `namespaceSelector`: None when not set (matches no namespace); an empty one matches them all.
+    pub namespace_selector: Option<LabelSelector>,
     pub topology_key: String,
 }
 
-/// A topology spread constraint with `whenUnsatisfiable: DoNotSchedule`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A topology spread constraint with `whenUnsatisfiable: DoNotSchedule` (its `matchLabelKeys` merged
+/// into `selector` by the adapter; no `labelSelector` selects no pod). The defaults are upstream's:
+/// `minDomains` 1, `nodeAffinityPolicy: Honor`, `nodeTaintsPolicy: Ignore`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SpreadConstraint {
     pub max_skew: i32,
     pub topology_key: String,
     pub selector: LabelSelector,
+    /// `minDomains`: with fewer eligible domains, the least populated one counts as holding 0 pods.
+    pub min_domains: Option<i32>,
+    /// `nodeAffinityPolicy: Ignore`: nodes the pod's node selector and affinity exclude count too.
+    pub ignore_node_affinity: bool,
+    /// `nodeTaintsPolicy: Honor`: nodes with a taint the pod does not tolerate do not count.
+    pub honor_taints: bool,
 }
 
 /// A host port a container binds: (protocol, host IP, port).
@@ -129,6 +140,12 @@ pub struct Pod {
     pub spread: Vec<SpreadConstraint>,
     /// The PersistentVolumeClaims it mounts, resolved to where their volumes can be used.
     pub claims: Vec<Claim>,
+    /// In-tree volumes written in the pod itself (`awsElasticBlockStore`), as the CSI driver that
+    /// attaches them and the volume id: they count toward attach limits as claims' volumes do.
+    pub inline_volumes: Vec<(String, String)>,
+    /// Labels of its namespace (from the dump's Namespace objects; empty when not known), which the
+    /// `namespaceSelector` of affinity terms reads.
+    pub namespace_labels: BTreeMap<String, String>,
     /// Facts scale-up and scale-down rules read, not the scheduler.
     pub meta: PodMeta,
 }
@@ -200,14 +217,36 @@ impl Pod {
         pod_key(&self.namespace, &self.name)
     }
 
-    /// Whether an affinity term of this pod selects `other` (namespace and labels).
+    /// Whether an affinity term of this pod selects `other` (namespace and labels): `other` is in a
+    /// namespace the term names or whose labels its namespace selector matches; with neither, in this
+    /// pod's namespace (upstream's AffinityTerm.Matches).
     pub fn term_selects(&self, term: &PodAffinityTerm, other: &Pod) -> bool {
-        let ns_ok = if term.namespaces.is_empty() {
-            other.namespace == self.namespace
-        } else {
-            term.namespaces.contains(&other.namespace)
+        let ns_ok = match &term.namespace_selector {
+            None if term.namespaces.is_empty() => other.namespace == self.namespace,
+            None => term.namespaces.contains(&other.namespace),
+            Some(sel) => {
+                term.namespaces.contains(&other.namespace) || sel.matches(&other.namespace_labels)
+            }
         };
         ns_ok && term.selector.matches(&other.labels)
+    }
+
+    /// The volumes it attaches to its node, as (CSI driver, volume id): its claims' and its inline ones.
+    pub fn attachments(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.claims.iter().filter_map(|c| c.attachment()).chain(
+            self.inline_volumes
+                .iter()
+                .map(|(d, id)| (d.as_str(), id.as_str())),
+        )
+    }
+
+    /// Whether its placement depends on pods elsewhere: pod (anti-)affinity, topology spread, or a
+    /// claim no other pod may use (`ReadWriteOncePod`).
+    pub fn inter_pod(&self) -> bool {
+        !self.affinity.is_empty()
+            || !self.anti_affinity.is_empty()
+            || !self.spread.is_empty()
+            || self.claims.iter().any(|c| c.exclusive)
     }
 
     /// Two pods with equal scheduling constraints and requests are interchangeable for binpacking.
@@ -221,7 +260,9 @@ impl Pod {
             && self.anti_affinity == other.anti_affinity
             && self.spread == other.spread
             && self.claims == other.claims
+            && self.inline_volumes == other.inline_volumes
             && self.namespace == other.namespace
+            && self.namespace_labels == other.namespace_labels
             && self.labels == other.labels
             && self.node_name == other.node_name
     }
@@ -381,6 +422,38 @@ mod tests {
         assert!(annotated.is_daemon_set(), "the daemonset-pod annotation");
         assert!(pod(None, true).node_bound() && pod(Some(DAEMON_SET), false).node_bound());
         assert!(!pod(Some("ReplicaSet"), false).node_bound());
+    }
+
+    /// Upstream: kubernetes pkg/scheduler/framework/types.go (AffinityTerm.Matches): a term selects pods
+    /// of the namespaces it names or whose labels its namespace selector matches (an empty selector:
+    /// every namespace); with neither, of the pod's own namespace.
+    #[test]
+    fn affinity_terms_select_namespaces_by_name_or_labels() {
+        let owner = Pod {
+            namespace: "shop".into(),
+            ..Pod::default()
+        };
+        let other = |ns: &str, team: &str| Pod {
+            namespace: ns.into(),
+            namespace_labels: labels(&[("team", team)]),
+            ..Pod::default()
+        };
+        let mut term = PodAffinityTerm::default();
+        assert!(owner.term_selects(&term, &other("shop", "a")));
+        assert!(!owner.term_selects(&term, &other("web", "a")));
+        term.namespace_selector = Some(LabelSelector {
+            match_labels: labels(&[("team", "a")]),
+            requirements: vec![],
+        });
+        assert!(owner.term_selects(&term, &other("web", "a")));
+        assert!(
+            !owner.term_selects(&term, &other("shop", "b")),
+            "only by labels now"
+        );
+        term.namespaces = vec!["shop".into()];
+        assert!(owner.term_selects(&term, &other("shop", "b")), "or by name");
+        term.namespace_selector = Some(LabelSelector::default());
+        assert!(owner.term_selects(&term, &other("anything", "z")));
     }
 
     #[test]

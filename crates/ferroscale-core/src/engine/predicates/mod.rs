@@ -8,12 +8,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::model::volumes::Wait;
-use crate::model::workload::{HostPort, Node, Pod, PodAffinityTerm};
+use crate::model::workload::{HostPort, Node, Pod};
 use crate::model::{Resources, Taint, TaintEffect};
 
+mod interpod;
 mod spread;
 mod volumes;
 
+pub use interpod::{fits_neighbours, repelling, Repel};
 pub use spread::SpreadMemo;
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
@@ -57,7 +59,7 @@ impl NodeInfo {
     pub fn add_counted(&mut self, pod: &Pod) {
         self.requested.add(&pod.requests);
         self.ports.extend(pod.host_ports.iter().cloned());
-        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+        for (driver, id) in pod.attachments() {
             self.attached
                 .entry(driver.to_string())
                 .or_default()
@@ -171,6 +173,12 @@ pub enum Unfit {
         claim: String,
         class: String,
     },
+    /// A pod on the node already mounts this inline EBS volume (VolumeRestrictions' disk conflict).
+    DiskConflict(String),
+    /// A claim whose class cannot provision has no available volume the node can use.
+    NoVolume(String),
+    /// Another pod uses this `ReadWriteOncePod` claim.
+    ClaimInUse(String),
     /// The node can attach no more volumes of this CSI driver.
     VolumeLimit {
         driver: String,
@@ -204,6 +212,13 @@ impl fmt::Display for Unfit {
                 f,
                 "storage class {class} cannot provision in the node's topology: pvc {claim}"
             ),
+            Unfit::DiskConflict(v) => write!(f, "volume {v} already mounted on the node"),
+            Unfit::NoVolume(c) => {
+                write!(f, "no available persistent volume for pvc {c} on the node")
+            }
+            Unfit::ClaimInUse(c) => {
+                write!(f, "pvc {c} is ReadWriteOncePod and used by another pod")
+            }
             Unfit::VolumeLimit { driver, limit } => {
                 write!(f, "volume limit of {driver} reached ({limit})")
             }
@@ -293,125 +308,6 @@ fn short_of<'a>(want: &'a Resources, used: &Resources, alloc: &Resources) -> Opt
     })
 }
 
-/// Whether a pod the term selects runs in `node`'s domain of the term's topology key (None: `node`
-/// lacks the key).
-fn term_matches_in(
-    pod: &Pod,
-    term: &PodAffinityTerm,
-    nodes: Cluster,
-    node: &NodeInfo,
-) -> Option<bool> {
-    let value = node.node.labels.get(&term.topology_key)?;
-    let matches_on = |n: &NodeInfo| n.pods.iter().any(|o| pod.term_selects(term, o));
-    if matches_on(node) {
-        return Some(true);
-    }
-    if term.topology_key == labels::HOSTNAME {
-        return Some(false);
-    }
-    Some(
-        nodes
-            .iter()
-            .filter(|n| n.node.labels.get(&term.topology_key) == Some(value))
-            .any(matches_on),
-    )
-}
-
-/// How far the anti-affinity of pods already placed reaches: callers track it as they place pods so
-/// that a check looks at other nodes only when some term spans more than one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Repel {
-    /// No placed pod has required anti-affinity.
-    #[default]
-    None,
-    /// Every such term is per node (`kubernetes.io/hostname`).
-    OnNode,
-    /// Some term spans a wider topology (zone, ...).
-    Anywhere,
-}
-
-impl Repel {
-    /// The reach of one pod's anti-affinity.
-    pub fn of(pod: &Pod) -> Repel {
-        pod.anti_affinity
-            .iter()
-            .map(|t| {
-                if t.topology_key == labels::HOSTNAME {
-                    Repel::OnNode
-                } else {
-                    Repel::Anywhere
-                }
-            })
-            .max()
-            .unwrap_or(Repel::None)
-    }
-}
-
-/// Filters over pods elsewhere: pod affinity and anti-affinity (both ways) and topology spread. `nodes`
-/// is every node the scheduler may consider, `node` among them or being added; `repel` is how far the
-/// placed pods' anti-affinity reaches.
-pub fn fits_neighbours(
-    pod: &Pod,
-    nodes: Cluster,
-    node: &NodeInfo,
-    repel: Repel,
-) -> Result<(), Unfit> {
-    for term in &pod.affinity {
-        match term_matches_in(pod, term, nodes, node) {
-            Some(true) => {}
-            // The first pod of a group may land where no pod matches yet only if it matches itself
-            // and no pod anywhere matches the term (as the scheduler allows).
-            _ => {
-                let none_anywhere = !nodes
-                    .iter()
-                    .any(|n| n.pods.iter().any(|o| pod.term_selects(term, o)));
-                if !(none_anywhere
-                    && pod.term_selects(term, pod)
-                    && node.node.labels.contains_key(&term.topology_key))
-                {
-                    return Err(Unfit::PodAffinity);
-                }
-            }
-        }
-    }
-    for term in &pod.anti_affinity {
-        if term_matches_in(pod, term, nodes, node) == Some(true) {
-            return Err(Unfit::PodAntiAffinity);
-        }
-    }
-    // Existing pods' anti-affinity against this pod.
-    let repelled = |n: &NodeInfo| {
-        n.pods.iter().any(|other| {
-            other.anti_affinity.iter().any(|term| {
-                other.term_selects(term, pod)
-                    && match (
-                        n.node.labels.get(&term.topology_key),
-                        node.node.labels.get(&term.topology_key),
-                    ) {
-                        (Some(a), Some(b)) => {
-                            a == b
-                                && (term.topology_key != labels::HOSTNAME
-                                    || n.node.name == node.node.name)
-                        }
-                        _ => false,
-                    }
-            })
-        })
-    };
-    if (repel >= Repel::OnNode && repelled(node))
-        || (repel == Repel::Anywhere
-            && nodes
-                .iter()
-                .any(|n| n.node.name != node.node.name && repelled(n)))
-    {
-        return Err(Unfit::ExistingAntiAffinity);
-    }
-    for c in &pod.spread {
-        spread::fits(pod, c, nodes, node)?;
-    }
-    Ok(())
-}
-
 /// Whether the pod's node selector and required node affinity admit a node (also which domains
 /// topology spread counts).
 pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
@@ -433,15 +329,6 @@ pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
     Ok(())
 }
 
-/// How far the anti-affinity of the pods placed on `nodes` reaches.
-pub fn repelling(nodes: &[NodeInfo]) -> Repel {
-    nodes
-        .iter()
-        .flat_map(|n| n.pods.iter().map(|p| Repel::of(p)))
-        .max()
-        .unwrap_or(Repel::None)
-}
-
 /// Every filter, for callers that track [`repelling`] as they place pods instead of rescanning.
 pub fn fits_in(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
     fits_among(pod, Cluster::of(nodes), node, repel)
@@ -450,11 +337,7 @@ pub fn fits_in(pod: &Pod, nodes: &[NodeInfo], node: &NodeInfo, repel: Repel) -> 
 /// [`fits_in`] among a cluster and the nodes a simulation added to it.
 pub fn fits_among(pod: &Pod, nodes: Cluster, node: &NodeInfo, repel: Repel) -> Result<(), Unfit> {
     fits_node(pod, node)?;
-    if repel > Repel::None
-        || !pod.affinity.is_empty()
-        || !pod.anti_affinity.is_empty()
-        || !pod.spread.is_empty()
-    {
+    if repel > Repel::None || pod.inter_pod() {
         fits_neighbours(pod, nodes, node, repel)?;
     }
     Ok(())

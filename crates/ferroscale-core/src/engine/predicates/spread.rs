@@ -7,15 +7,41 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{placement, Cluster, NodeInfo, Unfit};
-use crate::model::workload::{Pod, Requirement, SpreadConstraint};
+use crate::model::workload::{Node, Pod, Requirement, SpreadConstraint, Toleration};
+use crate::model::TaintEffect;
 
 /// What decides which domains a constraint counts and how many pods each holds.
 #[derive(Debug, Clone, PartialEq)]
 struct Key {
     namespace: String,
     constraint: SpreadConstraint,
+    /// The topology keys of all the pod's constraints: a node lacking one is not counted.
+    keys: Vec<String>,
     node_selector: BTreeMap<String, String>,
     node_affinity: Vec<Vec<Requirement>>,
+    tolerations: Vec<Toleration>,
+}
+
+/// Whether `c` counts `node`'s pods (upstream's PreFilter): the node has the topology key of every
+/// constraint of the pod, and passes the pod's node selector and affinity (`nodeAffinityPolicy:
+/// Honor`, the default) and tolerations (`nodeTaintsPolicy: Honor`).
+fn eligible(pod: &Pod, c: &SpreadConstraint, node: &Node) -> bool {
+    pod.spread
+        .iter()
+        .all(|k| node.labels.contains_key(&k.topology_key))
+        && (c.ignore_node_affinity || placement(pod, node).is_ok())
+        && (!c.honor_taints
+            || node.taints.iter().all(|t| {
+                !matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+                    || pod.tolerations.iter().any(|tol| tol.tolerates(t))
+            }))
+}
+
+/// Whether `c` counts `other`: in the pod's namespace, selected, and not being deleted.
+fn selects(pod: &Pod, c: &SpreadConstraint, other: &Pod) -> bool {
+    other.namespace == pod.namespace
+        && other.meta.deleted.is_none()
+        && c.selector.matches(&other.labels)
 }
 
 /// Per-domain counts of the selected pods, and the domains ordered by count, kept as pods are placed so
@@ -71,8 +97,10 @@ impl SpreadMemo {
         let key = Key {
             namespace: pod.namespace.clone(),
             constraint: c.clone(),
+            keys: pod.spread.iter().map(|k| k.topology_key.clone()).collect(),
             node_selector: pod.node_selector.clone(),
             node_affinity: pod.node_affinity.clone(),
+            tolerations: pod.tolerations.clone(),
         };
         if let Some(i) = self.entries.borrow().iter().position(|e| e.key == key) {
             return i;
@@ -102,10 +130,7 @@ impl SpreadMemo {
     pub fn pod_placed(&self, node: &NodeInfo, pod: &Pod) {
         for e in self.entries.borrow_mut().iter_mut() {
             let c = &e.key.constraint;
-            if pod.namespace != e.pod.namespace
-                || !c.selector.matches(&pod.labels)
-                || placement(&e.pod, &node.node).is_err()
-            {
+            if !selects(&e.pod, c, pod) || !eligible(&e.pod, c, &node.node) {
                 continue;
             }
             if let Some(domain) = node.node.labels.get(&c.topology_key) {
@@ -117,13 +142,11 @@ impl SpreadMemo {
 
 /// `n`'s domain under `c` and how many of its pods `c` selects, if `pod` could go there at all.
 fn selected<'n>(pod: &Pod, c: &SpreadConstraint, n: &'n NodeInfo) -> Option<(&'n str, i32)> {
-    placement(pod, &n.node).ok()?;
+    if !eligible(pod, c, &n.node) {
+        return None;
+    }
     let domain = n.node.labels.get(&c.topology_key)?;
-    let count = n
-        .pods
-        .iter()
-        .filter(|o| o.namespace == pod.namespace && c.selector.matches(&o.labels))
-        .count() as i32;
+    let count = n.pods.iter().filter(|o| selects(pod, c, o)).count() as i32;
     Some((domain, count))
 }
 
@@ -145,9 +168,15 @@ pub(super) fn fits(
     let Some(here) = node.node.labels.get(&c.topology_key) else {
         return Err(Unfit::TopologySpread(c.topology_key.clone()));
     };
-    let (mine, min) = match nodes.memo {
+    let (mine, min, domains) = match nodes.memo {
         Some(memo) => with_memo(memo, pod, c, nodes, node, here),
         None => counted(pod, c, nodes, node, here),
+    };
+    // Fewer eligible domains than `minDomains`: the global minimum counts as 0.
+    let min = if (domains as i64) < i64::from(c.min_domains.unwrap_or(1)) {
+        0
+    } else {
+        min
     };
     let selfmatch = i32::from(c.selector.matches(&pod.labels));
     if mine + selfmatch - min > c.max_skew {
@@ -156,8 +185,8 @@ pub(super) fn fits(
     Ok(())
 }
 
-/// The pods in `node`'s domain and in the least populated domain, from the memo's totals: `node` is
-/// either one the memo counts already or a new one, counted here.
+/// The pods in `node`'s domain and in the least populated domain, and how many domains are eligible,
+/// from the memo's totals: `node` is either one the memo counts already or a new one, counted here.
 fn with_memo(
     memo: &SpreadMemo,
     pod: &Pod,
@@ -165,7 +194,7 @@ fn with_memo(
     nodes: Cluster,
     node: &NodeInfo,
     here: &str,
-) -> (i32, i32) {
+) -> (i32, i32, usize) {
     let i = memo.entry(pod, c, nodes);
     let entries = memo.entries.borrow();
     let totals = &entries[i].totals;
@@ -187,7 +216,9 @@ fn with_memo(
         (None, true) => mine,
         (None, false) => 0,
     };
-    (mine, min)
+    let domains =
+        totals.by_domain.len() + usize::from(exists && !totals.by_domain.contains_key(here));
+    (mine, min, domains)
 }
 
 /// The same, counted over every node (for callers whose candidate nodes are among the cluster's).
@@ -197,14 +228,14 @@ fn counted(
     nodes: Cluster,
     node: &NodeInfo,
     here: &str,
-) -> (i32, i32) {
+) -> (i32, i32, usize) {
     let mut counts: BTreeMap<String, i32> = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.node.name != node.node.name) {
         add(&mut counts, pod, c, n);
     }
     add(&mut counts, pod, c, node);
     let min = counts.values().copied().min().unwrap_or(0);
-    (counts.get(here).copied().unwrap_or(0), min)
+    (counts.get(here).copied().unwrap_or(0), min, counts.len())
 }
 
 #[cfg(test)]
@@ -232,7 +263,9 @@ mod tests {
             .build()
     }
 
-    /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes.
+    /// The pod whose placement is checked: spread over zones, selecting `app`, maybe only on `tier` nodes
+    /// (counting only those, or every node with `nodeAffinityPolicy: Ignore` when `skew` is 2), asking
+    /// for 3 domains at least when `app` is 1.
     fn spreading(app: u8, skew: i32, tier: bool) -> (Pod, SpreadConstraint) {
         let mut p = generated_pod(app, 0);
         if tier {
@@ -242,6 +275,9 @@ mod tests {
             max_skew: skew,
             topology_key: "zone".into(),
             selector: selector(&[("app", &format!("a{app}"))]),
+            min_domains: (app == 1).then_some(3),
+            ignore_node_affinity: skew == 2,
+            ..Default::default()
         };
         (p, c)
     }

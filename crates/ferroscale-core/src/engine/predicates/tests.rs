@@ -2,8 +2,10 @@
 
 use super::*;
 use crate::fixtures::{node, pod, req, resources, selector, NodeBuilder, PodBuilder};
+use crate::labels;
+use crate::model::volumes::{Claim, ClaimState};
 use crate::model::workload::{
-    Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
+    PodAffinityTerm, Requirement, SelectorOp, SpreadConstraint, Toleration, FIELD_NODE_NAME,
 };
 use crate::model::Taint;
 
@@ -106,6 +108,7 @@ fn anti_affinity_by_hostname_and_zone() {
         selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: labels::HOSTNAME.into(),
+        ..Default::default()
     });
     let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
@@ -131,6 +134,7 @@ fn affinity_needs_a_matching_pod_in_the_domain_except_for_the_first() {
         selector: selector(&[("app", "web")]),
         namespaces: vec![],
         topology_key: "zone".into(),
+        ..Default::default()
     });
     let a = sized("a", 4000).label("zone", "z1").info();
     let b = sized("b", 4000).label("zone", "z2").info();
@@ -153,6 +157,7 @@ fn topology_spread_limits_skew() {
         max_skew: 1,
         topology_key: "zone".into(),
         selector: selector(&[("app", "web")]),
+        ..Default::default()
     });
     let mut a = sized("a", 4000).label("zone", "z1").info();
     a.add(&p);
@@ -198,4 +203,34 @@ fn match_fields_select_by_node_name_and_all_of_a_term_must_match() {
         p.node_affinity = vec![vec![req(FIELD_NODE_NAME, op, &["node-1"])]];
         assert_eq!(fits_node(&p, &t), Err(Unfit::NodeAffinity), "{op:?}");
     }
+}
+
+/// Upstream: kubernetes pkg/scheduler/framework/plugins/volumerestrictions (ReadWriteOncePod): a claim
+/// another pod uses, on any node, keeps the pod off every node; a shared claim without the mode does not.
+#[test]
+fn a_read_write_once_pod_claim_in_use_blocks_every_node() {
+    let claim = |exclusive| Claim {
+        key: "default/data".into(),
+        state: ClaimState::Bound {
+            volume: "pv".into(),
+            node_affinity: vec![],
+            zones: vec![],
+            driver: None,
+        },
+        exclusive,
+    };
+    let mut user = web("user", 100).build();
+    user.claims = vec![claim(true)];
+    let mut a = sized("a", 4000).info();
+    a.add(&user);
+    let b = sized("b", 4000).info();
+    let mut taker = web("taker", 100).build();
+    taker.claims = vec![claim(true)];
+    let nodes = vec![a, b.clone()];
+    assert_eq!(
+        fits(&taker, &nodes, &b),
+        Err(Unfit::ClaimInUse("default/data".into()))
+    );
+    taker.claims = vec![claim(false)];
+    assert_eq!(fits(&taker, &nodes, &b), Ok(()));
 }

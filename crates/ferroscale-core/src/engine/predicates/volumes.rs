@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{NodeInfo, Unfit};
+use super::{Cluster, NodeInfo, Unfit};
 use crate::model::volumes::{terms_admit, zones_admit, ClaimState};
 use crate::model::workload::Pod;
 
@@ -23,15 +23,41 @@ pub(super) fn waiting(pod: &Pod) -> Result<(), Unfit> {
     }
 }
 
-/// Attach limits first (as the scheduler's order has them), then where each volume can be used.
+/// The scheduler's VolumeRestrictions filter on `ReadWriteOncePod` claims: a claim another pod on any
+/// node uses keeps this pod off every node.
+pub(super) fn exclusive(pod: &Pod, nodes: Cluster) -> Result<(), Unfit> {
+    for c in pod.claims.iter().filter(|c| c.exclusive) {
+        let used = nodes.iter().any(|n| {
+            n.pods.iter().any(|o| {
+                (o.namespace != pod.namespace || o.name != pod.name)
+                    && o.claims.iter().any(|oc| oc.key == c.key)
+            })
+        });
+        if used {
+            return Err(Unfit::ClaimInUse(c.key.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Disk conflicts and attach limits first (as the scheduler's order has them), then where each volume
+/// can be used.
 pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
-    if pod.claims.is_empty() {
+    if pod.claims.is_empty() && pod.inline_volumes.is_empty() {
         return Ok(());
+    }
+    // An inline EBS volume mounted by a pod already on the node conflicts (VolumeRestrictions).
+    if let Some((_, id)) = pod.inline_volumes.iter().find(|(_, id)| {
+        info.pods
+            .iter()
+            .any(|o| o.inline_volumes.iter().any(|(_, other)| other == id))
+    }) {
+        return Err(Unfit::DiskConflict(id.clone()));
     }
     let node = &info.node;
     if !node.volume_limits.is_empty() {
         let mut more: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for (driver, id) in pod.claims.iter().filter_map(|c| c.attachment()) {
+        for (driver, id) in pod.attachments() {
             let known = info
                 .attached
                 .get(driver)
@@ -68,12 +94,23 @@ pub(super) fn fits(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {
                     return Err(Unfit::VolumeZone(c.key.clone()));
                 }
             }
-            ClaimState::Delayed { class, allowed, .. } => {
+            ClaimState::Delayed {
+                class,
+                allowed,
+                volumes,
+                ..
+            } => {
                 if !terms_admit(allowed, &node.labels, node.field_name()) {
                     return Err(Unfit::VolumeTopology {
                         claim: c.key.clone(),
                         class: class.clone(),
                     });
+                }
+                if volumes.as_ref().is_some_and(|vs| {
+                    !vs.iter()
+                        .any(|v| terms_admit(v, &node.labels, node.field_name()))
+                }) {
+                    return Err(Unfit::NoVolume(c.key.clone()));
                 }
             }
             ClaimState::Waiting(_) => {}
@@ -122,6 +159,7 @@ mod tests {
                 zones: vec![],
                 driver: Some("ebs.csi.aws.com".into()),
             },
+            exclusive: false,
         }
     }
 
@@ -147,7 +185,9 @@ mod tests {
                     class: "gp3-b".into(),
                     allowed: in_zone("us-east-1b"),
                     driver: Some("ebs.csi.aws.com".into()),
+                    volumes: None,
                 },
+                exclusive: false,
             }],
         );
         assert!(fits_node(&delayed, &zoned("us-east-1b").info()).is_ok());
@@ -160,6 +200,7 @@ mod tests {
             vec![Claim {
                 key: "shop/data-1".into(),
                 state: ClaimState::Waiting(Wait::Immediate),
+                exclusive: false,
             }],
         );
         assert_eq!(
