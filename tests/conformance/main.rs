@@ -7,6 +7,7 @@
 //!
 //! One module per kind of case; `support` turns a case's Kubernetes objects into the engine's inputs.
 
+mod drain;
 mod estimate;
 mod filter;
 mod loops;
@@ -52,6 +53,7 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
     match kind {
         "filter" => filter::check(case),
         "estimate" => estimate::check(case),
+        "drain" => drain::check(case),
         "loop" => loops::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
