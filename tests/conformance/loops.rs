@@ -3,6 +3,9 @@
 //! `ferroscale.io/node-group`), its `groups` in the memory cloud's format, upstream `flags`, run through
 //! `simulate`'s own `Simulation` for `loops` loops of 10 s (new nodes join at once, Ready). The last
 //! loop is compared with `expect`: every field given must match, fields left out are not compared.
+//! `eligible` names nodes that pass upstream's eligibility step (its unneeded candidates): a loop may
+//! still keep them, but for a later reason (a pod's drain, the unneeded time), never for one of
+//! eligibility's own (being deleted, the annotation, utilization, unready with unready scale-down off).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -47,7 +50,22 @@ struct Expect {
     /// Whether the loop found the cluster unhealthy and decided nothing.
     #[serde(default)]
     unhealthy: Option<bool>,
+    /// Nodes that pass upstream's eligibility checks (`eligibility.FilterOutUnremovable`'s unneeded
+    /// candidates): kept, if at all, only for a later reason (a pod's drain, the unneeded time, …).
+    #[serde(default)]
+    eligible: Option<BTreeSet<String>>,
 }
+
+/// Words of the reasons that keep a node at upstream's eligibility step: being deleted, the
+/// scale-down-disabled annotation, utilization above the threshold or not known, unready with
+/// `--scale-down-unready-enabled=false`.
+const INELIGIBLE: [&str; 5] = [
+    "being deleted",
+    "disabled by annotation",
+    "above threshold",
+    "utilization unknown",
+    "--scale-down-unready-enabled",
+];
 
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
@@ -109,6 +127,15 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
                 n.reason
             )),
             None => wrong.push(format!("{node} not kept, upstream: {why}")),
+        }
+    }
+    for node in case.expect.eligible.iter().flatten() {
+        let kept = r.unremovable.iter().find(|n| n.node.as_deref() == Some(node));
+        if let Some(n) = kept.filter(|n| INELIGIBLE.iter().any(|w| n.reason.contains(w))) {
+            wrong.push(format!(
+                "{node} kept because {:?}, upstream: eligible",
+                n.reason
+            ));
         }
     }
     if let Some(want) = case.expect.unhealthy {

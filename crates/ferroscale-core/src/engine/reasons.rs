@@ -208,6 +208,12 @@ pub enum Unremovable {
     DisruptionBudget { group: String, allowed: usize },
     /// Unneeded, but its group's disruption window is closed.
     OutsideDisruptionWindow { group: String },
+    /// It carries a deletion taint set less than 5 minutes ago: a removal (another replica's, an
+    /// earlier run's) is under way (upstream's `CurrentlyBeingDeleted`).
+    BeingDeleted,
+    /// Its utilization cannot be measured: it has no allocatable `resource` (cpu or memory), as
+    /// upstream's `UnexpectedError` when it cannot calculate utilization.
+    UtilizationUnknown { resource: &'static str },
 }
 
 impl fmt::Display for Unremovable {
@@ -257,6 +263,13 @@ impl fmt::Display for Unremovable {
                 f,
                 "unneeded, but --max-scale-down-parallelism or --max-drain-parallelism removals are in flight"
             ),
+            Unremovable::BeingDeleted => write!(
+                f,
+                "being deleted: its deletion taint was set less than 5 minutes ago"
+            ),
+            Unremovable::UtilizationUnknown { resource } => {
+                write!(f, "utilization unknown: no allocatable {resource}")
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ pub const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
 
 /// Upstream's `UnremovableReason` values that ferroscale gives, in upstream's order: the gauge is set
 /// for each of them every loop (0 when no node is kept for it), so a series never goes stale.
-pub const UNREMOVABLE_REASONS: [&str; 9] = [
+pub const UNREMOVABLE_REASONS: [&str; 11] = [
     "ScaleDownDisabledAnnotation",
     "NotUnneededLongEnough",
     "NodeGroupMinSizeReached",
@@ -23,6 +23,8 @@ pub const UNREMOVABLE_REASONS: [&str; 9] = [
     "NoPlaceToMovePods",
     "BlockedByPod",
     "NotUnreadyLongEnough",
+    "CurrentlyBeingDeleted",
+    "UnexpectedError",
 ];
 
 impl Unremovable {
@@ -38,6 +40,8 @@ impl Unremovable {
             Unremovable::AtMinSize { .. } => "NodeGroupMinSizeReached",
             Unremovable::MinimalResourceLimit { .. } => "MinimalResourceLimitExceeded",
             Unremovable::UnreadyKept => "NotUnreadyLongEnough",
+            Unremovable::BeingDeleted => "CurrentlyBeingDeleted",
+            Unremovable::UtilizationUnknown { .. } => "UnexpectedError",
             Unremovable::Paused(_)
             | Unremovable::WaitsForNextLoop
             | Unremovable::ParallelismReached
@@ -136,6 +140,8 @@ mod tests {
                 allowed: 1,
             },
             Unremovable::OutsideDisruptionWindow { group: "g".into() },
+            Unremovable::BeingDeleted,
+            Unremovable::UtilizationUnknown { resource: "cpu" },
         ];
         for u in all {
             assert!(
