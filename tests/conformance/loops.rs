@@ -54,6 +54,10 @@ struct Expect {
     /// candidates): kept, if at all, only for a later reason (a pod's drain, the unneeded time, …).
     #[serde(default)]
     eligible: Option<BTreeSet<String>>,
+    /// The nodes the last loop finds unneeded (all of them): those it removes and those it keeps for a
+    /// reason that starts with "unneeded" (not for long enough yet, a budget spent, …).
+    #[serde(default)]
+    unneeded: Option<BTreeSet<String>>,
 }
 
 /// Words of the reasons that keep a node at upstream's eligibility step: being deleted, the
@@ -127,6 +131,22 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
                 n.reason
             )),
             None => wrong.push(format!("{node} not kept, upstream: {why}")),
+        }
+    }
+    if let Some(want) = &case.expect.unneeded {
+        let got: BTreeSet<String> = r
+            .scale_down
+            .iter()
+            .map(|d| d.node.clone())
+            .chain(
+                r.unremovable
+                    .iter()
+                    .filter(|n| n.reason.starts_with("unneeded"))
+                    .filter_map(|n| n.node.clone()),
+            )
+            .collect();
+        if &got != want {
+            wrong.push(format!("unneeded {got:?}, upstream {want:?}"));
         }
     }
     for node in case.expect.eligible.iter().flatten() {
