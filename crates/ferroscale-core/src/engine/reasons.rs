@@ -189,6 +189,9 @@ pub enum Unremovable {
     NoPlaceFor { pod: String, why: Option<Unfit> },
     /// Unneeded, but not for long enough yet.
     NotUnneededLongEnough { waited: i64, needed: i64 },
+    /// Unready and unneeded, but not for `--scale-down-unready-time` yet (upstream's
+    /// `NotUnreadyLongEnough`; said as [`Unremovable::NotUnneededLongEnough`] is).
+    NotUnreadyLongEnough { waited: i64, needed: i64 },
     /// Unneeded, but scale-down is paused.
     Paused(Pause),
     /// Its group would go below its min size.
@@ -234,7 +237,8 @@ impl fmt::Display for Unremovable {
                 Some(u) => write!(f, "pod {pod} fits no other node: {u}"),
                 None => write!(f, "pod {pod} fits no other node: no other node"),
             },
-            Unremovable::NotUnneededLongEnough { waited, needed } => {
+            Unremovable::NotUnneededLongEnough { waited, needed }
+            | Unremovable::NotUnreadyLongEnough { waited, needed } => {
                 write!(f, "unneeded for {waited}s of {needed}s")
             }
             Unremovable::Paused(p) => write!(f, "{p}"),

@@ -253,7 +253,14 @@ pub(super) fn scale_down(
         }
         .as_secs() as i64;
         if waited < needed {
-            keep(d, Unremovable::NotUnneededLongEnough { waited, needed });
+            keep(
+                d,
+                if node.ready {
+                    Unremovable::NotUnneededLongEnough { waited, needed }
+                } else {
+                    Unremovable::NotUnreadyLongEnough { waited, needed }
+                },
+            );
             continue;
         }
         if let Some(why) = paused {
