@@ -138,19 +138,21 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
             Drain::Move => None,
             Drain::Wait => Some(("oncompletion", Outcome::Wait)),
             Drain::Block(b) => Some(match b {
-                Blocker::MinReplicas { .. } => ("replicacount", Outcome::Blocked("MinReplicasReached")),
+                Blocker::MinReplicas { .. } => {
+                    ("replicacount", Outcome::Blocked("MinReplicasReached"))
+                }
                 Blocker::NotReplicated { .. } => ("replicated", Outcome::Blocked("NotReplicated")),
                 Blocker::SystemPodWithoutBudget { .. } => {
                     ("system", Outcome::Blocked("UnmovableKubeSystemPod"))
                 }
-                Blocker::NotSafeToEvict { .. } => {
-                    ("notsafetoevict", Outcome::Blocked("NotSafeToEvictAnnotation"))
-                }
+                Blocker::NotSafeToEvict { .. } => (
+                    "notsafetoevict",
+                    Outcome::Blocked("NotSafeToEvictAnnotation"),
+                ),
                 Blocker::LocalStorage { .. } => {
                     ("localstorage", Outcome::Blocked("LocalStorageRequested"))
                 }
                 Blocker::Budget { .. } => ("pdb", Outcome::Blocked("NotEnoughPdb")),
-                other => return Err(format!("blocked by {other:?}, which no rule gives")),
             }),
         },
     };

@@ -149,7 +149,10 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
         }
     }
     for node in case.expect.eligible.iter().flatten() {
-        let kept = r.unremovable.iter().find(|n| n.node.as_deref() == Some(node));
+        let kept = r
+            .unremovable
+            .iter()
+            .find(|n| n.node.as_deref() == Some(node));
         if let Some(n) = kept.filter(|n| INELIGIBLE.iter().any(|w| n.reason.contains(w))) {
             wrong.push(format!(
                 "{node} kept because {:?}, upstream: eligible",

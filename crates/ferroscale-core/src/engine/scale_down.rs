@@ -27,7 +27,9 @@ const BEING_DELETED_SECS: i64 = 300;
 fn being_deleted(node: &Node, now: i64) -> bool {
     node.taints.iter().any(|t| {
         t.key == labels::TO_BE_DELETED
-            && t.value.parse::<i64>().is_ok_and(|at| now - at < BEING_DELETED_SECS)
+            && t.value
+                .parse::<i64>()
+                .is_ok_and(|at| now - at < BEING_DELETED_SECS)
     })
 }
 

@@ -122,7 +122,10 @@ mod tests {
             Unremovable::UnreadyKept.upstream_reason(),
             "ScaleDownUnreadyDisabled"
         );
-        assert_eq!(Unremovable::BeingDeleted.upstream_reason(), "CurrentlyBeingDeleted");
+        assert_eq!(
+            Unremovable::BeingDeleted.upstream_reason(),
+            "CurrentlyBeingDeleted"
+        );
     }
 
     #[test]
