@@ -137,23 +137,10 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
             }
             Drain::Move => None,
             Drain::Wait => Some(("oncompletion", Outcome::Wait)),
-            Drain::Block(b) => Some(match b {
-                Blocker::MinReplicas { .. } => {
-                    ("replicacount", Outcome::Blocked("MinReplicasReached"))
-                }
-                Blocker::NotReplicated { .. } => ("replicated", Outcome::Blocked("NotReplicated")),
-                Blocker::SystemPodWithoutBudget { .. } => {
-                    ("system", Outcome::Blocked("UnmovableKubeSystemPod"))
-                }
-                Blocker::NotSafeToEvict { .. } => (
-                    "notsafetoevict",
-                    Outcome::Blocked("NotSafeToEvictAnnotation"),
-                ),
-                Blocker::LocalStorage { .. } => {
-                    ("localstorage", Outcome::Blocked("LocalStorageRequested"))
-                }
-                Blocker::Budget { .. } => ("pdb", Outcome::Blocked("NotEnoughPdb")),
-            }),
+            Drain::Block(b) => {
+                let (rule, reason) = blocking_rule(&b);
+                Some((rule, Outcome::Blocked(reason)))
+            }
         },
     };
     let by_rule = decided
@@ -181,6 +168,19 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     }
 }
 
-fn kind(o: &serde_norway::Value) -> Option<String> {
+/// The upstream rule whose block a ferroscale [`Blocker`] is, and upstream's `BlockingPodReason`.
+pub fn blocking_rule(b: &Blocker) -> (&'static str, &'static str) {
+    match b {
+        Blocker::MinReplicas { .. } => ("replicacount", "MinReplicasReached"),
+        Blocker::NotReplicated { .. } => ("replicated", "NotReplicated"),
+        Blocker::SystemPodWithoutBudget { .. } => ("system", "UnmovableKubeSystemPod"),
+        Blocker::NotSafeToEvict { .. } => ("notsafetoevict", "NotSafeToEvictAnnotation"),
+        Blocker::LocalStorage { .. } => ("localstorage", "LocalStorageRequested"),
+        Blocker::Budget { .. } => ("pdb", "NotEnoughPdb"),
+    }
+}
+
+/// A Kubernetes object's `kind`.
+pub fn kind(o: &serde_norway::Value) -> Option<String> {
     o["kind"].as_str().map(str::to_string)
 }

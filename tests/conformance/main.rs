@@ -8,6 +8,7 @@
 //! One module per kind of case; `support` turns a case's Kubernetes objects into the engine's inputs.
 
 mod drain;
+mod drain_node;
 mod estimate;
 mod filter;
 mod loops;
@@ -54,6 +55,7 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
         "filter" => filter::check(case),
         "estimate" => estimate::check(case),
         "drain" => drain::check(case),
+        "drain_node" => drain_node::check(case),
         "loop" => loops::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
