@@ -13,6 +13,7 @@ mod estimate;
 mod filter;
 mod loops;
 mod support;
+mod utilization;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
         "drain" => drain::check(case),
         "drain_node" => drain_node::check(case),
         "loop" => loops::check(case),
+        "utilization" => utilization::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }
