@@ -3,6 +3,8 @@
 //! `ferroscale.io/node-group`), its `groups` in the memory cloud's format, upstream `flags`, run through
 //! `simulate`'s own `Simulation` for `loops` loops of 10 s (new nodes join at once, Ready). The last
 //! loop is compared with `expect`: every field given must match, fields left out are not compared.
+//! `unneeded` is the exact set of nodes the loop finds unneeded (removed, or kept for a reason that starts
+//! with "unneeded"), `removable` nodes that must be among them.
 //! `eligible` names nodes that pass upstream's eligibility step (its unneeded candidates): a loop may
 //! still keep them, but for a later reason (a pod's drain, the unneeded time), never for one of
 //! eligibility's own (being deleted, the annotation, utilization, unready with unready scale-down off).
@@ -58,6 +60,9 @@ struct Expect {
     /// reason that starts with "unneeded" (not for long enough yet, a budget spent, …).
     #[serde(default)]
     unneeded: Option<BTreeSet<String>>,
+    /// Nodes the last loop finds unneeded, among others maybe (upstream's tests of one node's removal).
+    #[serde(default)]
+    removable: Option<BTreeSet<String>>,
 }
 
 /// Words of the reasons that keep a node at upstream's eligibility step: being deleted, the
@@ -132,20 +137,32 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
             None => wrong.push(format!("{node} not kept, upstream: {why}")),
         }
     }
+    let unneeded: BTreeSet<String> = r
+        .scale_down
+        .iter()
+        .map(|d| d.node.clone())
+        .chain(
+            r.unremovable
+                .iter()
+                .filter(|n| n.reason.starts_with("unneeded"))
+                .filter_map(|n| n.node.clone()),
+        )
+        .collect();
+    for node in case.expect.removable.iter().flatten() {
+        if !unneeded.contains(node) {
+            let why = r
+                .unremovable
+                .iter()
+                .find(|n| n.node.as_deref() == Some(node));
+            wrong.push(format!(
+                "{node} not unneeded ({:?}), upstream: removable",
+                why.map(|n| &n.reason)
+            ));
+        }
+    }
     if let Some(want) = &case.expect.unneeded {
-        let got: BTreeSet<String> = r
-            .scale_down
-            .iter()
-            .map(|d| d.node.clone())
-            .chain(
-                r.unremovable
-                    .iter()
-                    .filter(|n| n.reason.starts_with("unneeded"))
-                    .filter_map(|n| n.node.clone()),
-            )
-            .collect();
-        if &got != want {
-            wrong.push(format!("unneeded {got:?}, upstream {want:?}"));
+        if &unneeded != want {
+            wrong.push(format!("unneeded {unneeded:?}, upstream {want:?}"));
         }
     }
     for node in case.expect.eligible.iter().flatten() {
