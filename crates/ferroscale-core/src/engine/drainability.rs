@@ -15,8 +15,8 @@
 //! 5. Blocking: no controller, or with `--skip-nodes-with-custom-controller-pods` one that is not a
 //!    ReplicaSet, ReplicationController, Job or StatefulSet; a kube-system pod matched by no
 //!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then it
-//!    moves, no rule below is asked), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a local volume
-//!    (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
+//!    moves, no rule below is asked), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a
+//!    local volume (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
 //!    `--skip-nodes-with-local-storage`; a PodDisruptionBudget that allows no disruption.
 //!
 //! Expendable pods (priority below `--expendable-pods-priority-cutoff`) never get here either: upstream
