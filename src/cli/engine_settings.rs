@@ -74,6 +74,7 @@ impl LoopFlags {
                 scale_down_unneeded_time: self.scale_down_unneeded_time.0,
                 scale_down_unready_time: self.scale_down_unready_time.0,
                 max_node_provision_time: self.max_node_provision_time.0,
+                max_node_startup_time: self.max_node_startup_time.0,
                 ..UPSTREAM.defaults.clone()
             },
             taints: TaintConfig {

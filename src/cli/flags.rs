@@ -362,6 +362,10 @@ pub struct LoopFlags {
     /// delivered after this long is given up (groups may override).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.max_node_provision_time))]
     pub max_node_provision_time: GoDuration,
+    /// A registered node not Ready after this long is unready, no longer capacity on its way (groups may
+    /// override).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.defaults.max_node_startup_time))]
+    pub max_node_startup_time: GoDuration,
     /// Unready nodes the cluster may have and still be healthy (beyond this and the percentage below, the
     /// loop only reports).
     #[arg(long, default_value_t = UPSTREAM.ok_total_unready_count)]

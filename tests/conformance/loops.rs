@@ -7,6 +7,11 @@
 //! `priorities` (the priority expander's tiers, as `--priority-config` holds them) stands in for
 //! upstream's test expander that is told which option to take: with `--expander=priority` it makes
 //! ferroscale's own expander take that option.
+//! `unneeded` is the exact set of nodes the loop finds unneeded (removed, or kept for a reason that starts
+//! with "unneeded"), `removable` nodes that must be among them.
+//! `eligible` names nodes that pass upstream's eligibility step (its unneeded candidates): a loop may
+//! still keep them, but for a later reason (a pod's drain, the unneeded time), never for one of
+//! eligibility's own (being deleted, the annotation, utilization, unready with unready scale-down off).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -65,7 +70,29 @@ struct Expect {
     /// Whether the loop found the cluster unhealthy and decided nothing.
     #[serde(default)]
     unhealthy: Option<bool>,
+    /// Nodes that pass upstream's eligibility checks (`eligibility.FilterOutUnremovable`'s unneeded
+    /// candidates): kept, if at all, only for a later reason (a pod's drain, the unneeded time, …).
+    #[serde(default)]
+    eligible: Option<BTreeSet<String>>,
+    /// The nodes the last loop finds unneeded (all of them): those it removes and those it keeps for a
+    /// reason that starts with "unneeded" (not for long enough yet, a budget spent, …).
+    #[serde(default)]
+    unneeded: Option<BTreeSet<String>>,
+    /// Nodes the last loop finds unneeded, among others maybe (upstream's tests of one node's removal).
+    #[serde(default)]
+    removable: Option<BTreeSet<String>>,
 }
+
+/// Words of the reasons that keep a node at upstream's eligibility step: being deleted, the
+/// scale-down-disabled annotation, utilization above the threshold or not known, unready with
+/// `--scale-down-unready-enabled=false`.
+const INELIGIBLE: [&str; 5] = [
+    "being deleted",
+    "disabled by annotation",
+    "above threshold",
+    "utilization unknown",
+    "--scale-down-unready-enabled",
+];
 
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
@@ -88,9 +115,8 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     };
     let mut report = None;
     for _ in 0..case.loops {
-        let r = sim.step(&settings, &pacing);
-        sim.set_now(sim.now() + 10);
-        report = Some(r);
+        // `step` moves the clock on by the scan interval itself.
+        report = Some(sim.step(&settings, &pacing));
     }
     let r = report.ok_or("loops: 0")?;
     let mut wrong = Vec::new();
@@ -137,6 +163,46 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
                 n.reason
             )),
             None => wrong.push(format!("{node} not kept, upstream: {why}")),
+        }
+    }
+    let unneeded: BTreeSet<String> = r
+        .scale_down
+        .iter()
+        .map(|d| d.node.clone())
+        .chain(
+            r.unremovable
+                .iter()
+                .filter(|n| n.reason.starts_with("unneeded"))
+                .filter_map(|n| n.node.clone()),
+        )
+        .collect();
+    for node in case.expect.removable.iter().flatten() {
+        if !unneeded.contains(node) {
+            let why = r
+                .unremovable
+                .iter()
+                .find(|n| n.node.as_deref() == Some(node));
+            wrong.push(format!(
+                "{node} not unneeded ({:?}), upstream: removable",
+                why.map(|n| &n.reason)
+            ));
+        }
+    }
+    if let Some(want) = &case.expect.unneeded {
+        if &unneeded != want {
+            wrong.push(format!("unneeded {unneeded:?}, upstream {want:?}"));
+        }
+    }
+    for node in case.expect.eligible.iter().flatten() {
+        let kept = r
+            .unremovable
+            .iter()
+            .find(|n| n.node.as_deref() == Some(node));
+        if let Some(n) = kept.filter(|n| INELIGIBLE.iter().any(|w| n.reason.contains(w))) {
+            wrong.push(format!(
+                "{node} kept because {:?}, upstream: eligible",
+                n.reason
+            ));
         }
     }
     if let Some(want) = case.expect.unhealthy {

@@ -7,6 +7,8 @@
 //!
 //! One module per kind of case; `support` turns a case's Kubernetes objects into the engine's inputs.
 
+mod drain;
+mod drain_node;
 mod estimate;
 mod filter;
 mod loops;
@@ -14,6 +16,7 @@ mod requests;
 mod readiness;
 mod similar;
 mod support;
+mod utilization;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,10 +58,13 @@ fn check(kind: &str, case: &serde_norway::Value) -> Result<(), String> {
     match kind {
         "filter" => filter::check(case),
         "estimate" => estimate::check(case),
+        "drain" => drain::check(case),
+        "drain_node" => drain_node::check(case),
         "loop" => loops::check(case),
         "requests" => requests::check(case),
         "readiness" => readiness::check(case),
         "similar" => similar::check(case),
+        "utilization" => utilization::check(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }

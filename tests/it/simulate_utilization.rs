@@ -1,5 +1,5 @@
-//! `simulate` on upstream's utilisation: a node exactly at the threshold is kept (upstream's
-//! `core/scaledown/eligibility/eligibility.go`, `isNodeBelowUtilizationThreshold`), GPU nodes are judged
+//! `simulate` on upstream's utilisation: a node exactly at the threshold is underutilized (upstream's
+//! `core/scaledown/eligibility/eligibility.go`, `isNodeAtOrBelowUtilizationThreshold`), GPU nodes are judged
 //! by their GPUs, DaemonSet pods leave the sum with `--ignore-daemonsets-utilization`.
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
@@ -10,7 +10,7 @@ fn removed(r: &ferroscale::simulate::LoopReport) -> Vec<&str> {
 }
 
 #[test]
-fn a_node_below_the_threshold_is_removed_and_one_exactly_at_it_kept() {
+fn a_node_below_the_threshold_is_removed_and_so_is_one_exactly_at_it() {
     // 8 cpu with 4.5 used: kept, with room for the others' pods.
     let roomy = || {
         vec![
@@ -31,9 +31,15 @@ fn a_node_below_the_threshold_is_removed_and_one_exactly_at_it_kept() {
     at.push(node("at", "small", "2", "8Gi"));
     at.push(pod("a", "two", "1", "1Gi", Some("at"), ""));
     let r = sim(&at, GROUPS).step(&flags(&[]), &pacing());
+    assert_eq!(removed(&r), vec!["at"], "{r:?}");
+    // A hair above it, kept.
+    let mut above = roomy();
+    above.push(node("above", "small", "2", "8Gi"));
+    above.push(pod("a", "two", "1001m", "1Gi", Some("above"), ""));
+    let r = sim(&above, GROUPS).step(&flags(&[]), &pacing());
     assert!(removed(&r).is_empty(), "{r:?}");
     assert_eq!(
-        unremovable(&r, "at"),
+        unremovable(&r, "above"),
         "utilization 0.50 at or above threshold 0.50"
     );
 }

@@ -14,9 +14,9 @@
 //!    waited for.
 //! 5. Blocking: no controller, or with `--skip-nodes-with-custom-controller-pods` one that is not a
 //!    ReplicaSet, ReplicationController, Job or StatefulSet; a kube-system pod matched by no
-//!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then the
-//!    rules below decide), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a local volume
-//!    (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
+//!    PodDisruptionBudget until `--blocking-system-pod-distruption-timeout` after its creation (then it
+//!    moves, no rule below is asked), with `--skip-nodes-with-system-pods`; `safe-to-evict: "false"`; a
+//!    local volume (emptyDir not in memory, hostPath) not named in `safe-to-evict-local-volumes`, with
 //!    `--skip-nodes-with-local-storage`; a PodDisruptionBudget that allows no disruption.
 //!
 //! Expendable pods (priority below `--expendable-pods-priority-cutoff`) never get here either: upstream
@@ -100,11 +100,14 @@ pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
     }
     let mut budgets = pdbs.iter().filter(|b| b.covers(p)).peekable();
     if s.skip_nodes_with_system_pods && p.namespace == "kube-system" && budgets.peek().is_none() {
-        // Past the timeout the rule no longer decides; the rules below still may.
+        // Past the timeout the rule finds the pod drainable, which ends the chain: the rules below
+        // (safe-to-evict "false", local storage) are not asked (upstream's `system` rule returns
+        // `NewDrainableStatus`).
         let timeout = s.blocking_system_pod_disruption_timeout.as_secs() as i64;
         if p.meta.created == 0 || now <= p.meta.created + timeout {
             return Drain::Block(Blocker::SystemPodWithoutBudget { pod: pod() });
         }
+        return Drain::Move;
     }
     if p.meta.safe_to_evict == Some(SafeToEvict::No) {
         return Drain::Block(Blocker::NotSafeToEvict { pod: pod() });

@@ -189,6 +189,9 @@ pub enum Unremovable {
     NoPlaceFor { pod: String, why: Option<Unfit> },
     /// Unneeded, but not for long enough yet.
     NotUnneededLongEnough { waited: i64, needed: i64 },
+    /// Unready and unneeded, but not for `--scale-down-unready-time` yet (upstream's
+    /// `NotUnreadyLongEnough`; said as [`Unremovable::NotUnneededLongEnough`] is).
+    NotUnreadyLongEnough { waited: i64, needed: i64 },
     /// Unneeded, but scale-down is paused.
     Paused(Pause),
     /// Its group would go below its min size.
@@ -208,6 +211,12 @@ pub enum Unremovable {
     DisruptionBudget { group: String, allowed: usize },
     /// Unneeded, but its group's disruption window is closed.
     OutsideDisruptionWindow { group: String },
+    /// It carries a deletion taint set less than 5 minutes ago: a removal (another replica's, an
+    /// earlier run's) is under way (upstream's `CurrentlyBeingDeleted`).
+    BeingDeleted,
+    /// Its utilization cannot be measured: it has no allocatable `resource` (cpu or memory), as
+    /// upstream's `UnexpectedError` when it cannot calculate utilization.
+    UtilizationUnknown { resource: &'static str },
 }
 
 impl fmt::Display for Unremovable {
@@ -228,7 +237,8 @@ impl fmt::Display for Unremovable {
                 Some(u) => write!(f, "pod {pod} fits no other node: {u}"),
                 None => write!(f, "pod {pod} fits no other node: no other node"),
             },
-            Unremovable::NotUnneededLongEnough { waited, needed } => {
+            Unremovable::NotUnneededLongEnough { waited, needed }
+            | Unremovable::NotUnreadyLongEnough { waited, needed } => {
                 write!(f, "unneeded for {waited}s of {needed}s")
             }
             Unremovable::Paused(p) => write!(f, "{p}"),
@@ -257,6 +267,13 @@ impl fmt::Display for Unremovable {
                 f,
                 "unneeded, but --max-scale-down-parallelism or --max-drain-parallelism removals are in flight"
             ),
+            Unremovable::BeingDeleted => write!(
+                f,
+                "being deleted: its deletion taint was set less than 5 minutes ago"
+            ),
+            Unremovable::UtilizationUnknown { resource } => {
+                write!(f, "utilization unknown: no allocatable {resource}")
+            }
         }
     }
 }

@@ -15,8 +15,24 @@ use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel, Unfit};
 use super::reasons::{Blocker, Removal, Unremovable};
-use super::utilization::{utilization, LeftOut};
-use crate::model::workload::Pod;
+use super::utilization::{missing_allocatable, utilization, LeftOut};
+use crate::labels;
+use crate::model::workload::{Node, Pod};
+
+/// Upstream's `MaxCloudProviderNodeDeletionTime`: how long after its deletion taint was set a node
+/// counts as being deleted.
+const BEING_DELETED_SECS: i64 = 300;
+
+/// Whether `node` carries a deletion taint set less than [`BEING_DELETED_SECS`] before `now` (upstream's
+/// `IsNodeBeingDeleted`; the taint's value is the unix time it was set).
+fn being_deleted(node: &Node, now: i64) -> bool {
+    node.taints.iter().any(|t| {
+        t.key == labels::TO_BE_DELETED
+            && t.value
+                .parse::<i64>()
+                .is_ok_and(|at| now - at < BEING_DELETED_SECS)
+    })
+}
 
 /// What draining a node would do with its pods.
 #[derive(Default)]
@@ -187,8 +203,16 @@ pub(super) fn scale_down(
             continue;
         }
         let keep = |d: &mut Decisions, why| d.unremovable.push((node.name.clone(), why));
+        if being_deleted(&node, now) {
+            keep(d, Unremovable::BeingDeleted);
+            continue;
+        }
         if node.scale_down_disabled {
             keep(d, Unremovable::ScaleDownDisabled);
+            continue;
+        }
+        if let Some(resource) = missing_allocatable(&node) {
+            keep(d, Unremovable::UtilizationUnknown { resource });
             continue;
         }
         if !node.ready && !settings.scale_down_unready_enabled {
@@ -208,10 +232,10 @@ pub(super) fn scale_down(
         } else {
             opts.scale_down_utilization_threshold
         };
-        // An unready node goes after the unready time whatever its pods ask (upstream). A node is
-        // underutilized only below the threshold: at it, it is kept (upstream's eligibility.go,
-        // `isNodeBelowUtilizationThreshold`: utilization >= threshold is not underutilized).
-        if node.ready && util.value >= threshold {
+        // An unready node goes after the unready time whatever its pods ask (upstream). A node at or
+        // below the threshold is underutilized (upstream's eligibility.go,
+        // `isNodeAtOrBelowUtilizationThreshold`: only utilization > threshold is not).
+        if node.ready && util.value > threshold {
             keep(
                 d,
                 Unremovable::NotUnderutilized {
@@ -254,7 +278,14 @@ pub(super) fn scale_down(
         }
         .as_secs() as i64;
         if waited < needed {
-            keep(d, Unremovable::NotUnneededLongEnough { waited, needed });
+            keep(
+                d,
+                if node.ready {
+                    Unremovable::NotUnneededLongEnough { waited, needed }
+                } else {
+                    Unremovable::NotUnreadyLongEnough { waited, needed }
+                },
+            );
             continue;
         }
         if let Some(why) = paused {

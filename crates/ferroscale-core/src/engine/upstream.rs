@@ -13,7 +13,7 @@ pub const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
 
 /// Upstream's `UnremovableReason` values that ferroscale gives, in upstream's order: the gauge is set
 /// for each of them every loop (0 when no node is kept for it), so a series never goes stale.
-pub const UNREMOVABLE_REASONS: [&str; 9] = [
+pub const UNREMOVABLE_REASONS: [&str; 12] = [
     "ScaleDownDisabledAnnotation",
     "NotUnneededLongEnough",
     "NodeGroupMinSizeReached",
@@ -23,6 +23,9 @@ pub const UNREMOVABLE_REASONS: [&str; 9] = [
     "NoPlaceToMovePods",
     "BlockedByPod",
     "NotUnreadyLongEnough",
+    "CurrentlyBeingDeleted",
+    "UnexpectedError",
+    "ScaleDownUnreadyDisabled",
 ];
 
 impl Unremovable {
@@ -37,7 +40,10 @@ impl Unremovable {
             Unremovable::NotUnneededLongEnough { .. } => "NotUnneededLongEnough",
             Unremovable::AtMinSize { .. } => "NodeGroupMinSizeReached",
             Unremovable::MinimalResourceLimit { .. } => "MinimalResourceLimitExceeded",
-            Unremovable::UnreadyKept => "NotUnreadyLongEnough",
+            Unremovable::NotUnreadyLongEnough { .. } => "NotUnreadyLongEnough",
+            Unremovable::UnreadyKept => "ScaleDownUnreadyDisabled",
+            Unremovable::BeingDeleted => "CurrentlyBeingDeleted",
+            Unremovable::UtilizationUnknown { .. } => "UnexpectedError",
             Unremovable::Paused(_)
             | Unremovable::WaitsForNextLoop
             | Unremovable::ParallelismReached
@@ -106,6 +112,23 @@ mod tests {
     use crate::engine::reasons::Pause;
 
     #[test]
+    fn unready_nodes_are_kept_for_upstreams_unready_reasons() {
+        let waiting = Unremovable::NotUnreadyLongEnough {
+            waited: 600,
+            needed: 1200,
+        };
+        assert_eq!(waiting.upstream_reason(), "NotUnreadyLongEnough");
+        assert_eq!(
+            Unremovable::UnreadyKept.upstream_reason(),
+            "ScaleDownUnreadyDisabled"
+        );
+        assert_eq!(
+            Unremovable::BeingDeleted.upstream_reason(),
+            "CurrentlyBeingDeleted"
+        );
+    }
+
+    #[test]
     fn every_reason_given_is_one_the_gauge_is_set_for() {
         let all = [
             Unremovable::ScaleDownDisabled,
@@ -130,12 +153,18 @@ mod tests {
             Unremovable::OnCompletion { pod: "a/b".into() },
             Unremovable::WaitsForNextLoop,
             Unremovable::UnreadyKept,
+            Unremovable::NotUnreadyLongEnough {
+                waited: 1,
+                needed: 1200,
+            },
             Unremovable::ParallelismReached,
             Unremovable::DisruptionBudget {
                 group: "g".into(),
                 allowed: 1,
             },
             Unremovable::OutsideDisruptionWindow { group: "g".into() },
+            Unremovable::BeingDeleted,
+            Unremovable::UtilizationUnknown { resource: "cpu" },
         ];
         for u in all {
             assert!(

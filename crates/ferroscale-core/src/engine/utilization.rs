@@ -32,6 +32,22 @@ pub fn gpu_resource(node: &Node) -> Option<&'static str> {
     }
 }
 
+/// The resource a node that is not measured by GPU has nothing allocatable of (cpu, then memory): its
+/// utilization cannot be measured (upstream's `CalculateUtilizationOfResource` fails, and the node is
+/// kept as `UnexpectedError`). A GPU node is measured by its GPUs alone, unready ones counting 0.
+pub fn missing_allocatable(node: &Node) -> Option<&'static str> {
+    if gpu_resource(node).is_some() {
+        return None;
+    }
+    if node.allocatable.cpu_milli <= 0 {
+        Some("cpu")
+    } else if node.allocatable.memory <= 0 {
+        Some("memory")
+    } else {
+        None
+    }
+}
+
 /// `used` of `total`, with DaemonSet pods' `daemon` taken out of `total`; a node with nothing
 /// allocatable is unused (a GPU not exposed yet, as upstream takes it).
 fn share(used: i64, total: i64, daemon: i64) -> f64 {
@@ -133,6 +149,16 @@ mod tests {
             .label(labels::GPU, "nvidia-t4")
             .info_with([requests(3500, "Job").build()]);
         assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.0);
+    }
+
+    #[test]
+    fn a_node_without_allocatable_cpu_or_memory_cannot_be_measured_unless_by_gpu() {
+        let n = |cpu, memory| node("n").allocatable(resources(cpu, memory, 10));
+        assert_eq!(missing_allocatable(&n(1000, 1 << 30).build()), None);
+        assert_eq!(missing_allocatable(&n(0, 1 << 30).build()), Some("cpu"));
+        assert_eq!(missing_allocatable(&n(1000, 0).build()), Some("memory"));
+        let gpu = n(0, 0).label(labels::GPU, "nvidia-t4").build();
+        assert_eq!(missing_allocatable(&gpu), None);
     }
 
     #[test]

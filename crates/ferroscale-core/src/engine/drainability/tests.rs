@@ -124,16 +124,14 @@ fn system_pods_block_until_the_timeout_after_their_creation() {
         matches!(drainability(&p, &[], &s, NOW), Drain::Block(_)),
         "no creation time: never"
     );
-    // Past the timeout the system rule no longer decides; the rules after it still do.
+    // Past the timeout the system rule finds the pod drainable and the rules after it are not asked
+    // (upstream: the system rule's drainable status ends the chain).
     p.meta.created = NOW - 7200;
     p.meta.local_volumes = vec!["v".into()];
-    assert!(matches!(
-        drainability(&p, &[], &s, NOW),
-        Drain::Block(Blocker::LocalStorage { .. })
-    ));
-    p.meta.local_volumes.clear();
     assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
-    p.meta.local_volumes = vec!["v".into()];
+    p.meta.safe_to_evict = Some(SafeToEvict::No);
+    assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
+    p.meta.safe_to_evict = None;
     s.blocking_system_pod_disruption_timeout = Duration::from_secs(86_400);
     assert!(matches!(
         drainability(&p, &[], &s, NOW),
