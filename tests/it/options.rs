@@ -144,13 +144,11 @@ nodeGroups:
     };
     // The group's threshold is CA's own: nothing to tell either generation.
     for defaults in [&new, &old] {
-        let e = options(&s, "same", Some(defaults.clone()))
-            .await
-            .unwrap_err();
+        let e = options(&s, "same", Some(*defaults)).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unimplemented, "{e:?}");
     }
     // ignoreDaemonSetsUtilization: read by CA >= 1.35 only.
-    let o = options(&s, "daemons", Some(new.clone())).await.unwrap();
+    let o = options(&s, "daemons", Some(new)).await.unwrap();
     assert!(o.ignore_daemon_sets_utilization);
     let e = options(&s, "daemons", Some(old)).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unimplemented, "{e:?}");

@@ -4,7 +4,7 @@
 //! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
 //! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::context::Ctx;
@@ -71,49 +71,60 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
     Ok(d)
 }
 
-/// Where the pods of node `i` would go (the nodes that receive them, changed), or why one cannot move.
-/// As upstream's removal simulation: node `i` and the nodes `removed` before it leave the cluster with
-/// their pods first, then the pods are placed one by one, each seeing the ones placed before it (a pod
-/// with one-per-zone anti-affinity may move within its own zone; two pods that repel each other do not
-/// land side by side).
+/// Where the pods of node `i` would go (the nodes that receive them, changed, and `i` without them), or
+/// why one cannot move. As upstream's removal simulation (`simulator/cluster.go`): the pods leave node `i`
+/// first (the node stays, empty of them and with the deletion taint, so its topology domain still counts
+/// unless a spread constraint honours taints), then they are placed one
+/// by one on the nodes that are no `i` and not in `no_dest` (nodes already found unneeded), each seeing
+/// those placed before it: a pod with one-per-zone anti-affinity may move within its own zone, and two
+/// pods that repel each other do not land side by side.
 fn place_elsewhere(
     movable: &[Pod],
     i: usize,
-    infos: &[NodeInfo],
-    removed: &[usize],
+    snap: &[NodeInfo],
+    no_dest: &HashSet<usize>,
     repels: Repel,
 ) -> Result<HashMap<usize, NodeInfo>, Unremovable> {
+    let moving: HashSet<String> = movable.iter().map(Pod::key).collect();
+    let mut node = snap[i].node.clone();
+    node.taints.push(crate::model::Taint {
+        key: labels::TO_BE_DELETED.into(),
+        value: String::new(),
+        effect: crate::model::TaintEffect::NoSchedule,
+    });
+    let mut emptied = NodeInfo::new(node);
+    for p in snap[i].pods.iter().filter(|p| !moving.contains(&p.key())) {
+        emptied.add(Arc::clone(p));
+    }
     let mut sim = Overlay {
-        gone: removed.iter().copied().chain([i]).collect(),
-        changed: HashMap::new(),
+        changed: HashMap::from([(i, emptied)]),
     };
     for p in movable {
         let mut last: Option<Unfit> = None;
         let target = {
             let cluster = Cluster {
-                base: infos,
+                base: snap,
                 added: &[],
                 memo: None,
                 overlay: Some(&sim),
             };
-            (0..infos.len()).find(|&j| {
-                let Some(n) = sim.view(j, &infos[j]) else {
-                    return false;
-                };
-                match fits_among(p, cluster, n, repels) {
-                    Ok(()) => true,
-                    Err(u) => {
-                        last.get_or_insert(u);
-                        false
-                    }
-                }
-            })
+            (0..snap.len())
+                .filter(|j| *j != i && !no_dest.contains(j))
+                .find(
+                    |&j| match fits_among(p, cluster, sim.view(j, &snap[j]), repels) {
+                        Ok(()) => true,
+                        Err(u) => {
+                            last.get_or_insert(u);
+                            false
+                        }
+                    },
+                )
         };
         match target {
             Some(j) => sim
                 .changed
                 .entry(j)
-                .or_insert_with(|| infos[j].clone())
+                .or_insert_with(|| snap[j].clone())
                 .add(p.clone()),
             None => {
                 return Err(Unremovable::NoPlaceFor {
@@ -138,7 +149,10 @@ pub(super) fn scale_down(
     let now = ctx.now;
     let settings = ctx.settings;
     let paused = memory.scale_down_paused(ctx.settings, ctx.now);
-    let mut removed: Vec<usize> = Vec::new();
+    // The loop's simulated snapshot: the pods of each node found unneeded are moved out of it as upstream's
+    // planner moves them, so later candidates see them where they would go; those nodes receive none.
+    let mut snap: Vec<NodeInfo> = infos[..existing].to_vec();
+    let mut no_dest: HashSet<usize> = HashSet::new();
     // Nodes going away count against their group's min size: those removed this loop and those being
     // removed in the background.
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
@@ -250,7 +264,7 @@ pub(super) fn scale_down(
             movable,
             left,
             waits_for,
-        } = match drain(&infos[i].pods, ctx) {
+        } = match drain(&snap[i].pods, ctx) {
             Ok(drained) => drained,
             Err(b) => {
                 keep(d, Unremovable::Blocked(b));
@@ -261,13 +275,17 @@ pub(super) fn scale_down(
             .iter()
             .map(Repel::of)
             .fold(any_repelling, Repel::max);
-        let changed = match place_elsewhere(&movable, i, &infos[..existing], &removed, repels) {
+        let changed = match place_elsewhere(&movable, i, &snap, &no_dest, repels) {
             Ok(c) => c,
             Err(why) => {
                 keep(d, why);
                 continue;
             }
         };
+        for (j, n) in &changed {
+            snap[*j] = n.clone();
+        }
+        no_dest.insert(i);
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
         still_unneeded.insert(node.name.clone(), since);
         let waited = now - since;
@@ -311,7 +329,14 @@ pub(super) fn scale_down(
             keep(d, Unremovable::OnCompletion { pod });
             continue;
         }
-        let empty = movable.is_empty();
+        // The simulation moved pods of earlier unneeded nodes here; only those really here are evicted.
+        let here: HashSet<String> = infos[i].pods.iter().map(|p| p.key()).collect();
+        let evict: Vec<String> = movable
+            .iter()
+            .map(Pod::key)
+            .filter(|k| here.contains(k))
+            .collect();
+        let empty = evict.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
         if removals_left == 0 || (!empty && drains_left == 0) {
             // Full because of removals still in flight from earlier loops, or because of this loop's.
@@ -366,10 +391,11 @@ pub(super) fn scale_down(
         if !empty {
             drains_left -= 1;
             for (j, n) in changed {
-                infos[j] = n;
+                if j != i {
+                    infos[j] = n;
+                }
             }
         }
-        removed.push(i);
         *removed_per_group.entry(group.id.clone()).or_default() += 1;
         d.scale_down.push(ScaleDown {
             node: node.name.clone(),
@@ -382,7 +408,7 @@ pub(super) fn scale_down(
                 unready: !node.ready,
                 disruption: None,
             },
-            evict: movable.iter().map(Pod::key).collect(),
+            evict,
             left,
         });
     }

@@ -94,23 +94,18 @@ pub struct Cluster<'a> {
     pub overlay: Option<&'a Overlay>,
 }
 
-/// A simulation's changes to a cluster's nodes, by index: nodes gone (removed with their pods) and nodes
-/// with pods placed on them. Scale-down simulates a removal as upstream does: the node and its pods
-/// leave the snapshot first, then its pods are placed one by one, each seeing the ones placed before.
+/// A simulation's changes to a cluster's nodes, by index, without copying the others: scale-down's
+/// removal simulation takes a node's pods off it, then places them one by one, each seeing those placed
+/// before.
 #[derive(Debug, Default)]
 pub struct Overlay {
-    pub gone: foldhash::HashSet<usize>,
     pub changed: HashMap<usize, NodeInfo>,
 }
 
 impl Overlay {
-    /// Node `j` as the simulation sees it: `None` when gone.
-    pub fn view<'a>(&'a self, j: usize, base: &'a NodeInfo) -> Option<&'a NodeInfo> {
-        if self.gone.contains(&j) {
-            None
-        } else {
-            Some(self.changed.get(&j).unwrap_or(base))
-        }
+    /// Node `j` as the simulation sees it.
+    pub fn view<'a>(&'a self, j: usize, base: &'a NodeInfo) -> &'a NodeInfo {
+        self.changed.get(&j).unwrap_or(base)
     }
 }
 
@@ -131,8 +126,8 @@ impl<'a> Cluster<'a> {
         self.base
             .iter()
             .enumerate()
-            .filter_map(move |(j, n)| match overlay {
-                None => Some(n),
+            .map(move |(j, n)| match overlay {
+                None => n,
                 Some(o) => o.view(j, n),
             })
             .chain(self.added)
