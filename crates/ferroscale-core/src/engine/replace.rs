@@ -14,7 +14,6 @@ use super::predicates::NodeInfo;
 use super::reasons::Removal;
 use super::scale_down::drain;
 use crate::model::lifecycle::DisruptionReason;
-use crate::model::workload::Pod;
 use crate::model::NodeGroup;
 
 /// Why `node` of `g` should be replaced at `now`, if it should.
@@ -207,7 +206,7 @@ fn retire(
             unready: false,
             disruption: Some(reason),
         },
-        evict: drained.movable.iter().map(Pod::key).collect(),
+        evict: drained.movable.iter().map(|p| p.key()).collect(),
         left: drained.left,
     });
     true

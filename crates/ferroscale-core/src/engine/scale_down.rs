@@ -4,7 +4,9 @@
 //! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
 //! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use foldhash::{HashMap as FastMap, HashSet};
 use std::sync::Arc;
 
 use super::context::Ctx;
@@ -37,8 +39,9 @@ fn being_deleted(node: &Node, now: i64) -> bool {
 /// What draining a node would do with its pods.
 #[derive(Default)]
 pub(super) struct Drained {
-    /// Pods to evict and place elsewhere, unbound from the node.
-    pub(super) movable: Vec<Pod>,
+    /// Pods to evict and place elsewhere, unbound from the node (shared: a pod the loop's simulation
+    /// already moved is not copied again).
+    pub(super) movable: Vec<Arc<Pod>>,
     /// Pods that go down with the node unevicted (besides DaemonSet and mirror pods).
     pub(super) left: Vec<String>,
     /// A pod the node waits for (`safe-to-evict: "on-completion"`).
@@ -56,10 +59,11 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
             continue;
         }
         match drainability(p, ctx.world.pdbs, s, ctx.now) {
-            Drain::Move => d.movable.push(Pod {
+            Drain::Move if p.node_name.is_none() => d.movable.push(Arc::clone(p)),
+            Drain::Move => d.movable.push(Arc::new(Pod {
                 node_name: None,
                 ..(**p).clone()
-            }),
+            })),
             Drain::Stay if !p.node_bound() => d.left.push(p.key()),
             Drain::Stay => {}
             Drain::Wait => {
@@ -71,6 +75,72 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
     Ok(d)
 }
 
+/// The loop interval upstream's unneeded-nodes limit assumes (`--scan-interval`'s default).
+const LOOP_INTERVAL_SECS: u64 = 10;
+
+/// Upstream's `unneededNodesLimit`: one loop finds at most 2 × `--max-scale-down-parallelism` more
+/// unneeded nodes than the last (a buffer for nodes that stop being unneeded), and never more than the
+/// parallelism times the loops of one unneeded time, plus that buffer: scale-down could not remove more
+/// before they are looked at again.
+fn unneeded_limit(settings: &super::settings::Settings, previously: usize) -> usize {
+    let n = settings.max_scale_down_parallelism.max(1);
+    let unneeded = settings
+        .defaults
+        .scale_down_unneeded_time
+        .as_secs()
+        .max(LOOP_INTERVAL_SECS);
+    let upper = n
+        .saturating_mul((unneeded / LOOP_INTERVAL_SECS) as usize)
+        .saturating_add(n);
+    previously.saturating_add(2 * n).min(upper)
+}
+
+/// Where the first-fit search for pods of one shape (same requests, ports, selectors, tolerations and
+/// namespace; no inter-pod constraints, no volumes) may start in the loop's snapshot: the nodes before it
+/// took no such pod, and nodes only fill up as the loop goes (unneeded ones take none), so they never
+/// will. Keeps scale-down's simulation linear when many nodes move pods of a few deployments.
+/// A shape that fits nowhere any more keeps the reason, so each later node with such a pod is told at once.
+#[derive(Clone, Default)]
+struct Cursors(Vec<(Arc<Pod>, usize, Option<Unfit>)>);
+
+impl Cursors {
+    fn shaped(p: &Pod) -> bool {
+        p.affinity.is_empty()
+            && p.anti_affinity.is_empty()
+            && p.spread.is_empty()
+            && p.claims.is_empty()
+    }
+
+    fn same(a: &Pod, b: &Pod) -> bool {
+        a.requests == b.requests
+            && a.namespace == b.namespace
+            && a.host_ports == b.host_ports
+            && a.node_selector == b.node_selector
+            && a.node_affinity == b.node_affinity
+            && a.tolerations == b.tolerations
+    }
+
+    fn entry(&self, p: &Pod) -> Option<&(Arc<Pod>, usize, Option<Unfit>)> {
+        Self::shaped(p)
+            .then(|| self.0.iter().find(|(q, ..)| Self::same(p, q)))
+            .flatten()
+    }
+
+    fn start(&self, p: &Pod) -> usize {
+        self.entry(p).map_or(0, |e| e.1)
+    }
+
+    fn set(&mut self, p: &Arc<Pod>, j: usize, why: Option<Unfit>) {
+        if !Self::shaped(p) {
+            return;
+        }
+        match self.0.iter_mut().find(|(q, ..)| Self::same(p, q)) {
+            Some(e) => *e = (e.0.clone(), j, why),
+            None => self.0.push((Arc::clone(p), j, why)),
+        }
+    }
+}
+
 /// Where the pods of node `i` would go (the nodes that receive them, changed, and `i` without them), or
 /// why one cannot move. As upstream's removal simulation (`simulator/cluster.go`): the pods leave node `i`
 /// first (the node stays, empty of them and with the deletion taint, so its topology domain still counts
@@ -79,13 +149,19 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
 /// those placed before it: a pod with one-per-zone anti-affinity may move within its own zone, and two
 /// pods that repel each other do not land side by side.
 fn place_elsewhere(
-    movable: &[Pod],
+    movable: &[Arc<Pod>],
     i: usize,
     snap: &[NodeInfo],
     no_dest: &HashSet<usize>,
     repels: Repel,
-) -> Result<HashMap<usize, NodeInfo>, Unremovable> {
-    let moving: HashSet<String> = movable.iter().map(Pod::key).collect();
+    committed: &mut Cursors,
+) -> Result<FastMap<usize, NodeInfo>, Unremovable> {
+    // Moved only if every pod finds a place: a failed simulation's placements are undone.
+    let mut cursors = committed.clone();
+    let moving: HashSet<(&str, &str)> = movable
+        .iter()
+        .map(|p| (p.namespace.as_str(), p.name.as_str()))
+        .collect();
     let mut node = snap[i].node.clone();
     node.taints.push(crate::model::Taint {
         key: labels::TO_BE_DELETED.into(),
@@ -93,12 +169,15 @@ fn place_elsewhere(
         effect: crate::model::TaintEffect::NoSchedule,
     });
     let mut emptied = NodeInfo::new(node);
-    for p in snap[i].pods.iter().filter(|p| !moving.contains(&p.key())) {
+    for p in snap[i]
+        .pods
+        .iter()
+        .filter(|p| !moving.contains(&(p.namespace.as_str(), p.name.as_str())))
+    {
         emptied.add(Arc::clone(p));
     }
-    let mut sim = Overlay {
-        changed: HashMap::from([(i, emptied)]),
-    };
+    let mut sim = Overlay::default();
+    sim.changed.insert(i, emptied);
     for p in movable {
         let mut last: Option<Unfit> = None;
         let target = {
@@ -108,7 +187,7 @@ fn place_elsewhere(
                 memo: None,
                 overlay: Some(&sim),
             };
-            (0..snap.len())
+            (cursors.start(p)..snap.len())
                 .filter(|j| *j != i && !no_dest.contains(j))
                 .find(
                     |&j| match fits_among(p, cluster, sim.view(j, &snap[j]), repels) {
@@ -121,19 +200,37 @@ fn place_elsewhere(
                 )
         };
         match target {
-            Some(j) => sim
-                .changed
-                .entry(j)
-                .or_insert_with(|| snap[j].clone())
-                .add(p.clone()),
+            Some(j) => {
+                cursors.set(p, j, None);
+                sim.changed
+                    .entry(j)
+                    .or_insert_with(|| snap[j].clone())
+                    .add(Arc::clone(p))
+            }
             None => {
-                return Err(Unremovable::NoPlaceFor {
-                    pod: p.key(),
-                    why: last,
-                })
+                // The reason a person reads: the first node's refusal, also before the cursor.
+                let cluster = Cluster {
+                    base: snap,
+                    added: &[],
+                    memo: None,
+                    overlay: Some(&sim),
+                };
+                let known = cursors.entry(p).and_then(|e| e.2.clone());
+                let why = last.or(known).or_else(|| {
+                    (0..snap.len())
+                        .filter(|j| *j != i && !no_dest.contains(j))
+                        .find_map(|j| fits_among(p, cluster, sim.view(j, &snap[j]), repels).err())
+                });
+                // Nothing of this candidate placed yet: the pod fits nowhere in the loop's snapshot,
+                // which only fills up from here.
+                if sim.changed.len() == 1 {
+                    committed.set(p, snap.len(), why.clone());
+                }
+                return Err(Unremovable::NoPlaceFor { pod: p.key(), why });
             }
         }
     }
+    *committed = cursors;
     Ok(sim.changed)
 }
 
@@ -152,7 +249,8 @@ pub(super) fn scale_down(
     // The loop's simulated snapshot: the pods of each node found unneeded are moved out of it as upstream's
     // planner moves them, so later candidates see them where they would go; those nodes receive none.
     let mut snap: Vec<NodeInfo> = infos[..existing].to_vec();
-    let mut no_dest: HashSet<usize> = HashSet::new();
+    let mut no_dest: HashSet<usize> = HashSet::default();
+    let mut cursors = Cursors::default();
     // Nodes going away count against their group's min size: those removed this loop and those being
     // removed in the background.
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
@@ -193,7 +291,13 @@ pub(super) fn scale_down(
     let mut above_min = AboveMin::new(total, settings.cores_total.0, settings.memory_total_gib.0);
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     let any_repelling = repelling(&infos[..existing]);
+    let limit = unneeded_limit(settings, memory.unneeded_since.len());
     for i in 0..existing {
+        if still_unneeded.len() >= limit {
+            // Upstream's planner stops here too: more unneeded nodes than it could remove before they
+            // are looked at again only cost time. The rest are looked at in a later loop.
+            break;
+        }
         let node = infos[i].node.clone();
         if ctx.world.removing.contains_key(&node.name)
             || ctx.world.interrupted.contains_key(&node.name)
@@ -273,17 +377,18 @@ pub(super) fn scale_down(
         };
         let repels = movable
             .iter()
-            .map(Repel::of)
+            .map(|p| Repel::of(p))
             .fold(any_repelling, Repel::max);
-        let changed = match place_elsewhere(&movable, i, &snap, &no_dest, repels) {
+        let changed = match place_elsewhere(&movable, i, &snap, &no_dest, repels, &mut cursors) {
             Ok(c) => c,
             Err(why) => {
                 keep(d, why);
                 continue;
             }
         };
-        for (j, n) in &changed {
-            snap[*j] = n.clone();
+        let receivers: Vec<usize> = changed.keys().copied().filter(|&j| j != i).collect();
+        for (j, n) in changed {
+            snap[j] = n;
         }
         no_dest.insert(i);
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
@@ -330,12 +435,17 @@ pub(super) fn scale_down(
             continue;
         }
         // The simulation moved pods of earlier unneeded nodes here; only those really here are evicted.
-        let here: HashSet<String> = infos[i].pods.iter().map(|p| p.key()).collect();
-        let evict: Vec<String> = movable
-            .iter()
-            .map(Pod::key)
-            .filter(|k| here.contains(k))
-            .collect();
+        let evict: Vec<&Arc<Pod>> = {
+            let here: HashSet<(&str, &str)> = infos[i]
+                .pods
+                .iter()
+                .map(|p| (p.namespace.as_str(), p.name.as_str()))
+                .collect();
+            movable
+                .iter()
+                .filter(|p| here.contains(&(p.namespace.as_str(), p.name.as_str())))
+                .collect()
+        };
         let empty = evict.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
         if removals_left == 0 || (!empty && drains_left == 0) {
@@ -390,10 +500,8 @@ pub(super) fn scale_down(
         above_min = room;
         if !empty {
             drains_left -= 1;
-            for (j, n) in changed {
-                if j != i {
-                    infos[j] = n;
-                }
+            for j in receivers {
+                infos[j] = snap[j].clone();
             }
         }
         *removed_per_group.entry(group.id.clone()).or_default() += 1;
@@ -408,7 +516,7 @@ pub(super) fn scale_down(
                 unready: !node.ready,
                 disruption: None,
             },
-            evict,
+            evict: evict.iter().map(|p| p.key()).collect(),
             left,
         });
     }

@@ -3,7 +3,7 @@
 //! cheapest first; the first failure is the reason a person reads.
 
 use crate::labels;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -99,7 +99,7 @@ pub struct Cluster<'a> {
 /// before.
 #[derive(Debug, Default)]
 pub struct Overlay {
-    pub changed: HashMap<usize, NodeInfo>,
+    pub changed: foldhash::HashMap<usize, NodeInfo>,
 }
 
 impl Overlay {

@@ -22,6 +22,22 @@ struct Key {
     tolerations: Vec<Toleration>,
 }
 
+impl Key {
+    /// Whether `pod`'s constraint `c` has this key, compared in place: a check must not copy the pod's
+    /// selectors to find its entry.
+    fn is_of(&self, pod: &Pod, c: &SpreadConstraint) -> bool {
+        self.namespace == pod.namespace
+            && self.constraint == *c
+            && self
+                .keys
+                .iter()
+                .eq(pod.spread.iter().map(|k| &k.topology_key))
+            && self.node_selector == pod.node_selector
+            && self.node_affinity == pod.node_affinity
+            && self.tolerations == pod.tolerations
+    }
+}
+
 /// Whether `c` counts `node`'s pods (upstream's PreFilter): the node has the topology key of every
 /// constraint of the pod, and passes the pod's node selector and affinity (`nodeAffinityPolicy:
 /// Honor`, the default) and tolerations (`nodeTaintsPolicy: Honor`).
@@ -94,6 +110,14 @@ pub struct SpreadMemo {
 impl SpreadMemo {
     /// The index of `pod`'s entry for `c`, made from `nodes` when it is the first of its kind.
     fn entry(&self, pod: &Pod, c: &SpreadConstraint, nodes: Cluster) -> usize {
+        if let Some(i) = self
+            .entries
+            .borrow()
+            .iter()
+            .position(|e| e.key.is_of(pod, c))
+        {
+            return i;
+        }
         let key = Key {
             namespace: pod.namespace.clone(),
             constraint: c.clone(),
@@ -102,9 +126,6 @@ impl SpreadMemo {
             node_affinity: pod.node_affinity.clone(),
             tolerations: pod.tolerations.clone(),
         };
-        if let Some(i) = self.entries.borrow().iter().position(|e| e.key == key) {
-            return i;
-        }
         let mut totals = Totals::default();
         for n in nodes.iter() {
             totals.count(pod, c, n);

@@ -178,3 +178,23 @@ fn scale_down_pauses_after_a_scale_up() {
     assert!(d.scale_down.is_empty(), "{d:?}");
     assert_eq!(kept(&d, "empty"), &Unremovable::Paused(Pause::AfterAdd));
 }
+
+/// Upstream: planner.go unneededNodesLimit. One loop looks for at most 2 × the parallelism more unneeded
+/// nodes than the last found, so a big idle cluster is looked at a slice per loop.
+#[test]
+fn each_loop_finds_at_most_twice_the_parallelism_more_unneeded_nodes() {
+    let names: Vec<String> = (0..7).map(|k| format!("idle-{k}")).collect();
+    let nodes: Vec<(&str, &[(&str, i64)])> = names.iter().map(|n| (n.as_str(), &[][..])).collect();
+    let world = pool("pool", 0, &nodes);
+    let s = Settings {
+        max_scale_down_parallelism: 1,
+        ..Settings::upstream()
+    };
+    let mut memory = Memory::default();
+    let mut found = Vec::new();
+    for k in 0..4 {
+        world.run_once(&s, &mut memory, T0 + k);
+        found.push(memory.unneeded_since.len());
+    }
+    assert_eq!(found, [2, 4, 6, 7]);
+}
