@@ -71,6 +71,26 @@ pub fn estimate_within(
     base: &[NodeInfo],
     deadline: Option<Deadline<'_>>,
 ) -> Estimate {
+    estimate_shaped(
+        pods,
+        equivalence_groups(pods),
+        template,
+        max_nodes,
+        base,
+        deadline,
+    )
+}
+
+/// [`estimate_within`] with the pods' equivalence groups already made (`equivalence_groups(pods)`):
+/// scale-up estimates the same pods for every group and groups them once.
+pub fn estimate_shaped(
+    pods: &[&Pod],
+    mut groups: Vec<Vec<usize>>,
+    template: &Node,
+    max_nodes: usize,
+    base: &[NodeInfo],
+    deadline: Option<Deadline<'_>>,
+) -> Estimate {
     let out_of_time = || deadline.is_some_and(|d| d.passed());
     let alloc = &template.allocatable;
     let score = |p: &Pod| {
@@ -83,7 +103,6 @@ pub fn estimate_within(
         };
         share(p.requests.cpu_milli, alloc.cpu_milli) + share(p.requests.memory, alloc.memory)
     };
-    let mut groups = equivalence_groups(pods);
     groups.sort_by(|a, b| score(pods[b[0]]).total_cmp(&score(pods[a[0]])));
 
     let mut nodes: Vec<NodeInfo> = Vec::with_capacity(max_nodes.min(pods.len()));

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::context::{new_node, Ctx};
 use super::decisions::{Decisions, ScaleUp};
-use super::estimator::{estimate_within, Unplaced};
+use super::equivalence::equivalence_groups;
+use super::estimator::{estimate_shaped, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
 use super::health::group_health;
 use super::limits::{gib, Amount, Resource};
 use super::memory::Memory;
-use super::predicates::{fits, NodeInfo};
+use super::predicates::{self, NodeInfo};
 use super::reasons::{Pending, Refusal};
 use super::settings::Settings;
 use super::similar::similar;
@@ -268,6 +269,8 @@ fn options_for(
         peers: Vec::new(),
     };
     let mut open: Vec<Open> = Vec::new();
+    // Pods of one shape fit a template alike: each template is checked once per shape.
+    let shapes = equivalence_groups(pods);
     for g in groups {
         let mut why_not = closed(ctx, g, memory, unhealthy);
         let mut cap = settings.max_nodes_per_scaleup;
@@ -310,10 +313,14 @@ fn options_for(
         }
         let template = new_node(ctx, g, &format!("{}-template", g.id));
         // Upstream's SchedulablePodGroups: the pods whose predicates pass on the template.
-        let fits: Vec<bool> = pods
-            .iter()
-            .map(|p| fits(p, &[], &template).is_ok())
-            .collect();
+        let mut fits = vec![false; pods.len()];
+        for shape in &shapes {
+            if predicates::fits(pods[shape[0]], &[], &template).is_ok() {
+                for &k in shape {
+                    fits[k] = true;
+                }
+            }
+        }
         if let Some(why) = why_not {
             for (k, _) in fits.iter().enumerate().filter(|(_, &f)| f) {
                 // Only groups the pod would fit are worth naming.
@@ -349,7 +356,7 @@ fn options_for(
         node.allocatable.memory -= template.requested.memory;
         node.allocatable.pods -= template.requested.pods;
         let deadline = Deadline::after(ctx.clock, settings.max_nodegroup_binpacking_duration);
-        let e = estimate_within(pods, &node, limit, base, Some(deadline));
+        let e = estimate_shaped(pods, shapes.clone(), &node, limit, base, Some(deadline));
         for (k, why) in &e.unplaced {
             let reason = match why {
                 Unplaced::NoFit(u) => Refusal::Unfit(u.clone()),
