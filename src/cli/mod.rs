@@ -144,7 +144,7 @@ mod tests {
     fn run_accepts_a_cluster_autoscaler_command_line_and_names_what_it_ignores() {
         let f = run_flags(&[
             "--cordon-node-before-terminating",
-            "--max-inactivity",
+            "--node-deletion-delay-timeout",
             "5s",
             "--scan-interval",
             "20s",
@@ -156,7 +156,7 @@ mod tests {
             f.upstream_only,
             [
                 "--cordon-node-before-terminating",
-                "--max-inactivity 5s",
+                "--node-deletion-delay-timeout 5s",
                 "--kube-client-qps=20"
             ]
         );
