@@ -197,17 +197,7 @@ nodeGroups:
     let mut cluster: Vec<String> = (0..4)
         .map(|k| registered("bad", k, false, "2026-01-01T00:00:00Z"))
         .collect();
-    for k in 0..6 {
-        cluster.push(registered("good", k, true, "2026-01-01T01:00:00Z"));
-        cluster.push(pod(
-            "shop",
-            &format!("hog-{k}"),
-            "3500m",
-            "1Gi",
-            Some(&format!("good-{k}")),
-            "",
-        ));
-    }
+    cluster.extend(full_good_nodes("2026-01-01T01:00:00Z"));
     cluster.push(pod("shop", "web", "2", "1Gi", None, ""));
     let mut by_price = ferroscale::cli::flags::default_engine();
     by_price.expander = vec![Strategy::Price];
@@ -309,17 +299,7 @@ nodeGroups:
   - {name: good, minSize: 0, maxSize: 10, capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.2}
 "#;
     let mut cluster: Vec<String> = Vec::new();
-    for k in 0..6 {
-        cluster.push(registered("good", k, true, "2026-01-01T00:00:00Z"));
-        cluster.push(pod(
-            "shop",
-            &format!("hog-{k}"),
-            "3500m",
-            "1Gi",
-            Some(&format!("good-{k}")),
-            "",
-        ));
-    }
+    cluster.extend(full_good_nodes("2026-01-01T00:00:00Z"));
     for k in 0..4 {
         cluster.push(pod("shop", &format!("web-{k}"), "3500m", "1Gi", None, ""));
     }
@@ -340,4 +320,23 @@ nodeGroups:
         [("bad".to_string(), 4), ("good".to_string(), 4)],
         "bad asked for once while its nodes may start, then given up for good"
     );
+}
+
+/// Six Ready nodes of group `good` created at `created`, each with 3.5 of its 4 cpu taken.
+fn full_good_nodes(created: &str) -> Vec<String> {
+    (0..6)
+        .flat_map(|k| {
+            [
+                registered("good", k, true, created),
+                pod(
+                    "shop",
+                    &format!("hog-{k}"),
+                    "3500m",
+                    "1Gi",
+                    Some(&format!("good-{k}")),
+                    "",
+                ),
+            ]
+        })
+        .collect()
 }
