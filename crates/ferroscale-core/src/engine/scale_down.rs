@@ -192,10 +192,10 @@ pub(super) fn scale_down(
         } else {
             opts.scale_down_utilization_threshold
         };
-        // An unready node goes after the unready time whatever its pods ask (upstream). A node at or
-        // below the threshold is underutilized (upstream's eligibility.go,
-        // `isNodeAtOrBelowUtilizationThreshold`: only utilization > threshold is not).
-        if node.ready && util.value > threshold {
+        // A node at or below the threshold is underutilized, ready or not (upstream's eligibility.go,
+        // `isNodeAtOrBelowUtilizationThreshold`: only utilization > threshold is not); an unready one
+        // then waits the unready time instead of the unneeded time.
+        if util.value > threshold {
             keep(
                 d,
                 Unremovable::NotUnderutilized {

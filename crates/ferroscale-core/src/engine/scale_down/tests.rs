@@ -198,3 +198,22 @@ fn each_loop_finds_at_most_twice_the_parallelism_more_unneeded_nodes() {
     }
     assert_eq!(found, [2, 4, 6, 7]);
 }
+
+/// Upstream: eligibility.go applies the utilization threshold to unready nodes too; an unready node
+/// only waits the unready time instead of the unneeded time.
+#[test]
+fn an_unready_busy_node_is_not_underutilized() {
+    let mut world = pool("pool", 0, &[("busy", &[("hog", 3000)]), ("idle", &[])]);
+    for n in &mut world.nodes {
+        n.ready = false;
+    }
+    let d = after_unneeded_time(&world, &unbudgeted());
+    assert!(
+        matches!(kept(&d, "busy"), Unremovable::NotUnderutilized { .. }),
+        "{d:?}"
+    );
+    assert!(!matches!(
+        kept(&d, "idle"),
+        Unremovable::NotUnderutilized { .. }
+    ));
+}
