@@ -238,7 +238,7 @@ fn a_pod_terminating_past_its_grace_period_is_left_behind() {
     let r = s.step(&flags(&[]), &pacing());
     assert_eq!(
         unremovable(&r, "busy"),
-        "utilization 0.75 at or above threshold 0.50",
+        "utilization 0.75 above threshold 0.50",
         "the pod went with its node, it did not move to busy: {r:?}"
     );
     // Within 90s of grace + 30s it is still a pod like any other: here one without a controller.
@@ -298,7 +298,7 @@ fn expendable_pods_neither_count_nor_keep_their_node() {
         &flags(&["--expendable-pods-priority-cutoff", "-100"]),
     );
     assert!(
-        unremovable(&r, "cheap").starts_with("utilization 0.90 at or above"),
+        unremovable(&r, "cheap").starts_with("utilization 0.90 above"),
         "not expendable at -100: {r:?}"
     );
 }

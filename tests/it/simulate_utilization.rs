@@ -25,7 +25,7 @@ fn a_node_below_the_threshold_is_removed_and_so_is_one_exactly_at_it() {
     assert_eq!(removed(&r), vec!["below"], "{r:?}");
     assert_eq!(
         r.scale_down[0].reason,
-        "utilization 0.45 below 0.50 for 0s, its pods fit elsewhere"
+        "utilization 0.45 at or below 0.50 for 0s, its pods fit elsewhere"
     );
     let mut at = roomy();
     at.push(node("at", "small", "2", "8Gi"));
@@ -40,7 +40,7 @@ fn a_node_below_the_threshold_is_removed_and_so_is_one_exactly_at_it() {
     assert!(removed(&r).is_empty(), "{r:?}");
     assert_eq!(
         unremovable(&r, "above"),
-        "utilization 0.50 at or above threshold 0.50"
+        "utilization 0.50 above threshold 0.50"
     );
 }
 
@@ -74,7 +74,7 @@ fn a_gpu_node_is_judged_by_its_gpus_against_the_gpu_threshold() {
     assert_eq!(r.scale_down[0].evicted, vec!["ml/train-a"]);
     assert_eq!(
         unremovable(&r, "gpu-b"),
-        "GPU utilization 0.75 at or above threshold 0.50"
+        "GPU utilization 0.75 above threshold 0.50"
     );
     let r = sim(&cluster, GROUPS).step(
         &flags(&["--scale-down-gpu-utilization-threshold", "0.3"]),
@@ -83,7 +83,7 @@ fn a_gpu_node_is_judged_by_its_gpus_against_the_gpu_threshold() {
     assert!(removed(&r).is_empty(), "{r:?}");
     assert_eq!(
         unremovable(&r, "gpu-a"),
-        "GPU utilization 0.33 at or above threshold 0.30"
+        "GPU utilization 0.33 above threshold 0.30"
     );
     // --scale-down-utilization-threshold does not apply to GPU nodes.
     let r = sim(&cluster, GROUPS).step(
@@ -110,7 +110,7 @@ fn daemonset_pods_are_left_out_of_utilisation_with_the_flag() {
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
     assert_eq!(
         unremovable(&r, "ds"),
-        "utilization 0.65 at or above threshold 0.50",
+        "utilization 0.65 above threshold 0.50",
         "1.3 of 2 cpu"
     );
     // 0.5 of the 1.2 cpu the DaemonSet pod leaves: below the threshold.

@@ -229,7 +229,7 @@ impl fmt::Display for Unremovable {
                 gpu,
             } => write!(
                 f,
-                "{}utilization {utilization:.2} at or above threshold {threshold:.2}",
+                "{}utilization {utilization:.2} above threshold {threshold:.2}",
                 if *gpu { "GPU " } else { "" }
             ),
             Unremovable::Blocked(b) => write!(f, "{b}"),
@@ -400,7 +400,7 @@ impl fmt::Display for Removal {
         }
         write!(
             f,
-            "utilization {:.2} below {:.2} for {}s, {}",
+            "utilization {:.2} at or below {:.2} for {}s, {}",
             self.utilization,
             self.threshold,
             self.waited,

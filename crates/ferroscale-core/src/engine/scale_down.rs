@@ -19,7 +19,7 @@ use super::predicates::{repelling, NodeInfo, Repel};
 use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::{missing_allocatable, utilization, LeftOut};
 use crate::labels;
-use crate::model::workload::{Node, Pod};
+use crate::model::workload::{Node, Pdb, Pod};
 use removal::{place_elsewhere, unneeded_limit, Cursors};
 
 /// Upstream's `MaxCloudProviderNodeDeletionTime`: how long after its deletion taint was set a node
@@ -52,6 +52,11 @@ pub(super) struct Drained {
 /// The drain of `pods`, or the pod that forbids it. Expendable pods are left out of the drain as
 /// upstream leaves them out of its simulation: they go down with the node.
 pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
+    drain_with(pods, ctx.world.pdbs, ctx)
+}
+
+/// [`drain`] against `pdbs` (the loop's, less the disruptions its earlier unneeded nodes used).
+fn drain_with(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
     let s = ctx.settings;
     let mut d = Drained::default();
     for p in pods {
@@ -59,7 +64,7 @@ pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
             d.left.push(p.key());
             continue;
         }
-        match drainability(p, ctx.world.pdbs, s, ctx.now) {
+        match drainability(p, pdbs, s, ctx.now) {
             Drain::Move if p.node_name.is_none() => d.movable.push(Arc::clone(p)),
             Drain::Move => d.movable.push(Arc::new(Pod {
                 node_name: None,
@@ -93,6 +98,9 @@ pub(super) fn scale_down(
     let mut snap: Vec<NodeInfo> = infos[..existing].to_vec();
     let mut no_dest: HashSet<usize> = HashSet::default();
     let mut cursors = Cursors::default();
+    // Upstream's RemainingPdbTracker: the disruptions each unneeded node's evictions would use are
+    // taken from its budgets for the candidates after it.
+    let mut pdbs: Vec<Pdb> = ctx.world.pdbs.to_vec();
     // Nodes going away count against their group's min size: those removed this loop and those being
     // removed in the background.
     let mut removed_per_group: HashMap<String, i32> = HashMap::new();
@@ -210,7 +218,7 @@ pub(super) fn scale_down(
             movable,
             left,
             waits_for,
-        } = match drain(&snap[i].pods, ctx) {
+        } = match drain_with(&snap[i].pods, &pdbs, ctx) {
             Ok(drained) => drained,
             Err(b) => {
                 keep(d, Unremovable::Blocked(b));
@@ -233,6 +241,11 @@ pub(super) fn scale_down(
             snap[j] = n;
         }
         no_dest.insert(i);
+        for p in &movable {
+            for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
+                b.disruptions_allowed -= 1;
+            }
+        }
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
         still_unneeded.insert(node.name.clone(), since);
         let waited = now - since;

@@ -217,3 +217,25 @@ fn an_unready_busy_node_is_not_underutilized() {
         Unremovable::NotUnderutilized { .. }
     ));
 }
+
+/// Upstream: planner.go with its RemainingPdbTracker. A budget allowing one disruption lets one of two
+/// nodes whose pods it covers be unneeded in a loop, not both.
+#[test]
+fn a_disruption_budget_is_used_up_across_the_nodes_of_one_loop() {
+    let world = pool(
+        "pool",
+        0,
+        &[
+            ("a", &[("web-1", 500)]),
+            ("b", &[("web-2", 500)]),
+            ("big", &[("hog", 1000)]),
+        ],
+    )
+    .pdb(pdb("shop", "web", "web", 1));
+    let d = after_unneeded_time(&world, &unbudgeted());
+    assert_eq!(removed(&d), ["a"], "{d:?}");
+    assert!(
+        matches!(kept(&d, "b"), Unremovable::Blocked(Blocker::Budget { .. })),
+        "{d:?}"
+    );
+}
