@@ -31,11 +31,11 @@ pub(super) fn unneeded_limit(settings: &Settings, previously: usize) -> usize {
     previously.saturating_add(2 * n).min(upper)
 }
 
-/// Where the first-fit search for pods of one shape (same requests, ports, selectors, tolerations and
-/// namespace; no inter-pod constraints, no volumes) may start in the loop's snapshot: the nodes before it
+/// Where the first-fit search for pods of one shape ([`Pod::same_shape`]; no inter-pod constraints, no
+/// claims) may start in the loop's snapshot: the nodes before it
 /// took no such pod, and nodes only fill up as the loop goes (unneeded ones take none), so they never
-/// will. Keeps scale-down's simulation linear when many nodes move pods of a few deployments.
-/// A shape that fits nowhere any more keeps the reason, so each later node with such a pod is told at once.
+/// will. Keeps scale-down's simulation linear when many nodes move pods of a few deployments. A shape
+/// that fits nowhere any more keeps the reason, so each later node with such a pod is told at once.
 #[derive(Clone, Default)]
 pub(super) struct Cursors(Vec<(Arc<Pod>, usize, Option<Unfit>)>);
 
@@ -47,18 +47,9 @@ impl Cursors {
             && p.claims.is_empty()
     }
 
-    fn same(a: &Pod, b: &Pod) -> bool {
-        a.requests == b.requests
-            && a.namespace == b.namespace
-            && a.host_ports == b.host_ports
-            && a.node_selector == b.node_selector
-            && a.node_affinity == b.node_affinity
-            && a.tolerations == b.tolerations
-    }
-
     fn entry(&self, p: &Pod) -> Option<&(Arc<Pod>, usize, Option<Unfit>)> {
         Self::shaped(p)
-            .then(|| self.0.iter().find(|(q, ..)| Self::same(p, q)))
+            .then(|| self.0.iter().find(|(q, ..)| p.same_shape(q)))
             .flatten()
     }
 
@@ -70,7 +61,7 @@ impl Cursors {
         if !Self::shaped(p) {
             return;
         }
-        match self.0.iter_mut().find(|(q, ..)| Self::same(p, q)) {
+        match self.0.iter_mut().find(|(q, ..)| p.same_shape(q)) {
             Some(e) => *e = (e.0.clone(), j, why),
             None => self.0.push((Arc::clone(p), j, why)),
         }
