@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferroscale::cloud::memory::MemoryConfig;
+use ferroscale::engine::taints::TaintConfig;
 use ferroscale::engine::{Decisions, Settings};
 use ferroscale::k8s::documents;
 use ferroscale::k8s::index::Index;
@@ -200,7 +201,7 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
             _ => {}
         }
     }
-    mirror.sync(&world, &api);
+    mirror.sync(&world, &api, &s.settings.taints);
     let run = ferroscale::run::RunSettings {
         scan_interval: s.pacing.scan_interval,
         ..run_settings()
@@ -217,7 +218,7 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
     for _ in 0..s.loops {
         elapsed.store(world.now() - start, Ordering::Relaxed);
         world.cluster_moves(h.runner.memory(), &s.pacing, &s.settings.taints);
-        mirror.sync(&world, &h.api);
+        mirror.sync(&world, &h.api, &s.settings.taints);
         mirror.caught_up(&h).await;
         let now = world.now();
         let d = h.runner.run_once(now).await.unwrap();
@@ -260,7 +261,7 @@ struct Mirror {
 
 impl Mirror {
     /// Writes the simulated cluster's nodes and pods to the API where they differ.
-    fn sync(&mut self, world: &Simulation, api: &KubeApi) {
+    fn sync(&mut self, world: &Simulation, api: &KubeApi, taints: &TaintConfig) {
         let state = world.cluster().state();
         for n in &state.nodes {
             match self.nodes.insert(n.name.clone(), n.ready) {
@@ -277,10 +278,8 @@ impl Mirror {
                         .flatten()
                         .filter(|t| {
                             let key = t["key"].as_str().unwrap_or_default();
-                            let starting = key == "node.kubernetes.io/not-ready"
-                                || ferroscale::labels::STARTUP_TAINT_PREFIXES
-                                    .iter()
-                                    .any(|p| key.starts_with(p));
+                            let starting =
+                                key == "node.kubernetes.io/not-ready" || taints.is_startup_key(key);
                             !starting || n.taints.iter().any(|k| k.key == key)
                         })
                         .cloned()

@@ -19,10 +19,15 @@ pub struct TaintConfig {
 impl TaintConfig {
     /// Whether `t` means its node is still starting.
     pub fn is_startup(&self, t: &Taint) -> bool {
+        self.is_startup_key(&t.key)
+    }
+
+    /// [`Self::is_startup`] by the taint's key alone (a start-up taint is one whatever its effect).
+    pub fn is_startup_key(&self, key: &str) -> bool {
         labels::STARTUP_TAINT_PREFIXES
             .iter()
-            .any(|p| t.key.starts_with(p))
-            || self.startup.contains(&t.key)
+            .any(|p| key.starts_with(p))
+            || self.startup.iter().any(|k| k == key)
     }
 
     /// Whether `t` reports a status.
