@@ -18,7 +18,10 @@
 //! Run with `cargo bench --bench engine`.
 
 use ferroscale::labels;
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+use ferroscale::model::shared::Interner;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -41,11 +44,23 @@ fn main() {
 const MIB: i64 = 1 << 20;
 const GIB: i64 = 1 << 30;
 
+/// A replica as `run`'s conversion hands it to the engine: the replicas of one app share their label
+/// map and namespace (`model::shared`).
 fn pod(name: String, app: &str, cpu_milli: i64, memory: i64) -> Pod {
+    type Tables = (Interner<String>, Interner<BTreeMap<String, String>>);
+    thread_local! {
+        static SHARED: RefCell<Tables> = RefCell::default();
+    }
+    let (namespace, labels) = SHARED.with_borrow_mut(|(names, labels)| {
+        (
+            names.intern_ref("default"),
+            labels.intern(BTreeMap::from([("app".to_string(), app.to_string())])),
+        )
+    });
     Pod {
-        namespace: "default".into(),
+        namespace,
         name,
-        labels: [("app".to_string(), app.to_string())].into(),
+        labels,
         requests: Resources {
             cpu_milli,
             memory,

@@ -105,7 +105,7 @@ impl Cluster for LiveCluster {
 impl Lookup for Index {
     fn pod(&self, key: &str) -> Option<Evictee> {
         self.pods.get(key).map(|(p, x)| Evictee {
-            namespace: p.namespace.clone(),
+            namespace: p.namespace.to_string(),
             name: p.name.clone(),
             uid: x.uid.clone(),
             grace_period: p.meta.grace_period,

@@ -17,6 +17,7 @@ pub mod owners;
 pub mod priorities;
 mod requests;
 mod selectors;
+pub mod shared;
 pub mod status;
 pub mod volumes;
 pub mod watch;

@@ -6,18 +6,23 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as core;
 
+use crate::model::shared::Labels;
 use crate::model::workload::Pod;
 
 /// Gives each pod the labels of its namespace, from a dump's Namespace objects, for the
 /// `namespaceSelector` of affinity terms (a namespace not among them: no labels).
 pub fn set_namespace_labels(pods: &mut [Pod], namespaces: &[core::Namespace]) {
-    let by_name: BTreeMap<&str, &BTreeMap<String, String>> = namespaces
+    // One shared copy per namespace, held by all of its pods.
+    let by_name: BTreeMap<&str, Labels> = namespaces
         .iter()
-        .filter_map(|n| Some((n.metadata.name.as_deref()?, n.metadata.labels.as_ref()?)))
+        .filter_map(|n| {
+            let labels = n.metadata.labels.as_ref()?;
+            Some((n.metadata.name.as_deref()?, Labels::new(labels.clone())))
+        })
         .collect();
     for p in pods {
         if let Some(l) = by_name.get(p.namespace.as_str()) {
-            p.namespace_labels = (*l).clone();
+            p.namespace_labels = l.clone();
         }
     }
 }

@@ -193,7 +193,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             })
         })
         .collect();
-    let labels = p.metadata.labels.clone().unwrap_or_default();
+    let labels = super::shared::labels(p.metadata.labels.as_ref());
     let spread = spec
         .topology_spread_constraints
         .iter()
@@ -286,7 +286,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         claims: Vec::new(),
         inline_volumes: super::volumes::inline_volumes(spec),
         // From the dump's Namespace objects (`namespaces::set_namespace_labels`).
-        namespace_labels: BTreeMap::new(),
+        namespace_labels: Default::default(),
         meta: PodMeta {
             controller: controller.map(|o| o.kind.clone()),
             controller_name: controller.map(|o| o.name.clone()),
@@ -317,7 +317,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 .map(|d| d.as_secs() as i64),
         },
         labels,
-        namespace,
+        namespace: super::shared::name(&namespace),
         name,
     })
 }

@@ -217,7 +217,7 @@ impl SimCluster {
 
     fn evictee(p: &Pod) -> Evictee {
         Evictee {
-            namespace: p.namespace.clone(),
+            namespace: p.namespace.to_string(),
             name: p.name.clone(),
             uid: None,
             grace_period: p.meta.grace_period,

@@ -11,6 +11,7 @@ pub mod quantity;
 pub mod reserve;
 mod resources;
 mod selector;
+pub mod shared;
 mod snapshot;
 pub mod volumes;
 pub mod workload;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
+use super::shared::{Labels, SharedName};
 use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
 
@@ -123,9 +124,11 @@ impl From<&Pod> for std::sync::Arc<Pod> {
 /// What a pod asks of the node it lands on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pod {
-    pub namespace: String,
+    /// Shared by the pods converted together (see `model::shared`).
+    pub namespace: SharedName,
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    /// Shared by the replicas converted together (see `model::shared`).
+    pub labels: Labels,
     /// Requests as the scheduler counts them (containers, sidecars, init peak, overhead; pods = 1).
     pub requests: Resources,
     /// `spec.nodeName`, if bound or pinned.
@@ -145,7 +148,7 @@ pub struct Pod {
     pub inline_volumes: Vec<(String, String)>,
     /// Labels of its namespace (from the dump's Namespace objects; empty when not known), which the
     /// `namespaceSelector` of affinity terms reads.
-    pub namespace_labels: BTreeMap<String, String>,
+    pub namespace_labels: Labels,
     /// Facts scale-up and scale-down rules read, not the scheduler.
     pub meta: PodMeta,
 }
@@ -435,7 +438,7 @@ mod tests {
         };
         let other = |ns: &str, team: &str| Pod {
             namespace: ns.into(),
-            namespace_labels: labels(&[("team", team)]),
+            namespace_labels: labels(&[("team", team)]).into(),
             ..Pod::default()
         };
         let mut term = PodAffinityTerm::default();
@@ -481,7 +484,7 @@ mod tests {
         };
         let mut web = Pod {
             namespace: "shop".into(),
-            labels: labels(&[("app", "web")]),
+            labels: labels(&[("app", "web")]).into(),
             ..Pod::default()
         };
         assert!(!pdb(LabelSelector::nothing()).covers(&web));

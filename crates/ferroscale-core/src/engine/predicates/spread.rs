@@ -13,7 +13,7 @@ use crate::model::TaintEffect;
 /// What decides which domains a constraint counts and how many pods each holds.
 #[derive(Debug, Clone, PartialEq)]
 struct Key {
-    namespace: String,
+    namespace: crate::model::shared::SharedName,
     constraint: SpreadConstraint,
     /// The topology keys of all the pod's constraints: a node lacking one is not counted.
     keys: Vec<String>,
