@@ -241,7 +241,7 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     let router = crate::http::run_router(
         cloud.clone(),
         metrics.clone(),
-        Arc::new(move || check.check(crate::time::unix_now())),
+        Arc::new(move || check.check(crate::time::loop_now())),
         interruptions.as_ref().map(|_| {
             let inbox = inbox.clone();
             Arc::new(move || inbox.ready()) as crate::http::HealthCheck

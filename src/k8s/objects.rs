@@ -380,6 +380,8 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .and_then(|a| a.get(labels::SCALE_DOWN_DISABLED))
             .is_some_and(|v| v == "true"),
         created: time(&n.metadata.creation_timestamp),
+        // A one-shot conversion knows no better; `run`'s index stamps when it first saw the node.
+        seen: time(&n.metadata.creation_timestamp),
         // From the node's CSINode (`Inputs::convert`).
         volume_limits: BTreeMap::new(),
         template: false,

@@ -156,7 +156,8 @@ impl Runner {
         self.actuator.settle().await
     }
 
-    /// One loop at `now` (Unix seconds): observe, decide, act (unless in dry-run), publish.
+    /// One loop at `now` (Unix seconds on the loop's clock, `time::loop_now`, which never steps: every
+    /// delay is a difference of these): observe, decide, act (unless in dry-run), publish.
     pub async fn run_once(&mut self, now: i64) -> Result<Decisions> {
         let started = Instant::now();
         self.health.activity(now);
@@ -179,7 +180,7 @@ impl Runner {
 
     /// The four stages.
     async fn stages(&mut self, now: i64) -> Result<Decisions> {
-        let mut observed = match self.observer.observe().await {
+        let mut observed = match self.observer.observe(now).await {
             Ok(o) => o,
             Err(e) => {
                 self.publisher.refresh_failed(&e, now).await;
@@ -238,7 +239,7 @@ impl Runner {
         if self.run.dry_run {
             return;
         }
-        self.observer.update_index();
+        self.observer.update_index(crate::time::loop_now());
         let tainted = self.observer.tainted();
         self.actuator.clean_stale_taints(tainted).await;
     }
@@ -262,7 +263,7 @@ impl Runner {
         if let Some(e) = elector.clone() {
             campaign.spawn(async move { e.lead(leading_tx).await });
         } else {
-            self.health.start(crate::time::unix_now());
+            self.health.start(crate::time::loop_now());
             self.clean_stale_taints().await;
         }
         let mut tick = tokio::time::interval(self.run.scan_interval);
@@ -284,14 +285,14 @@ impl Runner {
                 _ = tick.tick() => {
                     let is_leading = *leading.borrow();
                     if is_leading && !was_leading {
-                        self.health.start(crate::time::unix_now());
+                        self.health.start(crate::time::loop_now());
                         self.clean_stale_taints().await;
                     }
                     was_leading = is_leading;
                     if !is_leading {
                         continue;
                     }
-                    if let Err(e) = self.run_once(crate::time::unix_now()).await {
+                    if let Err(e) = self.run_once(crate::time::loop_now()).await {
                         tracing::warn!(error = %e, "loop failed");
                     }
                 }

@@ -86,21 +86,22 @@ impl Observer {
         }
     }
 
-    /// Brings the index up to date with what the watches delivered (also before the loops start).
-    pub fn update_index(&mut self) -> Updated {
+    /// Brings the index up to date with what the watches delivered (also before the loops start); `now`
+    /// (the loop's clock) stamps nodes seen for the first time.
+    pub fn update_index(&mut self, now: i64) -> Updated {
         let t = Instant::now();
-        self.last_update = self.index.update(&self.watches);
+        self.last_update = self.index.update(&self.watches, now);
         self.record.observe("updateClusterState", t.elapsed());
         self.last_update
     }
 
     /// Reads the world: the cloud refreshed (its failure ends the loop), the index, doubts, priorities
     /// and notices.
-    pub async fn observe(&mut self) -> Result<Observed> {
+    pub async fn observe(&mut self, now: i64) -> Result<Observed> {
         let t = Instant::now();
         self.cloud.refresh().await?;
         self.record.observe("cloudProviderRefresh", t.elapsed());
-        self.update_index();
+        self.update_index(now);
         let index = &self.index;
         let snapshot = self.cloud.snapshot();
         // An object that cannot be read is left out, and nothing is removed this loop: a pod left out

@@ -89,6 +89,7 @@ impl SimCluster {
             let template = copied.map_or(&g.template, |t| &t.node);
             let mut node = template_node(template, &name, &group);
             node.created = now;
+            node.seen = now;
             node.ready_since = now;
             node.provider_id = instance.clone();
             node.ready = false;

@@ -140,8 +140,16 @@ impl NodeBuilder {
         self
     }
 
+    /// Created at `at`, and first seen then (as a clock in step with the API server's sees it).
     pub fn created(mut self, at: i64) -> Self {
         self.0.created = at;
+        self.0.seen = at;
+        self
+    }
+
+    /// First seen by the loop at `at`, whatever its creation time says (a skewed API server clock).
+    pub fn seen(mut self, at: i64) -> Self {
+        self.0.seen = at;
         self
     }
 

@@ -2,13 +2,16 @@
 //! pods, converted once when their watch events arrive (`k8s::watch::feed`) and changed in place by the
 //! next events, so a loop in which nothing changed converts nothing. What depends on other kinds is
 //! resolved here, again only for what changed: pods' claims (against the storage kinds), nodes' attach
-//! limits (CSINodes) and pods' owners' replicas (`--min-replica-count`).
+//! limits (CSINodes) and pods' owners' replicas (`--min-replica-count`). Nodes are also stamped with
+//! when the index first held them ([`Node::seen`]), on the loop's clock, kept across their updates and
+//! relists, and taken anew by a node recreated under the same name. Nodes of the first listing were
+//! there before this process: their creation timestamp stands, capped at the loop's `now`.
 
 mod slab;
 
 pub use slab::Slab;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub use super::converted::{NodeExtra, PodExtra};
@@ -28,6 +31,10 @@ pub struct Index {
     set_aside: BTreeMap<String, (Arc<Pod>, PodExtra, String)>,
     storage_seen: Option<u64>,
     owners_seen: Option<u64>,
+    /// Node name → the incarnation (uid) first held, and when, on the loop's clock.
+    first_seen: HashMap<String, (Option<String>, i64)>,
+    /// Whether nodes were listed once: later ones are seen as they come.
+    nodes_listed: bool,
 }
 
 /// What one update did.
@@ -41,11 +48,16 @@ pub struct Updated {
 
 impl Index {
     /// Applies what the watches delivered since the last update, then resolves what depends on other
-    /// kinds for the objects that changed (for all of them when those kinds changed).
-    pub fn update(&mut self, watches: &Watches) -> Updated {
+    /// kinds for the objects that changed (for all of them when those kinds changed). `now` is the
+    /// loop's clock, which stamps nodes held for the first time.
+    pub fn update(&mut self, watches: &Watches, now: i64) -> Updated {
+        let node_changes = self.nodes.apply(watches.nodes.take());
+        if node_changes > 0 {
+            self.stamp_seen(now);
+        }
         let mut out = Updated {
-            changes: self.pods.apply(watches.pods.take())
-                + self.nodes.apply(watches.nodes.take())
+            changes: node_changes
+                + self.pods.apply(watches.pods.take())
                 + self.pdbs.apply(watches.pdbs.take())
                 + self.daemon_pods.apply(watches.daemonsets.take()),
             ..Default::default()
@@ -84,6 +96,32 @@ impl Index {
         self.pods.settle();
         self.nodes.settle();
         out
+    }
+
+    /// Sets `seen` on the nodes that changed: when this index first held that incarnation of the node
+    /// (a conversion replaced the value with the API server's time); forgets nodes gone.
+    fn stamp_seen(&mut self, now: i64) {
+        let listed = std::mem::replace(&mut self.nodes_listed, true);
+        let (nodes, extras, keys, fresh) = self.nodes.parts_mut();
+        for (i, n) in nodes.iter_mut().enumerate().filter(|(i, _)| fresh[*i]) {
+            let uid = &extras[i].uid;
+            let first = match (listed, n.created) {
+                (false, created @ 1..) => created.min(now),
+                _ => now,
+            };
+            let e = self
+                .first_seen
+                .entry(keys[i].clone())
+                .or_insert_with(|| (uid.clone(), first));
+            if e.0 != *uid {
+                *e = (uid.clone(), now);
+            }
+            n.seen = e.1;
+        }
+        // Kept for a node that cannot be read for now: it is the same node when it can again.
+        let (nodes, errors) = (&self.nodes, self.nodes.errors());
+        self.first_seen
+            .retain(|k, _| nodes.get(k).is_some() || errors.contains_key(k));
     }
 
     /// Resolves claims and attach limits: of everything when the storage kinds changed (`all`), else

@@ -36,6 +36,7 @@ fn node(name: &str, instance: &str, ready: bool, created: i64) -> Node {
         provider_id: format!("aws:///us-east-1a/{instance}"),
         ready,
         created,
+        seen: created,
         ..Default::default()
     }
 }

@@ -39,13 +39,13 @@ pub enum NodeReadiness {
 }
 
 impl NodeReadiness {
-    /// `node` at `now`: ready; else not started while it was created less than `max_startup` ago; else
-    /// unready. Readiness itself is [`is_ready`]: the `Ready` condition, without a not-ready or
+    /// `node` at `now`: ready; else not started while it was first seen less than `max_startup` ago
+    /// (`Node::seen`: the loop's own clock, never the API server's); else unready. Readiness itself is [`is_ready`]: the `Ready` condition, without a not-ready or
     /// start-up taint.
     pub fn of(node: &Node, max_startup: Duration, now: i64, taints: &TaintConfig) -> Self {
         if is_ready(node, taints) {
             NodeReadiness::Ready
-        } else if now.saturating_sub(node.created) < max_startup.as_secs() as i64 {
+        } else if now.saturating_sub(node.seen) < max_startup.as_secs() as i64 {
             NodeReadiness::NotStarted
         } else {
             NodeReadiness::Unready
@@ -154,9 +154,9 @@ mod tests {
     #[test]
     fn nodes_are_not_started_then_unready_past_the_startup_time() {
         let startup = Duration::from_secs(900);
-        let node = |ready, created| Node {
+        let node = |ready, seen| Node {
             ready,
-            created,
+            seen,
             ..Node::default()
         };
         let at = |n: &Node| NodeReadiness::of(n, startup, 1000, &TaintConfig::default());
@@ -172,6 +172,12 @@ mod tests {
         let r = Readiness::of(&nodes, startup, 1000, &TaintConfig::default());
         assert_eq!((r.ready, r.unready, r.not_started), (1, 1, 2));
         assert_eq!(r.registered(), 4);
+        // Created an hour before by the API server's clock, first seen a minute ago: still starting.
+        let skewed = Node {
+            created: 1000 - 3600,
+            ..node(false, 940)
+        };
+        assert_eq!(at(&skewed), NodeReadiness::NotStarted);
         let r = Readiness::of(&nodes, Duration::ZERO, 1000, &TaintConfig::default());
         assert_eq!(
             (r.unready, r.not_started),

@@ -96,7 +96,7 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
             let fresh = infos.iter().find(|i| {
                 group_of(&i.node.name) == Some(g.id.as_str())
                     && i.node.ready
-                    && i.node.created > r.since
+                    && i.node.seen > r.since
                     && !memory.replacing.contains_key(&i.node.name)
                     && !memory.surge_claimed.contains(&i.node.name)
             });

@@ -167,7 +167,7 @@ pub struct NodeCount {
 }
 
 impl NodeCount {
-    /// Counts one registered node: ready, not started (unready, created less than `startup` seconds
+    /// Counts one registered node: ready, not started (unready, first seen less than `startup` seconds
     /// before `now`) or unready.
     fn register(
         &mut self,

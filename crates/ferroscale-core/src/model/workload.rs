@@ -301,8 +301,13 @@ pub struct Node {
     pub ready_since: i64,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`.
     pub scale_down_disabled: bool,
-    /// Creation time, seconds since the epoch.
+    /// Creation time as the API server stamped it (`metadata.creationTimestamp`), seconds since the
+    /// epoch: orders nodes by age and counts maximum lifetimes, which are days, not minutes.
     pub created: i64,
+    /// When this process first saw the node, on the loop's clock (`run`'s index stamps it; a one-shot
+    /// conversion, as `simulate`'s, takes `created`). Delays of minutes (still starting, a surge
+    /// joined) count from here: the API server's clock may be skewed from the loop's by more.
+    pub seen: i64,
     /// Volumes each CSI driver can attach to it, from its CSINode (a driver not named: no limit).
     pub volume_limits: BTreeMap<String, i64>,
     /// A copy of a group's template standing for a node that does not exist yet (scale-up's options,

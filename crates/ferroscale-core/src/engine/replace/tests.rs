@@ -160,3 +160,34 @@ fn a_budget_of_zero_and_scale_down_disabled_keep_drifted_nodes() {
     let d = drifted().run_once(&s, &mut Memory::default(), T0);
     assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
 }
+
+#[test]
+fn a_surge_counts_when_it_joins_whatever_the_api_servers_clock_says_of_its_creation() {
+    let s = Settings::upstream();
+    // The API server's clock an hour behind or ahead of the loop's: the creation timestamp says the
+    // new node was created before the surge was asked, or far after; the loop saw it join after.
+    for skew in [-3600, 3600] {
+        let mut memory = Memory::default();
+        let mut world = drifted();
+        let d = world.run_once(&s, &mut memory, T0);
+        assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
+        let g = world.group_mut("pool");
+        g.target_size = 2;
+        g.instances.push(crate::model::Instance {
+            id: "aws:///z/new".into(),
+            state: InstanceState::Running,
+            error: None,
+        });
+        g.lifecycle
+            .instance_revisions
+            .insert("aws:///z/new".into(), "lt-1:2".into());
+        let new = worker("new").created(T0 + 5 + skew).seen(T0 + 5).build();
+        let world = world.node_of("pool", new);
+        // Past the provision time: a surge that had not joined would be asked for again.
+        let d = world.run_once(&s, &mut memory, T0 + 1000);
+        assert!(d.replacements.is_empty(), "skew {skew}: {d:?}");
+        assert!(d.scale_up.is_empty(), "skew {skew}: {d:?}");
+        let gone: Vec<&str> = d.scale_down.iter().map(|r| r.node.as_str()).collect();
+        assert_eq!(gone, ["old"], "skew {skew}");
+    }
+}

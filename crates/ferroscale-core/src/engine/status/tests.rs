@@ -34,6 +34,7 @@ fn node(name: &str, ready: bool, age: i64) -> Node {
         provider_id: format!("aws:///z/i-{name}"),
         ready,
         created: NOW - age,
+        seen: NOW - age,
         ..Default::default()
     }
 }
