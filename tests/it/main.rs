@@ -34,6 +34,7 @@ mod request_limits;
 mod resize;
 mod run;
 mod run_aws;
+mod run_clock;
 mod run_index;
 mod run_interruptions;
 mod run_leadership;
