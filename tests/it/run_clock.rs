@@ -157,3 +157,74 @@ async fn a_surge_whose_creation_timestamp_is_skewed_an_hour_back_still_counts() 
     assert_eq!(group.target_size, 1, "pool-a's instance went: {group:?}");
     assert!(!group.instances.iter().any(|i| i.id.ends_with("/i-a")));
 }
+
+/// Pool `pool`: `pool-a` on `i-a`, ready; `old` on `i-b` and `late` on `i-c`, not ready.
+const STARTING: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 0, maxSize: 5, targetSize: 3, instances: [{id: i-a}, {id: i-b}, {id: i-c}],
+     capacity: {cpu: 4, memory: 16Gi, pods: 20}, pricePerHour: 0.192}
+"#;
+
+/// A node `name` of pool `pool` on `instance`, whose `Ready` condition is false.
+fn unready(name: &str, instance: &str) -> serde_json::Value {
+    let mut n = node(name, &format!("memory:///pool/{instance}"), "4", "16Gi");
+    n["status"]["conditions"][0]["status"] = serde_json::json!("False");
+    n
+}
+
+/// The cluster's (not started, unready) nodes in the status ConfigMap.
+fn starting_and_unready(h: &Harness) -> (usize, usize) {
+    let counts = h.status().cluster_wide.health.node_counts.unwrap();
+    (
+        counts.registered.not_started,
+        counts.registered.unready.total,
+    )
+}
+
+#[tokio::test]
+async fn a_node_is_as_old_as_the_loop_has_seen_it_and_one_recreated_is_new() {
+    // The loopback API stamps every node created two days ago, as an API server whose clock is two
+    // days behind would stamp a node that just joined.
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, unready("old", "i-b"));
+    let mut h = Harness::new(
+        api,
+        STARTING,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    h.synced(2, 0).await;
+    let t0 = now();
+    h.runner.run_once(t0).await.unwrap();
+    // Listed at start: it was there before this process, and its creation timestamp stands.
+    assert_eq!(starting_and_unready(&h), (0, 1));
+
+    // Joined while the loop runs: starting, whatever its creation timestamp says.
+    h.api.put(NODES, unready("late", "i-c"));
+    h.synced(3, 0).await;
+    h.runner.run_once(t0 + 10).await.unwrap();
+    assert_eq!(starting_and_unready(&h), (1, 1));
+
+    // `old` deleted and created again under its name between two loops: a new node, starting.
+    let events = h.watches.nodes.events();
+    h.api.delete(NODES, "", "old");
+    h.api.put(NODES, unready("old", "i-b"));
+    for _ in 0..400 {
+        if h.watches.nodes.events() >= events + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        h.watches.nodes.events() >= events + 2,
+        "the watch delivered both"
+    );
+    h.runner.run_once(t0 + 30).await.unwrap();
+    assert_eq!(starting_and_unready(&h), (2, 0));
+
+    // Past the start-up time (15m) on the loop's clock, both are unready.
+    h.runner.run_once(t0 + 30 + 901).await.unwrap();
+    assert_eq!(starting_and_unready(&h), (0, 2));
+}
