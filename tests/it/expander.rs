@@ -396,7 +396,7 @@ async fn a_flood_of_big_requests_is_refused_past_the_byte_budget_before_decoding
     }
     let grown = served.peak_rss_kib().saturating_sub(before);
     eprintln!("{answered} answered, {refused} refused; peak RSS grew {grown} KiB ({CLIENTS} × {size} bytes sent)");
-    // The budget is 128 MiB of requests; without it all 16 are read and decoded at once (~380 MiB).
+    // The budget is 128 MiB of requests; without it all 16 are read and decoded at once (~370 MiB).
     assert!(
         grown < 224 * 1024,
         "peak RSS grew {grown} KiB: {answered} answered, {refused} refused"
