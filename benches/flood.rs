@@ -101,9 +101,15 @@ async fn main() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let answered = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..flooders {
-        let (stop, answered, request) = (stop.clone(), answered.clone(), request.clone());
+        let (stop, answered, refused, request) = (
+            stop.clone(),
+            answered.clone(),
+            refused.clone(),
+            request.clone(),
+        );
         let addr = server.expander.expect("the expander listens");
         tasks.push(tokio::spawn(async move {
             let mut c = ExpanderClient::connect(format!("http://{addr}"))
@@ -114,9 +120,17 @@ async fn main() {
             let mut latencies = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let started = Instant::now();
-                c.best_options(request.clone()).await.expect("BestOptions");
-                latencies.push(started.elapsed());
-                answered.fetch_add(1, Ordering::Relaxed);
+                match c.best_options(request.clone()).await {
+                    Ok(_) => {
+                        latencies.push(started.elapsed());
+                        answered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Past the expander's budget of bytes in flight (more flooders than it holds).
+                    Err(s) if s.code() == tonic::Code::ResourceExhausted => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(s) => panic!("BestOptions: {s:?}"),
+                }
             }
             latencies
         }));
@@ -132,8 +146,9 @@ async fn main() {
         summary(flooded)
     );
     println!(
-        "BestOptions: {} answered in {secs} s; {}",
+        "BestOptions: {} answered, {} refused RESOURCE_EXHAUSTED in {secs} s; {}",
         answered.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
         summary(best)
     );
 }

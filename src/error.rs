@@ -88,6 +88,15 @@ pub enum Error {
     #[error("evicting pod {pod}: {reason}")]
     Eviction { pod: String, reason: String },
 
+    /// A request would take the listener's requests in flight past their byte budget (memory bounded
+    /// before decoding): refused at once, to be tried again when the others are answered.
+    #[error("{what}: {bytes} bytes would take the requests in flight past their budget of {budget} bytes; try again")]
+    Overloaded {
+        what: String,
+        bytes: usize,
+        budget: usize,
+    },
+
     /// The Kubernetes API did not answer `call` in the time allowed.
     #[error("the Kubernetes API did not answer {call} in time")]
     KubernetesTimeout { call: String },

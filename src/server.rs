@@ -11,6 +11,7 @@ use tonic::transport::Server;
 
 use crate::cloud::Cloud;
 use crate::error::{Error, Result};
+use crate::grpc::budget::ByteBudget;
 use crate::grpc::expander::{ExpanderService, ExpanderSettings};
 use crate::grpc::provider::CloudProviderService;
 use crate::metrics::Metrics;
@@ -101,7 +102,7 @@ async fn serve_on(
 /// CloudProvider calls.
 async fn serve_expander(
     listener: TcpListener,
-    service: ExpanderServer<ExpanderService>,
+    service: ByteBudget<ExpanderServer<ExpanderService>>,
     tls: Option<Arc<ReloadingTls>>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::result::Result<(), String> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tonic::{Request, Response, Status};
 
+use super::budget::ByteBudget;
 use super::{convert, instrument};
 use crate::cloud::Cloud;
 use crate::engine::expander::{self, Context, ExpansionOption, Priorities, Strategy};
@@ -59,11 +60,19 @@ impl ExpanderService {
     }
 
     /// The tonic server, accepting requests up to [`super::MAX_EXPANDER_MESSAGE_BYTES`] (CA sends every
-    /// option's pods and templates).
-    pub fn into_server(self) -> ExpanderServer<Self> {
-        ExpanderServer::new(self)
+    /// option's pods and templates), at most [`super::MAX_EXPANDER_INFLIGHT_BYTES`] of them at once.
+    pub fn into_server(self) -> ByteBudget<ExpanderServer<Self>> {
+        let metrics = self.metrics.clone();
+        let server = ExpanderServer::new(self)
             .max_decoding_message_size(super::MAX_EXPANDER_MESSAGE_BYTES)
-            .max_encoding_message_size(super::MAX_EXPANDER_MESSAGE_BYTES)
+            .max_encoding_message_size(super::MAX_EXPANDER_MESSAGE_BYTES);
+        ByteBudget::new(
+            server,
+            super::MAX_EXPANDER_INFLIGHT_BYTES,
+            metrics,
+            SERVICE,
+            "BestOptions",
+        )
     }
 
     /// The answer to one BestOptions request (the whole handler but the transport; public for benchmarks).

@@ -1,6 +1,7 @@
 //! Thin tonic services: they translate protobuf to the model (`convert`), call the cloud, and map errors
 //! to gRPC codes in one place (`status`). Every call is timed and counted the same way (`instrument`).
 
+pub mod budget;
 pub mod convert;
 pub mod expander;
 pub mod options;
@@ -21,6 +22,11 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Largest BestOptions request accepted: CA sends every option's pods (200 options × 500 pods is about
 /// 30 MB) and its expander client allows 128 MiB answers, so the expander accepts as much.
 pub const MAX_EXPANDER_MESSAGE_BYTES: usize = 128 << 20;
+
+/// Most BestOptions request bytes in flight at once, reserved before decoding ([`budget`]): one request
+/// of the largest size, or several of a large scale-up's ~30 MB (CA sends one at a time). Decoded and
+/// buffered, that stays within a few hundred MiB; more is refused RESOURCE_EXHAUSTED at once.
+pub const MAX_EXPANDER_INFLIGHT_BYTES: usize = MAX_EXPANDER_MESSAGE_BYTES;
 
 /// Longest node group id, node name or provider id accepted: real ones are under 300 bytes, and a bound
 /// keeps a caller from making the server hold (or log) megabytes per request.

@@ -22,6 +22,8 @@ pub fn code(err: &Error) -> Code {
             Code::Aborted
         }
         Error::Eviction { .. } => Code::FailedPrecondition,
+        // Busy: the caller may retry once requests in flight are answered.
+        Error::Overloaded { .. } => Code::ResourceExhausted,
         Error::Pricing { .. } | Error::Task { .. } | Error::Io { .. } => Code::Internal,
     }
 }
@@ -79,7 +81,8 @@ mod tests {
 
     /// Every kind of error, with the code CA must see for it: what a retry may cure is UNAVAILABLE,
     /// what the operator must fix is PERMISSION_DENIED or FAILED_PRECONDITION, a change of the world
-    /// under the call is ABORTED, our own failures are INTERNAL.
+    /// under the call is ABORTED, a server busy with other requests RESOURCE_EXHAUSTED, our own failures
+    /// are INTERNAL.
     #[test]
     fn each_kind_of_error_has_its_code() {
         let denied = Error::PermissionDenied {
@@ -169,6 +172,14 @@ mod tests {
                     reason: s("a disruption budget forbids it"),
                 },
                 Code::FailedPrecondition,
+            ),
+            (
+                Error::Overloaded {
+                    what: s("BestOptions"),
+                    bytes: 100 << 20,
+                    budget: 128 << 20,
+                },
+                Code::ResourceExhausted,
             ),
             (
                 Error::KubernetesTimeout {

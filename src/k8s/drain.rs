@@ -8,7 +8,9 @@ use crate::labels;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
 
@@ -86,8 +88,8 @@ pub async fn set_taint(
 }
 
 /// Evicts one pod, retrying while the API answers 429 (a PodDisruptionBudget allows no disruption now)
-/// or fails, until `--max-pod-eviction-time`; then waits until the pod is gone. A pod already gone
-/// counts as evicted.
+/// or fails, until `--max-pod-eviction-time`; then waits until the pod is gone. A pod already gone, or
+/// replaced by a same-named pod (its UID is the eviction's precondition), counts as evicted.
 /// `fence` is checked before every attempt: a replica that lost its Lease evicts nothing more.
 pub async fn evict(
     client: &Client,
@@ -101,13 +103,26 @@ pub async fn evict(
         .grace_period
         .unwrap_or(30)
         .min(settings.max_graceful_termination.as_secs() as i64);
-    let params = EvictParams {
-        delete_options: Some(DeleteParams {
-            grace_period_seconds: Some(grace.max(0) as u32),
+    // The pod's UID as a precondition: a pod replaced under the same name since it was listed (a
+    // StatefulSet's next incarnation) is not this eviction's to take; the API answers 409 instead.
+    // The body is k8s-openapi's Eviction: kube's `Api::evict` writes `delete_options`, a field the API
+    // server ignores, which would drop the precondition and the grace period alike.
+    let eviction = Eviction {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            ..Default::default()
+        },
+        delete_options: Some(DeleteOptions {
+            grace_period_seconds: Some(grace.max(0)),
+            preconditions: pod.uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
             ..Default::default()
         }),
-        ..Default::default()
     };
+    let post = PostParams::default();
     let started = Instant::now();
     loop {
         fence.check(&format!("evicting pod {namespace}/{name}"))?;
@@ -115,9 +130,18 @@ pub async fn evict(
         let left = settings
             .max_pod_eviction_time
             .saturating_sub(started.elapsed());
-        let last = match tokio::time::timeout(left, pods.evict(name, &params)).await {
+        let last = match tokio::time::timeout(
+            left,
+            pods.create_subresource::<_, serde_json::Value>("eviction", name, &post, &eviction),
+        )
+        .await
+        {
             Ok(Ok(_)) => break,
             Ok(Err(e)) if status_code(&e) == Some(404) => return Ok(()),
+            // The UID precondition failed: the pod meant is gone, a same-named one is left alone.
+            Ok(Err(e)) if status_code(&e) == Some(409) && replaced(&pods, pod).await => {
+                return Ok(())
+            }
             Ok(Err(e)) if status_code(&e) == Some(429) => {
                 format!("a disruption budget forbids it: {e}")
             }
@@ -148,6 +172,16 @@ pub async fn evict(
             }
             _ => tokio::time::sleep(settings.retry()).await,
         }
+    }
+}
+
+/// Whether the incarnation of `pod` meant is gone (deleted, or replaced under its name by another UID).
+/// A read that fails answers no: the eviction is retried.
+async fn replaced(pods: &Api<Pod>, pod: &Evictee) -> bool {
+    match pods.get_opt(&pod.name).await {
+        Ok(None) => true,
+        Ok(Some(p)) => pod.uid.is_some() && p.metadata.uid != pod.uid,
+        Err(_) => false,
     }
 }
 

@@ -233,14 +233,14 @@ impl Runner {
             .await;
     }
 
-    /// Takes the deletion taint off every node that has it and no removal of this replica works on,
-    /// as upstream cleans up when it starts acting. Not in dry-run.
+    /// Takes the deletion taint off every node that has it, no removal of this replica works on and
+    /// whose instance is not terminating, as upstream cleans up when it starts acting. Not in dry-run.
     pub async fn clean_stale_taints(&mut self) {
         if self.run.dry_run {
             return;
         }
         self.observer.update_index(crate::time::loop_now());
-        let tainted = self.observer.tainted();
+        let tainted = self.observer.tainted_and_staying().await;
         self.actuator.clean_stale_taints(tainted).await;
     }
 

@@ -1,7 +1,8 @@
 //! A group's node lifecycle read from AWS (moto): the revision new instances launch from (launch
 //! template id and resolved version, `$Default` followed to a new default version), each instance's,
-//! and the lifecycle tags. moto reports every instance with the group's current template version rather
-//! than the one it was launched from, so drift itself is tested on the memory cloud (`run_lifecycle`,
+//! and the lifecycle tags; the launch templates a mixed-instances policy's overrides name count as
+//! current. moto reports every instance with the group's current template version rather than the one it
+//! was launched from, so drift itself is tested on the memory cloud (`run_lifecycle`,
 //! `simulate_lifecycle`).
 
 use std::time::Duration;
@@ -83,4 +84,96 @@ async fn the_groups_revision_follows_its_default_template_version_and_tags_set_i
     let g = snapshot.group("workers").unwrap();
     assert_eq!(g.lifecycle.revision, Some(format!("lt:{id}:2")));
     assert_eq!(g.lifecycle.instance_revisions.len(), 2, "{:?}", g.lifecycle);
+}
+
+#[tokio::test]
+async fn launch_templates_named_by_mixed_instances_overrides_are_current_not_drift() {
+    use aws_sdk_autoscaling::types::{
+        LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification, MixedInstancesPolicy,
+        Tag,
+    };
+    let moto = Moto::start().await;
+    let main = moto.launch_template("mixed-lt", "m5.large").await;
+    // The Graviton type launches from a template of its own (another AMI), as AWS allows per override.
+    let arm = moto.launch_template("mixed-arm-lt", "m6g.large").await;
+    let spec = |id: &str, version: &str| {
+        LaunchTemplateSpecification::builder()
+            .launch_template_id(id)
+            .version(version)
+            .build()
+    };
+    let tags = [
+        ("k8s.io/cluster-autoscaler/enabled", "true"),
+        ("k8s.io/cluster-autoscaler/test", "owned"),
+    ]
+    .map(|(k, v)| {
+        Tag::builder()
+            .resource_id("mixed")
+            .resource_type("auto-scaling-group")
+            .key(k)
+            .value(v)
+            .propagate_at_launch(false)
+            .build()
+    });
+    moto.asg
+        .create_auto_scaling_group()
+        .auto_scaling_group_name("mixed")
+        .mixed_instances_policy(
+            MixedInstancesPolicy::builder()
+                .launch_template(
+                    LaunchTemplate::builder()
+                        .launch_template_specification(spec(&main, "$Latest"))
+                        .overrides(
+                            LaunchTemplateOverrides::builder()
+                                .instance_type("m5.large")
+                                .build(),
+                        )
+                        .overrides(
+                            LaunchTemplateOverrides::builder()
+                                .instance_type("m6g.large")
+                                .launch_template_specification(spec(&arm, "$Default"))
+                                .build(),
+                        )
+                        .build(),
+                )
+                .build(),
+        )
+        .min_size(0)
+        .max_size(4)
+        .desired_capacity(2)
+        .availability_zones("us-east-1a")
+        .set_tags(Some(tags.to_vec()))
+        .send()
+        .await
+        .unwrap();
+    let cloud = moto.cloud(&[DISCOVERY], &[]).await;
+    let snapshot = cloud.snapshot();
+    let g = snapshot.group("mixed").unwrap();
+    let (main_rev, arm_rev) = (format!("lt:{main}:1"), format!("lt:{arm}:1"));
+    assert_eq!(g.lifecycle.revision.as_ref(), Some(&main_rev));
+    assert_eq!(
+        g.lifecycle.also_current.iter().collect::<Vec<_>>(),
+        vec![&arm_rev],
+        "{:?}",
+        g.lifecycle
+    );
+    assert_eq!(g.instances.len(), 2);
+    // moto reports its instances with the group's template; one launched from the override's
+    // template (as AWS reports an m6g.large of this group) is as current, one of an old version drifts.
+    let mut lifecycle = g.lifecycle.clone();
+    for i in &g.instances {
+        assert!(!lifecycle.drifted(&i.id), "{lifecycle:?}");
+    }
+    let arm_instance = "aws:///us-east-1a/i-0a1b2c3d4e5f60718";
+    lifecycle
+        .instance_revisions
+        .insert(arm_instance.into(), arm_rev.clone());
+    assert!(!lifecycle.drifted(arm_instance), "{lifecycle:?}");
+    lifecycle
+        .instance_revisions
+        .insert(arm_instance.into(), format!("lt:{arm}:0"));
+    assert!(
+        lifecycle.drifted(arm_instance),
+        "an older version still drifts"
+    );
 }

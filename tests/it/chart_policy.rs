@@ -1,5 +1,6 @@
 //! The chart's provider mode has one writer: exactly one replica, replaced by Recreate, with a PDB that
-//! never blocks a drain (standalone keeps its Lease-elected replicas); a NetworkPolicy admits only
+//! never blocks a drain (standalone keeps its Lease-elected replicas, also replaced by Recreate, and runs
+//! one without a Lease); a NetworkPolicy admits only
 //! cluster-autoscaler to the gRPC ports and the monitoring namespace to metrics. The IAM policy of the docs
 //! (docs/operating.md and the chart's README) scopes writes to the cluster's own groups.
 
@@ -12,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use crate::support::chart::{
-    cluster_autoscaler, count, ferroscale, one, render, render_set, SERVICE,
+    cluster_autoscaler, count, ferroscale, one, render, render_set, render_yaml, SERVICE,
 };
 
 #[test]
@@ -59,12 +60,54 @@ fn provider_mode_runs_one_replica_replaced_by_recreate_with_a_pdb_that_never_blo
     let objects = render_set(&["mode=standalone"]).unwrap();
     let spec = ferroscale(&objects).spec;
     assert_eq!(spec.replicas, Some(2));
-    assert!(spec.strategy.is_none(), "standalone rolls (Lease-elected)");
     assert_eq!(count(&objects, "PodDisruptionBudget"), 1);
     let objects = render_set(&["mode=standalone", "replicas=3"]).unwrap();
     assert_eq!(ferroscale(&objects).spec.replicas, Some(3));
     let objects = render_set(&["mode=standalone", "replicas=1"]).unwrap();
     assert_eq!(count(&objects, "PodDisruptionBudget"), 0);
+}
+
+#[test]
+fn standalone_without_leader_election_runs_one_writer_replaced_by_recreate() {
+    // Without a Lease every replica writes: more than one is refused, naming the values to change,
+    // whichever way leader election is turned off.
+    for values in [
+        "mode: standalone\nstandalone: {leaderElect: false}\n",
+        "mode: standalone\nstandalone: {leaderElect: false}\nreplicas: 2\n",
+        "mode: standalone\nstandalone: {leaderElect: false}\nreplicaCount: 3\n",
+        "mode: standalone\nstandalone: {extraArgs: {leader-elect: \"false\"}}\n",
+        "mode: standalone\nextraArgs: {leader-elect: \"false\"}\nreplicas: 2\n",
+    ] {
+        let err = render_yaml(values).unwrap_err();
+        assert!(
+            err.contains("standalone.leaderElect=false runs at most one replica"),
+            "{values:?}: {err}"
+        );
+    }
+    // extraArgs wins over standalone.leaderElect, as on the command line.
+    let objects = render_yaml(
+        "mode: standalone\nstandalone: {leaderElect: false}\nextraArgs: {leader-elect: \"true\"}\n",
+    )
+    .unwrap();
+    assert_eq!(ferroscale(&objects).spec.replicas, Some(2));
+    let objects = render_set(&[
+        "mode=standalone",
+        "standalone.leaderElect=false",
+        "replicas=1",
+    ])
+    .unwrap();
+    let spec = ferroscale(&objects).spec;
+    assert_eq!(spec.replicas, Some(1));
+    // A rollout never overlaps the old writer with the new one, in any standalone setup.
+    assert_eq!(spec.strategy.unwrap().type_.as_deref(), Some("Recreate"));
+    for sets in [&["mode=standalone"][..], &["mode=standalone", "replicas=3"]] {
+        let spec = ferroscale(&render_set(sets).unwrap()).spec;
+        assert_eq!(
+            spec.strategy.unwrap().type_.as_deref(),
+            Some("Recreate"),
+            "{sets:?}"
+        );
+    }
 }
 
 /// Whether `sel` selects pods labelled `labels` (matchLabels and matchExpressions, as the API server).

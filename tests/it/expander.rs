@@ -17,6 +17,7 @@ use parking_lot::RwLock;
 use prost::Message;
 
 use crate::support::fixtures::grpc::pod;
+use crate::support::process::Served;
 use crate::support::server::{Extras, Running};
 
 const GROUPS: &str = r#"
@@ -318,4 +319,88 @@ async fn requests_beyond_16_mib_are_accepted() {
         .max_decoding_message_size(128 << 20);
     let r = c.best_options(req).await.unwrap().into_inner();
     assert_eq!(ids(&r), vec!["spot"]);
+}
+
+/// 16 CA-like clients, each on its own connection, all sending a ~24 MiB BestOptions request at once: what
+/// would take the expander past its budget of request bytes in flight is refused RESOURCE_EXHAUSTED
+/// before it is read or decoded, so the server's peak memory stays bounded; the others are answered,
+/// and so is the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_big_requests_is_refused_past_the_byte_budget_before_decoding() {
+    const CLIENTS: usize = 16;
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.yaml");
+    std::fs::write(&groups, GROUPS).unwrap();
+    let served = Served::start(
+        &[
+            "--cloud",
+            "memory",
+            "--memory-config",
+            groups.to_str().unwrap(),
+            "--expander-listen",
+            "127.0.0.1:0",
+            "--expander",
+            "price",
+        ],
+        &[],
+    )
+    .await;
+    let addr = served.expander.unwrap();
+    let mut big = pod("1", "2Gi");
+    big.metadata.as_mut().unwrap().annotations =
+        [("padding".to_string(), "x".repeat(10_000))].into();
+    let bytes = big.encode_to_vec();
+    let mut req = new_generation();
+    for o in &mut req.options {
+        o.pod_bytes = vec![bytes.clone(); 800];
+    }
+    let size = req.encoded_len();
+    assert!(size > 20 << 20, "{size}");
+    let client = || async {
+        ExpanderClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap()
+            .max_encoding_message_size(128 << 20)
+            .max_decoding_message_size(128 << 20)
+    };
+    // One first: the server's buffers grown for a request of this size.
+    let r = client().await.best_options(req.clone()).await.unwrap();
+    assert_eq!(ids(&r.into_inner()), vec!["spot"]);
+    let before = served.peak_rss_kib();
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        clients.push(client().await);
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(CLIENTS));
+    let mut sent = tokio::task::JoinSet::new();
+    for mut c in clients {
+        let (req, start) = (req.clone(), start.clone());
+        sent.spawn(async move {
+            start.wait().await;
+            c.best_options(req).await.map(|r| r.into_inner())
+        });
+    }
+    let (mut answered, mut refused) = (0, 0);
+    while let Some(outcome) = sent.join_next().await {
+        match outcome.unwrap() {
+            Ok(r) => {
+                assert_eq!(ids(&r), vec!["spot"]);
+                answered += 1;
+            }
+            Err(s) => {
+                assert_eq!(s.code(), tonic::Code::ResourceExhausted, "{s:?}");
+                assert!(s.message().contains("budget"), "{s:?}");
+                refused += 1;
+            }
+        }
+    }
+    let grown = served.peak_rss_kib().saturating_sub(before);
+    eprintln!("{answered} answered, {refused} refused; peak RSS grew {grown} KiB ({CLIENTS} × {size} bytes sent)");
+    // The budget is 128 MiB of requests; without it all 16 are read and decoded at once (~370 MiB).
+    assert!(
+        grown < 224 * 1024,
+        "peak RSS grew {grown} KiB: {answered} answered, {refused} refused"
+    );
+    let r = client().await.best_options(req).await.unwrap();
+    assert_eq!(ids(&r.into_inner()), vec!["spot"], "answered afterwards");
 }

@@ -1,5 +1,6 @@
 //! `ferroscale run` leading: the binary end to end, taints racing another writer, and a new leader
-//! cleaning up after one that stopped mid-drain.
+//! cleaning up after one that stopped mid-drain (but keeping the taint of a node whose instance is
+//! terminating).
 
 use std::time::Duration;
 
@@ -174,5 +175,42 @@ async fn a_new_leader_removes_deletion_taints_left_behind() {
         .await
         .unwrap();
     assert!(!has_deletion_taint(&api, "small-a"));
+    assert_permitted(&api);
+}
+
+#[tokio::test]
+async fn the_stale_taint_cleanup_keeps_the_taint_of_a_node_whose_instance_is_terminating() {
+    let api = KubeApi::start().await;
+    let taint = json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000",
+                        "effect": "NoSchedule"}]);
+    for (name, id) in [("small-a", "i-a"), ("small-b", "i-b")] {
+        let mut n = node(name, &format!("memory:///small/{id}"), "2", "8Gi");
+        n["spec"]["taints"] = taint.clone();
+        api.put(NODES, n);
+    }
+    let groups = r#"
+nodeGroups:
+  - {name: small, minSize: 0, maxSize: 5, targetSize: 2,
+     instances: [{id: i-a, state: deleting}, {id: i-b}],
+     capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096}
+"#;
+    let h = Harness::new(
+        api,
+        groups,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    let api = h.api.clone();
+    h.runner
+        .run(tokio::time::sleep(Duration::from_millis(300)))
+        .await
+        .unwrap();
+    // Untainted, small-a would take pods that die with its instance undrained.
+    assert!(
+        has_deletion_taint(&api, "small-a"),
+        "its instance is terminating"
+    );
+    assert!(!has_deletion_taint(&api, "small-b"), "a stale taint goes");
     assert_permitted(&api);
 }

@@ -2,7 +2,8 @@
 //! taken mid-drain stops every mutation, a broken watch or an unreadable pod holds scale-down back (not
 //! scale-up), drains are capped across loops, a pod scheduled onto a draining node stops its deletion, and
 //! an unhealthy cluster gets no action; a node being drained counts against its group's min size; an
-//! expendable pod goes down with its node without eviction.
+//! expendable pod goes down with its node without eviction; an eviction names the pod by UID, so a
+//! same-named replacement is spared.
 
 use std::time::{Duration, Instant};
 
@@ -390,4 +391,43 @@ async fn an_expendable_pod_goes_down_with_its_node_unevicted() {
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     assert_eq!(h.group("pool").target_size, 1, "deleted with the pod on it");
     assert_eq!(evictions(&api), 0);
+}
+
+#[tokio::test]
+async fn an_eviction_carries_the_pods_uid_and_spares_a_same_named_replacement() {
+    let api = KubeApi::start().await;
+    let first = api.put(PODS, pod("db-0", "500m", Some("n1"), "db"));
+    let listed = ferroscale::actuator::Evictee {
+        namespace: "default".into(),
+        name: "db-0".into(),
+        uid: first["metadata"]["uid"].as_str().map(String::from),
+        grace_period: Some(0),
+    };
+    // The StatefulSet's next db-0 replaces the pod listed for the drain, under the same name.
+    api.delete(PODS, "default", "db-0");
+    let second = api.put(PODS, pod("db-0", "500m", Some("n2"), "db"));
+    assert_ne!(second["metadata"]["uid"], first["metadata"]["uid"]);
+    let settings = ferroscale::actuator::DrainSettings {
+        max_pod_eviction_time: Duration::from_secs(30),
+        max_graceful_termination: Duration::from_secs(30),
+    };
+    let fence = ferroscale::k8s::lease::Fence::open();
+    ferroscale::k8s::drain::evict(&api.client(), &listed, &settings, &fence)
+        .await
+        .expect("the pod meant is gone: done");
+    let left = api
+        .get(PODS, "default", "db-0")
+        .expect("the replacement lives");
+    assert_eq!(left["metadata"]["uid"], second["metadata"]["uid"]);
+    assert_eq!(evictions(&api), 1, "one eviction, refused 409, not retried");
+
+    // The replacement itself, named by its own UID, is evicted.
+    let current = ferroscale::actuator::Evictee {
+        uid: second["metadata"]["uid"].as_str().map(String::from),
+        ..listed
+    };
+    ferroscale::k8s::drain::evict(&api.client(), &current, &settings, &fence)
+        .await
+        .unwrap();
+    assert!(api.get(PODS, "default", "db-0").is_none());
 }

@@ -57,7 +57,7 @@ latter winning per key (JSON). */}}
 
 {{/* Replicas: replicaCount (upstream's name) or replicas. Provider runs exactly one (one cache, one writer;
 the schema refuses more, and so does this in case schema validation is skipped); standalone defaults to 2,
-one of which leads. */}}
+one of which leads, and runs at most one without leader election. */}}
 {{- define "ferroscale.replicas" -}}
 {{- $replicas := coalesce .Values.replicaCount .Values.replicas -}}
 {{- if eq .Values.mode "provider" -}}
@@ -66,7 +66,22 @@ one of which leads. */}}
 {{- end -}}
 1
 {{- else -}}
-{{- default 2 $replicas -}}
+{{- $replicas = default 2 $replicas -}}
+{{- if and (gt (int $replicas) 1) (not (include "ferroscale.leaderElect" . | eq "true")) -}}
+{{- fail "replicas (or replicaCount): standalone mode with standalone.leaderElect=false runs at most one replica (without a Lease every replica would write)" -}}
+{{- end -}}
+{{- $replicas -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether standalone replicas elect a leader: standalone.leaderElect, unless extraArgs or
+standalone.extraArgs set leader-elect (they win on the command line, so they win here). */}}
+{{- define "ferroscale.leaderElect" -}}
+{{- $extra := merge (dict) (.Values.extraArgs | default dict) (.Values.standalone.extraArgs | default dict) -}}
+{{- if hasKey $extra "leader-elect" -}}
+{{- index $extra "leader-elect" | toString | lower -}}
+{{- else -}}
+{{- .Values.standalone.leaderElect | toString -}}
 {{- end -}}
 {{- end -}}
 

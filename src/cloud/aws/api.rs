@@ -51,12 +51,14 @@ pub enum LaunchSource {
         name: Option<String>,
         version: String,
     },
-    /// Overrides of a mixed-instances policy, with the template for when they name no type, and the
-    /// instance requirements of an attribute-based policy.
+    /// Overrides of a mixed-instances policy, with the template for when they name no type, the
+    /// instance requirements of an attribute-based policy, and the launch templates overrides name for
+    /// their own types (distinct, in order).
     Mixed {
         overrides: Vec<String>,
         requirements: Option<Box<super::requirements::Requirements>>,
         template: Option<Box<LaunchSource>>,
+        override_templates: Vec<LaunchSource>,
     },
     Unknown,
 }
@@ -399,6 +401,14 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
             template: m
                 .launch_template_specification()
                 .map(|t| Box::new(template_source(t))),
+            override_templates: m.overrides().iter().fold(Vec::new(), |mut out, o| {
+                if let Some(t) = o.launch_template_specification().map(template_source) {
+                    if !out.contains(&t) {
+                        out.push(t);
+                    }
+                }
+                out
+            }),
         }
     } else {
         LaunchSource::Unknown
@@ -418,6 +428,7 @@ fn raw_group(g: &aws_sdk_autoscaling::types::AutoScalingGroup) -> RawGroup {
                 .map(|m| distribution(m.instances_distribution())),
             spot_launch: false,
             revision: None,
+            override_revisions: Default::default(),
             requirements_floor: None,
         },
         launch,

@@ -57,7 +57,15 @@ impl LaunchCache {
                     overrides,
                     requirements,
                     template,
+                    override_templates,
                 } => {
+                    match self.override_revisions(api, override_templates).await {
+                        Ok(revisions) => g.info.override_revisions = revisions,
+                        Err(e) => {
+                            failed.insert(name.clone(), e);
+                            continue;
+                        }
+                    }
                     self.mixed(
                         api,
                         name,
@@ -118,6 +126,21 @@ impl LaunchCache {
         }
         let (types, floor) = self.template_types(api, group, &f, requirements).await?;
         Ok((types, false, f.revision, floor))
+    }
+
+    /// The resolved revisions of the launch templates a mixed-instances policy's overrides name (their
+    /// `$Default`/`$Latest` followed as the group's own template's): instances launched from them are
+    /// current, not drift.
+    async fn override_revisions(
+        &self,
+        api: &Api,
+        templates: &[LaunchSource],
+    ) -> crate::error::Result<BTreeSet<String>> {
+        let mut out = BTreeSet::new();
+        for t in templates {
+            out.extend(self.facts(api, t).await?.revision);
+        }
+        Ok(out)
     }
 
     /// The type a launch template launches: `overriding` requirements (a policy's override), else its

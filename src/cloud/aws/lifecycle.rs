@@ -70,6 +70,7 @@ pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
     };
     GroupLifecycle {
         revision: info.revision.clone(),
+        also_current: info.override_revisions.clone(),
         instance_revisions: instance_revisions(info),
         max_node_lifetime,
         disruption_budget,

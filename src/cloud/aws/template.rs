@@ -252,6 +252,7 @@ mod tests {
             distribution: None,
             spot_launch: false,
             revision: None,
+            override_revisions: Default::default(),
             requirements_floor: None,
         }
     }

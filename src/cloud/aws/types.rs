@@ -56,6 +56,9 @@ pub struct AsgInfo {
     pub spot_launch: bool,
     /// The revision new instances launch from, once resolved.
     pub revision: Option<String>,
+    /// Revisions of the launch templates a mixed-instances policy's overrides name, once resolved:
+    /// instances of their types launch from those, and are as current.
+    pub override_revisions: std::collections::BTreeSet<String>,
     /// What every type of an attribute-based group has at least (its instance requirements' minimums).
     pub requirements_floor: Option<super::requirements::Floor>,
 }

@@ -198,6 +198,7 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         .collect();
     Ok(GroupLifecycle {
         revision: g.revision.clone(),
+        also_current: Default::default(),
         instance_revisions,
         max_node_lifetime,
         disruption_budget,

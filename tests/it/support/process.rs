@@ -108,6 +108,16 @@ impl Served {
             .expect("VmRSS")
     }
 
+    /// Peak resident memory of the process so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("VmHWM")
+    }
+
     /// Sends SIGTERM and waits for the exit (at most 20 s).
     pub fn terminate(&mut self) -> ExitStatus {
         let ok = Command::new("kill")

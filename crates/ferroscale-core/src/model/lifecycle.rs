@@ -2,7 +2,7 @@
 //! rebalance recommendations, scheduled changes, the instance stopping) and the reasons a node is taken
 //! out of service other than for scale-down.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -211,6 +211,9 @@ impl Window {
 pub struct GroupLifecycle {
     /// The group's current launch template (id and resolved version) or launch configuration.
     pub revision: Option<String>,
+    /// Other revisions new instances launch from too: the launch templates a mixed-instances policy's
+    /// overrides name for their instance types (resolved versions). An instance of one is current.
+    pub also_current: BTreeSet<String>,
     /// Instance (provider id) → the revision it was launched from.
     pub instance_revisions: BTreeMap<String, String>,
     /// Nodes older than this are replaced (tag `ferroscale.io/max-node-lifetime`,
@@ -223,10 +226,10 @@ pub struct GroupLifecycle {
 }
 
 impl GroupLifecycle {
-    /// Whether `instance` was launched from another revision than the group's current one.
+    /// Whether `instance` was launched from another revision than the group's current ones.
     pub fn drifted(&self, instance: &str) -> bool {
         match (&self.revision, self.instance_revisions.get(instance)) {
-            (Some(now), Some(then)) => now != then,
+            (Some(now), Some(then)) => now != then && !self.also_current.contains(then),
             _ => false,
         }
     }
@@ -235,6 +238,32 @@ impl GroupLifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instance_of_any_current_revision_has_not_drifted() {
+        let lifecycle = GroupLifecycle {
+            revision: Some("lt:lt-main:5".into()),
+            also_current: ["lt:lt-arm:3".to_string()].into(),
+            instance_revisions: [
+                ("main", "lt:lt-main:5"),
+                ("arm", "lt:lt-arm:3"),
+                ("old-main", "lt:lt-main:4"),
+                ("old-arm", "lt:lt-arm:2"),
+            ]
+            .into_iter()
+            .map(|(i, r)| (i.to_string(), r.to_string()))
+            .collect(),
+            ..Default::default()
+        };
+        assert!(!lifecycle.drifted("main"));
+        assert!(
+            !lifecycle.drifted("arm"),
+            "an override's template is current"
+        );
+        assert!(lifecycle.drifted("old-main"));
+        assert!(lifecycle.drifted("old-arm"));
+        assert!(!lifecycle.drifted("unknown"));
+    }
 
     #[test]
     fn a_window_is_open_from_each_match_for_its_duration() {

@@ -92,15 +92,24 @@ pub fn parse_milli(input: &str) -> Result<i128, QuantityError> {
     Ok(if negative { -value } else { value })
 }
 
-/// Parses a cpu quantity into millicores.
+/// Parses a cpu quantity into millicores; above `i64::MAX` millicores (about 9.2e15 cores) it is an
+/// error, never a wrapped (negative) count.
 pub fn parse_cpu_milli(input: &str) -> Result<i64, QuantityError> {
-    Ok(parse_milli(input)? as i64)
+    i64::try_from(parse_milli(input)?).map_err(|_| QuantityError {
+        input: input.to_string(),
+        why: "too large",
+    })
 }
 
-/// Parses a count-like quantity (memory bytes, pods, GPUs) into whole units, rounding up.
+/// Parses a count-like quantity (memory bytes, pods, GPUs) into whole units, rounding up; above
+/// `i64::MAX` units it is an error, never a wrapped (negative) count.
 pub fn parse_units(input: &str) -> Result<i64, QuantityError> {
     let milli = parse_milli(input)?;
-    Ok(milli.div_euclid(1000) as i64 + i64::from(milli.rem_euclid(1000) != 0))
+    let units = milli.div_euclid(1000) + i128::from(milli.rem_euclid(1000) != 0);
+    i64::try_from(units).map_err(|_| QuantityError {
+        input: input.to_string(),
+        why: "too large",
+    })
 }
 
 /// Formats millicores the way kubectl shows them: "4" for whole cores, "3920m" otherwise.
@@ -164,6 +173,49 @@ mod tests {
     fn rejects_garbage() {
         for bad in ["", "Gi", "1.2.3", "12Q", "1e99", "--1", "."] {
             assert!(parse_milli(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn too_large_is_an_error_not_a_negative_count() {
+        // i64::MAX millicores is about 9.22e15 cores: one more core wraps without a checked conversion.
+        assert_eq!(
+            parse_cpu_milli("9223372036854775").unwrap(),
+            9_223_372_036_854_775_000
+        );
+        for big in ["9223372036854776", "1e16", "10P", "9Ei", "1e18"] {
+            let err = parse_cpu_milli(big).unwrap_err();
+            assert_eq!(err.why, "too large", "{big}");
+        }
+        assert_eq!(parse_units("9223372036854775807").unwrap(), i64::MAX);
+        for big in [
+            "9223372036854775808",
+            "8Ei",
+            "1e19",
+            "9223372036854775807.5",
+        ] {
+            assert_eq!(parse_units(big).unwrap_err().why, "too large", "{big}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any text: an error or a value, never a panic; a positive quantity never a negative count.
+        #[test]
+        fn parsing_never_panics_and_never_wraps_negative(
+            s in "[-+]?[0-9]{0,25}(\\.[0-9]{0,12})?([numkMGTPE]|[KMGTPE]i|[eE][-+]?[0-9]{1,3})?|.*"
+        ) {
+            let positive = !s.trim().starts_with('-');
+            if let Ok(m) = parse_milli(&s) {
+                proptest::prop_assert!(!positive || m >= 0, "{s:?} -> {m}");
+            }
+            if let Ok(c) = parse_cpu_milli(&s) {
+                proptest::prop_assert!(!positive || c >= 0, "{s:?} -> {c}");
+            }
+            if let Ok(u) = parse_units(&s) {
+                proptest::prop_assert!(!positive || u >= 0, "{s:?} -> {u}");
+            }
         }
     }
 

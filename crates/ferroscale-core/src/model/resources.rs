@@ -85,14 +85,18 @@ impl Resources {
         self.extended.get(labels::NVIDIA_GPU).copied().unwrap_or(0)
     }
 
-    /// Adds `other`, resource by resource.
+    /// Adds `other`, resource by resource, saturating: huge requests summed stay huge (they fit
+    /// nowhere) instead of wrapping negative (and fitting everywhere).
     pub fn add(&mut self, other: &Resources) {
-        self.cpu_milli += other.cpu_milli;
-        self.memory += other.memory;
-        self.pods += other.pods;
-        self.ephemeral_storage += other.ephemeral_storage;
+        self.cpu_milli = self.cpu_milli.saturating_add(other.cpu_milli);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.pods = self.pods.saturating_add(other.pods);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
         for (k, v) in &other.extended {
-            *self.extended.entry(k.clone()).or_default() += v;
+            let e = self.extended.entry(k.clone()).or_default();
+            *e = e.saturating_add(*v);
         }
     }
 
@@ -399,6 +403,34 @@ mod tests {
             err.contains("pod default/web: spec.initContainers[0].resources.requests.cpu"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_quantity_too_large_is_an_error_naming_the_object_and_field_not_a_negative_request() {
+        let err = pod_requests(
+            "pod default/huge: ",
+            vec![],
+            [cpu_mem("10000000000000000", "1Gi")],
+            vec![],
+            vec![],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("pod default/huge: spec.containers[0].resources.requests.cpu")
+                && err.contains("too large"),
+            "{err}"
+        );
+        // Two requests each below the limit add up to the limit, not below zero.
+        let r = pod_requests(
+            "pod default/two: ",
+            vec![],
+            [cpu_mem("9e15", "4Ei"), cpu_mem("9e15", "4Ei")],
+            vec![],
+            vec![],
+        )
+        .unwrap();
+        assert_eq!((r.cpu_milli, r.memory), (i64::MAX, i64::MAX));
     }
 
     proptest! {

@@ -1,7 +1,7 @@
 //! The Eviction API: 429 while a PodDisruptionBudget selecting the pod allows no disruption, else the
 //! budget is decremented and the pod deleted — in one step under the store's lock, as the API server's
 //! optimistic concurrency on the budget makes it: of two evictions racing for the last disruption, one
-//! gets 429.
+//! gets 429. `deleteOptions.preconditions.uid` naming another incarnation of the pod is 409 Conflict.
 
 use axum::response::Response;
 use serde_json::{json, Value};
@@ -10,12 +10,24 @@ use super::wire::{merge, selects, status};
 use super::{KubeApi, PDBS, PODS};
 
 impl KubeApi {
-    pub(super) fn evict(&self, namespace: &str, name: &str) -> Response {
+    pub(super) fn evict(&self, namespace: &str, name: &str, body: Option<&Value>) -> Response {
         let mut s = self.store.lock().unwrap();
         let key = |c: &str, n: &str| (c.to_string(), namespace.to_string(), n.to_string());
         let Some(pod) = s.objects.get(&key(PODS, name)).cloned() else {
             return status(404, "NotFound", format!("pods {name:?} not found"));
         };
+        // deleteOptions.preconditions.uid, as the API server checks it: another pod of that name is 409.
+        let want = body.and_then(|b| b.pointer("/deleteOptions/preconditions/uid"));
+        if let Some(want) = want.and_then(Value::as_str) {
+            let have = pod["metadata"]["uid"].as_str().unwrap_or_default();
+            if want != have {
+                return status(
+                    409,
+                    "Conflict",
+                    format!("Operation cannot be fulfilled on Pod {name:?}: Precondition failed: UID in precondition: {want}, UID in object meta: {have}"),
+                );
+            }
+        }
         let budgets: Vec<Value> = s
             .objects
             .iter()

@@ -325,7 +325,9 @@ impl KubeApi {
                 }
                 json_response(201, &self.put_in(&t, obj))
             }
-            (Method::POST, Some(name), Some("eviction")) => self.evict(&t.namespace, name),
+            (Method::POST, Some(name), Some("eviction")) => {
+                self.evict(&t.namespace, name, parsed.as_ref())
+            }
             (Method::PUT, Some(name), None) => {
                 let Some(obj) = parsed else {
                     return status(400, "BadRequest", "body is not JSON".into());
