@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferroscale::k8s::lease::{Elector, LeaseSettings};
+use ferroscale::k8s::lease::{Elector, LeaseSettings, Term};
 use serde_json::json;
 
 use crate::support::kube_api::{KubeApi, LEASES};
@@ -124,12 +124,12 @@ async fn a_follower_takes_over_only_after_the_leader_stops_renewing() {
 async fn a_leader_that_finds_another_holder_steps_down() {
     let api = KubeApi::start().await;
     let a = Arc::new(elector(&api, "a", Duration::from_secs(2)));
-    let (tx, mut leading) = tokio::sync::watch::channel(false);
+    let (tx, mut leading) = tokio::sync::watch::channel(Term::Over);
     let task = tokio::spawn({
         let a = a.clone();
         async move { a.lead(tx).await }
     });
-    leading.wait_for(|l| *l).await.unwrap();
+    leading.wait_for(|t| t.leads()).await.unwrap();
     api.update(
         LEASES,
         "kube-system",
@@ -142,5 +142,5 @@ async fn a_leader_that_finds_another_holder_steps_down() {
         .unwrap();
     let err = outcome.unwrap_err().to_string();
     assert!(err.contains("leadership lost"), "{err}");
-    assert!(!*leading.borrow());
+    assert_eq!(*leading.borrow(), Term::Over);
 }

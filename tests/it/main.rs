@@ -61,3 +61,4 @@ mod size_checks;
 mod template;
 mod tls;
 mod twin;
+mod write_guard;

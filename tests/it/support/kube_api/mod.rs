@@ -30,6 +30,8 @@ struct Store {
     objects: BTreeMap<(String, String, String), Value>,
     log: Vec<Change>,
     requests: Vec<String>,
+    /// When each of `requests` was received.
+    received: Vec<std::time::Instant>,
     /// A write another client makes just before the next PATCH of (collection, namespace, name).
     interference: Option<((String, String, String), Value)>,
     /// Requests starting with this (`PUT /apis/...`) get no answer until released.
@@ -225,6 +227,13 @@ impl KubeApi {
         self.store.lock().unwrap().requests.clone()
     }
 
+    /// When the latest request starting with `prefix` was received.
+    pub fn last_received(&self, prefix: &str) -> Option<std::time::Instant> {
+        let s = self.store.lock().unwrap();
+        let at = s.requests.iter().rposition(|r| r.starts_with(prefix))?;
+        Some(s.received[at])
+    }
+
     /// Waits until `pred` holds, up to 10 seconds.
     pub async fn wait_for(&self, what: &str, pred: impl Fn(&KubeApi) -> bool) {
         for _ in 0..200 {
@@ -280,7 +289,11 @@ impl KubeApi {
 
     async fn handle(&self, method: Method, uri: Uri, body: Bytes) -> Response {
         let request = format!("{method} {uri}");
-        self.store.lock().unwrap().requests.push(request.clone());
+        {
+            let mut s = self.store.lock().unwrap();
+            s.requests.push(request.clone());
+            s.received.push(std::time::Instant::now());
+        }
         let held = || {
             let s = self.store.lock().unwrap();
             s.hold.as_deref().is_some_and(|h| request.starts_with(h))
