@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferroscale::k8s::lease::{Elector, LeaseSettings, Term};
+use ferroscale::k8s::lease::{Elector, Fence, LeaseSettings, Term};
 use serde_json::json;
 
 use crate::support::kube_api::{KubeApi, LEASES};
@@ -143,4 +143,47 @@ async fn a_leader_that_finds_another_holder_steps_down() {
     let err = outcome.unwrap_err().to_string();
     assert!(err.contains("leadership lost"), "{err}");
     assert_eq!(*leading.borrow(), Term::Over);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leadership_ends_at_the_renew_deadline_not_after_a_retry_sleep() {
+    let api = KubeApi::start().await;
+    // A retry period close to the renew deadline: a loop that noticed the end only after its sleep
+    // would lead for most of another retry period.
+    let a = Arc::new(Elector::new(
+        api.client(),
+        LeaseSettings {
+            namespace: "kube-system".into(),
+            name: "cluster-autoscaler".into(),
+            identity: "a".into(),
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_secs(1),
+            retry_period: Duration::from_millis(800),
+        },
+    ));
+    let (tx, mut term) = tokio::sync::watch::channel(Term::Over);
+    let fence = Fence::following(term.clone());
+    let task = tokio::spawn({
+        let a = a.clone();
+        async move { a.lead(tx).await }
+    });
+    term.wait_for(|t| t.leads()).await.unwrap();
+    // Renewals fail at once from now on. Each one that succeeded started before the API received it:
+    // a renew deadline after the latest of those, the term is over, whatever the loop is doing.
+    let writes = "PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
+    let refused = std::time::Instant::now();
+    api.refuse(Some(writes));
+    let last = api
+        .last_received(writes, refused)
+        .or_else(|| api.last_received("POST /apis/coordination.k8s.io", refused))
+        .expect("the Lease was written");
+    tokio::time::sleep_until((last + Duration::from_secs(1)).into()).await;
+    assert!(!fence.leads(), "leading past the renew deadline");
+    assert!(fence.check("resizing").is_err());
+    let outcome = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the elector gives up")
+        .unwrap();
+    assert!(outcome.unwrap_err().to_string().contains("leadership lost"));
+    assert_eq!(*term.borrow(), Term::Over);
 }

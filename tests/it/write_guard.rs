@@ -199,9 +199,10 @@ async fn a_hung_renewal_lets_no_aws_write_start_after_the_term_ended() {
     // The renewals hang from now on. Every renewal that succeeded started before the API received its
     // write, so once the renew deadline has passed since the latest Lease write received, the term has
     // ended (the same monotonic clock, whatever the elector's loop does).
+    let held = std::time::Instant::now();
     api.hold(LEASE_WRITES);
     loop {
-        let last = api.last_received(LEASE_WRITES).expect("renewals");
+        let last = api.last_received(LEASE_WRITES, held).expect("renewals");
         if std::time::Instant::now() >= last + Duration::from_secs(1) {
             break;
         }

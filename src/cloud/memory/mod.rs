@@ -384,4 +384,37 @@ nodeGroups:
         assert!(err(&ONE.replace("minSize", "minsize")).contains("minsize"));
         assert!(err(&format!("{ONE}{}", &ONE[12..])).contains("duplicate"));
     }
+
+    #[test]
+    fn a_refused_guard_changes_nothing_and_says_what_was_not_done() {
+        let cloud = MemoryCloud::new(&MemoryConfig::parse(ONE).unwrap()).unwrap();
+        let (guard, caller) = WriteGuard::for_caller(None);
+        drop(caller);
+        let id = cloud.snapshot().group("general").unwrap().instances[0]
+            .id
+            .clone();
+        let e = cloud
+            .delete("general", std::slice::from_ref(&id), &guard)
+            .unwrap_err();
+        match e {
+            Error::NotStarted {
+                why,
+                done,
+                not_done,
+                ..
+            } => {
+                assert_eq!(why, crate::error::Revoked::Cancelled);
+                assert!(done.is_empty());
+                assert_eq!(not_done, vec![id]);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(cloud.increase("general", 1, &guard).is_err());
+        let g = cloud.snapshot().group("general").unwrap().clone();
+        assert_eq!(
+            (g.target_size, g.instances.len()),
+            (1, 1),
+            "nothing changed"
+        );
+    }
 }

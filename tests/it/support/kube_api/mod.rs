@@ -36,6 +36,8 @@ struct Store {
     interference: Option<((String, String, String), Value)>,
     /// Requests starting with this (`PUT /apis/...`) get no answer until released.
     hold: Option<String>,
+    /// Requests starting with this are answered 500 at once while set.
+    refuse: Option<String>,
     /// Collections whose lists and watches fail (500) while set.
     failing: std::collections::BTreeSet<String>,
 }
@@ -227,11 +229,25 @@ impl KubeApi {
         self.store.lock().unwrap().requests.clone()
     }
 
-    /// When the latest request starting with `prefix` was received.
-    pub fn last_received(&self, prefix: &str) -> Option<std::time::Instant> {
+    /// When the latest request starting with `prefix` received before `before` was received.
+    pub fn last_received(
+        &self,
+        prefix: &str,
+        before: std::time::Instant,
+    ) -> Option<std::time::Instant> {
         let s = self.store.lock().unwrap();
-        let at = s.requests.iter().rposition(|r| r.starts_with(prefix))?;
-        Some(s.received[at])
+        s.requests
+            .iter()
+            .zip(&s.received)
+            .filter(|(r, at)| r.starts_with(prefix) && **at < before)
+            .map(|(_, at)| *at)
+            .max()
+    }
+
+    /// While `prefix` is Some, requests starting with it are answered 500 at once (an API server
+    /// failing them, as opposed to [`KubeApi::hold`]'s hanging).
+    pub fn refuse(&self, prefix: Option<&str>) {
+        self.store.lock().unwrap().refuse = prefix.map(String::from);
     }
 
     /// Waits until `pred` holds, up to 10 seconds.
@@ -300,6 +316,13 @@ impl KubeApi {
         };
         while held() {
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let refused = {
+            let s = self.store.lock().unwrap();
+            s.refuse.as_deref().is_some_and(|r| request.starts_with(r))
+        };
+        if refused {
+            return status(500, "InternalError", "refused by the test".into());
         }
         let Some(t) = parse_path(uri.path()) else {
             return status(404, "NotFound", format!("no route {}", uri.path()));
