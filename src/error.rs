@@ -69,6 +69,20 @@ pub enum Error {
     #[error("pricing: {reason}")]
     Pricing { reason: String },
 
+    /// A write on the cloud was not started because its caller had lost the right to it (`why`): its
+    /// deadline passed, it cancelled, or this replica stopped leading. Calls already sent completed and
+    /// were recorded; `done` names what this call changed before (provider ids), `not_done` what it left.
+    #[error(
+        "node group {group:?}: {action} not started: {why}; done {done:?}, not done {not_done:?}"
+    )]
+    NotStarted {
+        group: String,
+        action: String,
+        why: Revoked,
+        done: Vec<String>,
+        not_done: Vec<String>,
+    },
+
     /// This replica does not lead any more (another replica holds the Lease, or renewals failed past
     /// the renew deadline): nothing more is changed, and `run` exits to restart as a follower.
     #[error("leadership lost: {reason}")]
@@ -121,6 +135,20 @@ pub enum Error {
         #[source]
         source: Arc<std::io::Error>,
     },
+}
+
+/// Why a caller may no longer start a write on the cloud (the write guard of `cloud::guard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum Revoked {
+    /// The caller's deadline (gRPC `grpc-timeout`) passed, or too little of it was left to answer.
+    #[error("the caller's deadline passed")]
+    Deadline,
+    /// The caller went away (the RPC was cancelled or timed out).
+    #[error("the caller cancelled the call")]
+    Cancelled,
+    /// This replica's term as leader ended.
+    #[error("this replica does not lead any more")]
+    Leadership,
 }
 
 impl Error {

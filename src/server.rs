@@ -31,7 +31,7 @@ pub const GRPC_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// ...and dropped when a ping is not answered in this time.
 pub const GRPC_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest time one RPC may take (CA's own deadline is shorter; writes run on as tasks of their own).
-pub const GRPC_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const GRPC_REQUEST_TIMEOUT: Duration = crate::grpc::REQUEST_TIMEOUT;
 
 /// A gRPC router with the listener's limits.
 type LimitedRouter = tonic::transport::server::Router<

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::cloud::WriteGuard;
 use crate::error::Result;
 
 /// A pod to evict, as the loop's view of the cluster has it.
@@ -114,6 +115,9 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     /// Ok while this replica may change anything (it holds the Lease, or runs without one); an error
     /// saying `what` was not done otherwise.
     fn may_act(&self, what: &str) -> Result<()>;
+    /// What cloud writes check, inside their group's lock right before each call: the same right as
+    /// [`Cluster::may_act`], at the last moment it can be known.
+    fn write_guard(&self) -> WriteGuard;
     /// Adds (`on`) or takes off one of the autoscaler's taints, keeping the node's other taints.
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()>;
     /// Marks the node unschedulable.

@@ -169,7 +169,10 @@ impl<C: Cluster> Actuator<C> {
         for c in &d.cancel {
             let cloud = &self.remover.cloud;
             let outcome = match self.cluster().may_act("lowering a target size") {
-                Ok(()) => cloud.decrease_target_size(&c.group, -c.count).await,
+                Ok(()) => {
+                    let guard = self.cluster().write_guard();
+                    cloud.decrease_target_size(&c.group, -c.count, &guard).await
+                }
                 Err(e) => Err(e),
             };
             match outcome {
@@ -254,7 +257,10 @@ impl<C: Cluster> Actuator<C> {
         for (group, instances) in by_group {
             let ids: Vec<String> = instances.iter().map(|i| i.instance.clone()).collect();
             let outcome = match self.cluster().may_act("deleting instances") {
-                Ok(()) => self.remover.cloud.delete_nodes(group, &ids).await,
+                Ok(()) => {
+                    let guard = self.cluster().write_guard();
+                    self.remover.cloud.delete_nodes(group, &ids, &guard).await
+                }
                 Err(e) => Err(e),
             };
             match &outcome {
@@ -285,7 +291,10 @@ impl<C: Cluster> Actuator<C> {
         let cloud = &self.remover.cloud;
         let before = cloud.snapshot().group(&s.group).ok().cloned();
         let outcome = match self.cluster().may_act("increasing a group") {
-            Ok(()) => cloud.increase_size(&s.group, s.delta).await,
+            Ok(()) => {
+                let guard = self.cluster().write_guard();
+                cloud.increase_size(&s.group, s.delta, &guard).await
+            }
             Err(e) => Err(e),
         };
         match outcome {

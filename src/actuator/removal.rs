@@ -244,8 +244,9 @@ impl<C: Cluster> Remover<C> {
             }
         }
         self.cluster.may_act(&format!("deleting node {}", r.node))?;
+        let guard = self.cluster.write_guard();
         self.cloud
-            .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id))
+            .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id), &guard)
             .await
     }
 }

@@ -126,13 +126,16 @@ impl RunFlags {
         if self.scan_interval.0.is_zero() {
             return Err(Error::config("--scan-interval: must be above 0"));
         }
-        if self.leader_elect
-            && (self.leader_elect_renew_deadline >= self.leader_elect_lease_duration
-                || self.leader_elect_retry_period.0.is_zero())
-        {
-            return Err(Error::config(
-                "--leader-elect-renew-deadline must be below --leader-elect-lease-duration, and --leader-elect-retry-period above 0",
-            ));
+        let lease = (self.leader_elect && !self.dry_run).then(|| LeaseSettings {
+            namespace: self.namespace.clone(),
+            name: self.leader_elect_resource_name.clone(),
+            identity: identity.to_string(),
+            lease_duration: self.leader_elect_lease_duration.0,
+            renew_deadline: self.leader_elect_renew_deadline.0,
+            retry_period: self.leader_elect_retry_period.0,
+        });
+        if let Some(l) = &lease {
+            l.check()?;
         }
         Ok(RunSettings {
             scan_interval: self.scan_interval.0,
@@ -141,14 +144,7 @@ impl RunFlags {
             status_config_map: self
                 .write_status_configmap
                 .then(|| self.status_config_map_name.clone()),
-            lease: (self.leader_elect && !self.dry_run).then(|| LeaseSettings {
-                namespace: self.namespace.clone(),
-                name: self.leader_elect_resource_name.clone(),
-                identity: identity.to_string(),
-                lease_duration: self.leader_elect_lease_duration.0,
-                renew_deadline: self.leader_elect_renew_deadline.0,
-                retry_period: self.leader_elect_retry_period.0,
-            }),
+            lease,
             drain: DrainSettings {
                 max_pod_eviction_time: self.max_pod_eviction_time.0,
                 max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),

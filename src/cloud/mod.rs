@@ -3,7 +3,10 @@
 //! cluster-autoscaler never wait on a cloud API; writes are validated by the model's `plan_*` checks.
 
 pub mod aws;
+pub mod guard;
 pub mod memory;
+
+pub use guard::WriteGuard;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,14 +57,24 @@ pub trait Cloud: Send + Sync + 'static {
     /// Brings the snapshot up to date; CA calls this before every loop.
     async fn refresh(&self) -> Result<()>;
 
-    /// Raises a group's target size by `delta` (> 0), never above max, atomically per group.
-    async fn increase_size(&self, group: &str, delta: i32) -> Result<()>;
+    /// Raises a group's target size by `delta` (> 0), never above max, atomically per group. Every
+    /// write starts only while `guard` allows, checked inside the group's lock right before the call.
+    async fn increase_size(&self, group: &str, delta: i32, guard: &WriteGuard) -> Result<()>;
 
-    /// Deletes the named instances (by provider id) and lowers the target by as many; all or nothing.
-    async fn delete_nodes(&self, group: &str, provider_ids: &[String]) -> Result<()>;
+    /// Deletes the named instances (by provider id) and lowers the target by as many; all or nothing,
+    /// except that no call is started once `guard` refuses ([`crate::error::Error::NotStarted`] then
+    /// names what was and was not deleted).
+    async fn delete_nodes(
+        &self,
+        group: &str,
+        provider_ids: &[String],
+        guard: &WriteGuard,
+    ) -> Result<()>;
 
-    /// Lowers the target by `-delta` (delta < 0), cancelling only capacity not yet fulfilled.
-    async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()>;
+    /// Lowers the target by `-delta` (delta < 0), cancelling only capacity not yet fulfilled; only
+    /// while `guard` allows.
+    async fn decrease_target_size(&self, group: &str, delta: i32, guard: &WriteGuard)
+        -> Result<()>;
 
     /// Releases resources before shutdown.
     async fn cleanup(&self) -> Result<()> {

@@ -9,12 +9,21 @@ pub mod provider;
 pub mod status;
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use tonic::metadata::MetadataMap;
 use tonic::{Response, Status};
 
+use crate::cloud::guard::{Caller, WriteGuard};
 use crate::error::Result;
 use crate::metrics::Metrics;
+
+/// Longest time one RPC may take: tonic answers CANCELLED after it (CA's own deadline is shorter).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The end of a caller's time kept for the answer to reach it: no write starts in it, so a caller
+/// whose write waited too long hears which ids were and were not acted on instead of a bare timeout.
+pub const ANSWER_TIME: Duration = Duration::from_millis(250);
 
 /// Largest CloudProvider request accepted (a DeleteNodes of many nodes is the biggest CA sends).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -43,14 +52,60 @@ pub fn bounded(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs a cloud write as a task of its own: when CA's deadline cancels the RPC, the write still
-/// completes and publishes what AWS accepted, instead of stopping between two AWS calls unrecorded.
+/// The write guard of an RPC that arrived now with these headers: writes start only before its
+/// deadline (`grpc-timeout`, capped at [`REQUEST_TIMEOUT`]) less [`ANSWER_TIME`], and while the returned
+/// [`Caller`] is held by the handler (tonic drops it when the call is cancelled or times out).
+pub fn write_guard(metadata: &MetadataMap) -> (WriteGuard, Caller) {
+    let timeout = metadata
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(grpc_timeout)
+        .map_or(REQUEST_TIMEOUT, |t| t.min(REQUEST_TIMEOUT));
+    let deadline = Instant::now() + timeout.saturating_sub(ANSWER_TIME);
+    WriteGuard::for_caller(Some(deadline))
+}
+
+/// A `grpc-timeout` header: at most 8 digits and a unit (H, M, S, m, u, n), as the gRPC spec says.
+fn grpc_timeout(value: &str) -> Option<Duration> {
+    if !value.is_ascii() {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// Runs a cloud write as a task of its own: when CA's deadline cancels the RPC, a call already sent
+/// still completes and publishes what AWS accepted, instead of stopping between two AWS calls
+/// unrecorded; `caller` is held while the RPC waits, and no further call starts once it is dropped.
+/// What the task did not do is logged with its ids, as the caller may no longer hear the answer.
 pub async fn detached<T: Send + 'static>(
+    caller: Caller,
     write: impl Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
-    tokio::spawn(write)
+    let task = tokio::spawn(async move {
+        let outcome = write.await;
+        if let Err(e @ crate::error::Error::NotStarted { .. }) = &outcome {
+            tracing::warn!(error = %e, "write not started: its caller's right to it ended");
+        }
+        outcome
+    });
+    let outcome = task
         .await
-        .map_err(|e| crate::error::Error::task("the write task", e))?
+        .map_err(|e| crate::error::Error::task("the write task", e))?;
+    drop(caller);
+    outcome
 }
 
 /// Runs a handler, maps its error, logs failures and records the RPC's count and latency.
@@ -76,4 +131,20 @@ pub async fn instrument<T>(
         .map_or_else(|s| s.code(), |_| tonic::Code::Ok);
     metrics.rpc_handled(service, method, status::code_name(code), started.elapsed());
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_are_read_as_the_spec_writes_them() {
+        assert_eq!(grpc_timeout("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(grpc_timeout("300m"), Some(Duration::from_millis(300)));
+        assert_eq!(grpc_timeout("30000000u"), Some(Duration::from_secs(30)));
+        assert_eq!(grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        for bad in ["", "S", "5", "5x", "123456789S", "-5S", "5 S"] {
+            assert_eq!(grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
 }

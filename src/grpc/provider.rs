@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::options::Generation;
-use super::{bounded, convert, detached, instrument};
+use super::{bounded, convert, detached, instrument, write_guard};
 use crate::cloud::Cloud;
 use crate::error::{DomainError, Error, Result};
 use crate::metrics::Metrics;
@@ -213,11 +213,12 @@ impl CloudProvider for CloudProviderService {
         req: Request<pb::NodeGroupIncreaseSizeRequest>,
     ) -> Reply<pb::NodeGroupIncreaseSizeResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupIncreaseSize", async {
+            let (guard, caller) = write_guard(req.metadata());
             let r = req.into_inner();
             bounded("id", &r.id)?;
             let cloud = self.cloud.clone();
-            detached(async move {
-                cloud.increase_size(&r.id, r.delta).await?;
+            detached(caller, async move {
+                cloud.increase_size(&r.id, r.delta, &guard).await?;
                 tracing::info!(group = %r.id, delta = r.delta, "increased node group size");
                 Ok(())
             })
@@ -232,6 +233,7 @@ impl CloudProvider for CloudProviderService {
         req: Request<pb::NodeGroupDeleteNodesRequest>,
     ) -> Reply<pb::NodeGroupDeleteNodesResponse> {
         instrument(&self.metrics, SERVICE, "NodeGroupDeleteNodes", async {
+            let (guard, caller) = write_guard(req.metadata());
             let r = req.into_inner();
             bounded("id", &r.id)?;
             let ids = r
@@ -252,8 +254,8 @@ impl CloudProvider for CloudProviderService {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let cloud = self.cloud.clone();
-            detached(async move {
-                let outcome = cloud.delete_nodes(&r.id, &ids).await;
+            detached(caller, async move {
+                let outcome = cloud.delete_nodes(&r.id, &ids, &guard).await;
                 match &outcome {
                     Ok(()) => tracing::info!(group = %r.id, nodes = ?ids, "deleted nodes"),
                     Err(e @ Error::PartiallyDeleted { .. }) => {
@@ -278,11 +280,12 @@ impl CloudProvider for CloudProviderService {
             SERVICE,
             "NodeGroupDecreaseTargetSize",
             async {
+                let (guard, caller) = write_guard(req.metadata());
                 let r = req.into_inner();
                 bounded("id", &r.id)?;
                 let cloud = self.cloud.clone();
-                detached(async move {
-                    cloud.decrease_target_size(&r.id, r.delta).await?;
+                detached(caller, async move {
+                    cloud.decrease_target_size(&r.id, r.delta, &guard).await?;
                     tracing::info!(group = %r.id, delta = r.delta, "decreased node group target size");
                     Ok(())
                 })

@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::error::{DomainError, Error};
+use crate::error::{DomainError, Error, Revoked};
 
 /// The gRPC code cluster-autoscaler should see for an error.
 pub fn code(err: &Error) -> Code {
@@ -12,6 +12,12 @@ pub fn code(err: &Error) -> Code {
         Error::PermissionDenied { .. } => Code::PermissionDenied,
         // What failed decides: a throttled termination is worth retrying, a forbidden one is not.
         Error::PartiallyDeleted { cause, .. } => code(cause),
+        // The caller's right ended before the write started: said as gRPC says each ending.
+        Error::NotStarted { why, .. } => match why {
+            Revoked::Deadline => Code::DeadlineExceeded,
+            Revoked::Cancelled => Code::Cancelled,
+            Revoked::Leadership => Code::Aborted,
+        },
         // Worth retrying: the cloud or the cluster may answer, a group's data may be whole, next time.
         Error::Unavailable(_)
         | Error::GroupData { .. }
@@ -132,6 +138,36 @@ mod tests {
                     not_attempted: vec![],
                 },
                 Code::Unavailable,
+            ),
+            (
+                Error::NotStarted {
+                    group: s("g"),
+                    action: s("TerminateInstanceInAutoScalingGroup"),
+                    why: Revoked::Deadline,
+                    done: vec![s("a")],
+                    not_done: vec![s("b")],
+                },
+                Code::DeadlineExceeded,
+            ),
+            (
+                Error::NotStarted {
+                    group: s("g"),
+                    action: s("SetDesiredCapacity"),
+                    why: Revoked::Cancelled,
+                    done: vec![],
+                    not_done: vec![],
+                },
+                Code::Cancelled,
+            ),
+            (
+                Error::NotStarted {
+                    group: s("g"),
+                    action: s("SetDesiredCapacity"),
+                    why: Revoked::Leadership,
+                    done: vec![],
+                    not_done: vec![],
+                },
+                Code::Aborted,
             ),
             (
                 Error::GroupData {

@@ -14,6 +14,7 @@ use super::lease::Fence;
 use crate::actuator::{
     Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
+use crate::cloud::WriteGuard;
 use crate::error::{Error, Result};
 
 /// The cluster behind the Kubernetes API.
@@ -54,6 +55,10 @@ impl LiveCluster {
 impl Cluster for LiveCluster {
     fn may_act(&self, what: &str) -> Result<()> {
         self.fence.check(what)
+    }
+
+    fn write_guard(&self) -> WriteGuard {
+        WriteGuard::fenced(self.fence.clone())
     }
 
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()> {

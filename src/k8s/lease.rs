@@ -33,11 +33,67 @@ pub struct LeaseSettings {
     pub retry_period: Duration,
 }
 
+/// client-go's margin between the renew deadline and the retry period (`JitterFactor`).
+pub const JITTER_FACTOR: f64 = 1.2;
+
+impl LeaseSettings {
+    /// client-go's rules for the times (`NewLeaderElector`), each error naming the flag at fault: the
+    /// lease outlasts the renew deadline (as the Lease records it, in whole seconds), so a follower
+    /// takes over only after the leader's term ended; the renew deadline leaves room for more than one
+    /// attempt, retries jittered by [`JITTER_FACTOR`].
+    pub fn check(&self) -> Result<()> {
+        let recorded = Duration::from_secs(self.lease_duration.as_secs());
+        if self.retry_period.is_zero() {
+            return Err(Error::config(
+                "--leader-elect-retry-period: must be above 0",
+            ));
+        }
+        if recorded <= self.renew_deadline {
+            return Err(Error::config(format!(
+                "--leader-elect-lease-duration: {:?} (as the Lease records it, in whole seconds) must be greater than --leader-elect-renew-deadline ({:?})",
+                recorded, self.renew_deadline
+            )));
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+            return Err(Error::config(format!(
+                "--leader-elect-renew-deadline: {:?} must be greater than {JITTER_FACTOR} × --leader-elect-retry-period ({:?})",
+                self.renew_deadline, self.retry_period
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// This replica's leadership as the elector publishes it. A term ends by itself at its end — the renew
+/// deadline after the start of the last renewal that succeeded, on the monotonic clock — whatever the
+/// elector's loop is doing (waiting on a renewal that hangs, sleeping between attempts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Term {
+    /// No Lease (`--leader-elect=false`): leads for good.
+    Unbounded,
+    /// Leads until this instant, unless a renewal extends it.
+    Until(Instant),
+    /// Follows.
+    Over,
+}
+
+impl Term {
+    /// Whether this replica leads now.
+    pub fn leads(&self) -> bool {
+        match self {
+            Term::Unbounded => true,
+            Term::Until(end) => Instant::now() < *end,
+            Term::Over => false,
+        }
+    }
+}
+
 /// Whether this replica may still change anything: checked right before every mutating call (resizes,
-/// taints, evictions, deletions, the status) and false the moment a renewal fails past the renew
-/// deadline or another replica takes the Lease, so no call is made on leadership already lost.
+/// taints, evictions, deletions, the status; cloud writes inside their group's lock, through the write
+/// guard of `cloud::guard`) and false from the instant the term ends, so no call is started on
+/// leadership already lost.
 #[derive(Clone)]
-pub struct Fence(Option<watch::Receiver<bool>>);
+pub struct Fence(Option<watch::Receiver<Term>>);
 
 impl Fence {
     /// No Lease (`--leader-elect=false`): always allowed.
@@ -45,19 +101,24 @@ impl Fence {
         Fence(None)
     }
 
-    /// Follows the leadership an elector publishes.
-    pub fn following(leading: watch::Receiver<bool>) -> Self {
-        Fence(Some(leading))
+    /// Follows the terms an elector publishes.
+    pub fn following(term: watch::Receiver<Term>) -> Self {
+        Fence(Some(term))
+    }
+
+    /// Whether this replica leads now.
+    pub fn leads(&self) -> bool {
+        self.0.as_ref().is_none_or(|t| t.borrow().leads())
     }
 
     /// Ok while leading; an error naming `what` was not done otherwise.
     pub fn check(&self, what: &str) -> Result<()> {
-        match &self.0 {
-            Some(leading) if !*leading.borrow() => Err(Error::LeadershipLost {
-                reason: format!("not the leader any more: {what} not done"),
-            }),
-            _ => Ok(()),
+        if self.leads() {
+            return Ok(());
         }
+        Err(Error::LeadershipLost {
+            reason: format!("not the leader any more: {what} not done"),
+        })
     }
 }
 
@@ -193,22 +254,33 @@ impl Elector {
         }
     }
 
-    /// Campaigns, then renews every retry period while leading, publishing whether this replica leads.
-    /// Returns an error once leadership is lost (another replica took the lease, or renewals failed
-    /// for the renew deadline): as upstream, the process then exits and restarts as a follower, so two
-    /// replicas never act at once.
-    pub async fn lead(&self, leading: watch::Sender<bool>) -> Result<()> {
+    /// Campaigns, then renews every retry period while leading, publishing each term. Returns an error
+    /// once leadership is lost (another replica took the lease, or the term ended unrenewed): as
+    /// upstream, the process then exits and restarts as a follower, so two replicas never act at once.
+    pub async fn lead(&self, term: watch::Sender<Term>) -> Result<()> {
         let s = &self.settings;
-        let mut last_renewal = Instant::now();
         loop {
-            let led = *leading.borrow();
-            // A renewal that hangs must not keep this replica leading past its deadline: while leading
-            // each attempt gets only the time left; a campaign attempt gets the renew deadline.
-            let bound = if led {
-                s.renew_deadline.saturating_sub(last_renewal.elapsed())
-            } else {
-                s.renew_deadline
+            let end = match *term.borrow() {
+                Term::Until(end) => Some(end),
+                _ => None,
             };
+            if end.is_some_and(|end| Instant::now() >= end) {
+                term.send_replace(Term::Over);
+                return Err(Error::LeadershipLost {
+                    reason: format!(
+                        "Lease {}/{} not renewed within {:?}",
+                        s.namespace, s.name, s.renew_deadline
+                    ),
+                });
+            }
+            // Followers measure the lease from when they see a renewal, which is after it started: a
+            // term counted from the start never outlasts what they grant.
+            let started = Instant::now();
+            // A renewal that hangs must not outlive the term: while leading each attempt gets the
+            // time left; a campaign attempt gets the renew deadline.
+            let bound = end.map_or(s.renew_deadline, |end| {
+                end.saturating_duration_since(started)
+            });
             let attempt = tokio::time::timeout(bound, self.try_acquire_or_renew())
                 .await
                 .unwrap_or_else(|_| {
@@ -218,33 +290,75 @@ impl Elector {
                 });
             match attempt {
                 Ok(true) => {
-                    last_renewal = Instant::now();
-                    if !led {
+                    if end.is_none() {
                         tracing::info!(identity = %s.identity, lease = %s.name, "became the leader");
-                        leading.send_replace(true);
                     }
+                    term.send_replace(Term::Until(started + s.renew_deadline));
                 }
-                Ok(false) if led => {
-                    leading.send_replace(false);
+                Ok(false) if end.is_some() => {
+                    term.send_replace(Term::Over);
                     return Err(Error::LeadershipLost {
                         reason: format!("another replica holds Lease {}/{}", s.namespace, s.name),
                     });
                 }
                 Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "Lease renewal failed");
-                    if led && last_renewal.elapsed() >= s.renew_deadline {
-                        leading.send_replace(false);
-                        return Err(Error::LeadershipLost {
-                            reason: format!(
-                                "Lease {}/{} not renewed within {:?}: {e}",
-                                s.namespace, s.name, s.renew_deadline
-                            ),
-                        });
-                    }
-                }
+                Err(e) => tracing::warn!(error = %e, "Lease renewal failed"),
             }
-            tokio::time::sleep(s.retry_period).await;
+            // The next attempt a retry period on, or when the term ends if that is sooner.
+            let mut next = Instant::now() + s.retry_period;
+            if let Term::Until(end) = *term.borrow() {
+                next = next.min(end);
+            }
+            tokio::time::sleep_until(next.into()).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(lease: u64, renew: u64, retry: u64) -> Result<()> {
+        LeaseSettings {
+            namespace: "kube-system".into(),
+            name: "cluster-autoscaler".into(),
+            identity: "a".into(),
+            lease_duration: Duration::from_millis(lease),
+            renew_deadline: Duration::from_millis(renew),
+            retry_period: Duration::from_millis(retry),
+        }
+        .check()
+    }
+
+    #[test]
+    fn lease_times_follow_client_go_and_name_the_flag_at_fault() {
+        assert!(times(15_000, 10_000, 2_000).is_ok(), "upstream's defaults");
+        assert!(times(15_000, 14_000, 5_000).is_ok(), "client-go accepts it");
+        let cases = [
+            ((15_000, 15_000, 2_000), "--leader-elect-lease-duration"),
+            ((1_500, 1_200, 200), "--leader-elect-lease-duration: 1s"),
+            ((15_000, 12_000, 10_000), "--leader-elect-renew-deadline"),
+            ((15_000, 2_400, 2_000), "--leader-elect-renew-deadline"),
+            ((15_000, 10_000, 0), "--leader-elect-retry-period"),
+        ];
+        for ((lease, renew, retry), flag) in cases {
+            let e = times(lease, renew, retry).unwrap_err();
+            assert!(e.is_config(), "{e}");
+            assert!(e.to_string().starts_with(flag), "{flag}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_term_ends_by_itself() {
+        assert!(Term::Unbounded.leads());
+        assert!(!Term::Over.leads());
+        assert!(Term::Until(Instant::now() + Duration::from_secs(60)).leads());
+        assert!(!Term::Until(Instant::now()).leads());
+        let (tx, rx) = watch::channel(Term::Until(Instant::now() + Duration::from_secs(60)));
+        let fence = Fence::following(rx);
+        assert!(fence.check("resizing").is_ok());
+        tx.send_replace(Term::Until(Instant::now()));
+        let e = fence.check("resizing").unwrap_err();
+        assert!(matches!(e, Error::LeadershipLost { .. }), "{e}");
     }
 }

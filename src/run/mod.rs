@@ -36,7 +36,7 @@ use crate::k8s::cluster::LiveCluster;
 use crate::k8s::drain::DrainSettings;
 use crate::k8s::events::Events;
 use crate::k8s::index::Updated;
-use crate::k8s::lease::{Elector, Fence, LeaseSettings};
+use crate::k8s::lease::{Elector, Fence, LeaseSettings, Term};
 use crate::k8s::priorities::PriorityWatch;
 use crate::k8s::watch::Watches;
 use crate::metrics::{LoopMetrics, Metrics};
@@ -248,7 +248,12 @@ impl Runner {
     /// this replica leads; losing the lease ends the run with an error (the process restarts as a
     /// follower, as upstream's does).
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
-        let (leading_tx, mut leading) = watch::channel(self.run.lease.is_none());
+        let first = if self.run.lease.is_none() {
+            Term::Unbounded
+        } else {
+            Term::Over
+        };
+        let (leading_tx, mut leading) = watch::channel(first);
         if self.run.lease.is_some() {
             let fence = Fence::following(leading.clone());
             self.actuator.cluster_mut().set_fence(fence.clone());
@@ -269,7 +274,7 @@ impl Runner {
         let mut tick = tokio::time::interval(self.run.scan_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut shutdown = std::pin::pin!(shutdown);
-        let mut was_leading = *leading.borrow();
+        let mut was_leading = leading.borrow().leads();
         let outcome = loop {
             tokio::select! {
                 _ = &mut shutdown => break Ok(()),
@@ -277,13 +282,13 @@ impl Runner {
                     break done.unwrap_or_else(|e| Err(Error::task("the leader election", e)));
                 }
                 _ = leading.changed() => {
-                    if !*leading.borrow() {
+                    if !leading.borrow().leads() {
                         // Lost: drains stop now (each also checks before its next call).
                         self.actuator.abort();
                     }
                 }
                 _ = tick.tick() => {
-                    let is_leading = *leading.borrow();
+                    let is_leading = leading.borrow().leads();
                     if is_leading && !was_leading {
                         self.health.start(crate::time::loop_now());
                         self.clean_stale_taints().await;
@@ -301,7 +306,7 @@ impl Runner {
         campaign.abort_all();
         self.actuator.abort();
         // Leaving while leading gives the Lease up at once; a replica that lost it writes nothing more.
-        if let (Some(e), true) = (elector, outcome.is_ok() && *leading.borrow()) {
+        if let (Some(e), true) = (elector, outcome.is_ok() && leading.borrow().leads()) {
             let bound = self
                 .run
                 .lease

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::actuator::{
     Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, WriteGuard};
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
@@ -236,6 +236,10 @@ impl SimCluster {
 impl Cluster for SimCluster {
     fn may_act(&self, _what: &str) -> Result<()> {
         Ok(())
+    }
+
+    fn write_guard(&self) -> WriteGuard {
+        WriteGuard::always()
     }
 
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()> {

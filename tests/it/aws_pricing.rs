@@ -13,7 +13,7 @@ use axum::body::Bytes;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use ferroscale::cloud::aws::{AwsCloud, PricingSettings};
-use ferroscale::cloud::Cloud;
+use ferroscale::cloud::{Cloud, WriteGuard};
 use ferroscale::pricing::{PriceOverrides, PricingSource};
 
 use crate::support::moto::{Moto, DISCOVERY};
@@ -350,10 +350,13 @@ async fn a_hung_pricing_api_never_delays_refresh_or_writes() {
         .await
         .unwrap()
         .unwrap();
-    tokio::time::timeout(bound, cloud.increase_size("memory", 1))
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(
+        bound,
+        cloud.increase_size("memory", 1, &WriteGuard::always()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(cloud.snapshot().group("memory").unwrap().target_size, 1);
     assert_eq!(price(&cloud, "memory"), None, "not priced yet");
     // The Pricing API answers again: the group gets its price without a Refresh.

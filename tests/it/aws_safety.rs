@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferroscale::cloud::aws::AwsCloud;
-use ferroscale::cloud::Cloud;
+use ferroscale::cloud::{Cloud, WriteGuard};
 use ferroscale::metrics::Metrics;
 use ferroscale::proto::externalgrpc as pb;
 use tonic::Code;
@@ -82,7 +82,10 @@ async fn a_refresh_that_read_aws_before_a_write_does_not_undo_it() {
     });
     proxy.until_held().await;
     // ...while a write lands.
-    cloud.increase_size("workers", 3).await.unwrap();
+    cloud
+        .increase_size("workers", 3, &WriteGuard::always())
+        .await
+        .unwrap();
     assert_eq!(cloud.snapshot().group("workers").unwrap().target_size, 5);
     proxy.release();
     refreshing.await.unwrap().unwrap();

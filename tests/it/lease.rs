@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferroscale::k8s::lease::{Elector, LeaseSettings};
+use ferroscale::k8s::lease::{Elector, Fence, LeaseSettings, Term};
 use serde_json::json;
 
 use crate::support::kube_api::{KubeApi, LEASES};
@@ -124,12 +124,12 @@ async fn a_follower_takes_over_only_after_the_leader_stops_renewing() {
 async fn a_leader_that_finds_another_holder_steps_down() {
     let api = KubeApi::start().await;
     let a = Arc::new(elector(&api, "a", Duration::from_secs(2)));
-    let (tx, mut leading) = tokio::sync::watch::channel(false);
+    let (tx, mut leading) = tokio::sync::watch::channel(Term::Over);
     let task = tokio::spawn({
         let a = a.clone();
         async move { a.lead(tx).await }
     });
-    leading.wait_for(|l| *l).await.unwrap();
+    leading.wait_for(|t| t.leads()).await.unwrap();
     api.update(
         LEASES,
         "kube-system",
@@ -142,5 +142,53 @@ async fn a_leader_that_finds_another_holder_steps_down() {
         .unwrap();
     let err = outcome.unwrap_err().to_string();
     assert!(err.contains("leadership lost"), "{err}");
-    assert!(!*leading.borrow());
+    assert_eq!(*leading.borrow(), Term::Over);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leadership_ends_at_the_renew_deadline_not_after_a_retry_sleep() {
+    let api = KubeApi::start().await;
+    // A retry period close to the renew deadline: a loop that noticed the end only after its sleep
+    // would lead for most of another retry period.
+    let a = Arc::new(Elector::new(
+        api.client(),
+        LeaseSettings {
+            namespace: "kube-system".into(),
+            name: "cluster-autoscaler".into(),
+            identity: "a".into(),
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_secs(1),
+            retry_period: Duration::from_millis(800),
+        },
+    ));
+    let (tx, mut term) = tokio::sync::watch::channel(Term::Over);
+    let fence = Fence::following(term.clone());
+    let task = tokio::spawn({
+        let a = a.clone();
+        async move { a.lead(tx).await }
+    });
+    term.wait_for(|t| t.leads()).await.unwrap();
+    // Renewals fail at once from now on. Each one that succeeded started before the API received it:
+    // a renew deadline after the latest of those, the term is over, whatever the loop is doing.
+    let writes = "PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
+    let refused = std::time::Instant::now();
+    api.refuse(Some(writes));
+    // The Lease's creation is its first renewal.
+    let last = [
+        writes,
+        "POST /apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+    ]
+    .iter()
+    .filter_map(|w| api.last_received(w, refused))
+    .max()
+    .expect("the Lease was written");
+    tokio::time::sleep_until((last + Duration::from_secs(1)).into()).await;
+    assert!(!fence.leads(), "leading past the renew deadline");
+    assert!(fence.check("resizing").is_err());
+    let outcome = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the elector gives up")
+        .unwrap();
+    assert!(outcome.unwrap_err().to_string().contains("leadership lost"));
+    assert_eq!(*term.borrow(), Term::Over);
 }

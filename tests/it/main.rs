@@ -62,3 +62,4 @@ mod size_checks;
 mod template;
 mod tls;
 mod twin;
+mod write_guard;

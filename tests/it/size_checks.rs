@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
-use ferroscale::cloud::Cloud;
+use ferroscale::cloud::{Cloud, WriteGuard};
 use ferroscale::error::DomainError as Error;
 use ferroscale::model::{Instance, InstanceState, NodeGroup, TemplateNode};
 use proptest::prelude::*;
@@ -110,7 +110,10 @@ proptest! {
                 .iter()
                 .map(|&d| {
                     let cloud = cloud.clone();
-                    tokio::spawn(async move { cloud.increase_size("g", d).await.map(|()| d) })
+                    tokio::spawn(async move {
+                        let always = WriteGuard::always();
+                        cloud.increase_size("g", d, &always).await.map(|()| d)
+                    })
                 })
                 .collect();
             let mut sum = 0;

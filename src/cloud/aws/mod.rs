@@ -46,7 +46,7 @@ use self::instance_types::InstanceTypes;
 use self::launch::LaunchCache;
 use self::price_keeper::{PriceKeeper, Purchases};
 use self::state::Published;
-use super::{Cloud, Readiness};
+use super::{Cloud, Readiness, WriteGuard};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::model::Snapshot;
@@ -307,16 +307,26 @@ impl Cloud for AwsCloud {
         }
     }
 
-    async fn increase_size(&self, group: &str, delta: i32) -> Result<()> {
-        self.write_increase(group, delta).await
+    async fn increase_size(&self, group: &str, delta: i32, guard: &WriteGuard) -> Result<()> {
+        self.write_increase(group, delta, guard).await
     }
 
-    async fn delete_nodes(&self, group: &str, provider_ids: &[String]) -> Result<()> {
-        self.write_delete(group, provider_ids).await
+    async fn delete_nodes(
+        &self,
+        group: &str,
+        provider_ids: &[String],
+        guard: &WriteGuard,
+    ) -> Result<()> {
+        self.write_delete(group, provider_ids, guard).await
     }
 
-    async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()> {
-        self.write_decrease(group, delta).await
+    async fn decrease_target_size(
+        &self,
+        group: &str,
+        delta: i32,
+        guard: &WriteGuard,
+    ) -> Result<()> {
+        self.write_decrease(group, delta, guard).await
     }
 
     fn readiness(&self) -> Readiness {

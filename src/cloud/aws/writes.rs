@@ -1,14 +1,17 @@
 //! IncreaseSize, DeleteNodes and DecreaseTargetSize on Auto Scaling groups. Each write holds its group's
 //! lock and computes what it sends from a fresh DescribeAutoScalingGroups of that group, never from the
 //! shared snapshot: a snapshot a minute old (or another replica's) would send a lower desired capacity
-//! and make AWS terminate running nodes. What AWS accepted is published at once.
+//! and make AWS terminate running nodes. What AWS accepted is published at once. The caller's
+//! [`WriteGuard`] is checked with the lock held immediately before each write call: a write queued
+//! behind another starts nothing once its caller's right has ended.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use super::group::with_sizes;
 use super::{ttl, AwsCloud};
-use crate::error::{DomainError, Error, Result};
+use crate::cloud::WriteGuard;
+use crate::error::{DomainError, Error, Result, Revoked};
 use crate::model::{instance_id, InstanceState, NodeGroup};
 
 impl AwsCloud {
@@ -48,21 +51,54 @@ impl AwsCloud {
         t.retain(|_, at| now.duration_since(*at) < ttl::TERMINATED_MEMORY);
         t.insert(provider_id.to_string(), now);
     }
+}
 
+/// The write `action` on `group` not started for `why`, after `done` and before `not_done`.
+fn not_started(
+    group: &str,
+    action: &str,
+    why: Revoked,
+    done: &[String],
+    not_done: &[String],
+) -> Error {
+    Error::NotStarted {
+        group: group.to_string(),
+        action: action.to_string(),
+        why,
+        done: done.to_vec(),
+        not_done: not_done.to_vec(),
+    }
+}
+
+const SET_DESIRED: &str = "SetDesiredCapacity";
+const TERMINATE: &str = "TerminateInstanceInAutoScalingGroup";
+
+impl AwsCloud {
     /// Publishes the fresh group read for a refused write (it is the newest truth) and returns the error.
     fn refuse<T>(&self, fresh: NodeGroup, e: Error) -> Result<T> {
         self.state.write(fresh);
         Err(e)
     }
 
-    pub(super) async fn write_increase(&self, group: &str, delta: i32) -> Result<()> {
+    pub(super) async fn write_increase(
+        &self,
+        group: &str,
+        delta: i32,
+        guard: &WriteGuard,
+    ) -> Result<()> {
         let lock = self.group_lock(group)?;
-        let _held = lock.lock().await;
+        let _held = guard
+            .lock(&lock)
+            .await
+            .map_err(|why| not_started(group, SET_DESIRED, why, &[], &[]))?;
         let mut g = self.fresh_group(group).await?;
         let target = match g.plan_increase(delta) {
             Ok(t) => t,
             Err(e) => return self.refuse(g, e.into()),
         };
+        if let Err(why) = guard.check() {
+            return self.refuse(g, not_started(group, SET_DESIRED, why, &[], &[]));
+        }
         if let Err(e) = self.api.set_desired_capacity(group, target).await {
             return self.refuse(g, e);
         }
@@ -75,9 +111,17 @@ impl AwsCloud {
         Ok(())
     }
 
-    pub(super) async fn write_delete(&self, group: &str, provider_ids: &[String]) -> Result<()> {
+    pub(super) async fn write_delete(
+        &self,
+        group: &str,
+        provider_ids: &[String],
+        guard: &WriteGuard,
+    ) -> Result<()> {
         let lock = self.group_lock(group)?;
-        let _held = lock.lock().await;
+        let _held = guard
+            .lock(&lock)
+            .await
+            .map_err(|why| not_started(group, TERMINATE, why, &[], provider_ids))?;
         let known = self.state.load().group(group)?.clone();
         let mut g = self.fresh_group(group).await?;
         // Instances the group had, or that we terminated, which AWS no longer lists are already gone (a
@@ -103,6 +147,9 @@ impl AwsCloud {
         if !plan.placeholders.is_empty() {
             // Unfulfilled capacity has no instance to terminate: cancel it by lowering the desired
             // capacity, checked against the fresh read above.
+            if let Err(why) = guard.check() {
+                return self.refuse(g, not_started(group, SET_DESIRED, why, &[], &asked));
+            }
             let target = g.target_size - plan.placeholders.len() as i32;
             if let Err(e) = self.api.set_desired_capacity(group, target).await {
                 return self.refuse(g, e);
@@ -111,6 +158,10 @@ impl AwsCloud {
             deleted.extend(plan.placeholders.iter().cloned());
         }
         for (k, pid) in plan.instances.iter().enumerate() {
+            if let Err(why) = guard.check() {
+                let e = not_started(group, TERMINATE, why, &deleted, &plan.instances[k..]);
+                return self.refuse(g, e);
+            }
             if let Err(cause) = self.api.terminate_instance(instance_id(pid)).await {
                 // Publish exactly what AWS holds: read it again, else count what it accepted.
                 let now = match self.fresh_group(group).await {
@@ -142,14 +193,25 @@ impl AwsCloud {
         Ok(())
     }
 
-    pub(super) async fn write_decrease(&self, group: &str, delta: i32) -> Result<()> {
+    pub(super) async fn write_decrease(
+        &self,
+        group: &str,
+        delta: i32,
+        guard: &WriteGuard,
+    ) -> Result<()> {
         let lock = self.group_lock(group)?;
-        let _held = lock.lock().await;
+        let _held = guard
+            .lock(&lock)
+            .await
+            .map_err(|why| not_started(group, SET_DESIRED, why, &[], &[]))?;
         let mut g = self.fresh_group(group).await?;
         let target = match g.plan_decrease(delta) {
             Ok(t) => t,
             Err(e) => return self.refuse(g, e.into()),
         };
+        if let Err(why) = guard.check() {
+            return self.refuse(g, not_started(group, SET_DESIRED, why, &[], &[]));
+        }
         if let Err(e) = self.api.set_desired_capacity(group, target).await {
             return self.refuse(g, e);
         }

@@ -22,8 +22,8 @@ use parking_lot::Mutex;
 
 pub use config::{GroupConfig, InstanceConfig, MemoryConfig, QuantityText, DEFAULT_MAX_PODS};
 
-use super::{Cloud, Readiness, SnapshotCell};
-use crate::error::Result;
+use super::{Cloud, Readiness, SnapshotCell, WriteGuard};
+use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::{
     provider_id, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup, Snapshot,
@@ -198,7 +198,7 @@ impl MemoryCloud {
         target: i32,
         revisions: BTreeMap<String, String>,
     ) -> Result<()> {
-        self.update(group, |_, g| {
+        self.update(group, (&WriteGuard::always(), "adopt", &[]), |_, g| {
             g.instances = instances;
             g.lifecycle.instance_revisions = revisions;
             g.set_target(target);
@@ -234,8 +234,8 @@ impl MemoryCloud {
     }
 
     /// IncreaseSize, without the async trait (the memory cloud never waits).
-    pub fn increase(&self, group: &str, delta: i32) -> Result<()> {
-        self.update(group, |state, g| {
+    pub fn increase(&self, group: &str, delta: i32, guard: &WriteGuard) -> Result<()> {
+        self.update(group, (guard, "IncreaseSize", &[]), |state, g| {
             g.target_size = g.plan_increase(delta)?;
             state.launch_up_to_target(g);
             Ok(())
@@ -243,8 +243,8 @@ impl MemoryCloud {
     }
 
     /// DeleteNodes, without the async trait.
-    pub fn delete(&self, group: &str, provider_ids: &[String]) -> Result<()> {
-        self.update(group, |state, g| {
+    pub fn delete(&self, group: &str, provider_ids: &[String], guard: &WriteGuard) -> Result<()> {
+        self.update(group, (guard, "DeleteNodes", provider_ids), |state, g| {
             let plan = g.plan_delete(provider_ids)?;
             g.instances.retain(|i| !plan.instances.contains(&i.id));
             g.set_target(plan.new_target);
@@ -257,21 +257,32 @@ impl MemoryCloud {
     }
 
     /// DecreaseTargetSize, without the async trait.
-    pub fn decrease(&self, group: &str, delta: i32) -> Result<()> {
-        self.update(group, |_, g| {
+    pub fn decrease(&self, group: &str, delta: i32, guard: &WriteGuard) -> Result<()> {
+        self.update(group, (guard, "DecreaseTargetSize", &[]), |_, g| {
             g.set_target(g.plan_decrease(delta)?);
             Ok(())
         })
     }
 
     /// Applies `change` to one group under the write lock and publishes the result; nothing is published
-    /// when `change` fails, so a refused request leaves no trace.
+    /// when `change` fails, so a refused request leaves no trace. The write (`action`, on `ids`) is not
+    /// made once `guard` refuses, checked with the lock held.
     fn update(
         &self,
         group: &str,
+        (guard, action, ids): (&WriteGuard, &str, &[String]),
         change: impl FnOnce(&mut WriteState, &mut NodeGroup) -> Result<()>,
     ) -> Result<()> {
         let mut state = self.writes.lock();
+        if let Err(why) = guard.check() {
+            return Err(Error::NotStarted {
+                group: group.to_string(),
+                action: action.to_string(),
+                why,
+                done: Vec::new(),
+                not_done: ids.to_vec(),
+            });
+        }
         let current = self.snapshot();
         let mut g = NodeGroup::clone(current.group(group)?);
         change(&mut state, &mut g)?;
@@ -296,16 +307,26 @@ impl Cloud for MemoryCloud {
         Ok(())
     }
 
-    async fn increase_size(&self, group: &str, delta: i32) -> Result<()> {
-        self.increase(group, delta)
+    async fn increase_size(&self, group: &str, delta: i32, guard: &WriteGuard) -> Result<()> {
+        self.increase(group, delta, guard)
     }
 
-    async fn delete_nodes(&self, group: &str, provider_ids: &[String]) -> Result<()> {
-        self.delete(group, provider_ids)
+    async fn delete_nodes(
+        &self,
+        group: &str,
+        provider_ids: &[String],
+        guard: &WriteGuard,
+    ) -> Result<()> {
+        self.delete(group, provider_ids, guard)
     }
 
-    async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()> {
-        self.decrease(group, delta)
+    async fn decrease_target_size(
+        &self,
+        group: &str,
+        delta: i32,
+        guard: &WriteGuard,
+    ) -> Result<()> {
+        self.decrease(group, delta, guard)
     }
 
     fn readiness(&self) -> Readiness {
@@ -362,5 +383,38 @@ nodeGroups:
         assert!(err(&ONE.replace("pods: 58", "pods: 58, bogus: 1Q")).contains("capacity.bogus"));
         assert!(err(&ONE.replace("minSize", "minsize")).contains("minsize"));
         assert!(err(&format!("{ONE}{}", &ONE[12..])).contains("duplicate"));
+    }
+
+    #[test]
+    fn a_refused_guard_changes_nothing_and_says_what_was_not_done() {
+        let cloud = MemoryCloud::new(&MemoryConfig::parse(ONE).unwrap()).unwrap();
+        let (guard, caller) = WriteGuard::for_caller(None);
+        drop(caller);
+        let id = cloud.snapshot().group("general").unwrap().instances[0]
+            .id
+            .clone();
+        let e = cloud
+            .delete("general", std::slice::from_ref(&id), &guard)
+            .unwrap_err();
+        match e {
+            Error::NotStarted {
+                why,
+                done,
+                not_done,
+                ..
+            } => {
+                assert_eq!(why, crate::error::Revoked::Cancelled);
+                assert!(done.is_empty());
+                assert_eq!(not_done, vec![id]);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(cloud.increase("general", 1, &guard).is_err());
+        let g = cloud.snapshot().group("general").unwrap().clone();
+        assert_eq!(
+            (g.target_size, g.instances.len()),
+            (1, 1),
+            "nothing changed"
+        );
     }
 }

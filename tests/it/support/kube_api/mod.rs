@@ -30,10 +30,14 @@ struct Store {
     objects: BTreeMap<(String, String, String), Value>,
     log: Vec<Change>,
     requests: Vec<String>,
+    /// When each of `requests` was received.
+    received: Vec<std::time::Instant>,
     /// A write another client makes just before the next PATCH of (collection, namespace, name).
     interference: Option<((String, String, String), Value)>,
     /// Requests starting with this (`PUT /apis/...`) get no answer until released.
     hold: Option<String>,
+    /// Requests starting with this are answered 500 at once while set.
+    refuse: Option<String>,
     /// Collections whose lists and watches fail (500) while set.
     failing: std::collections::BTreeSet<String>,
 }
@@ -63,6 +67,7 @@ pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 
 mod eviction;
+mod faults;
 mod list;
 mod rbac;
 mod wire;
@@ -256,37 +261,26 @@ impl KubeApi {
             .collect()
     }
 
-    /// Requests starting with `prefix` (e.g. `PUT /apis/coordination.k8s.io/v1/leases`) hang until
-    /// [`KubeApi::release`]: an API server that stopped answering.
-    pub fn hold(&self, prefix: &str) {
-        self.store.lock().unwrap().hold = Some(prefix.into());
-    }
-
-    /// Answers the held requests and stops holding.
-    pub fn release(&self) {
-        self.store.lock().unwrap().hold = None;
-    }
-
-    /// While `failing`, lists and watches of `collection` answer 500 and its open watches end.
-    pub fn fail_watches(&self, collection: &str, failing: bool) {
-        let mut s = self.store.lock().unwrap();
-        if failing {
-            s.failing.insert(collection.into());
-            let _ = self.kills.send(collection.into());
-        } else {
-            s.failing.remove(collection);
-        }
-    }
-
     async fn handle(&self, method: Method, uri: Uri, body: Bytes) -> Response {
         let request = format!("{method} {uri}");
-        self.store.lock().unwrap().requests.push(request.clone());
+        {
+            let mut s = self.store.lock().unwrap();
+            s.requests.push(request.clone());
+            s.received.push(std::time::Instant::now());
+        }
         let held = || {
             let s = self.store.lock().unwrap();
             s.hold.as_deref().is_some_and(|h| request.starts_with(h))
         };
         while held() {
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let refused = {
+            let s = self.store.lock().unwrap();
+            s.refuse.as_deref().is_some_and(|r| request.starts_with(r))
+        };
+        if refused {
+            return status(500, "InternalError", "refused by the test".into());
         }
         let Some(t) = parse_path(uri.path()) else {
             return status(404, "NotFound", format!("no route {}", uri.path()));
