@@ -9,7 +9,7 @@ pub mod cluster;
 pub mod removal;
 
 pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding};
-pub use removal::{Finished, Pace, Removal, Removing, Why};
+pub use removal::{Finished, Pace, Removal, Removing, SharedStage, Stage, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use crate::cloud::Cloud;
 use crate::engine::reasons::InstanceFault;
 use crate::engine::upstream::CLOUD_PROVIDER_ERROR;
-use crate::engine::{Decisions, DeleteInstance, Disruption, Memory, ScaleDown};
+use crate::engine::{Decisions, DeleteInstance, Disruption, Memory, NoticeDrain, ScaleDown};
 use crate::error::Error;
 use crate::metrics::LoopMetrics;
 use crate::model::lifecycle::DisruptionReason;
@@ -46,6 +46,8 @@ pub struct Actuator<C: Cluster> {
     remover: Remover<C>,
     /// Removals started and not finished, by node.
     removing: HashMap<String, Removing>,
+    /// Each removal's stage and its task (when in the background), to supersede it by a faster one.
+    stages: HashMap<String, (SharedStage, Option<tokio::task::AbortHandle>)>,
     /// Nodes whose deletion taint a failed removal could not take off.
     untaint: BTreeSet<String>,
     finished: mpsc::UnboundedReceiver<Finished>,
@@ -77,6 +79,7 @@ impl<C: Cluster> Actuator<C> {
                 finished: tx,
             },
             removing: HashMap::new(),
+            stages: HashMap::new(),
             untaint: BTreeSet::new(),
             finished: rx,
             received: Vec::new(),
@@ -120,6 +123,7 @@ impl<C: Cluster> Actuator<C> {
         }
         for f in &done {
             self.removing.remove(&f.node);
+            self.stages.remove(&f.node);
             if f.reason.is_scale_down() && f.result.is_err() {
                 memory.last_scale_down_failure = Some(now);
             }
@@ -328,9 +332,10 @@ impl<C: Cluster> Actuator<C> {
         }
     }
 
-    /// Nodes whose instance is going away: out of service at once, unless already on their way out.
-    /// Drifted and expired nodes only get their event: they go as scale-downs once their replacement
-    /// joined.
+    /// Nodes whose instance is going away: out of service at once, at the interruption's pace; a node
+    /// already on its way out goes on unless the notice asks for a faster pace (its removal is then
+    /// restarted). Drifted and expired nodes only get their event: they go as scale-downs once their
+    /// replacement joined.
     async fn disrupt(&mut self, disruptions: &[Disruption], view: &dyn Lookup, now: i64) {
         for d in disruptions {
             let (Some(group), Some(node)) = (&d.group, view.node(&d.node)) else {
@@ -340,7 +345,7 @@ impl<C: Cluster> Actuator<C> {
                 name: d.node.clone(),
                 uid: node.uid.clone(),
             };
-            if !d.reason.from_notice() {
+            let Some(notice) = &d.notice else {
                 let kind = match d.reason {
                     DisruptionReason::Drift => "Drifted",
                     _ => "Expired",
@@ -352,15 +357,34 @@ impl<C: Cluster> Actuator<C> {
                 self.cluster()
                     .event(regarding, EventKind::Normal, kind, note);
                 continue;
+            };
+            let pace = Pace::Interruption {
+                involuntary: *notice == NoticeDrain::Involuntary,
+            };
+            // A node already leaving goes on as it is unless this notice asks for a faster pace; then
+            // the removal still draining is superseded (one that is deleting is left to finish).
+            let mut restarted = false;
+            if let Some(running) = self.removing.get(&d.node).cloned() {
+                if running.pace >= pace || !self.supersede(&d.node) {
+                    continue;
+                }
+                restarted = matches!(running.reason, Why::Notice(_));
+                tracing::warn!(node = %d.node, from = %running.reason, to = %d.reason, "notice for a node already leaving: restarting its removal at the interruption's pace");
+                self.removing.remove(&d.node);
             }
-            if self.removing.contains_key(&d.node) {
-                continue;
+            let (pods, left) = match notice {
+                NoticeDrain::Involuntary => (view.pods_to_evict(&d.node), Vec::new()),
+                NoticeDrain::Voluntary { evict, left } => (
+                    evict.iter().filter_map(|k| view.pod(k)).collect(),
+                    left.clone(),
+                ),
+            };
+            if !restarted {
+                self.remover
+                    .record
+                    .lifecycle
+                    .disrupted(d.reason.as_str(), group);
             }
-            let pods = view.pods_to_evict(&d.node);
-            self.remover
-                .record
-                .lifecycle
-                .disrupted(d.reason.as_str(), group);
             let note = format!(
                 "instance going away ({}): cordoned, {} pods evicted now, replacement asked for",
                 d.reason,
@@ -374,14 +398,33 @@ impl<C: Cluster> Actuator<C> {
                 group: group.clone(),
                 provider_id: node.provider_id,
                 pods,
-                left: Vec::new(),
+                left,
                 reason: Why::Notice(d.reason),
-                pace: Pace::Interruption {
-                    involuntary: d.reason.involuntary(),
-                },
+                pace,
+                stage: SharedStage::default(),
             };
             self.start(removal, now, true).await;
         }
+    }
+
+    /// Stops the removal of `node` if it is still draining (its task aborted, and told never to delete
+    /// should it run on); false when it already deletes or ended.
+    fn supersede(&mut self, node: &str) -> bool {
+        let Some((stage, task)) = self.stages.get(node) else {
+            return false;
+        };
+        {
+            let mut stage = stage.lock();
+            if *stage != Stage::Draining {
+                return false;
+            }
+            *stage = Stage::Superseded;
+        }
+        if let Some(task) = task {
+            task.abort();
+        }
+        self.stages.remove(node);
+        true
     }
 
     /// Starts one scale-down; false when its node is no longer there.
@@ -398,6 +441,7 @@ impl<C: Cluster> Actuator<C> {
             left: s.left.clone(),
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
+            stage: SharedStage::default(),
         };
         self.remover.record.activity("scaleDown", now);
         let background = !removal.pods.is_empty();
@@ -414,14 +458,21 @@ impl<C: Cluster> Actuator<C> {
                 drained: !removal.pods.is_empty(),
                 reason: removal.reason.clone(),
                 since: now,
+                pace: removal.pace,
             },
         );
+        let node = removal.node.clone();
+        let stage = removal.stage.clone();
         let job = self.remover.clone().remove(removal, now);
         match (&mut self.background, background) {
             (Some(tasks), true) => {
-                tasks.spawn(job);
+                let task = tasks.spawn(job);
+                self.stages.insert(node, (stage, Some(task)));
             }
-            _ => job.await,
+            _ => {
+                self.stages.insert(node, (stage, None));
+                job.await
+            }
         }
     }
 

@@ -86,8 +86,8 @@ pub fn run_once(
         }
     }
     let existing = infos.len();
-    let mut disruptions = Vec::new();
-    let displaced = displace(world, &infos, memory, now, &mut disruptions);
+    let (mut disruptions, mut kept) = (Vec::new(), Vec::new());
+    let displaced = displace(&ctx, &infos, memory, &mut disruptions, &mut kept);
     // Upstream's GetUpcomingNodes: a group's target less its ready and unready nodes. A node still
     // starting (not ready, younger than the group's maxNodeStartupTime) counts as upcoming: its pods
     // go to a template copy of it, so a booting node does not ask for another one.
@@ -180,6 +180,7 @@ pub fn run_once(
         infos[i].add(Arc::clone(p));
     }
     d.disruptions = disruptions;
+    d.unremovable.append(&mut kept);
     d.replacements = replacements(&d, &displaced);
     if !world.doubts.is_empty() {
         d.held_back = world.doubts.to_vec();
