@@ -51,6 +51,7 @@ mod simulate_example;
 mod simulate_json;
 mod simulate_lifecycle;
 mod simulate_limits;
+mod simulate_notices;
 mod simulate_report;
 mod simulate_startup;
 mod simulate_templates;

@@ -33,9 +33,10 @@ pub(super) fn displace(
 ) -> Vec<(Arc<Pod>, String)> {
     let world = ctx.world;
     let now = ctx.now;
+    // A node taken out counts against the cap for a minute, gone or not.
     memory
         .involuntary
-        .retain(|n, _| world.interrupted.contains_key(n));
+        .retain(|n, t| world.interrupted.contains_key(n) || now - *t < 60);
     let mut displaced = Vec::new();
     let noticed: Vec<(&NodeInfo, DisruptionReason)> = infos
         .iter()
@@ -196,7 +197,7 @@ mod tests {
     use crate::fixtures::{group, node, pod, resources, NodeBuilder, TestWorld, GIB};
     use crate::labels;
     use crate::model::lifecycle::DisruptionReason;
-    use crate::model::NodeGroup;
+    use crate::model::{InstanceState, NodeGroup};
 
     /// A 4-cpu m5.xlarge in `zone`.
     fn m5_xlarge(name: &str, zone: &str) -> NodeBuilder {
@@ -268,5 +269,36 @@ mod tests {
         let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
         assert_eq!(d.replacements.len(), 1, "{d:?}");
         assert!(memory.out_of_capacity.is_empty());
+    }
+
+    #[test]
+    fn a_node_whose_instance_is_already_going_is_neither_drained_nor_counted_again() {
+        let mut world = TestWorld::default()
+            .group(
+                group("pool")
+                    .sizes(0, 10, 1)
+                    .prefix("test:///pool/")
+                    .instance("a-1", InstanceState::Deleting)
+                    .build(),
+            )
+            .node_of(
+                "pool",
+                node("a-1")
+                    .provider_id("test:///pool/a-1")
+                    .sized(resources(4000, 16 * GIB, 110))
+                    .ready()
+                    .build(),
+            );
+        world
+            .interrupted
+            .insert("a-1".into(), DisruptionReason::SpotInterruption);
+        let mut memory = Memory::default();
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
+        assert!(d.disruptions.is_empty(), "{d:?}");
+        assert!(memory.involuntary.is_empty(), "not counted against the cap");
+        // The same node with its instance still running goes.
+        world.group_mut("pool").instances[0].state = InstanceState::Running;
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_010);
+        assert_eq!(d.disruptions.len(), 1, "{d:?}");
     }
 }

@@ -346,6 +346,66 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stronger_notice_upgrades_a_node_and_a_weaker_one_never_downgrades_it() {
+        use DisruptionReason::*;
+        // The one order: rebalance, scheduled change, spot warning, stopping.
+        let order = [
+            Rebalance,
+            ScheduledChange,
+            SpotInterruption,
+            InstanceStopping,
+        ];
+        for w in order.windows(2) {
+            assert_eq!(w[0].escalate(w[1]), w[1]);
+            assert_eq!(w[1].escalate(w[0]), w[1]);
+        }
+        let mut noticed = Noticed::default();
+        assert!(noticed.note("a", &NoticeKind::Rebalance));
+        assert!(noticed.note("a", &NoticeKind::SpotInterruption));
+        assert!(noticed.note("a", &NoticeKind::Rebalance));
+        let due = noticed.due(0, |_| true);
+        assert_eq!(due["a"], SpotInterruption);
+        assert!(
+            noticed.due(0, |_| false).is_empty(),
+            "a node gone is forgotten"
+        );
+    }
+
+    #[test]
+    fn scheduled_changes_count_near_their_start_and_reboots_never() {
+        let change = |code: &str, start| {
+            NoticeKind::ScheduledChange(ScheduledChange {
+                code: code.into(),
+                start,
+            })
+        };
+        let start = 1_000_000;
+        let mut noticed = Noticed::default();
+        for code in [
+            "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+            "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+        ] {
+            assert!(!noticed.note("r", &change(code, Some(start))), "{code}");
+        }
+        assert!(noticed.note("s", &change("AWS_EC2_INSTANCE_STOP_SCHEDULED", Some(start))));
+        assert!(noticed.note("u", &change("", None)), "no start: at once");
+        let lead = start - SCHEDULED_CHANGE_LEAD;
+        let at = |noticed: &mut Noticed, now| {
+            let mut due: Vec<String> = noticed.due(now, |_| true).into_keys().collect();
+            due.sort();
+            due
+        };
+        assert_eq!(at(&mut noticed, lead - 1), ["u"]);
+        assert_eq!(at(&mut noticed, lead), ["s", "u"]);
+        // A spot warning meanwhile counts at once, whatever the change held.
+        assert!(noticed.note("s", &NoticeKind::SpotInterruption));
+        assert_eq!(
+            noticed.due(0, |_| true).get("s"),
+            Some(&DisruptionReason::SpotInterruption)
+        );
+    }
+
+    #[test]
     fn a_window_is_open_from_each_match_for_its_duration() {
         // 02:00 UTC every day, for two hours.
         let w = Window::parse("0 2 * * *", Duration::from_secs(7200)).unwrap();
