@@ -40,6 +40,7 @@ mod run_leadership;
 mod run_lifecycle;
 mod run_logs;
 mod run_metrics;
+mod run_notices;
 mod run_owners;
 mod run_priorities;
 mod run_safety;

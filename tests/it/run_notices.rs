@@ -1,0 +1,141 @@
+//! `run` after an interruption notice is accepted, on moto's SQS and the loopback Kubernetes API: a
+//! voluntary notice's drain that fails takes its cordon off as well as its taint; a spot warning for a
+//! node already draining for scale-down restarts its removal at the interruption's pace, which deletes
+//! the instance even though a disruption budget keeps refusing an eviction.
+
+use std::time::{Duration, Instant};
+
+use ferroscale::cloud::aws::interruption::InterruptionQueue;
+use ferroscale::run::interruptions::Inbox;
+use ferroscale::run::{Interruptions, RunSettings};
+use ferroscale::time::unix_now as now;
+
+use crate::run_interruptions::{rebalance, spot, Queue};
+use crate::support::fixtures::kube::POOL;
+use crate::support::kube_api::{KubeApi, NODES};
+use crate::support::moto::{Moto, REGION};
+use crate::support::run_harness::{
+    eager, evictions, has_deletion_taint, pool, run_settings, Harness,
+};
+
+/// `pool` (see `run_harness::pool`: pool-b's two web pods under a budget allowing one disruption) with
+/// the runner reading the queue; rebalance recommendations handled.
+async fn started(moto: &Moto, run: RunSettings, scale_down: bool) -> (Harness, Queue) {
+    let queue = Queue::create(moto).await;
+    let api = KubeApi::start().await;
+    pool(&api, 1).await;
+    let mut settings = eager();
+    settings.scale_down_enabled = scale_down;
+    let mut h = Harness::new(api, POOL, settings, run).await;
+    h.synced(2, 3).await;
+    let connected = InterruptionQueue::connect(&queue.url, Some(REGION), Some(&moto.url))
+        .await
+        .unwrap();
+    let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
+    h.runner.set_interruptions(Interruptions::start(
+        connected,
+        Inbox::default(),
+        true,
+        lifecycle,
+    ));
+    (h, queue)
+}
+
+fn cordoned(api: &KubeApi, node: &str) -> bool {
+    api.get(NODES, "", node).unwrap()["spec"]["unschedulable"] == true
+}
+
+/// Runs loops until `done`, at most `limit` after `since`.
+async fn until(
+    h: &mut Harness,
+    since: Instant,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&Harness) -> bool,
+) {
+    while !done(h) {
+        assert!(
+            since.elapsed() < limit,
+            "{what}: requests {:#?}",
+            h.api.requests()
+        );
+        h.runner.run_once(now()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_voluntary_drain_takes_its_cordon_off_too() {
+    let moto = Moto::start().await;
+    let (mut h, queue) = started(&moto, run_settings(), false).await;
+    let sent = Instant::now();
+    queue.send(&rebalance("i-b")).await;
+    // The budget lets one of pool-b's two pods go; the other is refused until the (3 s) eviction time
+    // runs out, and the removal fails: the node is left as it was, schedulable and untainted.
+    until(
+        &mut h,
+        sent,
+        Duration::from_secs(60),
+        "the failed drain's clean-up",
+        |h| {
+            evictions(&h.api) >= 2
+                && !has_deletion_taint(&h.api, "pool-b")
+                && !cordoned(&h.api, "pool-b")
+        },
+    )
+    .await;
+    assert!(
+        h.api
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("PATCH") && r.contains("/nodes/pool-b")),
+        "the node was cordoned, then uncordoned"
+    );
+    assert!(
+        h.group("pool")
+            .instances
+            .iter()
+            .any(|i| i.id.ends_with("/i-b")),
+        "a voluntary notice never deletes past a refused eviction"
+    );
+}
+
+#[tokio::test]
+async fn a_spot_warning_for_a_node_draining_for_scale_down_restarts_it_at_the_interruptions_pace() {
+    let moto = Moto::start().await;
+    // Scale-down drains retry a refused eviction for ten minutes; an interruption's for 45 s at most.
+    let mut run = run_settings();
+    run.drain.max_pod_eviction_time = Duration::from_secs(600);
+    let (mut h, queue) = started(&moto, run, true).await;
+    let start = Instant::now();
+    // pool-b is unneeded: its scale-down evicts one pod and then waits on the budget.
+    until(
+        &mut h,
+        start,
+        Duration::from_secs(30),
+        "the scale-down's drain",
+        |h| evictions(&h.api) >= 2,
+    )
+    .await;
+    assert!(!cordoned(&h.api, "pool-b"), "a scale-down does not cordon");
+    let sent = Instant::now();
+    queue.send(&spot("i-b")).await;
+    until(
+        &mut h,
+        sent,
+        Duration::from_secs(120),
+        "the instance deleted",
+        |h| {
+            !h.group("pool")
+                .instances
+                .iter()
+                .any(|i| i.id.ends_with("/i-b"))
+        },
+    )
+    .await;
+    assert!(
+        cordoned(&h.api, "pool-b"),
+        "taken out at the interruption's pace"
+    );
+    assert!(!h.api.events("InterruptionNotice").is_empty());
+}
