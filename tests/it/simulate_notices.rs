@@ -221,3 +221,182 @@ fn spot_warnings_beyond_the_per_minute_cap_drain_as_voluntary_ones() {
     assert!(at.is_some_and(|t| t >= 60), "{at:?}");
     assert!(!has_node(&s, "pool-b"));
 }
+
+/// A notice the property test may send.
+#[derive(Debug, Clone)]
+enum Kind {
+    Spot,
+    Rebalance,
+    Stopping,
+    Retirement,
+    Reboot,
+}
+
+impl Kind {
+    fn involuntary(&self) -> bool {
+        matches!(self, Kind::Spot | Kind::Stopping)
+    }
+
+    /// The event, `at` seconds in, for `instance`, a simulation starting at `t0`.
+    fn event(&self, instance: &str, at: u64, t0: i64) -> String {
+        let at = format!("{at}s");
+        match self {
+            Kind::Spot => ec2("EC2 Spot Instance Interruption Warning", instance, &at),
+            Kind::Rebalance => ec2("EC2 Instance Rebalance Recommendation", instance, &at),
+            Kind::Stopping => format!(
+                "- at: {at}\n  event:\n    source: aws.ec2\n    detail-type: EC2 Instance State-change Notification\n    detail: {{instance-id: {instance}, state: stopping}}\n"
+            ),
+            Kind::Retirement => health(
+                "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+                instance,
+                t0 + 3600,
+                &at,
+            ),
+            Kind::Reboot => health(
+                "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+                instance,
+                t0 + 60,
+                &at,
+            ),
+        }
+    }
+}
+
+fn kind() -> impl proptest::strategy::Strategy<Value = Kind> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Kind::Spot),
+        Just(Kind::Rebalance),
+        Just(Kind::Stopping),
+        Just(Kind::Retirement),
+        Just(Kind::Reboot),
+    ]
+}
+
+/// What a node of the property test holds: a replica's cpu (tenths), whether a pod keeps it from
+/// voluntary drains (none, a bare pod, a `safe-to-evict: "false"` one), whether it is drifted.
+type NodeSpec = (u8, u8, bool);
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+    /// Random notices of every kind, at random times, on nodes that scale-down and drift also take
+    /// out: no node goes with a pod it may not evict unless an involuntary notice named it, no node is
+    /// removed twice, and no group goes below its minimum.
+    #[test]
+    fn notices_scale_downs_and_drift_never_break_the_rules(
+        nodes in proptest::collection::vec((1u8..35, 0u8..3, proptest::bool::ANY), 2..5),
+        notices in proptest::collection::vec((0usize..5, kind(), 0u64..8), 0..8),
+        cap in 0usize..3,
+        rebalance in proptest::bool::ANY,
+    ) {
+        check(&nodes, &notices, cap, rebalance);
+    }
+}
+
+fn check(nodes: &[NodeSpec], notices: &[(usize, Kind, u64)], cap: usize, rebalance: bool) {
+    let min = 1;
+    let mut groups = format!(
+        "nodeGroups:\n  - {{name: pool, minSize: {min}, maxSize: 10, revision: v2, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},\n     \
+         labels: {{node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a}},\n     instances: ["
+    );
+    let mut cluster = Vec::new();
+    for (k, &(tenths, keeper, drifted)) in nodes.iter().enumerate() {
+        let (name, instance) = (format!("pool-{k}"), format!("i-{k}"));
+        let revision = if drifted { "v1" } else { "v2" };
+        groups.push_str(&format!("{{id: {instance}, revision: {revision}}}, "));
+        cluster.push(node(&name, &instance));
+        cluster.push(replica(
+            &format!("web-{k}"),
+            &format!("{}m", u32::from(tenths) * 100),
+            &name,
+        ));
+        match keeper {
+            1 => cluster.push(bare(&format!("keep-bare-{k}"), &name)),
+            2 => cluster.push(
+                crate::support::fixtures::dump::pod("shop", &format!("keep-safe-{k}"), "100m", "1Gi", Some(&name), "")
+                    .replace(
+                        "  ownerReferences:",
+                        "  annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"}\n  ownerReferences:",
+                    ),
+            ),
+            _ => {}
+        }
+    }
+    groups.push_str("]}\n");
+    let mut s = sim(&cluster, &groups);
+    let t0 = s.now();
+    let mut text = String::new();
+    let mut involuntary: std::collections::HashSet<String> = Default::default();
+    for (target, kind, at) in notices {
+        let k = target % nodes.len();
+        text.push_str(&kind.event(&format!("i-{k}"), at * 10, t0));
+        if kind.involuntary() {
+            involuntary.insert(format!("pool-{k}"));
+        }
+    }
+    if !text.is_empty() {
+        s.set_events(parse_events(&text).unwrap(), rebalance);
+    }
+    let mut settings = crate::support::simulate_harness::quick_scale_down();
+    settings.max_interruptions_per_minute = cap;
+    let mut removed: std::collections::HashSet<String> = Default::default();
+    for _ in 0..12 {
+        // Which nodes hold a pod they may not give up voluntarily, before the loop.
+        let kept: std::collections::HashSet<String> = {
+            let state = s.cluster().state();
+            state
+                .pods
+                .iter()
+                .filter(|p| p.name.starts_with("keep-"))
+                .filter_map(|p| p.node_name.clone())
+                .collect()
+        };
+        let before: Vec<String> = s
+            .cluster()
+            .state()
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        let r = s.step(&settings, &pacing());
+        let after: std::collections::HashSet<String> = s
+            .cluster()
+            .state()
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        // One removal per node per loop, never of a node removed before.
+        let mut named: Vec<&str> = r.scale_down.iter().map(|x| x.node.as_str()).collect();
+        named.extend(
+            r.disruptions
+                .iter()
+                .filter(|x| !r.scale_down.iter().any(|sd| sd.node == x.node))
+                .map(|x| x.node.as_str()),
+        );
+        let mut unique = named.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), named.len(), "a node removed twice: {r:?}");
+        for n in &named {
+            assert!(!removed.contains(*n), "{n} removed again: {r:?}");
+        }
+        for gone in before.iter().filter(|n| !after.contains(*n)) {
+            removed.insert(gone.clone());
+            if kept.contains(gone) {
+                let why = r.disruptions.iter().find(|x| &x.node == gone);
+                assert!(
+                    involuntary.contains(gone)
+                        && why.is_some_and(|x| {
+                            x.reason == "spot-interruption" || x.reason == "instance-stopping"
+                        }),
+                    "{gone} went with a pod it may not evict: {r:?}"
+                );
+            }
+        }
+        let snapshot = s.cloud().snapshot();
+        let g = snapshot.group("pool").unwrap();
+        assert!(g.target_size >= min, "below min: {g:?} after {r:?}");
+    }
+}
