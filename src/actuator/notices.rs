@@ -94,12 +94,8 @@ impl<C: Cluster> Actuator<C> {
         let Some((stage, task)) = self.stages.get(node) else {
             return false;
         };
-        {
-            let mut stage = stage.lock();
-            if *stage != Stage::Draining {
-                return false;
-            }
-            *stage = Stage::Superseded;
+        if !stage.advance(Stage::Draining, Stage::Superseded) {
+            return false;
         }
         if let Some(task) = task {
             task.abort();

@@ -74,11 +74,11 @@ pub struct Removing {
     pub pace: Pace,
 }
 
-/// How far a removal has come, shared by its task and the loop: the loop may supersede it only while
-/// it drains, and once superseded it never deletes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How far a removal has come, as its task and the loop both see it: the loop may supersede it only
+/// while it drains, and once superseded it never deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Stage {
-    #[default]
     Draining,
     /// Its instance is being (or was) deleted.
     Deleting,
@@ -88,8 +88,38 @@ pub enum Stage {
     Superseded,
 }
 
-/// A removal's [`Stage`], shared.
-pub type SharedStage = Arc<parking_lot::Mutex<Stage>>;
+/// A removal's [`Stage`], moved on by one compare-and-swap at a time, so the task and the loop never
+/// both win: either the task starts deleting or the loop supersedes it, never both (no lock is held).
+#[derive(Debug, Clone)]
+pub struct SharedStage(Arc<std::sync::atomic::AtomicU8>);
+
+impl Default for SharedStage {
+    fn default() -> Self {
+        SharedStage(Arc::new(std::sync::atomic::AtomicU8::new(
+            Stage::Draining as u8,
+        )))
+    }
+}
+
+impl SharedStage {
+    /// Moves the stage from `from` to `to`; false (and unchanged) when it was not at `from`.
+    pub fn advance(&self, from: Stage, to: Stage) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.0
+            .compare_exchange(
+                from as u8,
+                to as u8,
+                AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Whether a faster removal took over.
+    pub fn superseded(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire) == Stage::Superseded as u8
+    }
+}
 
 /// A node to take out.
 #[derive(Debug, Clone)]
@@ -161,13 +191,13 @@ impl<C: Cluster> Remover<C> {
     pub(super) async fn remove(self, r: Removal, now: i64) {
         let mut cordoned = false;
         let result = self.steps(&r, now, &mut cordoned).await;
+        // Draining (failed) or deleting: done now, unless a faster removal of the node has taken over,
+        // taint and all.
+        if r.stage.superseded()
+            || !(r.stage.advance(Stage::Draining, Stage::Done)
+                || r.stage.advance(Stage::Deleting, Stage::Done))
         {
-            let mut stage = r.stage.lock();
-            if *stage == Stage::Superseded {
-                // A faster removal of the node has taken over, taint and all.
-                return;
-            }
-            *stage = Stage::Done;
+            return;
         }
         let mut still_tainted = false;
         match &result {
@@ -281,12 +311,8 @@ impl<C: Cluster> Remover<C> {
             }
         }
         self.cluster.may_act(&format!("deleting node {}", r.node))?;
-        {
-            let mut stage = r.stage.lock();
-            if *stage == Stage::Superseded {
-                return Err(Error::Superseded(r.node.clone()));
-            }
-            *stage = Stage::Deleting;
+        if !r.stage.advance(Stage::Draining, Stage::Deleting) {
+            return Err(Error::Superseded(r.node.clone()));
         }
         self.cloud
             .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id))
