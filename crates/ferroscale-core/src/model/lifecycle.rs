@@ -140,15 +140,16 @@ impl DisruptionReason {
         }
     }
 
-    /// Whether it comes from a notice about the instance (the interruption queue, `--events`), taken
-    /// out at once and never waiting for the budget; drift and expiry are the autoscaler's own.
+    /// Whether it comes from a notice about the instance (the interruption queue, `--events`): taken out
+    /// at the interruption's pace; drift and expiry are the autoscaler's own.
     pub fn from_notice(self) -> bool {
         !matches!(self, DisruptionReason::Drift | DisruptionReason::Expired)
     }
 
     /// Whether the cloud takes the instance whatever the autoscaler does (a spot interruption, the
     /// instance stopping): it is deleted even when its pods could not all be evicted. A rebalance
-    /// recommendation or a scheduled change may not come to that: their drains honour budgets.
+    /// recommendation or a scheduled change may not come to that: their drains follow the drainability
+    /// rules and budgets (as do involuntary ones beyond `--max-interruptions-per-minute`).
     pub fn involuntary(self) -> bool {
         matches!(
             self,
