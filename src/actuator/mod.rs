@@ -48,6 +48,9 @@ pub struct Actuator<C: Cluster> {
     removing: HashMap<String, Removing>,
     /// Each removal's stage and its task (when in the background), to supersede it by a faster one.
     stages: HashMap<String, (SharedStage, Option<tokio::task::AbortHandle>)>,
+    /// Nodes a notice's removal was started for, counted in `ferroscale_nodes_disrupted_total` once;
+    /// forgotten when a removal of theirs succeeds.
+    notified: BTreeSet<String>,
     /// Nodes whose deletion taint a failed removal could not take off.
     untaint: BTreeSet<String>,
     finished: mpsc::UnboundedReceiver<Finished>,
@@ -80,6 +83,7 @@ impl<C: Cluster> Actuator<C> {
             },
             removing: HashMap::new(),
             stages: HashMap::new(),
+            notified: BTreeSet::new(),
             untaint: BTreeSet::new(),
             finished: rx,
             received: Vec::new(),
@@ -124,6 +128,9 @@ impl<C: Cluster> Actuator<C> {
         for f in &done {
             self.removing.remove(&f.node);
             self.stages.remove(&f.node);
+            if f.result.is_ok() {
+                self.notified.remove(&f.node);
+            }
             if f.reason.is_scale_down() && f.result.is_err() {
                 memory.last_scale_down_failure = Some(now);
             }

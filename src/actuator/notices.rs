@@ -44,12 +44,10 @@ impl<C: Cluster> Actuator<C> {
             };
             // A node already leaving goes on as it is unless this notice asks for a faster pace; then
             // the removal still draining is superseded (one that is deleting is left to finish).
-            let mut restarted = false;
             if let Some(running) = self.removing.get(&d.node).cloned() {
                 if running.pace >= pace || !self.supersede(&d.node) {
                     continue;
                 }
-                restarted = matches!(running.reason, Why::Notice(_));
                 tracing::warn!(node = %d.node, from = %running.reason, to = %d.reason, "notice for a node already leaving: restarting its removal at the interruption's pace");
                 self.removing.remove(&d.node);
             }
@@ -60,7 +58,8 @@ impl<C: Cluster> Actuator<C> {
                     left.clone(),
                 ),
             };
-            if !restarted {
+            // Counted once per node, however often its removal is restarted or tried again.
+            if self.notified.insert(d.node.clone()) {
                 self.remover
                     .record
                     .lifecycle

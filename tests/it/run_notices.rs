@@ -14,7 +14,7 @@ use ferroscale::time::unix_now as now;
 
 use crate::run_interruptions::{rebalance, spot, Queue};
 use crate::support::fixtures::kube::POOL;
-use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
 use crate::support::moto::{Moto, REGION};
 use crate::support::run_harness::{
     eager, evictions, has_deletion_taint, pool, run_settings, Harness,
@@ -99,6 +99,31 @@ async fn a_failed_voluntary_drain_takes_its_cordon_off_too() {
             .iter()
             .any(|i| i.id.ends_with("/i-b")),
         "a voluntary notice never deletes past a refused eviction"
+    );
+    // The budget allows a disruption again: the notice, still there, takes the node out; it counts once.
+    h.api.update(
+        PDBS,
+        "default",
+        "web",
+        serde_json::json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    until(
+        &mut h,
+        sent,
+        Duration::from_secs(60),
+        "the instance deleted",
+        |h| {
+            !h.group("pool")
+                .instances
+                .iter()
+                .any(|i| i.id.ends_with("/i-b"))
+        },
+    )
+    .await;
+    let m = h.metrics.encode();
+    assert!(
+        m.contains(r#"ferroscale_nodes_disrupted_total{reason="rebalance",node_group="pool"} 1"#),
+        "{m}"
     );
 }
 
