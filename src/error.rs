@@ -97,6 +97,10 @@ pub enum Error {
     #[error("pods {pods:?} were scheduled onto node {node} after it was chosen; not deleting it")]
     PodsLanded { node: String, pods: Vec<String> },
 
+    /// A faster removal of the node (an interruption notice) took over from this one before it deleted.
+    #[error("removal of node {0} superseded by a faster one")]
+    Superseded(String),
+
     /// A pod could not be evicted in `--max-pod-eviction-time` (a disruption budget forbids it, the API
     /// kept failing), or outlived its eviction.
     #[error("evicting pod {pod}: {reason}")]

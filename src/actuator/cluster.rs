@@ -120,8 +120,9 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     fn write_guard(&self) -> WriteGuard;
     /// Adds (`on`) or takes off one of the autoscaler's taints, keeping the node's other taints.
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()>;
-    /// Marks the node unschedulable.
-    async fn cordon(&self, node: &str) -> Result<()>;
+    /// Marks the node unschedulable (`on`) or schedulable again; whether that changed it (a node
+    /// someone else cordoned is not uncordoned by a failed removal).
+    async fn cordon(&self, node: &str, on: bool) -> Result<bool>;
     /// Evicts one pod through its disruption budgets and waits until it is gone, within `settings`.
     async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()>;
     /// The pods bound to `node` now (read afresh, not from a cache) that would die with it unevicted:

@@ -6,10 +6,11 @@
 //! the loop books them at its next start, so nothing is shared with the tasks but that channel.
 
 pub mod cluster;
+mod notices;
 pub mod removal;
 
 pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding};
-pub use removal::{Finished, Pace, Removal, Removing, Why};
+pub use removal::{Finished, Pace, Removal, Removing, SharedStage, Stage, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -21,10 +22,9 @@ use tokio::task::JoinSet;
 use crate::cloud::Cloud;
 use crate::engine::reasons::InstanceFault;
 use crate::engine::upstream::CLOUD_PROVIDER_ERROR;
-use crate::engine::{Decisions, DeleteInstance, Disruption, Memory, ScaleDown};
+use crate::engine::{Decisions, DeleteInstance, Memory, ScaleDown};
 use crate::error::Error;
 use crate::metrics::LoopMetrics;
-use crate::model::lifecycle::DisruptionReason;
 use removal::Remover;
 
 /// What one `act` did, beyond what the cloud and the cluster now show.
@@ -46,6 +46,11 @@ pub struct Actuator<C: Cluster> {
     remover: Remover<C>,
     /// Removals started and not finished, by node.
     removing: HashMap<String, Removing>,
+    /// Each removal's stage and its task (when in the background), to supersede it by a faster one.
+    stages: HashMap<String, (SharedStage, Option<tokio::task::AbortHandle>)>,
+    /// Nodes a notice's removal was started for, counted in `ferroscale_nodes_disrupted_total` once;
+    /// forgotten when a removal of theirs succeeds.
+    notified: BTreeSet<String>,
     /// Nodes whose deletion taint a failed removal could not take off.
     untaint: BTreeSet<String>,
     finished: mpsc::UnboundedReceiver<Finished>,
@@ -77,6 +82,8 @@ impl<C: Cluster> Actuator<C> {
                 finished: tx,
             },
             removing: HashMap::new(),
+            stages: HashMap::new(),
+            notified: BTreeSet::new(),
             untaint: BTreeSet::new(),
             finished: rx,
             received: Vec::new(),
@@ -120,6 +127,10 @@ impl<C: Cluster> Actuator<C> {
         }
         for f in &done {
             self.removing.remove(&f.node);
+            self.stages.remove(&f.node);
+            if f.result.is_ok() {
+                self.notified.remove(&f.node);
+            }
             if f.reason.is_scale_down() && f.result.is_err() {
                 memory.last_scale_down_failure = Some(now);
             }
@@ -337,62 +348,6 @@ impl<C: Cluster> Actuator<C> {
         }
     }
 
-    /// Nodes whose instance is going away: out of service at once, unless already on their way out.
-    /// Drifted and expired nodes only get their event: they go as scale-downs once their replacement
-    /// joined.
-    async fn disrupt(&mut self, disruptions: &[Disruption], view: &dyn Lookup, now: i64) {
-        for d in disruptions {
-            let (Some(group), Some(node)) = (&d.group, view.node(&d.node)) else {
-                continue;
-            };
-            let regarding = Regarding::Node {
-                name: d.node.clone(),
-                uid: node.uid.clone(),
-            };
-            if !d.reason.from_notice() {
-                let kind = match d.reason {
-                    DisruptionReason::Drift => "Drifted",
-                    _ => "Expired",
-                };
-                let note = format!(
-                    "replaced ({}): its replacement has joined; draining",
-                    d.reason
-                );
-                self.cluster()
-                    .event(regarding, EventKind::Normal, kind, note);
-                continue;
-            }
-            if self.removing.contains_key(&d.node) {
-                continue;
-            }
-            let pods = view.pods_to_evict(&d.node);
-            self.remover
-                .record
-                .lifecycle
-                .disrupted(d.reason.as_str(), group);
-            let note = format!(
-                "instance going away ({}): cordoned, {} pods evicted now, replacement asked for",
-                d.reason,
-                pods.len()
-            );
-            self.cluster()
-                .event(regarding, EventKind::Warning, "InterruptionNotice", note);
-            let removal = Removal {
-                node: d.node.clone(),
-                uid: node.uid,
-                group: group.clone(),
-                provider_id: node.provider_id,
-                pods,
-                left: Vec::new(),
-                reason: Why::Notice(d.reason),
-                pace: Pace::Interruption {
-                    involuntary: d.reason.involuntary(),
-                },
-            };
-            self.start(removal, now, true).await;
-        }
-    }
-
     /// Starts one scale-down; false when its node is no longer there.
     async fn scale_down(&mut self, s: &ScaleDown, view: &dyn Lookup, now: i64) -> bool {
         let Some(node) = view.node(&s.node) else {
@@ -407,6 +362,7 @@ impl<C: Cluster> Actuator<C> {
             left: s.left.clone(),
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
+            stage: SharedStage::default(),
         };
         self.remover.record.activity("scaleDown", now);
         let background = !removal.pods.is_empty();
@@ -423,14 +379,21 @@ impl<C: Cluster> Actuator<C> {
                 drained: !removal.pods.is_empty(),
                 reason: removal.reason.clone(),
                 since: now,
+                pace: removal.pace,
             },
         );
+        let node = removal.node.clone();
+        let stage = removal.stage.clone();
         let job = self.remover.clone().remove(removal, now);
         match (&mut self.background, background) {
             (Some(tasks), true) => {
-                tasks.spawn(job);
+                let task = tasks.spawn(job);
+                self.stages.insert(node, (stage, Some(task)));
             }
-            _ => job.await,
+            _ => {
+                self.stages.insert(node, (stage, None));
+                job.await
+            }
         }
     }
 

@@ -1,8 +1,10 @@
 //! The one removal procedure: taint the node (and cordon it for an interruption), evict its pods
 //! through their budgets, check nothing else landed on it, delete its instance. Scale-down, drift and
 //! expiry (which end as scale-downs) and interruption notices all take a node out this way; they differ
-//! only in their [`Pace`]. On failure the taint comes off again; the outcome goes back to the loop as a
-//! [`Finished`] message.
+//! only in their [`Pace`]. On failure the taint (and a cordon it set) comes off again; the outcome goes
+//! back to the loop as a [`Finished`] message. A removal still draining may be superseded by a faster
+//! one of the same node (a notice for a node already leaving): it then stops without a word, and never
+//! deletes.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -48,8 +50,9 @@ impl fmt::Display for Why {
     }
 }
 
-/// How fast and how firmly a node goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How fast and how firmly a node goes, slowest first: a removal is restarted at a faster pace, never a
+/// slower one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Pace {
     /// Upstream's drain: `--max-pod-eviction-time`, `--max-graceful-termination-sec`; any eviction that
     /// fails keeps the node.
@@ -68,6 +71,54 @@ pub struct Removing {
     pub reason: Why,
     /// When it started (the loop's time).
     pub since: i64,
+    pub pace: Pace,
+}
+
+/// How far a removal has come, as its task and the loop both see it: the loop may supersede it only
+/// while it drains, and once superseded it never deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Draining,
+    /// Its instance is being (or was) deleted.
+    Deleting,
+    /// Ended; its [`Finished`] message is on its way.
+    Done,
+    /// Replaced by a faster removal of the same node.
+    Superseded,
+}
+
+/// A removal's [`Stage`], moved on by one compare-and-swap at a time, so the task and the loop never
+/// both win: either the task starts deleting or the loop supersedes it, never both (no lock is held).
+#[derive(Debug, Clone)]
+pub struct SharedStage(Arc<std::sync::atomic::AtomicU8>);
+
+impl Default for SharedStage {
+    fn default() -> Self {
+        SharedStage(Arc::new(std::sync::atomic::AtomicU8::new(
+            Stage::Draining as u8,
+        )))
+    }
+}
+
+impl SharedStage {
+    /// Moves the stage from `from` to `to`; false (and unchanged) when it was not at `from`.
+    pub fn advance(&self, from: Stage, to: Stage) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.0
+            .compare_exchange(
+                from as u8,
+                to as u8,
+                AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Whether a faster removal took over.
+    pub fn superseded(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire) == Stage::Superseded as u8
+    }
 }
 
 /// A node to take out.
@@ -83,6 +134,8 @@ pub struct Removal {
     pub left: Vec<String>,
     pub reason: Why,
     pub pace: Pace,
+    /// Where the removal stands, as the loop sees it too.
+    pub stage: SharedStage,
 }
 
 /// A removal's outcome, sent back to the loop.
@@ -136,7 +189,16 @@ impl<C: Cluster> Remover<C> {
 
     /// Takes the node out; the outcome is sent to the loop and returned.
     pub(super) async fn remove(self, r: Removal, now: i64) {
-        let result = self.steps(&r, now).await;
+        let mut cordoned = false;
+        let result = self.steps(&r, now, &mut cordoned).await;
+        // Draining (failed) or deleting: done now, unless a faster removal of the node has taken over,
+        // taint and all.
+        if r.stage.superseded()
+            || !(r.stage.advance(Stage::Draining, Stage::Done)
+                || r.stage.advance(Stage::Deleting, Stage::Done))
+        {
+            return;
+        }
         let mut still_tainted = false;
         match &result {
             Ok(()) => {
@@ -161,6 +223,11 @@ impl<C: Cluster> Remover<C> {
                     tracing::warn!(node = %r.node, error = %u, "could not remove the deletion taint; will retry");
                     still_tainted = true;
                 }
+                if cordoned {
+                    if let Err(u) = self.cluster.cordon(&r.node, false).await {
+                        tracing::warn!(node = %r.node, error = %u, "could not uncordon the node after a failed drain");
+                    }
+                }
                 if r.reason.is_scale_down() {
                     self.cluster.event(
                         Regarding::Node {
@@ -183,8 +250,8 @@ impl<C: Cluster> Remover<C> {
         });
     }
 
-    /// Taint (and cordon), evict, check, delete.
-    async fn steps(&self, r: &Removal, now: i64) -> Result<()> {
+    /// Taint (and cordon: `cordoned` says whether this removal did), evict, check, delete.
+    async fn steps(&self, r: &Removal, now: i64, cordoned: &mut bool) -> Result<()> {
         let (settings, event, note, involuntary) = match r.pace {
             Pace::Drain => (
                 self.drain.clone(),
@@ -213,7 +280,7 @@ impl<C: Cluster> Remover<C> {
                 "ScaleDown",
                 format!("marked the node as toBeDeleted/unschedulable: {}", r.reason),
             ),
-            Pace::Interruption { .. } => self.cluster.cordon(&r.node).await?,
+            Pace::Interruption { .. } => *cordoned = self.cluster.cordon(&r.node, true).await?,
         }
         match self.evict_all(&r.pods, &settings, event, &note).await {
             Some(e) if !involuntary => return Err(e),
@@ -244,6 +311,9 @@ impl<C: Cluster> Remover<C> {
             }
         }
         self.cluster.may_act(&format!("deleting node {}", r.node))?;
+        if !r.stage.advance(Stage::Draining, Stage::Deleting) {
+            return Err(Error::Superseded(r.node.clone()));
+        }
         let guard = self.cluster.write_guard();
         self.cloud
             .delete_nodes(&r.group, std::slice::from_ref(&r.provider_id), &guard)

@@ -67,6 +67,7 @@ impl LoopFlags {
             node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
             max_disruption: Budget::parse(&self.max_disruption)
                 .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
+            max_interruptions_per_minute: self.max_interruptions_per_minute,
             defaults: OptionValues {
                 scale_down_utilization_threshold: self.scale_down_utilization_threshold,
                 scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,

@@ -397,6 +397,10 @@ pub struct LoopFlags {
     /// group's own budget also limits scale-down).
     #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_disruption.to_string())]
     pub max_disruption: String,
+    /// Most nodes a minute that spot warnings and stopping instances take out without regard to pod
+    /// disruption budgets; beyond it such notices drain as voluntary ones (drainability rules, budgets).
+    #[arg(long, value_name = "COUNT", default_value_t = UPSTREAM.max_interruptions_per_minute)]
+    pub max_interruptions_per_minute: usize,
 }
 
 /// The engine's settings with every flag at its default: what the binary runs with when given none.

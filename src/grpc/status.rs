@@ -24,9 +24,10 @@ pub fn code(err: &Error) -> Code {
         | Error::Kubernetes { .. }
         | Error::KubernetesTimeout { .. } => Code::Unavailable,
         // The world changed under the call (a fence, a 409, a pod that landed): decide again.
-        Error::LeadershipLost { .. } | Error::Conflict { .. } | Error::PodsLanded { .. } => {
-            Code::Aborted
-        }
+        Error::LeadershipLost { .. }
+        | Error::Conflict { .. }
+        | Error::PodsLanded { .. }
+        | Error::Superseded(_) => Code::Aborted,
         Error::Eviction { .. } => Code::FailedPrecondition,
         // Busy: the caller may retry once requests in flight are answered.
         Error::Overloaded { .. } => Code::ResourceExhausted,

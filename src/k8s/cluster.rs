@@ -66,14 +66,27 @@ impl Cluster for LiveCluster {
         drain::set_taint(&nodes, node, mark, on, now).await
     }
 
-    async fn cordon(&self, node: &str) -> Result<()> {
+    async fn cordon(&self, node: &str, on: bool) -> Result<bool> {
         let nodes: Api<KubeNode> = Api::all(self.client.clone());
-        let patch = serde_json::json!({"spec": {"unschedulable": true}});
+        let what = if on { "cordoning" } else { "uncordoning" };
+        let current = nodes
+            .get(node)
+            .await
+            .map_err(|e| Error::kube(format!("{what} node {node}"), e))?;
+        let was = current
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
+        if was == on {
+            return Ok(false);
+        }
+        let patch = serde_json::json!({"spec": {"unschedulable": on}});
         nodes
             .patch(node, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map(|_| ())
-            .map_err(|e| Error::kube(format!("cordoning node {node}"), e))
+            .map(|_| true)
+            .map_err(|e| Error::kube(format!("{what} node {node}"), e))
     }
 
     async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()> {

@@ -306,6 +306,7 @@ impl TryFrom<&Status> for ClusterAutoscalerStatus {
                         node: x.node.clone(),
                         group: Some(x.node_group.clone()).filter(|g| !g.is_empty()),
                         reason: parse::<DisruptionReason>("disruptions.reason", &x.reason)?,
+                        notice: None,
                     })
                 })
                 .collect::<Result<_>>()?,

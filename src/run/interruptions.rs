@@ -17,7 +17,7 @@ use crate::cloud::aws::interruption::InterruptionQueue;
 use crate::k8s::index::Index;
 use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
-use crate::model::lifecycle::{DisruptionReason, NoticeKind};
+use crate::model::lifecycle::{DisruptionReason, NoticeKind, Noticed};
 
 /// Pauses after failed receives: 1 s, doubled per failure in a row, up to a minute.
 const BACKOFF: Exponential = Exponential::new(Duration::from_secs(1), Duration::from_secs(60));
@@ -79,8 +79,8 @@ pub struct Interruptions {
     taken: watch::Sender<Option<Instant>>,
     handle_rebalance: bool,
     metrics: LifecycleMetrics,
-    /// Nodes with a notice, by name, until they are gone.
-    disrupted: HashMap<String, DisruptionReason>,
+    /// Nodes with a notice, by name, until they are gone: each with its strongest notice due.
+    disrupted: Noticed,
     /// Messages handled this loop, deleted once the loop has acted.
     handled: Vec<String>,
 }
@@ -110,7 +110,7 @@ impl Interruptions {
             taken,
             handle_rebalance,
             metrics,
-            disrupted: HashMap::new(),
+            disrupted: Noticed::default(),
             handled: Vec::new(),
         }
     }
@@ -175,9 +175,13 @@ impl Notices for Interruptions {
                     _ if n.kind == NoticeKind::Rebalance && !self.handle_rebalance => "ignored",
                     Some(node) => {
                         let reason = n.kind.reason();
-                        tracing::warn!(node, instance = %n.instance_id, %reason, "instance going away; moving its pods");
-                        self.disrupted.entry(node.to_string()).or_insert(reason);
-                        "handled"
+                        if self.disrupted.note(node, &n.kind) {
+                            tracing::warn!(node, instance = %n.instance_id, %reason, "instance going away; moving its pods when due");
+                            "handled"
+                        } else {
+                            tracing::info!(node, instance = %n.instance_id, ?n.kind, "reboot-only maintenance: nothing to drain");
+                            "ignored"
+                        }
                     }
                     None => {
                         tracing::info!(instance = %n.instance_id, kind = n.kind.label(), "notice for an instance of no managed group");
@@ -188,9 +192,9 @@ impl Notices for Interruptions {
             }
             self.handled.push(r.receipt);
         }
-        self.disrupted
-            .retain(|node, _| index.nodes.get(node).is_some());
-        self.disrupted.clone()
+        self.disrupted.due(crate::time::unix_now(), |node| {
+            index.nodes.get(node).is_some()
+        })
     }
 
     /// Deletes the messages handled this loop (in dry-run forgets them, left in the queue); one that

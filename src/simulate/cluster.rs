@@ -256,9 +256,13 @@ impl Cluster for SimCluster {
         Ok(())
     }
 
-    async fn cordon(&self, node: &str) -> Result<()> {
-        self.with_node(node, |n| n.unschedulable = true);
-        Ok(())
+    async fn cordon(&self, node: &str, on: bool) -> Result<bool> {
+        let mut changed = false;
+        self.with_node(node, |n| {
+            changed = n.unschedulable != on;
+            n.unschedulable = on;
+        });
+        Ok(changed)
     }
 
     /// The pod leaves its node at once; a terminating one is gone, any other comes back pending.
@@ -312,6 +316,11 @@ impl SimView {
                 .iter()
                 .flat_map(|s| s.evict.iter().map(String::as_str)),
         );
+        for x in &d.disruptions {
+            if let Some(crate::engine::NoticeDrain::Voluntary { evict, .. }) = &x.notice {
+                wanted.extend(evict.iter().map(String::as_str));
+            }
+        }
         let nodes: HashSet<&str> = d
             .scale_down
             .iter()

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
 use crate::metrics::LoopMetrics;
-use crate::model::lifecycle::{DisruptionReason, NoticeKind};
+use crate::model::lifecycle::{NoticeKind, Noticed};
 use crate::model::workload::{Pdb, Pod};
 use crate::model::{instance_id, provider_id};
 use crate::model::{Instance, InstanceState, NodeGroup};
@@ -65,8 +65,8 @@ pub struct Simulation {
     events: std::collections::VecDeque<Scheduled>,
     /// `--handle-rebalance-recommendations`.
     handle_rebalance: bool,
-    /// Nodes an event named, until they are gone.
-    interrupted: HashMap<String, DisruptionReason>,
+    /// Nodes an event named, until they are gone (as `run` keeps them).
+    interrupted: Noticed,
     /// Whether pending pods are bound before a loop (see [`Simulation::set_binding`]).
     binding: bool,
 }
@@ -195,7 +195,7 @@ impl Simulation {
             loop_number: 0,
             events: Default::default(),
             handle_rebalance: false,
-            interrupted: HashMap::new(),
+            interrupted: Noticed::default(),
             binding: true,
         })
     }
@@ -252,9 +252,7 @@ impl Simulation {
                 });
                 match node {
                     Some(node) => {
-                        self.interrupted
-                            .entry(node.name.clone())
-                            .or_insert(n.kind.reason());
+                        self.interrupted.note(&node.name, &n.kind);
                     }
                     None => eprintln!(
                         "event at +{}s: instance {} is no node of a group; ignored",
@@ -324,7 +322,12 @@ impl Simulation {
         let now = self.now;
         self.cluster_moves(&self.memory, pacing, &settings.taints);
         self.replay_events();
-        let interrupted = std::mem::take(&mut self.interrupted);
+        let interrupted = {
+            let state = self.cluster.state();
+            let present: std::collections::HashSet<&str> =
+                state.nodes.iter().map(|n| n.name.as_str()).collect();
+            self.interrupted.due(now, |n| present.contains(n))
+        };
         self.actuator.book(&mut self.memory, now);
         let groups = self.groups();
         let removing = self.actuator.in_flight();

@@ -26,7 +26,7 @@ fn event(detail_type: &str, instance: &str, detail: &str) -> String {
     )
 }
 
-fn spot(instance: &str) -> String {
+pub(crate) fn spot(instance: &str) -> String {
     event(
         "EC2 Spot Instance Interruption Warning",
         instance,
@@ -34,7 +34,7 @@ fn spot(instance: &str) -> String {
     )
 }
 
-fn rebalance(instance: &str) -> String {
+pub(crate) fn rebalance(instance: &str) -> String {
     event(
         "EC2 Instance Rebalance Recommendation",
         instance,
@@ -42,13 +42,13 @@ fn rebalance(instance: &str) -> String {
     )
 }
 
-struct Queue {
-    sqs: aws_sdk_sqs::Client,
-    url: String,
+pub(crate) struct Queue {
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) url: String,
 }
 
 impl Queue {
-    async fn create(moto: &Moto) -> Queue {
+    pub(crate) async fn create(moto: &Moto) -> Queue {
         Queue::create_with(moto, "30").await
     }
 
@@ -75,7 +75,7 @@ impl Queue {
         Queue { sqs, url }
     }
 
-    async fn send(&self, body: &str) {
+    pub(crate) async fn send(&self, body: &str) {
         self.sqs
             .send_message()
             .queue_url(&self.url)

@@ -100,6 +100,7 @@ fn two_loops() -> (ClusterAutoscalerStatus, ClusterAutoscalerStatus) {
             node: "big-1".into(),
             group: Some("big".into()),
             reason: DisruptionReason::Drift,
+            notice: None,
         }],
         ..Default::default()
     };

@@ -15,7 +15,7 @@ use ferroscale::engine::taints::TaintConfig;
 use ferroscale::engine::{Decisions, Settings};
 use ferroscale::k8s::documents;
 use ferroscale::k8s::index::Index;
-use ferroscale::model::lifecycle::DisruptionReason;
+use ferroscale::model::lifecycle::{DisruptionReason, Noticed};
 use ferroscale::model::workload::{Node, Pod};
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::run::interruptions::nodes_by_instance;
@@ -142,7 +142,7 @@ struct Scripted {
     due: VecDeque<Scheduled>,
     /// Seconds since the scenario started, set before each loop.
     elapsed: Arc<AtomicI64>,
-    marked: HashMap<String, DisruptionReason>,
+    marked: Noticed,
 }
 
 #[async_trait::async_trait]
@@ -157,15 +157,13 @@ impl Notices for Scripted {
         while self.due.front().is_some_and(|e| e.at <= elapsed) {
             for n in self.due.pop_front().unwrap().notices {
                 if let Some(node) = nodes.get(n.instance_id.as_str()) {
-                    self.marked
-                        .entry(node.to_string())
-                        .or_insert(n.kind.reason());
+                    self.marked.note(node, &n.kind);
                 }
             }
         }
-        self.marked
-            .retain(|node, _| index.nodes.get(node).is_some());
-        self.marked.clone()
+        self.marked.due(ferroscale::time::unix_now(), |node| {
+            index.nodes.get(node).is_some()
+        })
     }
 
     async fn acknowledge(&mut self, _dry_run: bool) {}
@@ -211,7 +209,7 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
     h.runner.set_interruptions(Scripted {
         due: parse_events(s.events).unwrap().into(),
         elapsed: elapsed.clone(),
-        marked: HashMap::new(),
+        marked: Noticed::default(),
     });
     let start = world.now();
     let mut steps = Vec::new();

@@ -86,8 +86,14 @@ pub fn run_once(
         }
     }
     let existing = infos.len();
-    let mut disruptions = Vec::new();
-    let displaced = displace(world, &infos, memory, now, &mut disruptions);
+    let (mut disruptions, mut kept) = (Vec::new(), Vec::new());
+    let displaced = displace(&ctx, &infos, memory, &mut disruptions, &mut kept);
+    let leaving: std::collections::HashSet<String> = world
+        .interrupted
+        .keys()
+        .filter(|n| !kept.iter().any(|(k, _)| k == *n))
+        .cloned()
+        .collect();
     // Upstream's GetUpcomingNodes: a group's target less its ready and unready nodes. A node still
     // starting (not ready, younger than the group's maxNodeStartupTime) counts as upcoming: its pods
     // go to a template copy of it, so a booting node does not ask for another one.
@@ -152,9 +158,11 @@ pub fn run_once(
     waiting.sort_by_key(|p| std::cmp::Reverse(p.meta.priority));
     // Pods of nodes going away need a place now, whatever their age or priority.
     waiting.extend(displaced.iter().map(|(p, _)| p.as_ref()));
+    // Nodes a notice takes out (or whose instance is already going) take no pods; a node a voluntary
+    // notice could not take out yet still does, as the scheduler still binds pods to it.
     let gone: Vec<bool> = infos
         .iter()
-        .map(|i| world.interrupted.contains_key(&i.node.name))
+        .map(|i| leaving.contains(i.node.name.as_str()))
         .collect();
     let mut candidates: Vec<&Pod> = Vec::new();
     for (p, placed) in waiting
@@ -180,6 +188,7 @@ pub fn run_once(
         infos[i].add(Arc::clone(p));
     }
     d.disruptions = disruptions;
+    d.unremovable.append(&mut kept);
     d.replacements = replacements(&d, &displaced);
     if !world.doubts.is_empty() {
         d.held_back = world.doubts.to_vec();

@@ -50,6 +50,24 @@ pub struct Disruption {
     /// Its group, when it has one.
     pub group: Option<String>,
     pub reason: DisruptionReason,
+    /// How the node goes when a notice takes it out this loop (`None` for drift and expiry, which go
+    /// as scale-downs once their replacement joined).
+    pub notice: Option<NoticeDrain>,
+}
+
+/// How a node with a notice is drained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoticeDrain {
+    /// The cloud takes the instance whatever happens: every pod but DaemonSet and mirror pods is
+    /// evicted within the interruption's grace, and the instance is deleted even if some stay.
+    Involuntary,
+    /// Under the drainability rules and budgets, as a scale-down: these pods (`namespace/name`) are
+    /// evicted, `left` go down with the node unevicted; the node is kept if any eviction fails or a pod
+    /// landed meanwhile.
+    Voluntary {
+        evict: Vec<String>,
+        left: Vec<String>,
+    },
 }
 
 /// A scale-up that replaces disrupted nodes: it places pods of `for_nodes`.

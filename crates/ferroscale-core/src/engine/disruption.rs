@@ -5,34 +5,110 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::context::World;
-use super::decisions::{Decisions, Disruption, Replacement};
+use super::context::Ctx;
+use super::decisions::{Decisions, Disruption, NoticeDrain, Replacement};
 use super::memory::Memory;
 use super::predicates::NodeInfo;
+use super::reasons::Unremovable;
+use super::scale_down::drain;
 use crate::labels;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::Pod;
+use crate::model::InstanceState;
 
-/// The nodes whose instance is going away: each is a disruption, its instance type in its zone is short
-/// of spot capacity when the notice was a spot interruption, and its pods that a controller recreates
-/// (not DaemonSet or mirror pods, not those already terminating) are returned, unbound, to be placed.
+/// The nodes whose instance is going away. Each is a disruption; a spot interruption also marks its
+/// instance type in its zone short of capacity. An involuntary notice (within
+/// `--max-interruptions-per-minute`) takes its node out whatever its pods; any other drains as a
+/// scale-down would, under the drainability rules and the group's disruption budget, or keeps the node
+/// (in `kept`, with why) until a later loop. A node whose instance is already gone is done: its
+/// pods are placed again, nothing is drained or counted. Returns the pods of the nodes taken out that a
+/// controller recreates (not DaemonSet or mirror pods, not those already terminating), unbound, to be
+/// placed.
 pub(super) fn displace(
-    world: &World,
+    ctx: &Ctx,
     infos: &[NodeInfo],
     memory: &mut Memory,
-    now: i64,
     disruptions: &mut Vec<Disruption>,
+    kept: &mut Vec<(String, Unremovable)>,
 ) -> Vec<(Arc<Pod>, String)> {
+    let world = ctx.world;
+    let now = ctx.now;
+    // A node taken out counts against the cap for a minute, gone or not.
+    memory
+        .involuntary
+        .retain(|n, t| world.interrupted.contains_key(n) || now - *t < 60);
     let mut displaced = Vec::new();
-    for info in infos {
-        let Some(&reason) = world.interrupted.get(&info.node.name) else {
-            continue;
-        };
-        disruptions.push(Disruption {
-            node: info.node.name.clone(),
-            group: world.node_groups.get(&info.node.name).cloned(),
-            reason,
-        });
+    let noticed: Vec<(&NodeInfo, DisruptionReason)> = infos
+        .iter()
+        .filter_map(|i| Some((i, *world.interrupted.get(&i.node.name)?)))
+        .collect();
+    if noticed.is_empty() {
+        return displaced;
+    }
+    // What each group has on its way out (removals in flight, replacements), and its size.
+    let mut out: HashMap<&str, usize> = HashMap::new();
+    let mut size: HashMap<&str, usize> = HashMap::new();
+    for (node, g) in world.node_groups {
+        *size.entry(g.as_str()).or_default() += 1;
+        if world.removing.contains_key(node) || memory.replacing.contains_key(node) {
+            *out.entry(g.as_str()).or_default() += 1;
+        }
+    }
+    let cap = ctx.settings.max_interruptions_per_minute;
+    let mut recent = memory
+        .involuntary
+        .values()
+        .filter(|t| now - **t < 60)
+        .count();
+    // Each node with whether its instance is gone and whether it goes involuntarily; involuntary ones
+    // first: they go whatever the budgets, and use them up for the rest.
+    let mut order: Vec<(&NodeInfo, DisruptionReason, bool, bool)> = Vec::new();
+    for (info, reason) in noticed {
+        let name = &info.node.name;
+        let gone = world
+            .node_groups
+            .get(name)
+            .and_then(|g| ctx.groups.get(g.as_str()))
+            .is_none_or(|g| {
+                g.instances
+                    .iter()
+                    .any(|i| i.id == info.node.provider_id && i.state == InstanceState::Deleting)
+            });
+        let involuntary = !gone
+            && reason.involuntary()
+            && (memory.involuntary.contains_key(name) || recent < cap);
+        if involuntary && !memory.involuntary.contains_key(name) {
+            memory.involuntary.insert(name.clone(), now);
+            recent += 1;
+        }
+        order.push((info, reason, gone, involuntary));
+    }
+    order.sort_by_key(|&(_, _, _, involuntary)| !involuntary);
+    for (info, reason, gone, involuntary) in order {
+        let name = &info.node.name;
+        let group = world.node_groups.get(name);
+        if !gone {
+            let notice = if involuntary {
+                if let (Some(g), false) = (group, world.removing.contains_key(name)) {
+                    *out.entry(g.as_str()).or_default() += 1;
+                }
+                NoticeDrain::Involuntary
+            } else {
+                match voluntary(ctx, info, &mut out, &size) {
+                    Ok(drain) => drain,
+                    Err(why) => {
+                        kept.push((name.clone(), why));
+                        continue;
+                    }
+                }
+            };
+            disruptions.push(Disruption {
+                node: name.clone(),
+                group: group.cloned(),
+                reason,
+                notice: Some(notice),
+            });
+        }
         if reason == DisruptionReason::SpotInterruption {
             let label = |k: &str| info.node.labels.get(k).cloned();
             if let (Some(ty), Some(zone)) = (label(labels::INSTANCE_TYPE), label(labels::ZONE)) {
@@ -46,11 +122,48 @@ pub(super) fn displace(
                     node_name: None,
                     ..(**p).clone()
                 });
-                displaced.push((unbound, info.node.name.clone()));
+                displaced.push((unbound, name.clone()));
             }
         }
     }
     displaced
+}
+
+/// A voluntary notice's drain of `info`, as a scale-down's: not while a pod may not be evicted or runs
+/// to completion, nor while its group has its disruption budget's worth of nodes `out` already (a node
+/// already being removed has its place); the node then counts as out.
+fn voluntary<'a>(
+    ctx: &Ctx<'a>,
+    info: &NodeInfo,
+    out: &mut HashMap<&'a str, usize>,
+    size: &HashMap<&'a str, usize>,
+) -> Result<NoticeDrain, Unremovable> {
+    let drained = drain(&info.pods, ctx).map_err(Unremovable::Blocked)?;
+    if let Some(pod) = drained.waits_for {
+        return Err(Unremovable::OnCompletion { pod });
+    }
+    let name = info.node.name.as_str();
+    let world: &'a super::context::World<'a> = ctx.world;
+    let group = world.node_groups.get(name).map(String::as_str);
+    if let (Some(g), false) = (group, world.removing.contains_key(name)) {
+        let allowed = ctx.groups.get(g).map_or(usize::MAX, |grp| {
+            ctx.settings
+                .budget_of(grp)
+                .allowed(size.get(g).copied().unwrap_or(0))
+        });
+        let gone = out.entry(g).or_default();
+        if *gone >= allowed {
+            return Err(Unremovable::DisruptionBudget {
+                group: g.to_string(),
+                allowed,
+            });
+        }
+        *gone += 1;
+    }
+    Ok(NoticeDrain::Voluntary {
+        evict: drained.movable.iter().map(|p| p.key()).collect(),
+        left: drained.left,
+    })
 }
 
 /// The scale-ups that place pods of disrupted nodes, with those nodes.
@@ -84,7 +197,7 @@ mod tests {
     use crate::fixtures::{group, node, pod, resources, NodeBuilder, TestWorld, GIB};
     use crate::labels;
     use crate::model::lifecycle::DisruptionReason;
-    use crate::model::NodeGroup;
+    use crate::model::{InstanceState, NodeGroup};
 
     /// A 4-cpu m5.xlarge in `zone`.
     fn m5_xlarge(name: &str, zone: &str) -> NodeBuilder {
@@ -156,5 +269,36 @@ mod tests {
         let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
         assert_eq!(d.replacements.len(), 1, "{d:?}");
         assert!(memory.out_of_capacity.is_empty());
+    }
+
+    #[test]
+    fn a_node_whose_instance_is_already_going_is_neither_drained_nor_counted_again() {
+        let mut world = TestWorld::default()
+            .group(
+                group("pool")
+                    .sizes(0, 10, 1)
+                    .prefix("test:///pool/")
+                    .instance("a-1", InstanceState::Deleting)
+                    .build(),
+            )
+            .node_of(
+                "pool",
+                node("a-1")
+                    .provider_id("test:///pool/a-1")
+                    .sized(resources(4000, 16 * GIB, 110))
+                    .ready()
+                    .build(),
+            );
+        world
+            .interrupted
+            .insert("a-1".into(), DisruptionReason::SpotInterruption);
+        let mut memory = Memory::default();
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_000);
+        assert!(d.disruptions.is_empty(), "{d:?}");
+        assert!(memory.involuntary.is_empty(), "not counted against the cap");
+        // The same node with its instance still running goes.
+        world.group_mut("pool").instances[0].state = InstanceState::Running;
+        let d = world.run_once(&Settings::upstream(), &mut memory, 1_010);
+        assert_eq!(d.disruptions.len(), 1, "{d:?}");
     }
 }

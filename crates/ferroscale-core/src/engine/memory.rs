@@ -37,6 +37,9 @@ pub struct Memory {
     pub replacing: HashMap<String, Replacing>,
     /// New nodes that already let an old node go: each counts for one replacement only.
     pub surge_claimed: HashSet<String>,
+    /// Nodes taken out for an involuntary notice, with when: what `--max-interruptions-per-minute`
+    /// counts (each node once, for as long as it is there).
+    pub involuntary: HashMap<String, i64>,
 }
 
 /// A replacement under way: the surge was asked for `since`.

@@ -36,8 +36,8 @@ pub mod utilization;
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
 pub use decisions::{
-    CancelCapacity, Decisions, DeleteInstance, Direction, Disruption, Replacement, ScaleDown,
-    ScaleUp,
+    CancelCapacity, Decisions, DeleteInstance, Direction, Disruption, NoticeDrain, Replacement,
+    ScaleDown, ScaleUp,
 };
 pub use memory::Memory;
 pub use settings::Settings;

@@ -194,6 +194,7 @@ fn retire(
         node: info.node.name.clone(),
         group: Some(g.id.clone()),
         reason,
+        notice: None,
     });
     d.scale_down.push(ScaleDown {
         node: info.node.name.clone(),

@@ -2,7 +2,7 @@
 //! rebalance recommendations, scheduled changes, the instance stopping) and the reasons a node is taken
 //! out of service other than for scale-down.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::time::Duration;
 
@@ -13,8 +13,8 @@ pub enum NoticeKind {
     SpotInterruption,
     /// `EC2 Instance Rebalance Recommendation`: the instance is at elevated risk of interruption.
     Rebalance,
-    /// An `AWS Health Event` scheduled change (retirement, maintenance) for the instance.
-    ScheduledChange,
+    /// An `AWS Health Event` scheduled change (retirement, stop, maintenance) for the instance.
+    ScheduledChange(ScheduledChange),
     /// `EC2 Instance State-change Notification` with this state (stopping, stopped, shutting-down,
     /// terminated).
     StateChange(String),
@@ -26,8 +26,22 @@ impl NoticeKind {
         match self {
             NoticeKind::SpotInterruption => DisruptionReason::SpotInterruption,
             NoticeKind::Rebalance => DisruptionReason::Rebalance,
-            NoticeKind::ScheduledChange => DisruptionReason::ScheduledChange,
+            NoticeKind::ScheduledChange(_) => DisruptionReason::ScheduledChange,
             NoticeKind::StateChange(_) => DisruptionReason::InstanceStopping,
+        }
+    }
+
+    /// From when the notice takes its node out (seconds since the epoch), or `None` when it never does:
+    /// a scheduled change from [`SCHEDULED_CHANGE_LEAD`] before its start, a reboot-only one never; any
+    /// other notice at once (`i64::MIN`).
+    pub fn due_from(&self) -> Option<i64> {
+        match self {
+            NoticeKind::ScheduledChange(c) if c.reboot_only() => None,
+            NoticeKind::ScheduledChange(c) => Some(
+                c.start
+                    .map_or(i64::MIN, |s| s.saturating_sub(SCHEDULED_CHANGE_LEAD)),
+            ),
+            _ => Some(i64::MIN),
         }
     }
 
@@ -36,11 +50,36 @@ impl NoticeKind {
         match self {
             NoticeKind::SpotInterruption => "spot-interruption",
             NoticeKind::Rebalance => "rebalance",
-            NoticeKind::ScheduledChange => "scheduled-change",
+            NoticeKind::ScheduledChange(_) => "scheduled-change",
             NoticeKind::StateChange(_) => "state-change",
         }
     }
 }
+
+/// What an AWS Health scheduled change says about an instance (`detail.eventTypeCode`,
+/// `detail.startTime`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ScheduledChange {
+    /// `AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED`, `AWS_EC2_INSTANCE_STOP_SCHEDULED`,
+    /// `AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED`, ... (empty when the event does not say).
+    pub code: String,
+    /// When the change starts (seconds since the epoch), when the event says.
+    pub start: Option<i64>,
+}
+
+impl ScheduledChange {
+    /// Whether the instance only reboots (`AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED`,
+    /// `AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED`, ...): it comes back with its node and pods, so
+    /// nothing is drained. Retirements, stops and codes not known to be harmless take the node out.
+    pub fn reboot_only(&self) -> bool {
+        self.code.starts_with("AWS_EC2_") && self.code.contains("_REBOOT_")
+    }
+}
+
+/// How long before a scheduled change starts its node is taken out (2 h): a voluntary drain under the
+/// group's budget takes minutes per node, so a group whose nodes all retire at once still drains them in
+/// turn before the start; a node is not given up weeks ahead of a change that AWS may still move.
+pub const SCHEDULED_CHANGE_LEAD: i64 = 2 * 3600;
 
 /// Why a node is taken out of service other than for scale-down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,15 +117,39 @@ impl DisruptionReason {
         }
     }
 
-    /// Whether it comes from a notice about the instance (the interruption queue, `--events`), taken
-    /// out at once and never waiting for the budget; drift and expiry are the autoscaler's own.
+    /// How strong a notice is, the one order escalation follows: a rebalance recommendation, then a
+    /// scheduled change, then a spot interruption warning, then the instance already stopping. Drift and
+    /// expiry (the autoscaler's own) are below every notice.
+    pub fn strength(self) -> u8 {
+        match self {
+            DisruptionReason::Drift | DisruptionReason::Expired => 0,
+            DisruptionReason::Rebalance => 1,
+            DisruptionReason::ScheduledChange => 2,
+            DisruptionReason::SpotInterruption => 3,
+            DisruptionReason::InstanceStopping => 4,
+        }
+    }
+
+    /// The stronger of two reasons for the same node (`self` when equal): a later, stronger notice
+    /// upgrades a node's reason, a weaker one never downgrades it.
+    pub fn escalate(self, other: DisruptionReason) -> DisruptionReason {
+        if other.strength() > self.strength() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// Whether it comes from a notice about the instance (the interruption queue, `--events`): taken out
+    /// at the interruption's pace; drift and expiry are the autoscaler's own.
     pub fn from_notice(self) -> bool {
         !matches!(self, DisruptionReason::Drift | DisruptionReason::Expired)
     }
 
     /// Whether the cloud takes the instance whatever the autoscaler does (a spot interruption, the
     /// instance stopping): it is deleted even when its pods could not all be evicted. A rebalance
-    /// recommendation or a scheduled change may not come to that: their drains honour budgets.
+    /// recommendation or a scheduled change may not come to that: their drains follow the drainability
+    /// rules and budgets (as do involuntary ones beyond `--max-interruptions-per-minute`).
     pub fn involuntary(self) -> bool {
         matches!(
             self,
@@ -109,6 +172,53 @@ impl std::str::FromStr for DisruptionReason {
             .into_iter()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| crate::Error::invalid("disruption reason", format!("unknown {s:?}")))
+    }
+}
+
+/// The notices about nodes, as the loop keeps them until their node is gone (`run`'s interruption queue
+/// and `simulate --events` alike): each node's strongest notice due by now, and scheduled changes held
+/// until their lead before the start.
+#[derive(Debug, Clone, Default)]
+pub struct Noticed {
+    /// Node → its strongest notice, and from when it is due.
+    nodes: HashMap<String, Vec<(DisruptionReason, i64)>>,
+}
+
+impl Noticed {
+    /// Records a notice about `node`; whether it will ever take the node out (a reboot-only scheduled
+    /// change does not).
+    pub fn note(&mut self, node: &str, kind: &NoticeKind) -> bool {
+        let Some(from) = kind.due_from() else {
+            return false;
+        };
+        let held = self.nodes.entry(node.to_string()).or_default();
+        let reason = kind.reason();
+        match held.iter_mut().find(|(r, _)| *r == reason) {
+            Some(h) => h.1 = h.1.min(from),
+            None => held.push((reason, from)),
+        }
+        true
+    }
+
+    /// The nodes `present` still has whose notices are due at `now`, each with its strongest reason due;
+    /// nodes gone are forgotten.
+    pub fn due(
+        &mut self,
+        now: i64,
+        present: impl Fn(&str) -> bool,
+    ) -> HashMap<String, DisruptionReason> {
+        self.nodes.retain(|n, _| present(n));
+        self.nodes
+            .iter()
+            .filter_map(|(node, held)| {
+                let strongest = held
+                    .iter()
+                    .filter(|(_, from)| *from <= now)
+                    .map(|(r, _)| *r)
+                    .reduce(DisruptionReason::escalate)?;
+                Some((node.clone(), strongest))
+            })
+            .collect()
     }
 }
 
@@ -263,6 +373,66 @@ mod tests {
         assert!(lifecycle.drifted("old-main"));
         assert!(lifecycle.drifted("old-arm"));
         assert!(!lifecycle.drifted("unknown"));
+    }
+
+    #[test]
+    fn a_stronger_notice_upgrades_a_node_and_a_weaker_one_never_downgrades_it() {
+        use DisruptionReason::*;
+        // The one order: rebalance, scheduled change, spot warning, stopping.
+        let order = [
+            Rebalance,
+            ScheduledChange,
+            SpotInterruption,
+            InstanceStopping,
+        ];
+        for w in order.windows(2) {
+            assert_eq!(w[0].escalate(w[1]), w[1]);
+            assert_eq!(w[1].escalate(w[0]), w[1]);
+        }
+        let mut noticed = Noticed::default();
+        assert!(noticed.note("a", &NoticeKind::Rebalance));
+        assert!(noticed.note("a", &NoticeKind::SpotInterruption));
+        assert!(noticed.note("a", &NoticeKind::Rebalance));
+        let due = noticed.due(0, |_| true);
+        assert_eq!(due["a"], SpotInterruption);
+        assert!(
+            noticed.due(0, |_| false).is_empty(),
+            "a node gone is forgotten"
+        );
+    }
+
+    #[test]
+    fn scheduled_changes_count_near_their_start_and_reboots_never() {
+        let change = |code: &str, start| {
+            NoticeKind::ScheduledChange(ScheduledChange {
+                code: code.into(),
+                start,
+            })
+        };
+        let start = 1_000_000;
+        let mut noticed = Noticed::default();
+        for code in [
+            "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+            "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+        ] {
+            assert!(!noticed.note("r", &change(code, Some(start))), "{code}");
+        }
+        assert!(noticed.note("s", &change("AWS_EC2_INSTANCE_STOP_SCHEDULED", Some(start))));
+        assert!(noticed.note("u", &change("", None)), "no start: at once");
+        let lead = start - SCHEDULED_CHANGE_LEAD;
+        let at = |noticed: &mut Noticed, now| {
+            let mut due: Vec<String> = noticed.due(now, |_| true).into_keys().collect();
+            due.sort();
+            due
+        };
+        assert_eq!(at(&mut noticed, lead - 1), ["u"]);
+        assert_eq!(at(&mut noticed, lead), ["s", "u"]);
+        // A spot warning meanwhile counts at once, whatever the change held.
+        assert!(noticed.note("s", &NoticeKind::SpotInterruption));
+        assert_eq!(
+            noticed.due(0, |_| true).get("s"),
+            Some(&DisruptionReason::SpotInterruption)
+        );
     }
 
     #[test]

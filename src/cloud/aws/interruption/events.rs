@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::lifecycle::NoticeKind;
+use crate::model::lifecycle::{NoticeKind, ScheduledChange};
 
 /// What one message says about one instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,13 +177,27 @@ fn health(detail: &Value) -> Result<Vec<Notice>, Undecodable> {
         .get("affectedEntities")
         .and_then(Value::as_array)
         .ok_or_else(|| Undecodable::Malformed("detail.affectedEntities is missing".into()))?;
+    let change = ScheduledChange {
+        code: field("eventTypeCode").unwrap_or_default().to_string(),
+        start: match detail.get("startTime") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) => Some(health_time(t).ok_or_else(|| {
+                Undecodable::Malformed(format!("detail.startTime {t:?} is not a time"))
+            })?),
+            Some(_) => {
+                return Err(Undecodable::Malformed(
+                    "detail.startTime is not a string".into(),
+                ))
+            }
+        },
+    };
     let notices: Vec<Notice> = entities
         .iter()
         .filter_map(|e| e.get("entityValue").and_then(Value::as_str))
         .filter(|id| id.starts_with("i-"))
         .map(|id| Notice {
             instance_id: id.to_string(),
-            kind: NoticeKind::ScheduledChange,
+            kind: NoticeKind::ScheduledChange(change.clone()),
         })
         .collect();
     if notices.is_empty() {
@@ -192,6 +206,17 @@ fn health(detail: &Value) -> Result<Vec<Notice>, Undecodable> {
         ));
     }
     Ok(notices)
+}
+
+/// A Health event's time in seconds since the epoch: RFC 2822 as AWS writes `startTime`
+/// (`Sat, 05 Dec 2026 03:00:00 GMT`), or RFC 3339.
+fn health_time(t: &str) -> Option<i64> {
+    use k8s_openapi::jiff;
+    jiff::fmt::rfc2822::parse(t)
+        .map(|z| z.timestamp())
+        .or_else(|_| t.parse::<jiff::Timestamp>())
+        .ok()
+        .map(|t| t.as_second())
 }
 
 #[cfg(test)]
@@ -214,9 +239,18 @@ mod tests {
         let health = r#"{"version":"0","id":"7fb65329-1628-4cf3-a740-95fg457h1402","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-11-24T06:27:57Z","region":"us-east-1","resources":["i-abcd1111","i-abcd2222"],"detail":{"eventArn":"arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/x","service":"EC2","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","eventTypeCategory":"scheduledChange","startTime":"Sat, 05 Dec 2026 03:00:00 GMT","eventDescription":[{"language":"en_US","latestDescription":"retirement"}],"affectedEntities":[{"entityValue":"i-abcd1111"},{"entityValue":"i-abcd2222"}]}}"#;
         let notices = decode(health).unwrap();
         assert_eq!(notices.len(), 2);
-        assert!(notices
-            .iter()
-            .all(|n| n.kind == NoticeKind::ScheduledChange));
+        let retirement = NoticeKind::ScheduledChange(ScheduledChange {
+            code: "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED".into(),
+            start: Some(health_time("2026-12-05T03:00:00Z").unwrap()),
+        });
+        assert!(notices.iter().all(|n| n.kind == retirement), "{notices:?}");
+        let bad_start = health.replace("Sat, 05 Dec 2026 03:00:00 GMT", "soon");
+        assert_eq!(
+            decode(&bad_start),
+            Err(Undecodable::Malformed(
+                "detail.startTime \"soon\" is not a time".into()
+            ))
+        );
         let stopping = r#"{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","account":"123456789012","time":"2026-11-24T14:24:22Z","region":"us-east-1","resources":["arn:aws:ec2:us-east-1:123456789012:instance/i-abcd1111"],"detail":{"instance-id":"i-abcd1111","state":"stopping"}}"#;
         assert_eq!(
             decode(stopping).unwrap()[0].kind,
