@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ferroscale::cloud::aws::interruption::InterruptionQueue;
 use ferroscale::model::lifecycle::DisruptionReason;
-use ferroscale::run::interruptions::Inbox;
+use ferroscale::run::interruptions::{Inbox, IntakeSettings};
 use ferroscale::run::Interruptions;
 use ferroscale::time::unix_now as now;
 
@@ -152,10 +152,15 @@ async fn cluster_on(moto: &Moto, handle_rebalance: bool, url: String) -> (Harnes
         .unwrap();
     let inbox = Inbox::default();
     let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
+    let intake = IntakeSettings {
+        handle_rebalance,
+        ..IntakeSettings::default()
+    };
     h.runner.set_interruptions(Interruptions::start(
         connected,
+        h.cloud.clone(),
         inbox.clone(),
-        handle_rebalance,
+        intake,
         lifecycle,
     ));
     (h, (), inbox)

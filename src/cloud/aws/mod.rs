@@ -22,6 +22,7 @@ mod instance_types;
 pub mod interruption;
 mod launch;
 pub mod lifecycle;
+mod owners;
 pub mod price_keeper;
 pub mod prices;
 mod refresh;
@@ -317,6 +318,10 @@ impl Cloud for AwsCloud {
 
     async fn decrease_target_size(&self, group: &str, delta: i32) -> Result<()> {
         self.write_decrease(group, delta).await
+    }
+
+    async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
+        self.fresh_owners(instance_ids).await
     }
 
     fn readiness(&self) -> Readiness {
