@@ -35,6 +35,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_index;
+mod run_intake;
 mod run_interruptions;
 mod run_leadership;
 mod run_lifecycle;

@@ -19,14 +19,14 @@ use crate::support::moto::{Moto, REGION};
 use crate::support::run_harness::{run_settings, Harness};
 
 /// An EventBridge event as AWS documents it, for `instance`, sent just now from moto's account.
-fn event(detail_type: &str, instance: &str, detail: &str) -> String {
+pub(crate) fn event(detail_type: &str, instance: &str, detail: &str) -> String {
     let time = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
     format!(
         r#"{{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"{detail_type}","source":"aws.ec2","account":"123456789012","time":"{time}","region":"{REGION}","resources":["arn:aws:ec2:{REGION}:123456789012:instance/{instance}"],"detail":{{"instance-id":"{instance}",{detail}}}}}"#
     )
 }
 
-fn spot(instance: &str) -> String {
+pub(crate) fn spot(instance: &str) -> String {
     event(
         "EC2 Spot Instance Interruption Warning",
         instance,
@@ -42,9 +42,9 @@ fn rebalance(instance: &str) -> String {
     )
 }
 
-struct Queue {
-    sqs: aws_sdk_sqs::Client,
-    url: String,
+pub(crate) struct Queue {
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) url: String,
 }
 
 impl Queue {
@@ -53,7 +53,7 @@ impl Queue {
     }
 
     /// The queue with this visibility timeout (seconds).
-    async fn create_with(moto: &Moto, visibility: &str) -> Queue {
+    pub(crate) async fn create_with(moto: &Moto, visibility: &str) -> Queue {
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(REGION))
             .endpoint_url(&moto.url)
@@ -75,7 +75,7 @@ impl Queue {
         Queue { sqs, url }
     }
 
-    async fn send(&self, body: &str) {
+    pub(crate) async fn send(&self, body: &str) {
         self.sqs
             .send_message()
             .queue_url(&self.url)
@@ -96,7 +96,7 @@ impl Queue {
     }
 
     /// Messages left in the queue, visible or in flight.
-    async fn left(&self) -> usize {
+    pub(crate) async fn left(&self) -> usize {
         let attrs = self
             .sqs
             .get_queue_attributes()
@@ -183,7 +183,7 @@ async fn until_disrupted(h: &mut Harness, sent: Instant) -> ferroscale::engine::
 }
 
 /// The value of a sample whose line starts with `series`, 0 when absent.
-fn sample(metrics: &str, series: &str) -> f64 {
+pub(crate) fn sample(metrics: &str, series: &str) -> f64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
