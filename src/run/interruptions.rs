@@ -25,7 +25,7 @@ use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
 use crate::model::lifecycle::DisruptionReason;
 
-use poller::{Poller, Received, Shared};
+use poller::{Holding, Poller, Received};
 
 /// How long a finished message's id is remembered: received again (its delete lost, or racing a new
 /// receive), it is deleted again rather than taken anew.
@@ -117,7 +117,9 @@ pub struct Interruptions {
     /// When a loop last took the messages: the poller receives only while loops take what it
     /// receives, so a replica that does not lead leaves the messages to the one that does.
     taken: watch::Sender<Option<Instant>>,
-    shared: Arc<Shared>,
+    holding: Holding,
+    /// To the poller: ids of finished messages no longer remembered.
+    forget: mpsc::UnboundedSender<String>,
     settings: IntakeSettings,
     metrics: LifecycleMetrics,
     /// Nodes with a notice, by name, until they are gone.
@@ -145,7 +147,8 @@ impl Interruptions {
         let (to_loop, received) = mpsc::unbounded_channel();
         let (taken, taken_seen) = watch::channel(None);
         let (deleter, to_delete) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::default());
+        let (forget, forgotten) = mpsc::unbounded_channel();
+        let holding = Holding::default();
         let poller = Poller {
             queue: queue.clone(),
             cloud,
@@ -153,7 +156,9 @@ impl Interruptions {
             taken: taken_seen,
             inbox,
             settings: settings.clone(),
-            shared: shared.clone(),
+            holding: holding.clone(),
+            known: Default::default(),
+            forget: forgotten,
             metrics: metrics.clone(),
         };
         tokio::spawn(poller.poll());
@@ -161,7 +166,8 @@ impl Interruptions {
         Interruptions {
             received,
             taken,
-            shared,
+            holding,
+            forget,
             settings,
             metrics,
             disrupted: HashMap::new(),
@@ -177,10 +183,10 @@ impl Interruptions {
     fn take(&mut self) {
         while let Ok(r) = self.received.try_recv() {
             if let Some(h) = self.held.iter_mut().find(|h| h.id == r.id) {
-                self.shared.holding.fetch_sub(1, Ordering::SeqCst);
+                self.holding.fetch_sub(1, Ordering::SeqCst);
                 h.receipt = r.receipt;
             } else if r.again {
-                self.shared.holding.fetch_sub(1, Ordering::SeqCst);
+                self.holding.fetch_sub(1, Ordering::SeqCst);
                 self.done.push(r.receipt);
             } else {
                 self.held.push(Held {
@@ -210,7 +216,7 @@ impl Interruptions {
             .partition(|h| h.notices.iter().all(|t| t.done));
         self.held = held;
         for h in finished {
-            self.shared.holding.fetch_sub(1, Ordering::SeqCst);
+            self.holding.fetch_sub(1, Ordering::SeqCst);
             self.done.push(h.receipt);
             self.finished.push_back((h.id, now));
         }
@@ -220,11 +226,10 @@ impl Interruptions {
             {
                 break;
             }
-            self.shared.known.lock().remove(id);
+            let _ = self.forget.send(id.clone());
             self.finished.pop_front();
         }
-        self.metrics
-            .inbox(self.shared.holding.load(Ordering::SeqCst));
+        self.metrics.inbox(self.holding.load(Ordering::SeqCst));
     }
 }
 

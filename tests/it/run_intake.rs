@@ -12,21 +12,19 @@ use ferroscale::model::lifecycle::DisruptionReason;
 use ferroscale::run::interruptions::{Inbox, IntakeSettings};
 use ferroscale::run::Interruptions;
 use ferroscale::time::unix_now as now;
-use serde_json::json;
 
 use crate::run_interruptions::{sample, spot, Queue};
 use crate::support::aws_proxy::{Failure, FaultProxy};
 use crate::support::fixtures::kube::{node, pod, POOL};
-use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
+use crate::support::kube_api::{KubeApi, NODES, PODS};
 use crate::support::moto::{Moto, REGION};
-use crate::support::process::Served;
 use crate::support::run_harness::{evictions, run_settings, Harness};
 
 /// How long any condition below is waited for: generous, never a measure.
-const PATIENCE: Duration = Duration::from_secs(90);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(90);
 
 /// `body` with its `time` set `secs` seconds in the past.
-fn aged(body: &str, secs: i64) -> String {
+pub(crate) fn aged(body: &str, secs: i64) -> String {
     let at = k8s_openapi::jiff::Timestamp::from_second(now() - secs).unwrap();
     let start = body.find("\"time\":\"").unwrap() + 8;
     let end = start + body[start..].find('"').unwrap();
@@ -39,7 +37,7 @@ fn aged(body: &str, secs: i64) -> String {
 }
 
 /// `ferroscale_interruption_messages_total{kind, result}` in `metrics`.
-fn count(metrics: &str, kind: &str, result: &str) -> f64 {
+pub(crate) fn count(metrics: &str, kind: &str, result: &str) -> f64 {
     sample(
         metrics,
         &format!("ferroscale_interruption_messages_total{{kind=\"{kind}\",result=\"{result}\"}}"),
@@ -92,7 +90,12 @@ async fn aws_cluster(moto: &Moto) -> (Harness, FaultProxy, String, String) {
     );
     api.put(
         NODES,
-        node("other-1", &format!("aws:///us-east-1a/{theirs}"), "2", "8Gi"),
+        node(
+            "other-1",
+            &format!("aws:///us-east-1a/{theirs}"),
+            "2",
+            "8Gi",
+        ),
     );
     api.put(PODS, pod("web-1", "500m", Some("pool-1"), "web"));
     let cloud = AwsCloud::connect(settings, Default::default())
@@ -117,7 +120,10 @@ async fn forged_messages_delete_no_capacity_and_are_counted() {
     intake(&mut h, &moto, &queue.url, IntakeSettings::default()).await;
     let warning = spot(&mine);
     for forged in [
-        warning.replace("\"account\":\"123456789012\"", "\"account\":\"999999999999\""),
+        warning.replace(
+            "\"account\":\"123456789012\"",
+            "\"account\":\"999999999999\"",
+        ),
         warning.replace(
             &format!("\"region\":\"{REGION}\""),
             "\"region\":\"eu-west-1\"",
@@ -157,7 +163,10 @@ async fn forged_messages_delete_no_capacity_and_are_counted() {
         1,
         "one fresh read for the instances the snapshot does not know, in one batch"
     );
-    assert_eq!((moto.desired("pool").await, moto.desired("other").await), (1, 1));
+    assert_eq!(
+        (moto.desired("pool").await, moto.desired("other").await),
+        (1, 1)
+    );
     assert_eq!(evictions(&h.api), 0);
     assert!(h.api.events("InterruptionNotice").is_empty());
     let node = h.api.get(NODES, "", "pool-1").unwrap();
@@ -348,7 +357,11 @@ async fn a_flood_of_10000_messages_keeps_the_loops_going_and_the_inbox_within_it
         assert!(d.disruptions.is_empty(), "{d:?}");
         let held = inbox(&h);
         assert!(held <= CAP, "the inbox holds {held}, beyond its cap {CAP}");
-        assert!(started.elapsed() < PATIENCE * 4, "the flood was not taken in");
+        // Generous: moto slows down on a busy machine (a flood took 5 min with 2 cores shared).
+        assert!(
+            started.elapsed() < PATIENCE * 10,
+            "the flood was not taken in"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sender.await.unwrap();
@@ -359,150 +372,15 @@ async fn a_flood_of_10000_messages_keeps_the_loops_going_and_the_inbox_within_it
     }
     // The inbox is full: what it has no room for is left in the queue, not received.
     assert_eq!(inbox(&h), CAP);
-    assert_eq!(queue.left().await, KEPT, "{CAP} held in flight, the rest waiting");
+    assert_eq!(
+        queue.left().await,
+        KEPT,
+        "{CAP} held in flight, the rest waiting"
+    );
     let m = h.metrics.encode();
     assert_eq!(count(&m, "spot-interruption", "handled"), 0.0, "{m}");
     println!(
         "{FLOOD} messages in {:?}: {loops} loops, the slowest {slowest:?}",
         started.elapsed()
     );
-}
-
-/// The node's cordon.
-fn cordoned(api: &KubeApi, name: &str) -> bool {
-    api.get(NODES, "", name).unwrap()["spec"]["unschedulable"] == true
-}
-
-/// `ferroscale run` on the memory cloud `groups`, reading the queue, its loop every 500 ms.
-async fn run_binary(api: &KubeApi, moto: &Moto, dir: &std::path::Path, extra: &[&str]) -> Served {
-    let groups = dir.join("groups.yaml");
-    std::fs::write(&groups, POOL).unwrap();
-    let kubeconfig = api.kubeconfig(dir);
-    let mut args = vec![
-        "run",
-        "--cloud",
-        "memory",
-        "--scan-interval",
-        "500ms",
-        "--leader-elect=false",
-        "--memory-config",
-        groups.to_str().unwrap(),
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--address",
-        "127.0.0.1:0",
-        "--interruption-queue",
-        "interruptions",
-        "--aws-region",
-        REGION,
-    ];
-    args.extend_from_slice(extra);
-    Served::spawn(&args, &[("AWS_ENDPOINT_URL", moto.url.as_str())]).await
-}
-
-// Two workers: the API server keeps answering while a worker blocks on the child.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_killed_mid_drain_leaves_the_notice_to_the_next_which_handles_it_once() {
-    let moto = Moto::start().await;
-    let queue = Queue::create_with(&moto, "2").await;
-    let api = KubeApi::start().await;
-    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
-    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
-    api.put(PODS, pod("web-1", "500m", Some("pool-a"), "web"));
-    api.put(PODS, pod("web-2", "500m", Some("pool-a"), "web"));
-    // The budget refuses every eviction: the first run's drain goes on (for --max-pod-eviction-time).
-    let budget = |allowed: i64| {
-        json!({"metadata": {"name": "web", "namespace": "default"},
-               "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1},
-               "status": {"disruptionsAllowed": allowed}})
-    };
-    api.put(PDBS, budget(0));
-    let dir = tempfile::tempdir().unwrap();
-    let mut first = run_binary(&api, &moto, dir.path(), &[]).await;
-    queue.send(&spot("i-a")).await;
-    let started = Instant::now();
-    while !(cordoned(&api, "pool-a") && evictions(&api) > 0) {
-        assert!(started.elapsed() < PATIENCE, "the drain never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Mid-drain: the message is still the queue's.
-    assert_eq!(queue.left().await, 1);
-    first.child.kill().unwrap();
-    first.child.wait().unwrap();
-    assert_eq!(queue.left().await, 1, "the notice survives the crash");
-
-    // The budget allows the evictions now; a new process takes the notice up again and finishes.
-    api.put(PDBS, budget(2));
-    let second = run_binary(&api, &moto, dir.path(), &[]).await;
-    while api.get(PODS, "default", "web-1").is_some()
-        || api.get(PODS, "default", "web-2").is_some()
-        || queue.left().await > 0
-    {
-        assert!(started.elapsed() < PATIENCE, "never finished");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // A few loops more: nothing is done again.
-    let evicted = evictions(&api);
-    let (_, before) = crate::support::server::http_get(second.http, "/metrics").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let (_, m) = crate::support::server::http_get(second.http, "/metrics").await;
-    assert_eq!(evictions(&api), evicted, "evicted again");
-    assert_eq!(count(&m, "spot-interruption", "handled"), 1.0, "{m}");
-    assert_eq!(
-        sample(
-            &m,
-            "ferroscale_nodes_disrupted_total{reason=\"spot-interruption\",node_group=\"pool\"}"
-        ),
-        1.0,
-        "{m}"
-    );
-    assert_eq!(
-        sample(&before, "ferroscale_interruption_inbox_messages"),
-        sample(&m, "ferroscale_interruption_inbox_messages")
-    );
-    assert_eq!(sample(&m, "ferroscale_interruption_inbox_messages"), 0.0);
-    assert_eq!(queue.left().await, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dry_run_replica_reads_nothing_from_the_queue() {
-    let moto = Moto::start().await;
-    let queue = Queue::create_with(&moto, "30").await;
-    let api = KubeApi::start().await;
-    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
-    queue.send(&spot("i-a")).await;
-    let dir = tempfile::tempdir().unwrap();
-    let served = run_binary(&api, &moto, dir.path(), &["--dry-run"]).await;
-    // Loops run...
-    let started = Instant::now();
-    loop {
-        let (_, m) = crate::support::server::http_get(served.http, "/metrics").await;
-        if sample(
-            &m,
-            "cluster_autoscaler_function_duration_seconds_count{function=\"main\"}",
-        ) >= 3.0
-        {
-            break;
-        }
-        assert!(started.elapsed() < PATIENCE, "no loops: {m}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // ...and the message was never received: the first receive is this one.
-    let got = queue
-        .sqs
-        .receive_message()
-        .queue_url(&queue.url)
-        .message_system_attribute_names(
-            aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
-        )
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .unwrap_or_default();
-    assert_eq!(got.len(), 1);
-    let received = got[0].attributes().unwrap()
-        [&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount]
-        .clone();
-    assert_eq!(received, "1");
 }

@@ -321,7 +321,7 @@ impl Cloud for AwsCloud {
     }
 
     async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
-        self.fresh_owners(instance_ids).await
+        owners::fresh(self, instance_ids).await
     }
 
     fn readiness(&self) -> Readiness {

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 
 use super::{Inbox, IntakeSettings};
@@ -38,15 +37,9 @@ pub(super) struct Received {
     pub again: bool,
 }
 
-/// What the poller and the loop share.
-#[derive(Default)]
-pub(super) struct Shared {
-    /// Ids of the messages the loop holds or finished lately: received again, they are not checked
-    /// again (their time may have passed the age limit while their node drains).
-    pub known: Mutex<HashSet<String>>,
-    /// Messages received and not yet done with: sent to the loop, or held by it.
-    pub holding: AtomicUsize,
-}
+/// Messages received and not yet done with (sent to the loop, or held by it): the poller counts up,
+/// the loop down.
+pub(super) type Holding = Arc<AtomicUsize>;
 
 /// The task receiving from the queue.
 pub(super) struct Poller {
@@ -56,7 +49,12 @@ pub(super) struct Poller {
     pub taken: watch::Receiver<Option<Instant>>,
     pub inbox: Inbox,
     pub settings: IntakeSettings,
-    pub shared: Arc<Shared>,
+    pub holding: Holding,
+    /// Ids of the messages sent to the loop and not yet forgotten by it: received again, they are not
+    /// checked again (their time may pass the age limit while their node drains).
+    pub known: HashSet<String>,
+    /// Ids the loop has forgotten.
+    pub forget: mpsc::UnboundedReceiver<String>,
     pub metrics: LifecycleMetrics,
 }
 
@@ -70,13 +68,13 @@ impl Poller {
 
     /// Receives until the loop's side is gone, never more than the inbox has room for (the rest stay
     /// in the queue); a failed receive backs off and marks the queue failing until one succeeds.
-    pub async fn poll(self) {
+    pub async fn poll(mut self) {
         let mut retries = BACKOFF.retries();
         while !self.to_loop.is_closed() {
             let room = self
                 .settings
                 .inbox_cap
-                .saturating_sub(self.shared.holding.load(Ordering::SeqCst));
+                .saturating_sub(self.holding.load(Ordering::SeqCst));
             if !self.wanted() || room == 0 {
                 // No loop takes what would be received (this replica does not lead, or has not
                 // started), or the loop holds as many messages as it may.
@@ -103,7 +101,10 @@ impl Poller {
 
     /// One received batch: messages that do not hold up are counted and deleted; those about managed
     /// instances go to the loop; those a failed fresh read could not settle stay in the queue.
-    async fn take(&self, messages: Vec<Message>) {
+    async fn take(&mut self, messages: Vec<Message>) {
+        while let Ok(id) = self.forget.try_recv() {
+            self.known.remove(&id);
+        }
         let origin = self.queue.origin();
         let (now, max_age) = (
             crate::time::unix_now(),
@@ -112,7 +113,7 @@ impl Poller {
         let mut rejected: Vec<String> = Vec::new();
         let mut accepted: Vec<(Message, Vec<Notice>)> = Vec::new();
         for m in messages {
-            if self.shared.known.lock().contains(&m.id) {
+            if self.known.contains(&m.id) {
                 self.send(m, Vec::new(), true);
                 continue;
             }
@@ -149,15 +150,14 @@ impl Poller {
         if !rejected.is_empty() {
             self.queue.delete(&rejected).await;
         }
-        self.metrics
-            .inbox(self.shared.holding.load(Ordering::SeqCst));
+        self.metrics.inbox(self.holding.load(Ordering::SeqCst));
     }
 
     /// Which accepted messages name instances of managed groups: the snapshot's word, else AWS's now
     /// (one read for the whole batch). A message whose instances no successful read places in a
     /// managed group is foreign (deleted); one the read could not settle is unverifiable (left in the
     /// queue, to come back after its visibility timeout).
-    async fn sort(&self, accepted: Vec<(Message, Vec<Notice>)>, rejected: &mut Vec<String>) {
+    async fn sort(&mut self, accepted: Vec<(Message, Vec<Notice>)>, rejected: &mut Vec<String>) {
         if accepted.is_empty() {
             return;
         }
@@ -199,14 +199,14 @@ impl Poller {
             if mine.is_empty() {
                 rejected.push(m.receipt);
             } else {
-                self.shared.known.lock().insert(m.id.clone());
+                self.known.insert(m.id.clone());
                 self.send(m, mine, false);
             }
         }
     }
 
     fn send(&self, m: Message, notices: Vec<Notice>, again: bool) {
-        self.shared.holding.fetch_add(1, Ordering::SeqCst);
+        self.holding.fetch_add(1, Ordering::SeqCst);
         let _ = self.to_loop.send(Received {
             id: m.id,
             receipt: m.receipt,
