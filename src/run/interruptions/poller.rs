@@ -24,7 +24,7 @@ const BACKOFF: Exponential = Exponential::new(Duration::from_secs(1), Duration::
 /// How long one receive waits for messages.
 const WAIT: Duration = Duration::from_secs(20);
 
-/// How long the poller pauses while no loop takes its messages or the inbox is full.
+/// How long the poller pauses at most while no loop takes its messages or the inbox is full.
 const IDLE: Duration = Duration::from_millis(500);
 
 /// A message for the loop.
@@ -77,8 +77,8 @@ impl Poller {
                 .saturating_sub(self.holding.load(Ordering::SeqCst));
             if !self.wanted() || room == 0 {
                 // No loop takes what would be received (this replica does not lead, or has not
-                // started), or the loop holds as many messages as it may.
-                tokio::time::sleep(IDLE).await;
+                // started), or the loop holds as many messages as it may: until a loop takes.
+                let _ = tokio::time::timeout(IDLE, self.taken.changed()).await;
                 continue;
             }
             match self.queue.receive(WAIT, room.min(BATCH)).await {
