@@ -384,3 +384,48 @@ async fn a_flood_of_10000_messages_keeps_the_loops_going_and_the_inbox_within_it
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_notice_whose_node_never_shows_up_is_given_up_after_its_wait() {
+    let moto = Moto::start().await;
+    let queue = Queue::create_with(&moto, "30").await;
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    let mut h = Harness::new(
+        api,
+        POOL,
+        ferroscale::cli::flags::default_engine(),
+        run_settings(),
+    )
+    .await;
+    h.synced(1, 0).await;
+    let settings = IntakeSettings {
+        pending_for: Duration::from_secs(5),
+        ..IntakeSettings::default()
+    };
+    intake(&mut h, &moto, &queue.url, settings).await;
+    // i-b is pool's, but no node of it has registered: the notice waits for one...
+    queue.send(&spot("i-b")).await;
+    let started = Instant::now();
+    while sample(
+        &h.metrics.encode(),
+        "ferroscale_interruption_inbox_messages",
+    ) < 1.0
+    {
+        h.runner.run_once(now()).await.unwrap();
+        assert!(started.elapsed() < PATIENCE, "never taken in");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(queue.left().await, 1, "kept while it waits");
+    // ...for its five seconds, then it is given up and deleted.
+    while queue.left().await > 0 {
+        let d = h.runner.run_once(now()).await.unwrap();
+        assert!(d.disruptions.is_empty(), "{d:?}");
+        assert!(started.elapsed() < PATIENCE, "never given up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let m = h.metrics.encode();
+    assert_eq!(count(&m, "spot-interruption", "expired"), 1.0, "{m}");
+    assert_eq!(count(&m, "spot-interruption", "foreign"), 0.0, "{m}");
+    assert_eq!(sample(&m, "ferroscale_interruption_inbox_messages"), 0.0);
+}
