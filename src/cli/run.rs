@@ -19,7 +19,7 @@ use crate::k8s::drain::DrainSettings;
 use crate::k8s::lease::LeaseSettings;
 use crate::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use crate::metrics::Metrics;
-use crate::run::interruptions::Inbox;
+use crate::run::interruptions::{Inbox, IntakeSettings};
 use crate::run::{Health, Interruptions, RunSettings, Runner};
 
 /// Longest wait for an answer of one API call other than a watch.
@@ -102,6 +102,10 @@ pub struct RunFlags {
     /// Move pods off an instance on its rebalance recommendation, not only on its interruption warning.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub handle_rebalance_recommendations: bool,
+    /// Interruption events older than this (by their `time`) are not acted on: deleted and counted as
+    /// `unverified`. Events more than 5m ahead of this clock are refused too.
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub interruption_max_age: GoDuration,
     #[command(flatten)]
     #[serde(flatten)]
     pub cloud: CloudFlags,
@@ -125,6 +129,9 @@ impl RunFlags {
     pub fn run_settings(&self, identity: &str) -> Result<RunSettings> {
         if self.scan_interval.0.is_zero() {
             return Err(Error::config("--scan-interval: must be above 0"));
+        }
+        if self.interruption_max_age.0.is_zero() {
+            return Err(Error::config("--interruption-max-age: must be above 0"));
         }
         let lease = (self.leader_elect && !self.dry_run).then(|| LeaseSettings {
             namespace: self.namespace.clone(),
@@ -222,6 +229,11 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         run_settings.max_failing_time,
     ));
     let interruptions = match &flags.interruption_queue {
+        // A replica that changes nothing leaves every message to one that acts.
+        Some(_) if run_settings.dry_run => {
+            tracing::info!("--dry-run: the interruption queue is not read");
+            None
+        }
         Some(q) => Some(
             InterruptionQueue::connect(q, flags.cloud.aws_region.as_deref(), None)
                 .await
@@ -278,7 +290,7 @@ pub async fn main(flags: RunFlags) -> Result<()> {
         "watching the cluster"
     );
     let mut runner = Runner::new(
-        cloud,
+        cloud.clone(),
         client,
         watches,
         settings,
@@ -292,12 +304,12 @@ pub async fn main(flags: RunFlags) -> Result<()> {
             .as_ref()
             .map(|m| m.lifecycle.clone())
             .expect("run's metrics");
-        runner.set_interruptions(Interruptions::start(
-            queue,
-            inbox,
-            flags.handle_rebalance_recommendations,
-            lifecycle,
-        ));
+        let intake = IntakeSettings {
+            handle_rebalance: flags.handle_rebalance_recommendations,
+            max_age: flags.interruption_max_age.0,
+            ..IntakeSettings::default()
+        };
+        runner.set_interruptions(Interruptions::start(queue, cloud, inbox, intake, lifecycle));
     }
     match priority_config_map {
         Some(watch) => runner.with_priority_config_map(watch),

@@ -8,6 +8,7 @@ pub mod memory;
 
 pub use guard::WriteGuard;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +46,18 @@ pub struct Readiness {
     pub detail: String,
 }
 
+/// The group of each of `instance_ids` that `snapshot` holds an instance of.
+pub fn snapshot_owners(snapshot: &Snapshot, instance_ids: &[String]) -> HashMap<String, String> {
+    let wanted: HashSet<&str> = instance_ids.iter().map(String::as_str).collect();
+    snapshot
+        .groups()
+        .flat_map(|g| g.instances.iter().map(move |i| (i, g)))
+        .map(|(i, g)| (crate::model::instance_id(&i.id), g))
+        .filter(|(id, _)| wanted.contains(id))
+        .map(|(id, g)| (id.to_string(), g.id.clone()))
+        .collect()
+}
+
 /// A source of node groups that can be resized.
 #[async_trait]
 pub trait Cloud: Send + Sync + 'static {
@@ -75,6 +88,14 @@ pub trait Cloud: Send + Sync + 'static {
     /// while `guard` allows.
     async fn decrease_target_size(&self, group: &str, delta: i32, guard: &WriteGuard)
         -> Result<()>;
+
+    /// The managed group of each of `instance_ids` (instance ids, as a provider id ends) as the cloud
+    /// says *now*, not as the snapshot last saw it; an id of no managed group is left out. An
+    /// interruption notice about an instance the snapshot does not know is checked this way before it
+    /// is acted on. The default reads the snapshot, for a cloud whose snapshot is always current.
+    async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
+        Ok(snapshot_owners(&self.snapshot(), instance_ids))
+    }
 
     /// Releases resources before shutdown.
     async fn cleanup(&self) -> Result<()> {

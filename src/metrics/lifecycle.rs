@@ -20,8 +20,10 @@ pub struct MessageLabels {
     /// `spot-interruption`, `rebalance`, `scheduled-change`, `state-change`, or `unknown` for a message
     /// that names no kind ferroscale knows.
     pub kind: &'static str,
-    /// `handled`, `foreign` (no node of a managed group), `ignored` (a kind or state not acted on),
-    /// `malformed`.
+    /// `handled` (its node marked), `foreign` (no managed group's instance, per the snapshot and a
+    /// fresh read), `ignored` (a kind or state not acted on), `malformed`, `unverified` (its envelope
+    /// does not hold up), `unverifiable` (the fresh read failed: left in the queue, retried), `expired`
+    /// (a managed instance whose node never showed up in time).
     pub result: &'static str,
 }
 
@@ -31,6 +33,7 @@ pub struct LifecycleMetrics {
     disrupted: Family<DisruptedLabels, Counter>,
     messages: Family<MessageLabels, Counter>,
     queue_up: Gauge,
+    inbox: Gauge,
 }
 
 impl LifecycleMetrics {
@@ -39,6 +42,7 @@ impl LifecycleMetrics {
             disrupted: Family::default(),
             messages: Family::default(),
             queue_up: Gauge::default(),
+            inbox: Gauge::default(),
         };
         registry.register(
             "ferroscale_nodes_disrupted",
@@ -54,6 +58,11 @@ impl LifecycleMetrics {
             "ferroscale_interruption_queue_up",
             "1 while the interruption queue answers, 0 while receiving from it fails",
             m.queue_up.clone(),
+        );
+        registry.register(
+            "ferroscale_interruption_inbox_messages",
+            "Interruption messages received and not yet done with (at most the inbox cap)",
+            m.inbox.clone(),
         );
         m
     }
@@ -73,6 +82,11 @@ impl LifecycleMetrics {
         self.messages
             .get_or_create(&MessageLabels { kind, result })
             .inc();
+    }
+
+    /// Messages received and not yet done with.
+    pub fn inbox(&self, held: usize) {
+        self.inbox.set(i64::try_from(held).unwrap_or(i64::MAX));
     }
 
     /// Whether the queue answers.

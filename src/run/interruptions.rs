@@ -1,35 +1,59 @@
 //! `--interruption-queue`: notices that an instance is going away, from an SQS queue EventBridge fills.
-//! A task long-polls the queue into an inbox; each loop takes the inbox, marks the nodes of managed
-//! groups whose instance a notice names (the engine then places their pods again at once), starts their
-//! drains, and only then deletes the messages. Foreign, ignored and malformed messages are counted and
-//! deleted; a queue that fails is retried with backoff and shows in `/readyz` and
-//! `ferroscale_interruption_queue_up`.
+//! A task (`poller`) long-polls the queue into a bounded inbox, checking each message's envelope and
+//! that its instance is a managed group's (the snapshot, else a fresh read of the cloud); each loop
+//! takes the inbox, marks the nodes named (the engine then places their pods again at once), and keeps
+//! every message until each node it names is gone: only then is it deleted (DeleteMessageBatch, by a
+//! task off the loop's path). A crash or a lost leadership leaves the message in the queue, to come
+//! back. Foreign, ignored, malformed and unverified messages are counted and deleted; unverifiable ones
+//! (the fresh read failed) are counted and left. A queue that fails is retried with backoff and shows
+//! in `/readyz` and `ferroscale_interruption_queue_up`.
 
-use std::collections::HashMap;
+mod poller;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::backoff::Exponential;
-use crate::cloud::aws::interruption::events::{decode, verify, Notice, Undecodable};
+use crate::cloud::aws::interruption::events::Notice;
 use crate::cloud::aws::interruption::InterruptionQueue;
+use crate::cloud::Cloud;
 use crate::k8s::index::Index;
 use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
-use crate::model::lifecycle::{DisruptionReason, NoticeKind, Noticed};
+use crate::model::lifecycle::{DisruptionReason, Noticed};
 
-/// Pauses after failed receives: 1 s, doubled per failure in a row, up to a minute.
-const BACKOFF: Exponential = Exponential::new(Duration::from_secs(1), Duration::from_secs(60));
+use poller::{Holding, Poller, Received};
 
-/// How long one receive waits for messages.
-const WAIT: Duration = Duration::from_secs(20);
+/// How long a finished message's id is remembered: received again (its delete lost, or racing a new
+/// receive), it is deleted again rather than taken anew.
+const FINISHED_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// A decoded message waiting for the loop.
-struct Received {
-    id: String,
-    notices: Vec<Notice>,
-    receipt: String,
+/// How notices are taken in: `ferroscale run`'s interruption flags.
+#[derive(Debug, Clone)]
+pub struct IntakeSettings {
+    /// `--handle-rebalance-recommendations`.
+    pub handle_rebalance: bool,
+    /// `--interruption-max-age`: an event older than this is not acted on (deleted as unverified).
+    pub max_age: Duration,
+    /// Messages received and not yet done with, at most; beyond it the rest stay in the queue.
+    pub inbox_cap: usize,
+    /// How long a notice about a managed group's instance (per a fresh read) waits for its node to
+    /// show up in the cluster and the snapshot before it is given up (`expired`).
+    pub pending_for: Duration,
+}
+
+impl Default for IntakeSettings {
+    fn default() -> Self {
+        IntakeSettings {
+            handle_rebalance: false,
+            max_age: Duration::from_secs(5 * 60),
+            inbox_cap: 1000,
+            pending_for: Duration::from_secs(10 * 60),
+        }
+    }
 }
 
 /// The queue's health as `/readyz` sees it, and how long the poller keeps receiving after a loop last
@@ -69,50 +93,143 @@ impl Inbox {
     }
 }
 
+/// One notice of a held message, and what became of it.
+struct Tracked {
+    notice: Notice,
+    /// The node marked for it, once its instance had one.
+    node: Option<String>,
+    done: bool,
+}
+
+/// A message the loop holds until every node it names is gone.
+struct Held {
+    id: String,
+    /// The newest receipt: only it deletes the message.
+    receipt: String,
+    notices: Vec<Tracked>,
+    since: Instant,
+}
+
 /// The loop's side of the queue.
 pub struct Interruptions {
-    queue: InterruptionQueue,
-    /// Messages the poller decoded, in the order received.
+    /// Messages the poller checked, in the order received (at most the inbox cap, with `held`).
     received: mpsc::UnboundedReceiver<Received>,
     /// When a loop last took the messages: the poller receives only while loops take what it
     /// receives, so a replica that does not lead leaves the messages to the one that does.
     taken: watch::Sender<Option<Instant>>,
-    handle_rebalance: bool,
+    holding: Holding,
+    /// To the poller: ids of finished messages no longer remembered.
+    forget: mpsc::UnboundedSender<String>,
+    settings: IntakeSettings,
     metrics: LifecycleMetrics,
     /// Nodes with a notice, by name, until they are gone: each with its strongest notice due.
     disrupted: Noticed,
-    /// Messages handled this loop, deleted once the loop has acted.
-    handled: Vec<String>,
+    /// Messages taken and not yet done with.
+    held: Vec<Held>,
+    /// Ids of messages done with lately, oldest first, with when.
+    finished: VecDeque<(String, Instant)>,
+    /// Receipts of the messages done with this loop, deleted once the loop has acted.
+    done: Vec<String>,
+    /// To the task deleting messages.
+    deleter: mpsc::UnboundedSender<Vec<String>>,
 }
 
 impl Interruptions {
-    /// Starts the poller on `queue` into `inbox`; `handle_rebalance` is
-    /// `--handle-rebalance-recommendations`.
+    /// Starts the poller on `queue` into `inbox`, checking instances against `cloud`, and the task
+    /// deleting what the loop is done with.
     pub fn start(
         queue: InterruptionQueue,
+        cloud: Arc<dyn Cloud>,
         inbox: Inbox,
-        handle_rebalance: bool,
+        settings: IntakeSettings,
         metrics: LifecycleMetrics,
     ) -> Self {
         let (to_loop, received) = mpsc::unbounded_channel();
         let (taken, taken_seen) = watch::channel(None);
+        let (deleter, to_delete) = mpsc::unbounded_channel();
+        let (forget, forgotten) = mpsc::unbounded_channel();
+        let holding = Holding::default();
         let poller = Poller {
             queue: queue.clone(),
+            cloud,
             to_loop,
             taken: taken_seen,
             inbox,
+            settings: settings.clone(),
+            holding: holding.clone(),
+            known: Default::default(),
+            forget: forgotten,
             metrics: metrics.clone(),
         };
         tokio::spawn(poller.poll());
+        tokio::spawn(poller::delete(queue, to_delete));
         Interruptions {
-            queue,
             received,
             taken,
-            handle_rebalance,
+            holding,
+            forget,
+            settings,
             metrics,
             disrupted: Noticed::default(),
-            handled: Vec::new(),
+            held: Vec::new(),
+            finished: VecDeque::new(),
+            done: Vec::new(),
+            deleter,
         }
+    }
+
+    /// Takes what the poller sent: new messages are held; one received again refreshes the receipt
+    /// of the message held (or is deleted again when it was finished).
+    fn take(&mut self) {
+        while let Ok(r) = self.received.try_recv() {
+            if let Some(h) = self.held.iter_mut().find(|h| h.id == r.id) {
+                self.holding.fetch_sub(1, Ordering::SeqCst);
+                h.receipt = r.receipt;
+            } else if r.again {
+                self.holding.fetch_sub(1, Ordering::SeqCst);
+                self.done.push(r.receipt);
+            } else {
+                self.held.push(Held {
+                    id: r.id,
+                    receipt: r.receipt,
+                    notices: r
+                        .notices
+                        .into_iter()
+                        .map(|notice| Tracked {
+                            notice,
+                            node: None,
+                            done: false,
+                        })
+                        .collect(),
+                    since: Instant::now(),
+                });
+            }
+        }
+    }
+
+    /// Moves the messages every notice of which is done to `done`, and forgets finished ids past
+    /// [`FINISHED_FOR`] (or beyond the inbox cap).
+    fn finish(&mut self) {
+        let now = Instant::now();
+        let (finished, held): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.notices.iter().all(|t| t.done));
+        self.held = held;
+        for h in finished {
+            self.holding.fetch_sub(1, Ordering::SeqCst);
+            self.done.push(h.receipt);
+            self.finished.push_back((h.id, now));
+        }
+        while let Some((id, at)) = self.finished.front() {
+            if now.duration_since(*at) < FINISHED_FOR
+                && self.finished.len() <= self.settings.inbox_cap
+            {
+                break;
+            }
+            let _ = self.forget.send(id.clone());
+            self.finished.pop_front();
+        }
+        self.metrics.inbox(self.holding.load(Ordering::SeqCst));
     }
 }
 
@@ -142,146 +259,75 @@ pub trait Notices: Send {
         node_groups: &HashMap<String, String>,
     ) -> HashMap<String, DisruptionReason>;
 
-    /// The notices the loop acted on are done with; in dry-run they are left for a replica that acts.
+    /// The notices the loop is done with are deleted; in dry-run they are left for a replica that acts.
     async fn acknowledge(&mut self, dry_run: bool);
 }
 
 #[async_trait::async_trait]
 impl Notices for Interruptions {
-    /// Takes the inbox: each notice about a node of a managed group (`node_groups`) marks it; the rest
-    /// are counted as foreign or ignored. Returns every marked node still in the cluster.
+    /// Takes the inbox: each held notice whose instance has a node of a managed group (`node_groups`)
+    /// marks it; one whose marked node is gone (out of the cluster, or its instance out of its group)
+    /// is done; one whose node has not shown up waits, up to `pending_for`. Returns every marked node
+    /// still in the cluster.
     fn interrupted(
         &mut self,
         index: &Index,
         node_groups: &HashMap<String, String>,
     ) -> HashMap<String, DisruptionReason> {
         self.taken.send_replace(Some(Instant::now()));
-        let mut received: Vec<Received> = Vec::new();
-        while let Ok(m) = self.received.try_recv() {
-            // A message received again (its visibility timeout passed while no loop took it) replaces
-            // itself: its newest receipt deletes it.
-            received.retain(|r| r.id != m.id || m.id.is_empty());
-            received.push(m);
-        }
+        self.take();
         // Nodes of managed groups by instance id, when there is a notice to look them up for.
-        let by_instance: HashMap<&str, &str> = if received.is_empty() {
+        let by_instance: HashMap<&str, &str> = if self.held.is_empty() {
             HashMap::new()
         } else {
             nodes_by_instance(index, node_groups)
         };
-        for r in received {
-            for n in &r.notices {
-                let result = match by_instance.get(n.instance_id.as_str()) {
-                    _ if n.kind == NoticeKind::Rebalance && !self.handle_rebalance => "ignored",
-                    Some(node) => {
+        let pending_for = self.settings.pending_for;
+        for h in &mut self.held {
+            for t in h.notices.iter_mut().filter(|t| !t.done) {
+                let n = &t.notice;
+                match (by_instance.get(n.instance_id.as_str()), &t.node) {
+                    (Some(node), None) => {
                         let reason = n.kind.reason();
                         if self.disrupted.note(node, &n.kind) {
                             tracing::warn!(node, instance = %n.instance_id, %reason, "instance going away; moving its pods when due");
-                            "handled"
+                            self.metrics.message(n.kind.label(), "handled");
+                            t.node = Some(node.to_string());
                         } else {
                             tracing::info!(node, instance = %n.instance_id, ?n.kind, "reboot-only maintenance: nothing to drain");
-                            "ignored"
+                            self.metrics.message(n.kind.label(), "ignored");
+                            t.done = true;
                         }
                     }
-                    None => {
-                        tracing::info!(instance = %n.instance_id, kind = n.kind.label(), "notice for an instance of no managed group");
-                        "foreign"
+                    (Some(_), Some(_)) => {}
+                    (None, Some(node)) => {
+                        tracing::info!(node, instance = %n.instance_id, "interrupted node gone; its notice is done");
+                        t.done = true;
                     }
-                };
-                self.metrics.message(n.kind.label(), result);
+                    (None, None) if h.since.elapsed() >= pending_for => {
+                        tracing::warn!(instance = %n.instance_id, kind = n.kind.label(), waited = ?pending_for, "no node of a managed group showed up for the instance of a notice; giving it up");
+                        self.metrics.message(n.kind.label(), "expired");
+                        t.done = true;
+                    }
+                    (None, None) => {
+                        tracing::debug!(instance = %n.instance_id, "notice waits for its instance's node");
+                    }
+                }
             }
-            self.handled.push(r.receipt);
         }
+        self.finish();
+        // Scheduled changes fall due by their AWS start time: the wall clock, not the loop's.
         self.disrupted.due(crate::time::unix_now(), |node| {
             index.nodes.get(node).is_some()
         })
     }
 
-    /// Deletes the messages handled this loop (in dry-run forgets them, left in the queue); one that
-    /// fails to go is received again later, which does no harm (its node is already marked).
+    /// Hands the messages done with to the deleting task (in dry-run forgets them, left in the queue);
+    /// never waits on SQS.
     async fn acknowledge(&mut self, dry_run: bool) {
-        for receipt in std::mem::take(&mut self.handled) {
-            if dry_run {
-                continue;
-            }
-            if let Err(e) = self.queue.delete(&receipt).await {
-                tracing::warn!(error = %e, "could not delete a handled interruption message");
-            }
-        }
-    }
-}
-
-/// The task receiving from the queue.
-struct Poller {
-    queue: InterruptionQueue,
-    to_loop: mpsc::UnboundedSender<Received>,
-    taken: watch::Receiver<Option<Instant>>,
-    inbox: Inbox,
-    metrics: LifecycleMetrics,
-}
-
-impl Poller {
-    /// Whether a loop took the messages lately (this replica leads).
-    fn wanted(&self) -> bool {
-        self.taken
-            .borrow()
-            .is_some_and(|t| t.elapsed() < self.inbox.idle)
-    }
-
-    /// Receives until the loop's side is gone: decoded messages go to the loop; others are logged,
-    /// counted and deleted at once; a failed receive backs off and marks the queue failing until one
-    /// succeeds.
-    async fn poll(self) {
-        let mut retries = BACKOFF.retries();
-        while !self.to_loop.is_closed() {
-            if !self.wanted() {
-                // No loop takes what would be received (this replica does not lead, or has not started).
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
-            let messages = match self.queue.receive(WAIT).await {
-                Ok(m) => {
-                    retries.reset();
-                    self.inbox.report.send_replace(None);
-                    self.metrics.queue_up(true);
-                    m
-                }
-                Err(e) => {
-                    let backoff = retries.next_pause();
-                    tracing::warn!(error = %e, retry_in = ?backoff, "receiving from the interruption queue failed");
-                    self.inbox.report.send_replace(Some(e.to_string()));
-                    self.metrics.queue_up(false);
-                    tokio::time::sleep(backoff).await;
-                    continue;
-                }
-            };
-            let origin = self.queue.origin();
-            for m in messages {
-                let checked = decode(&m.body).and_then(|notices| {
-                    verify(&m.body, &notices, &origin, crate::time::unix_now()).map(|()| notices)
-                });
-                match checked {
-                    Ok(notices) => {
-                        let _ = self.to_loop.send(Received {
-                            id: m.id,
-                            notices,
-                            receipt: m.receipt,
-                        });
-                    }
-                    Err(why) => {
-                        let result = match why {
-                            Undecodable::Malformed(_) => "malformed",
-                            Undecodable::Ignored(_) => "ignored",
-                            Undecodable::Unverified(_) => "unverified",
-                        };
-                        tracing::info!(%why, "interruption message not acted on; deleting it");
-                        self.metrics.message("unknown", result);
-                        if let Err(e) = self.queue.delete(&m.receipt).await {
-                            tracing::warn!(error = %e, "could not delete an interruption message");
-                        }
-                    }
-                }
-            }
+        let done = std::mem::take(&mut self.done);
+        if !dry_run && !done.is_empty() {
+            let _ = self.deleter.send(done);
         }
     }
 }

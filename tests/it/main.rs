@@ -36,6 +36,8 @@ mod run;
 mod run_aws;
 mod run_clock;
 mod run_index;
+mod run_intake;
+mod run_intake_process;
 mod run_interruptions;
 mod run_leadership;
 mod run_lifecycle;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ferroscale::cloud::aws::interruption::InterruptionQueue;
 use ferroscale::model::lifecycle::DisruptionReason;
-use ferroscale::run::interruptions::Inbox;
+use ferroscale::run::interruptions::{Inbox, IntakeSettings};
 use ferroscale::run::Interruptions;
 use ferroscale::time::unix_now as now;
 
@@ -19,7 +19,7 @@ use crate::support::moto::{Moto, REGION};
 use crate::support::run_harness::{run_settings, Harness};
 
 /// An EventBridge event as AWS documents it, for `instance`, sent just now from moto's account.
-fn event(detail_type: &str, instance: &str, detail: &str) -> String {
+pub(crate) fn event(detail_type: &str, instance: &str, detail: &str) -> String {
     let time = k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ");
     format!(
         r#"{{"version":"0","id":"7bf73129-1428-4cd3-a780-95db273d1602","detail-type":"{detail_type}","source":"aws.ec2","account":"123456789012","time":"{time}","region":"{REGION}","resources":["arn:aws:ec2:{REGION}:123456789012:instance/{instance}"],"detail":{{"instance-id":"{instance}",{detail}}}}}"#
@@ -53,7 +53,7 @@ impl Queue {
     }
 
     /// The queue with this visibility timeout (seconds).
-    async fn create_with(moto: &Moto, visibility: &str) -> Queue {
+    pub(crate) async fn create_with(moto: &Moto, visibility: &str) -> Queue {
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new(REGION))
             .endpoint_url(&moto.url)
@@ -96,7 +96,7 @@ impl Queue {
     }
 
     /// Messages left in the queue, visible or in flight.
-    async fn left(&self) -> usize {
+    pub(crate) async fn left(&self) -> usize {
         let attrs = self
             .sqs
             .get_queue_attributes()
@@ -152,10 +152,15 @@ async fn cluster_on(moto: &Moto, handle_rebalance: bool, url: String) -> (Harnes
         .unwrap();
     let inbox = Inbox::default();
     let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
+    let intake = IntakeSettings {
+        handle_rebalance,
+        ..IntakeSettings::default()
+    };
     h.runner.set_interruptions(Interruptions::start(
         connected,
+        h.cloud.clone(),
         inbox.clone(),
-        handle_rebalance,
+        intake,
         lifecycle,
     ));
     (h, (), inbox)
@@ -178,7 +183,7 @@ async fn until_disrupted(h: &mut Harness, sent: Instant) -> ferroscale::engine::
 }
 
 /// The value of a sample whose line starts with `series`, 0 when absent.
-fn sample(metrics: &str, series: &str) -> f64 {
+pub(crate) fn sample(metrics: &str, series: &str) -> f64 {
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferroscale::cloud::aws::interruption::InterruptionQueue;
 use ferroscale::model::lifecycle::DisruptionReason;
-use ferroscale::run::interruptions::Inbox;
+use ferroscale::run::interruptions::{Inbox, IntakeSettings};
 use ferroscale::run::{Interruptions, RunSettings};
 use ferroscale::time::unix_now as now;
 
@@ -36,8 +36,12 @@ async fn started(moto: &Moto, run: RunSettings, scale_down: bool) -> (Harness, Q
     let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
     h.runner.set_interruptions(Interruptions::start(
         connected,
+        h.cloud.clone(),
         Inbox::default(),
-        true,
+        IntakeSettings {
+            handle_rebalance: true,
+            ..Default::default()
+        },
         lifecycle,
     ));
     (h, queue)
@@ -190,8 +194,12 @@ async fn a_spot_warning_after_a_kept_rebalance_takes_the_node_out_anyway() {
     let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
     h.runner.set_interruptions(Interruptions::start(
         connected,
+        h.cloud.clone(),
         Inbox::default(),
-        true,
+        IntakeSettings {
+            handle_rebalance: true,
+            ..Default::default()
+        },
         lifecycle,
     ));
     let sent = Instant::now();

@@ -22,6 +22,7 @@ mod instance_types;
 pub mod interruption;
 mod launch;
 pub mod lifecycle;
+mod owners;
 pub mod price_keeper;
 pub mod prices;
 mod refresh;
@@ -327,6 +328,10 @@ impl Cloud for AwsCloud {
         guard: &WriteGuard,
     ) -> Result<()> {
         self.write_decrease(group, delta, guard).await
+    }
+
+    async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
+        owners::fresh(self, instance_ids).await
     }
 
     fn readiness(&self) -> Readiness {

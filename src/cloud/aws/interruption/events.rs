@@ -39,8 +39,6 @@ pub struct Origin {
     pub region: Option<String>,
 }
 
-/// How old an event may be: past it the instance it names is gone, or stayed.
-pub const MAX_AGE_SECS: i64 = 15 * 60;
 /// How far ahead of this clock an event's time may be (clock skew).
 pub const MAX_AHEAD_SECS: i64 = 5 * 60;
 
@@ -55,7 +53,8 @@ struct Provenance {
 }
 
 /// Checks that an event decoded into `notices` comes from `origin`, is recent at `now` (seconds since
-/// the epoch), and names in `resources` every instance it is about (an EC2 instance ARN ending in
+/// the epoch: at most `max_age` seconds old, `--interruption-max-age`, and at most [`MAX_AHEAD_SECS`]
+/// ahead), and names in `resources` every instance it is about (an EC2 instance ARN ending in
 /// `instance/<id>`, or the bare id as AWS Health writes it). EventBridge fills these fields itself; a
 /// message written by hand to the queue has to get all of them right.
 pub fn verify(
@@ -63,6 +62,7 @@ pub fn verify(
     notices: &[Notice],
     origin: &Origin,
     now: i64,
+    max_age: i64,
 ) -> Result<(), Undecodable> {
     let p: Provenance =
         serde_json::from_str(body).map_err(|e| Undecodable::Malformed(format!("envelope: {e}")))?;
@@ -90,8 +90,18 @@ pub fn verify(
         Ok(t) => t.as_second(),
         Err(e) => return unverified(format!("time {time:?}: {e}")),
     };
-    if now.saturating_sub(at) > MAX_AGE_SECS {
-        return unverified(format!("time {time} is more than 15m old"));
+    // A scheduled change stays news until it starts: held for days before its start, a restart
+    // receives it again and must not drop it as stale. Every other notice ages from its time.
+    let news_until = notices
+        .iter()
+        .map(|n| match &n.kind {
+            NoticeKind::ScheduledChange(c) => c.start.unwrap_or(at).max(at),
+            _ => at,
+        })
+        .min()
+        .unwrap_or(at);
+    if now.saturating_sub(news_until) > max_age {
+        return unverified(format!("time {time} is more than {max_age}s old"));
     }
     if at.saturating_sub(now) > MAX_AHEAD_SECS {
         return unverified(format!("time {time} is in the future"));
@@ -288,7 +298,7 @@ mod tests {
         let with = |from: &str, to: &str| SPOT.replace(from, to);
         // AWS's documented sample names the instance as `arn:aws:ec2:<zone>:instance/<id>`.
         let sample = with("\"account\"", "\"account\"");
-        let check = |body: &str| verify(body, &decode(body).unwrap(), &origin, now);
+        let check = |body: &str| verify(body, &decode(body).unwrap(), &origin, now, 300);
         assert_eq!(check(&sample), Ok(()));
         let full_arn = with(
             "arn:aws:ec2:us-east-2a:instance/",
@@ -336,16 +346,51 @@ mod tests {
         let anywhere = Origin::default();
         let other = with("123456789012", "999999999999");
         assert_eq!(
-            verify(&other, &decode(&other).unwrap(), &anywhere, now),
+            verify(&other, &decode(&other).unwrap(), &anywhere, now, 300),
             Ok(())
         );
+        // The age limit is the caller's (`--interruption-max-age`): 33 s old passes 60 s, not 30 s.
+        assert_eq!(
+            verify(SPOT, &decode(SPOT).unwrap(), &origin, now, 60),
+            Ok(())
+        );
+        assert!(matches!(
+            verify(SPOT, &decode(SPOT).unwrap(), &origin, now, 30),
+            Err(Undecodable::Unverified(w)) if w.contains("more than 30s old")
+        ));
+    }
+
+    #[test]
+    fn a_scheduled_change_stays_news_until_its_start_and_a_warning_ages_from_its_time() {
+        let origin = Origin::default();
+        let retirement = r#"{"version":"0","id":"7fb65329-1628-4cf3-a740-95fg457h1402","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-11-24T06:27:57Z","region":"us-east-1","resources":["i-abcd1111"],"detail":{"eventArn":"arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/x","service":"EC2","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","eventTypeCategory":"scheduledChange","startTime":"Sat, 05 Dec 2026 03:00:00 GMT","affectedEntities":[{"entityValue":"i-abcd1111"}]}}"#;
+        let notices = decode(retirement).unwrap();
+        let start = health_time("2026-12-05T03:00:00Z").unwrap();
+        // Received again days after it was published (a restart while it was held): still news.
+        let days_later = start - 24 * 3600;
+        assert_eq!(
+            verify(retirement, &notices, &origin, days_later, 300),
+            Ok(())
+        );
+        // Past its start by more than the age limit, it is as stale as any other.
+        assert!(matches!(
+            verify(retirement, &notices, &origin, start + 301, 300),
+            Err(Undecodable::Unverified(w)) if w.contains("old")
+        ));
+        // A spot warning published as long ago is stale.
+        let published = health_time("2026-11-24T06:27:57Z").unwrap();
+        let spot = SPOT.replace("2021-02-17T14:05:57Z", "2026-11-24T06:27:57Z");
+        assert!(matches!(
+            verify(&spot, &decode(&spot).unwrap(), &origin, published + 301, 300),
+            Err(Undecodable::Unverified(w)) if w.contains("old")
+        ));
     }
 
     proptest! {
         #[test]
         fn no_verify_input_makes_it_panic(body in ".{0,300}", now in any::<i64>()) {
             let notices = [Notice { instance_id: "i-1".into(), kind: NoticeKind::Rebalance }];
-            let _ = verify(&body, &notices, &Origin::default(), now);
+            let _ = verify(&body, &notices, &Origin::default(), now, 300);
         }
 
         #[test]

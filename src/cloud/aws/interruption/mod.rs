@@ -13,8 +13,15 @@ use crate::error::{Error, Result};
 /// Longest long poll SQS allows.
 const LONG_POLL: Duration = Duration::from_secs(20);
 
-/// Most messages one receive returns (SQS's maximum).
-const BATCH: i32 = 10;
+/// Most messages one receive returns, and most receipts one DeleteMessageBatch takes (SQS's maxima).
+pub const BATCH: usize = 10;
+
+/// How long connecting to SQS may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one attempt may take: a long poll's 20 s and some.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a call may take, retries included: a hung SQS endpoint never holds the poller.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(75);
 
 /// One message as received: its body and the handle that deletes it.
 #[derive(Debug, Clone)]
@@ -36,13 +43,20 @@ impl InterruptionQueue {
     /// Connects to the queue named (or addressed, when `name_or_url` is an `https://` or `http://` URL)
     /// through the SDK's standard chain (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`); `region`
     /// overrides the chain's, `endpoint` the endpoint (tests, emulators). A name is resolved with
-    /// GetQueueUrl once.
+    /// GetQueueUrl once. Every call is bounded in time (connect, attempt, operation).
     pub async fn connect(
         name_or_url: &str,
         region: Option<&str>,
         endpoint: Option<&str>,
     ) -> Result<Self> {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .operation_timeout(OPERATION_TIMEOUT)
+                    .build(),
+            );
         if let Some(r) = region {
             loader = loader.region(aws_config::Region::new(r.to_string()));
         }
@@ -88,13 +102,14 @@ impl InterruptionQueue {
         }
     }
 
-    /// Waits up to `wait` (at most SQS's 20 s) for messages and returns those that came.
-    pub async fn receive(&self, wait: Duration) -> Result<Vec<Message>> {
+    /// Waits up to `wait` (at most SQS's 20 s) for up to `max` messages (at most [`BATCH`]) and returns
+    /// those that came.
+    pub async fn receive(&self, wait: Duration, max: usize) -> Result<Vec<Message>> {
         let out = self
             .client
             .receive_message()
             .queue_url(&self.url)
-            .max_number_of_messages(BATCH)
+            .max_number_of_messages(max.clamp(1, BATCH) as i32)
             .wait_time_seconds(wait.min(LONG_POLL).as_secs() as i32)
             .send()
             .await
@@ -113,16 +128,44 @@ impl InterruptionQueue {
             .collect())
     }
 
-    /// Deletes a handled message.
-    pub async fn delete(&self, receipt: &str) -> Result<()> {
-        self.client
-            .delete_message()
-            .queue_url(&self.url)
-            .receipt_handle(receipt)
-            .send()
-            .await
-            .map_err(|e| sqs_error("DeleteMessage", &self.url, e))?;
-        Ok(())
+    /// Deletes messages by their receipts, [`BATCH`] per DeleteMessageBatch call; returns how many
+    /// could not be deleted (each comes back after its visibility timeout).
+    pub async fn delete(&self, receipts: &[String]) -> usize {
+        let mut failed = 0;
+        for chunk in receipts.chunks(BATCH) {
+            let entries: Vec<_> = chunk
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(r)
+                        .build()
+                        .ok()
+                })
+                .collect();
+            match self
+                .client
+                .delete_message_batch()
+                .queue_url(&self.url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+            {
+                Ok(out) => {
+                    for f in out.failed() {
+                        tracing::warn!(code = f.code(), message = ?f.message(), "could not delete an interruption message");
+                    }
+                    failed += out.failed().len();
+                }
+                Err(e) => {
+                    let e = sqs_error("DeleteMessageBatch", &self.url, e);
+                    tracing::warn!(error = %e, "could not delete interruption messages");
+                    failed += chunk.len();
+                }
+            }
+        }
+        failed
     }
 }
 
