@@ -1,6 +1,6 @@
 //! `--interruption-queue`: notices that an instance is going away, from an SQS queue EventBridge fills.
 //! A task (`poller`) long-polls the queue into a bounded inbox, checking each message's envelope and
-//! that its instance is a managed group's (the snapshot, else a fresh read of the cloud); each loop
+//! that its instance is a managed group's as AWS says now (a fresh read of the cloud); each loop
 //! takes the inbox, marks the nodes named (the engine then places their pods again at once), and keeps
 //! every message until each node it names is gone: only then is it deleted (DeleteMessageBatch, by a
 //! task off the loop's path). A crash or a lost leadership leaves the message in the queue, to come

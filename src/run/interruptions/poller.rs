@@ -1,9 +1,9 @@
 //! The tasks between the queue and the loop: the poller receives (while a loop takes its messages and
 //! the inbox has room), decodes, verifies the envelope, and checks that each instance named is a
-//! managed group's (the snapshot, else a fresh read of the cloud, one per received batch); the deleter
+//! managed group's as AWS says now (a fresh read of the cloud, one per received batch); the deleter
 //! deletes what the loop is done with, [`BATCH`] receipts per call, off the loop's path.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use super::{Inbox, IntakeSettings};
 use crate::backoff::Exponential;
 use crate::cloud::aws::interruption::events::{decode, verify, Notice, Undecodable};
 use crate::cloud::aws::interruption::{InterruptionQueue, Message, BATCH};
-use crate::cloud::{snapshot_owners, Cloud};
+use crate::cloud::Cloud;
 use crate::metrics::LifecycleMetrics;
 use crate::model::lifecycle::NoticeKind;
 
@@ -153,35 +153,28 @@ impl Poller {
         self.metrics.inbox(self.holding.load(Ordering::SeqCst));
     }
 
-    /// Which accepted messages name instances of managed groups: the snapshot's word, else AWS's now
-    /// (one read for the whole batch). A message whose instances no successful read places in a
-    /// managed group is foreign (deleted); one the read could not settle is unverifiable (left in the
-    /// queue, to come back after its visibility timeout).
+    /// Which accepted messages name instances of managed groups, as AWS says *now* (one read for the
+    /// whole batch): the snapshot may be a refresh old, and a notice is acted on only on a word that
+    /// is current. A message whose instances the read places in no managed group is foreign
+    /// (deleted); one the read could not settle is unverifiable (left in the queue, to come back
+    /// after its visibility timeout), whatever the snapshot says.
     async fn sort(&mut self, accepted: Vec<(Message, Vec<Notice>)>, rejected: &mut Vec<String>) {
         if accepted.is_empty() {
             return;
         }
-        let ids: Vec<String> = accepted
+        let mut ids: Vec<String> = accepted
             .iter()
             .flat_map(|(_, ns)| ns.iter().map(|n| n.instance_id.clone()))
             .collect();
-        let mut owners = snapshot_owners(&self.cloud.snapshot(), &ids);
-        let mut unknown: Vec<String> = ids
-            .into_iter()
-            .filter(|id| !owners.contains_key(id))
-            .collect();
-        unknown.sort();
-        unknown.dedup();
-        let mut unsettled = false;
-        if !unknown.is_empty() {
-            match self.cloud.owners(&unknown).await {
-                Ok(fresh) => owners.extend(fresh),
-                Err(e) => {
-                    tracing::warn!(error = %e, instances = ?unknown, "cannot tell which group the instances of interruption notices belong to; leaving them in the queue");
-                    unsettled = true;
-                }
+        ids.sort();
+        ids.dedup();
+        let (owners, unsettled) = match self.cloud.owners(&ids).await {
+            Ok(fresh) => (fresh, false),
+            Err(e) => {
+                tracing::warn!(error = %e, instances = ?ids, "cannot tell which group the instances of interruption notices belong to; leaving them in the queue");
+                (HashMap::new(), true)
             }
-        }
+        };
         for (m, notices) in accepted {
             if unsettled && notices.iter().any(|n| !owners.contains_key(&n.instance_id)) {
                 for n in &notices {
