@@ -22,14 +22,8 @@ use crate::support::run_harness::{
 
 /// `pool` (see `run_harness::pool`: pool-b's two web pods under a budget allowing one disruption) with
 /// the runner reading the queue; rebalance recommendations handled.
-async fn started(moto: &Moto, run: RunSettings, scale_down: bool) -> (Harness, Queue) {
-    let queue = Queue::create(moto).await;
-    let api = KubeApi::start().await;
-    pool(&api, 1).await;
-    let mut settings = eager();
-    settings.scale_down_enabled = scale_down;
-    let mut h = Harness::new(api, POOL, settings, run).await;
-    h.synced(2, 3).await;
+/// Connects the harness's loop to `queue`, rebalance recommendations handled.
+async fn listen(h: &mut Harness, moto: &Moto, queue: &Queue) {
     let connected = InterruptionQueue::connect(&queue.url, Some(REGION), Some(&moto.url))
         .await
         .unwrap();
@@ -44,6 +38,17 @@ async fn started(moto: &Moto, run: RunSettings, scale_down: bool) -> (Harness, Q
         },
         lifecycle,
     ));
+}
+
+async fn started(moto: &Moto, run: RunSettings, scale_down: bool) -> (Harness, Queue) {
+    let queue = Queue::create(moto).await;
+    let api = KubeApi::start().await;
+    pool(&api, 1).await;
+    let mut settings = eager();
+    settings.scale_down_enabled = scale_down;
+    let mut h = Harness::new(api, POOL, settings, run).await;
+    h.synced(2, 3).await;
+    listen(&mut h, moto, &queue).await;
     (h, queue)
 }
 
@@ -188,20 +193,7 @@ async fn a_spot_warning_after_a_kept_rebalance_takes_the_node_out_anyway() {
     settings.scale_down_enabled = false;
     let mut h = Harness::new(api, POOL, settings, run_settings()).await;
     h.synced(2, 4).await;
-    let connected = InterruptionQueue::connect(&queue.url, Some(REGION), Some(&moto.url))
-        .await
-        .unwrap();
-    let lifecycle = h.metrics.autoscaler.as_ref().unwrap().lifecycle.clone();
-    h.runner.set_interruptions(Interruptions::start(
-        connected,
-        h.cloud.clone(),
-        Inbox::default(),
-        IntakeSettings {
-            handle_rebalance: true,
-            ..Default::default()
-        },
-        lifecycle,
-    ));
+    listen(&mut h, &moto, &queue).await;
     let sent = Instant::now();
     queue.send(&rebalance("i-b")).await;
     let handled = r#"ferroscale_interruption_messages_total{kind="rebalance",result="handled"} 1"#;
