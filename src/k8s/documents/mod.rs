@@ -75,6 +75,7 @@ impl Objects {
 }
 
 /// One object of a dump, in its Kubernetes type.
+#[allow(clippy::large_enum_variant)] // each lives from its read to its sink, one at a time
 enum Object {
     Node(core::Node),
     Pod(core::Pod),
