@@ -1,7 +1,8 @@
 //! JSON dumps (`kubectl get … -o json`), read without a tree of the whole file: each document's kind is
 //! peeked from its text; a `List`'s `items` are visited one at a time, each item's text borrowed from the
 //! file (`RawValue`), its kind peeked (the head only: the peek stops once `kind` and `metadata` are
-//! read), and the text read straight into the typed object of that kind, handed to the sink.
+//! read), and the text read straight into the typed object of that kind, handed to the sink. A List's
+//! `items` are taken (as text) in the same pass that finds its kind.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -22,13 +23,24 @@ pub(super) enum Failed {
     Object(Error),
 }
 
-/// What is read of an object before its body: its kind and name.
+/// What is read of an object before its body: its kind and name; for a List, its items' text.
 #[derive(Default)]
 struct Head<'a> {
     kind: Option<Cow<'a, str>>,
     kind_read: bool,
     metadata: Option<Meta<'a>>,
     metadata_read: bool,
+    items: Option<&'a RawValue>,
+}
+
+impl Head<'_> {
+    /// Whether all of the head is read: kind and metadata, and for a List (`kind` after `items`, as
+    /// kubectl writes it) the items too.
+    fn done(&self) -> bool {
+        self.kind_read
+            && self.metadata_read
+            && !self.kind.as_deref().is_some_and(|k| k.ends_with("List"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -41,8 +53,8 @@ struct Meta<'a> {
 #[derive(Deserialize)]
 struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// What the head's reader stops on once it has read both `kind` and `metadata` (the rest of the object
-/// is left to the typed read).
+/// What the head's reader stops on once it has read both `kind` and `metadata` of an object that is no
+/// List (the rest of the object is left to the typed read).
 const HEAD_READ: &str = "the head is read";
 
 impl<'de> Visitor<'de> for &mut Head<'de> {
@@ -63,11 +75,14 @@ impl<'de> Visitor<'de> for &mut Head<'de> {
                     self.metadata = map.next_value()?;
                     self.metadata_read = true;
                 }
+                "items" if self.items.is_none() => {
+                    self.items = Some(map.next_value()?);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
-            if self.kind_read && self.metadata_read {
+            if self.done() {
                 return Err(serde::de::Error::custom(HEAD_READ));
             }
         }
@@ -80,7 +95,7 @@ fn head<'a>(raw: &'a str, at: &str) -> Result<Head<'a>> {
     let mut head = Head::default();
     let read = serde::Deserializer::deserialize_map(&mut Deserializer::from_str(raw), &mut head);
     match read {
-        Err(_) if head.kind_read && head.metadata_read => Ok(head),
+        Err(_) if head.done() => Ok(head),
         Err(e) => Err(Error::config(format!("{at}: {e}"))),
         Ok(()) => Ok(head),
     }
@@ -99,13 +114,16 @@ fn add<S: Sink>(sink: &mut S, raw: &str, at: &str) -> Result<()> {
     let at = format!("{at} ({kind} {name})");
     match Kind::of(&kind, &at)? {
         Kind::List => {
+            let Some(items) = head.items else {
+                return Ok(());
+            };
             let mut failed = None;
-            let read = List {
+            let read = Items(List {
                 sink,
                 at: &at,
                 failed: &mut failed,
-            }
-            .deserialize(&mut Deserializer::from_str(raw));
+            })
+            .deserialize(&mut Deserializer::from_str(items.get()));
             if let Some(e) = failed {
                 return Err(e);
             }
@@ -122,41 +140,11 @@ fn add<S: Sink>(sink: &mut S, raw: &str, at: &str) -> Result<()> {
     }
 }
 
-/// A List: its `items` go to `sink` one at a time; the first error is left in `failed`.
+/// A List's items go to `sink` one at a time; the first error is left in `failed`.
 struct List<'o, 'a, S> {
     sink: &'o mut S,
     at: &'a str,
     failed: &'a mut Option<Error>,
-}
-
-impl<'de, S: Sink> DeserializeSeed<'de> for List<'_, '_, S> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        de.deserialize_map(self)
-    }
-}
-
-impl<'de, S: Sink> Visitor<'de> for List<'_, '_, S> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a List")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut items = Some(self);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match (key.as_ref(), items.take()) {
-                ("items", Some(list)) => map.next_value_seed(Items(list))?,
-                (_, list) => {
-                    items = list;
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The `items` of a List (null: none).
