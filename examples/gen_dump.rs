@@ -6,7 +6,9 @@
 //! ferroscale simulate --cluster /tmp/big.json --node-groups examples/bench-groups.yaml --loops 1
 //! ```
 //!
-//! Arguments: nodes (default 1,000) and pods per node (default 51: 50 bound to each node, one pending).
+//! Arguments: nodes (default 1,000) and pods per node (default 51: 50 bound to each node, one pending,
+//! of 200 ReplicaSets). With `--pending M` every pod per node is bound (of 20 ReplicaSets) and M pending
+//! pods of Jobs follow: the shape of issue #27 (`gen_dump 1000 50 --pending 50000`, 100,000 pods).
 //! Nodes are labelled into the groups of `examples/bench-groups.yaml` (`general-a`, `general-b`,
 //! `memory`). Items are written one at a time, so the generator's own memory stays small.
 
@@ -61,10 +63,20 @@ fn node(i: usize) -> Value {
     })
 }
 
-fn pod(node: usize, nodes: usize, j: usize, per_node: usize) -> Value {
-    let bound = j + 1 < per_node;
+/// The shape of the pods written.
+struct Shape {
+    nodes: usize,
+    per_node: usize,
+    /// Pending Job pods after the bound ones (None: one pending pod per node instead).
+    pending: Option<usize>,
+}
+
+fn pod(node: usize, j: usize, shape: &Shape) -> Value {
+    let (nodes, per_node) = (shape.nodes, shape.per_node);
+    let bound = shape.pending.is_some() || j + 1 < per_node;
     let n = node * per_node + j;
-    let app = format!("app-{}", n % 200);
+    let apps = if shape.pending.is_some() { 20 } else { 200 };
+    let app = format!("app-{}", n % apps);
     let mut spec = json!({
         "containers": [{
             "image": format!("registry.example.com/{app}:1.2.3"),
@@ -99,6 +111,37 @@ fn pod(node: usize, nodes: usize, j: usize, per_node: usize) -> Value {
     })
 }
 
+/// The `k`th pending pod of a Job (100 Jobs).
+fn job_pod(k: usize, nodes: usize) -> Value {
+    let job = format!("batch-{}", k % 100);
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "creationTimestamp": "2026-11-01T10:10:00Z",
+            "labels": {"batch.kubernetes.io/job-name": job, "job-name": job},
+            "name": format!("{job}-{k:06x}"),
+            "namespace": format!("jobs-{}", k % 5),
+            "ownerReferences": [{"apiVersion": "batch/v1", "blockOwnerDeletion": true, "controller": true,
+                "kind": "Job", "name": job, "uid": format!("00000000-0000-4000-b000-{:012}", k % 100)}],
+            "uid": format!("00000000-0000-4000-c000-{k:012}")
+        },
+        "spec": {
+            "containers": [{
+                "image": "registry.example.com/batch:2.0.1",
+                "name": "work",
+                "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}}
+            }],
+            "restartPolicy": "Never"
+        },
+        "status": {
+            "conditions": [{"message": format!("0/{nodes} nodes are available: {nodes} Insufficient cpu."),
+                "reason": "Unschedulable", "status": "False", "type": "PodScheduled"}],
+            "phase": "Pending"
+        }
+    })
+}
+
 fn node_name(i: usize) -> String {
     format!(
         "ip-10-{}-{}-{}.ec2.internal",
@@ -128,11 +171,29 @@ fn write_item(out: &mut impl Write, item: &Value, first: bool) -> std::io::Resul
 }
 
 fn main() -> std::io::Result<()> {
+    let mut positional = Vec::new();
+    let mut pending = None;
     let mut args = std::env::args().skip(1);
-    let nodes: usize = args.next().map_or(1_000, |a| a.parse().expect("nodes"));
-    let per_node: usize = args
+    while let Some(a) = args.next() {
+        if a == "--pending" {
+            let m = args.next().expect("--pending takes a number of pods");
+            pending = Some(m.parse().expect("--pending"));
+        } else {
+            positional.push(a);
+        }
+    }
+    let mut positional = positional.into_iter();
+    let nodes: usize = positional
+        .next()
+        .map_or(1_000, |a| a.parse().expect("nodes"));
+    let per_node: usize = positional
         .next()
         .map_or(51, |a| a.parse().expect("pods per node"));
+    let shape = Shape {
+        nodes,
+        per_node,
+        pending,
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
     out.write_all(b"{\n    \"apiVersion\": \"v1\",\n    \"items\": [")?;
     for i in 0..nodes {
@@ -140,8 +201,11 @@ fn main() -> std::io::Result<()> {
     }
     for i in 0..nodes {
         for j in 0..per_node {
-            write_item(&mut out, &pod(i, nodes, j, per_node), false)?;
+            write_item(&mut out, &pod(i, j, &shape), false)?;
         }
+    }
+    for k in 0..pending.unwrap_or(0) {
+        write_item(&mut out, &job_pod(k, nodes), false)?;
     }
     out.write_all(b"\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")?;
     out.flush()

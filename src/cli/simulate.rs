@@ -93,8 +93,10 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         None => None,
     };
     let file = flags.report.as_deref().map(report::create).transpose()?;
-    let objects =
-        crate::k8s::documents::parse(&read(cluster, "--cluster")?, &cluster.display().to_string())?;
+    let inputs = crate::k8s::documents::inputs(
+        &read(cluster, "--cluster")?,
+        &cluster.display().to_string(),
+    )?;
     let groups = crate::cloud::memory::MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;
     let pacing = Pacing {
@@ -109,15 +111,22 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     };
     let compare = chains.is_some();
     let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
-    // Every run starts from the same snapshot: the simulations are built before the objects go.
-    let mut runs = Vec::with_capacity(chains.len());
-    for chain in chains {
+    // Every run starts from the same snapshot: each simulation but the last takes a copy of the model.
+    let mut inputs = inputs;
+    let count = chains.len();
+    let mut runs = Vec::with_capacity(count);
+    for (i, chain) in chains.into_iter().enumerate() {
         let expander = ExpanderFlags {
             expander: chain.clone(),
             ..flags.expander.clone()
         };
         let settings = flags.rules.engine(&expander)?;
-        let mut sim = Simulation::new(&objects, &groups, &prices)?;
+        let this = if i + 1 == count {
+            std::mem::take(&mut inputs)
+        } else {
+            inputs.clone()
+        };
+        let mut sim = Simulation::from_inputs(this, &groups, &prices)?;
         sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
         let run = ChainRun {
             prices: sim.prices(),
@@ -126,8 +135,6 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         };
         runs.push((settings, sim, run));
     }
-    // The simulations hold the model of every object: the Kubernetes objects are not needed again.
-    drop(objects);
     for (settings, sim, run) in &mut runs {
         for _ in 0..pacing.loops {
             let report = sim.step(settings, &pacing);

@@ -74,25 +74,21 @@ pub struct Simulation {
 impl Simulation {
     /// Builds the simulation; errors name the document, object or group at fault.
     pub fn new(objects: &Objects, config: &MemoryConfig, prices: &PriceOverrides) -> Result<Self> {
+        Self::from_inputs(objects.inputs()?, config, prices)
+    }
+
+    /// Builds the simulation on a dump already converted (`documents::inputs`).
+    pub fn from_inputs(
+        inputs: Inputs,
+        config: &MemoryConfig,
+        prices: &PriceOverrides,
+    ) -> Result<Self> {
         let Inputs {
             mut nodes,
-            mut pods,
+            pods,
             pdbs,
             daemon_pods,
-        } = Inputs::convert(
-            &objects.nodes,
-            &objects.pods,
-            &objects.pdbs,
-            &objects.daemonsets,
-            &objects.storage(),
-            Err,
-        )?;
-        crate::k8s::owners::set_owner_replicas(
-            &mut pods,
-            objects.replicasets.iter(),
-            objects.replication_controllers.iter(),
-        );
-        crate::k8s::namespaces::set_namespace_labels(&mut pods, &objects.namespaces);
+        } = inputs;
         let start = pods
             .iter()
             .map(|p| p.meta.created)

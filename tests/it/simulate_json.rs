@@ -145,3 +145,87 @@ fn the_binary_prints_the_same_for_json() {
         String::from_utf8(yaml).unwrap()
     );
 }
+
+/// What `simulate --cluster` runs on, converted while the dump is read, is what the objects read whole
+/// convert to: claims (owned or not), attach limits, owners' replicas and namespaces' labels resolved after
+/// the read, terminal pods left out; in YAML and in JSON.
+#[test]
+fn converting_while_reading_gives_the_model_of_the_whole_dump() {
+    let yaml = r#"
+kind: List
+items:
+- {kind: Namespace, metadata: {name: team, labels: {tier: gold}}}
+- kind: Node
+  metadata: {name: n1, labels: {zone: a}}
+  status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+- kind: CSINode
+  metadata: {name: n1}
+  spec: {drivers: [{name: ebs.csi.aws.com, nodeID: n1, allocatable: {count: 25}}]}
+- kind: Pod
+  metadata:
+    name: web-1
+    namespace: team
+    uid: u1
+    labels: {app: web}
+    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: r1, controller: true}]
+  spec:
+    containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+    volumes:
+    - {name: data, persistentVolumeClaim: {claimName: data}}
+    - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}
+    - {name: tmp, emptyDir: {}}
+- kind: Pod
+  metadata: {name: done, namespace: team}
+  spec: {containers: [{name: c}]}
+  status: {phase: Succeeded}
+- kind: PersistentVolumeClaim
+  metadata: {name: data, namespace: team}
+  spec: {accessModes: [ReadWriteOncePod], storageClassName: gp3}
+- kind: PersistentVolumeClaim
+  metadata: {name: web-1-scratch, namespace: team}
+  spec: {accessModes: [ReadWriteOnce], storageClassName: gp3}
+- kind: StorageClass
+  metadata: {name: gp3}
+  provisioner: ebs.csi.aws.com
+  volumeBindingMode: WaitForFirstConsumer
+- kind: ReplicaSet
+  metadata: {name: web, namespace: team}
+  spec: {replicas: 3, selector: {matchLabels: {app: web}}}
+- kind: PodDisruptionBudget
+  metadata: {name: web, namespace: team}
+  spec: {selector: {matchLabels: {app: web}}}
+  status: {disruptionsAllowed: 1, currentHealthy: 1, desiredHealthy: 0, expectedPods: 1}
+- kind: DaemonSet
+  metadata: {name: agent, namespace: kube-system}
+  spec:
+    selector: {matchLabels: {app: agent}}
+    template:
+      metadata: {labels: {app: agent}}
+      spec: {containers: [{name: a, resources: {requests: {cpu: 50m}}}]}
+"#;
+    let value: serde_json::Value = serde_norway::from_str(yaml).unwrap();
+    let json = serde_json::to_string_pretty(&value).unwrap();
+    for (text, source) in [(yaml, "c.yaml"), (json.as_str(), "c.json")] {
+        let whole = documents::parse(text, source).unwrap().inputs().unwrap();
+        let read = documents::inputs(text, source).unwrap();
+        assert_eq!(format!("{read:?}"), format!("{whole:?}"));
+        let pod = &read.pods[0];
+        assert_eq!(read.pods.len(), 1, "the terminal pod is left out");
+        assert_eq!(pod.claims.len(), 2);
+        assert!(pod.claims[0].exclusive);
+        assert_eq!(pod.meta.owner_replicas, Some(3));
+        assert_eq!(
+            pod.namespace_labels.get("tier").map(String::as_str),
+            Some("gold")
+        );
+        assert_eq!(
+            read.nodes[0].volume_limits.get("ebs.csi.aws.com"),
+            Some(&25)
+        );
+        assert_eq!((read.pdbs.len(), read.daemon_pods.len()), (1, 1));
+    }
+    // A bad quantity still names the object and the field.
+    let bad = yaml.replace("cpu: 100m", "cpu: lots");
+    let e = documents::inputs(&bad, "c.yaml").unwrap_err().to_string();
+    assert!(e.contains("web-1") && e.contains("cpu"), "{e}");
+}

@@ -1,6 +1,8 @@
 //! JSON dumps (`kubectl get … -o json`), read without a tree of the whole file: each document's kind is
 //! peeked from its text; a `List`'s `items` are visited one at a time, each item's text borrowed from the
-//! file (`RawValue`), its kind peeked, and the text read straight into the typed object of that kind.
+//! file (`RawValue`), its kind peeked (the head only: the peek stops once `kind` and `metadata` are
+//! read), and the text read straight into the typed object of that kind, handed to the sink. A List's
+//! `items` are taken (as text) in the same pass that finds its kind.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -10,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Deserializer;
 
-use super::{typed, Kind, Objects};
+use super::{typed, Kind, Object, Sink};
 use crate::error::{Error, Result};
 
 /// Why a JSON dump was refused: text that is no JSON at all (it may be YAML in flow style), or an object
@@ -21,13 +23,24 @@ pub(super) enum Failed {
     Object(Error),
 }
 
-/// What is read of an object before its body: its kind and name.
-#[derive(Deserialize)]
+/// What is read of an object before its body: its kind and name; for a List, its items' text.
+#[derive(Default)]
 struct Head<'a> {
-    #[serde(borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    kind_read: bool,
     metadata: Option<Meta<'a>>,
+    metadata_read: bool,
+    items: Option<&'a RawValue>,
+}
+
+impl Head<'_> {
+    /// Whether all of the head is read: kind and metadata, and for a List (`kind` after `items`, as
+    /// kubectl writes it) the items too.
+    fn done(&self) -> bool {
+        self.kind_read
+            && self.metadata_read
+            && !self.kind.as_deref().is_some_and(|k| k.ends_with("List"))
+    }
 }
 
 #[derive(Deserialize)]
@@ -36,12 +49,64 @@ struct Meta<'a> {
     name: Option<Cow<'a, str>>,
 }
 
-/// Adds the object (or the List's items) whose JSON text is `raw`.
-fn add(objects: &mut Objects, raw: &str, at: &str) -> Result<()> {
+/// A string borrowed from the text where it has no escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// What the head's reader stops on once it has read both `kind` and `metadata` of an object that is no
+/// List (the rest of the object is left to the typed read).
+const HEAD_READ: &str = "the head is read";
+
+impl<'de> Visitor<'de> for &mut Head<'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            match key.as_ref() {
+                "kind" => {
+                    self.kind = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0);
+                    self.kind_read = true;
+                }
+                "metadata" => {
+                    self.metadata = map.next_value()?;
+                    self.metadata_read = true;
+                }
+                "items" if self.items.is_none() => {
+                    self.items = Some(map.next_value()?);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            if self.done() {
+                return Err(serde::de::Error::custom(HEAD_READ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind and name of the object whose text is `raw`, read from its start only.
+fn head<'a>(raw: &'a str, at: &str) -> Result<Head<'a>> {
+    let mut head = Head::default();
+    let read = serde::Deserializer::deserialize_map(&mut Deserializer::from_str(raw), &mut head);
+    match read {
+        Err(_) if head.done() => Ok(head),
+        Err(e) => Err(Error::config(format!("{at}: {e}"))),
+        Ok(()) => Ok(head),
+    }
+}
+
+/// Adds to `sink` the object (or the List's items) whose JSON text is `raw`.
+fn add<S: Sink>(sink: &mut S, raw: &str, at: &str) -> Result<()> {
     if !raw.starts_with('{') {
         return Err(Error::config(format!("{at}: no kind")));
     }
-    let head: Head = serde_json::from_str(raw).map_err(|e| Error::config(format!("{at}: {e}")))?;
+    let head = head(raw, at)?;
     let kind = head
         .kind
         .ok_or_else(|| Error::config(format!("{at}: no kind")))?;
@@ -49,70 +114,43 @@ fn add(objects: &mut Objects, raw: &str, at: &str) -> Result<()> {
     let at = format!("{at} ({kind} {name})");
     match Kind::of(&kind, &at)? {
         Kind::List => {
+            let Some(items) = head.items else {
+                return Ok(());
+            };
             let mut failed = None;
-            let read = List {
-                objects,
+            let read = Items(List {
+                sink,
                 at: &at,
                 failed: &mut failed,
-            }
-            .deserialize(&mut Deserializer::from_str(raw));
+            })
+            .deserialize(&mut Deserializer::from_str(items.get()));
             if let Some(e) = failed {
                 return Err(e);
             }
             read.map_err(|e| Error::config(format!("{at}: items is not a list: {e}")))
         }
-        kind => typed(
-            objects.push(kind, &mut Deserializer::from_str(raw)),
+        kind => sink.add(typed(
+            Object::read(kind, &mut Deserializer::from_str(raw)),
             |track| {
                 let again = &mut Deserializer::from_str(raw);
-                Objects::default().push(kind, serde_path_to_error::Deserializer::new(again, track))
+                Object::read(kind, serde_path_to_error::Deserializer::new(again, track)).map(drop)
             },
             &at,
-        ),
+        )?),
     }
 }
 
-/// A List: its `items` go to `objects` one at a time; the first error is left in `failed`.
-struct List<'o, 'a> {
-    objects: &'o mut Objects,
+/// A List's items go to `sink` one at a time; the first error is left in `failed`.
+struct List<'o, 'a, S> {
+    sink: &'o mut S,
     at: &'a str,
     failed: &'a mut Option<Error>,
 }
 
-impl<'de> DeserializeSeed<'de> for List<'_, '_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        de.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for List<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a List")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut items = Some(self);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match (key.as_ref(), items.take()) {
-                ("items", Some(list)) => map.next_value_seed(Items(list))?,
-                (_, list) => {
-                    items = list;
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The `items` of a List (null: none).
-struct Items<'o, 'a>(List<'o, 'a>);
+struct Items<'o, 'a, S>(List<'o, 'a, S>);
 
-impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for Items<'_, '_, S> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
@@ -120,7 +158,7 @@ impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for Items<'_, '_> {
+impl<'de, S: Sink> Visitor<'de> for Items<'_, '_, S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -132,14 +170,10 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let List {
-            objects,
-            at,
-            failed,
-        } = self.0;
+        let List { sink, at, failed } = self.0;
         let mut i = 0;
         while let Some(item) = seq.next_element::<&'de RawValue>()? {
-            if let Err(e) = add(objects, item.get(), &format!("{at} items[{i}]")) {
+            if let Err(e) = add(sink, item.get(), &format!("{at} items[{i}]")) {
                 *failed = Some(e);
                 return Err(serde::de::Error::custom("a bad item"));
             }
@@ -150,8 +184,8 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
 }
 
 /// Parses every JSON value of `text` as a document; `source` names the file in errors.
-pub(super) fn parse(text: &str, source: &str) -> Result<Objects, Failed> {
-    let mut objects = Objects::default();
+pub(super) fn parse<S: Sink>(text: &str, source: &str) -> Result<S, Failed> {
+    let mut objects = S::default();
     let documents = Deserializer::from_str(text).into_iter::<&RawValue>();
     for (i, doc) in documents.enumerate() {
         let at = format!("{source}: document {}", i + 1);

@@ -2,8 +2,10 @@
 //! -A -o yaml|json` writes (with `rs,rc` for `--min-replica-count`, `ns` for pod affinity's `namespaceSelector`), as one `List` or several documents.
 //! JSON (a file starting with `{` or `[`) is read straight into the typed objects, a `List`'s items one at
 //! a time (`json`); YAML goes through `serde_norway` (`yaml`). Unknown kinds and broken objects are errors
-//! naming the document, the item, the object and the field.
+//! naming the document, the item, the object and the field. Each object read goes to a [`Sink`]: kept
+//! ([`parse`]: [`Objects`]) or converted to the model at once and dropped ([`inputs`]).
 
+mod convert;
 mod json;
 mod yaml;
 
@@ -15,6 +17,7 @@ use serde::{Deserialize, Deserializer};
 use serde_path_to_error::Track;
 
 use crate::error::{Error, Result};
+use crate::k8s::objects::Inputs;
 
 /// The objects of a cluster dump.
 #[derive(Debug, Default, Clone)]
@@ -44,23 +47,91 @@ impl Objects {
         )
     }
 
-    /// Reads one object of `kind` from `de` into its list.
-    fn push<'de, D: Deserializer<'de>>(&mut self, kind: Kind, de: D) -> Result<(), D::Error> {
-        match kind {
+    /// The model of these objects, as `simulate` runs on them: every object converted (the first that
+    /// cannot be is the error), claims and attach limits resolved, owners' replicas and namespaces'
+    /// labels set. Terminal pods are left out.
+    pub fn inputs(&self) -> Result<Inputs> {
+        let mut inputs = Inputs::convert(
+            &self.nodes,
+            &self.pods,
+            &self.pdbs,
+            &self.daemonsets,
+            &self.storage(),
+            Err,
+        )?;
+        self.set_pods_context(&mut inputs.pods);
+        Ok(inputs)
+    }
+
+    /// Sets what pods take from the other objects: their owners' replicas, their namespaces' labels.
+    fn set_pods_context(&self, pods: &mut [crate::model::workload::Pod]) {
+        crate::k8s::owners::set_owner_replicas(
+            pods,
+            self.replicasets.iter(),
+            self.replication_controllers.iter(),
+        );
+        crate::k8s::namespaces::set_namespace_labels(pods, &self.namespaces);
+    }
+}
+
+/// One object of a dump, in its Kubernetes type.
+#[allow(clippy::large_enum_variant)] // each lives from its read to its sink, one at a time
+enum Object {
+    Node(core::Node),
+    Pod(core::Pod),
+    Pdb(PodDisruptionBudget),
+    DaemonSet(DaemonSet),
+    Claim(core::PersistentVolumeClaim),
+    Volume(core::PersistentVolume),
+    Class(StorageClass),
+    CsiNode(CSINode),
+    ReplicaSet(ReplicaSet),
+    ReplicationController(core::ReplicationController),
+    Namespace(core::Namespace),
+}
+
+impl Object {
+    /// Reads one object of `kind` from `de`.
+    fn read<'de, D: Deserializer<'de>>(kind: Kind, de: D) -> Result<Object, D::Error> {
+        Ok(match kind {
             Kind::List => return Err(serde::de::Error::custom("a List is no object")),
-            Kind::Node => self.nodes.push(Deserialize::deserialize(de)?),
-            Kind::Pod => self.pods.push(Deserialize::deserialize(de)?),
-            Kind::PodDisruptionBudget => self.pdbs.push(Deserialize::deserialize(de)?),
-            Kind::DaemonSet => self.daemonsets.push(Deserialize::deserialize(de)?),
-            Kind::PersistentVolumeClaim => self.claims.push(Deserialize::deserialize(de)?),
-            Kind::PersistentVolume => self.volumes.push(Deserialize::deserialize(de)?),
-            Kind::StorageClass => self.classes.push(Deserialize::deserialize(de)?),
-            Kind::CSINode => self.csinodes.push(Deserialize::deserialize(de)?),
-            Kind::ReplicaSet => self.replicasets.push(Deserialize::deserialize(de)?),
-            Kind::ReplicationController => self
-                .replication_controllers
-                .push(Deserialize::deserialize(de)?),
-            Kind::Namespace => self.namespaces.push(Deserialize::deserialize(de)?),
+            Kind::Node => Object::Node(Deserialize::deserialize(de)?),
+            Kind::Pod => Object::Pod(Deserialize::deserialize(de)?),
+            Kind::PodDisruptionBudget => Object::Pdb(Deserialize::deserialize(de)?),
+            Kind::DaemonSet => Object::DaemonSet(Deserialize::deserialize(de)?),
+            Kind::PersistentVolumeClaim => Object::Claim(Deserialize::deserialize(de)?),
+            Kind::PersistentVolume => Object::Volume(Deserialize::deserialize(de)?),
+            Kind::StorageClass => Object::Class(Deserialize::deserialize(de)?),
+            Kind::CSINode => Object::CsiNode(Deserialize::deserialize(de)?),
+            Kind::ReplicaSet => Object::ReplicaSet(Deserialize::deserialize(de)?),
+            Kind::ReplicationController => {
+                Object::ReplicationController(Deserialize::deserialize(de)?)
+            }
+            Kind::Namespace => Object::Namespace(Deserialize::deserialize(de)?),
+        })
+    }
+}
+
+/// Where the objects of a dump go as they are read, one at a time.
+trait Sink: Default {
+    /// Takes one object; an error (an object the model cannot hold) stops the read.
+    fn add(&mut self, object: Object) -> Result<()>;
+}
+
+impl Sink for Objects {
+    fn add(&mut self, object: Object) -> Result<()> {
+        match object {
+            Object::Node(o) => self.nodes.push(o),
+            Object::Pod(o) => self.pods.push(o),
+            Object::Pdb(o) => self.pdbs.push(o),
+            Object::DaemonSet(o) => self.daemonsets.push(o),
+            Object::Claim(o) => self.claims.push(o),
+            Object::Volume(o) => self.volumes.push(o),
+            Object::Class(o) => self.classes.push(o),
+            Object::CsiNode(o) => self.csinodes.push(o),
+            Object::ReplicaSet(o) => self.replicasets.push(o),
+            Object::ReplicationController(o) => self.replication_controllers.push(o),
+            Object::Namespace(o) => self.namespaces.push(o),
         }
         Ok(())
     }
@@ -122,13 +193,13 @@ impl Kind {
 /// The result of reading one object (`first`); on failure the object is read again through `again`
 /// with a [`Track`] to name the field at fault (`spec.containers[0].resources: …`), so a dump that
 /// reads cleanly pays nothing for the path.
-fn typed<E, F: std::fmt::Display>(
-    first: Result<(), E>,
+fn typed<T, E, F: std::fmt::Display>(
+    first: Result<T, E>,
     again: impl FnOnce(&mut Track) -> Result<(), F>,
     at: &str,
-) -> Result<()> {
-    if first.is_ok() {
-        return Ok(());
+) -> Result<T> {
+    if let Ok(object) = first {
+        return Ok(object);
     }
     let mut track = Track::new();
     let e = again(&mut track)
@@ -146,6 +217,18 @@ fn typed<E, F: std::fmt::Display>(
 /// character is `{` or `[` is read as JSON (concatenated values are documents), unless it is no JSON
 /// but YAML in flow style, which is read as YAML.
 pub fn parse(text: &str, source: &str) -> Result<Objects> {
+    read(text, source)
+}
+
+/// The model of every document of `text` (as [`Objects::inputs`] gives), converted as it is read: each
+/// node and pod becomes the model's as soon as it is parsed and its Kubernetes object is dropped, so
+/// memory holds the model, not the objects. Errors name what [`parse`] and [`Objects::inputs`] name.
+pub fn inputs(text: &str, source: &str) -> Result<Inputs> {
+    read::<convert::Converting>(text, source)?.finish()
+}
+
+/// Reads every document of `text` into a new `S`.
+fn read<S: Sink>(text: &str, source: &str) -> Result<S> {
     let first = text.bytes().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{' | b'[')) {
         match json::parse(text, source) {

@@ -4,10 +4,10 @@
 use serde::Deserialize;
 use serde_norway::Value;
 
-use super::{typed, Kind, Objects};
+use super::{typed, Kind, Object, Sink};
 use crate::error::{Error, Result};
 
-fn add(objects: &mut Objects, mut value: Value, at: &str) -> Result<()> {
+fn add<S: Sink>(objects: &mut S, mut value: Value, at: &str) -> Result<()> {
     let kind = value
         .get("kind")
         .and_then(|k| k.as_str())
@@ -34,19 +34,19 @@ fn add(objects: &mut Objects, mut value: Value, at: &str) -> Result<()> {
             }
             Ok(())
         }
-        kind => typed(
-            objects.push(kind, &value),
+        kind => objects.add(typed(
+            Object::read(kind, &value),
             |track| {
-                Objects::default().push(kind, serde_path_to_error::Deserializer::new(&value, track))
+                Object::read(kind, serde_path_to_error::Deserializer::new(&value, track)).map(drop)
             },
             &at,
-        ),
+        )?),
     }
 }
 
 /// Parses every document of `text`; `source` names the file in errors.
-pub(super) fn parse(text: &str, source: &str) -> Result<Objects> {
-    let mut objects = Objects::default();
+pub(super) fn parse<S: Sink>(text: &str, source: &str) -> Result<S> {
+    let mut objects = S::default();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(doc)
             .map_err(|e| Error::config(format!("{source}: document {}: {e}", i + 1)))?;
