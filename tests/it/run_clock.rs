@@ -45,26 +45,13 @@ async fn a_wall_clock_stepped_forward_an_hour_terminates_nothing() {
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
     api.put(PODS, pod("anchor", "3", Some("pool-a"), "anchor"));
     let dir = tempfile::tempdir().unwrap();
-    let groups = dir.path().join("groups.yaml");
-    std::fs::write(&groups, BOOTING).unwrap();
     let step = dir.path().join("wall-step");
     std::fs::write(&step, "0").unwrap();
-    let kubeconfig = api.kubeconfig(dir.path());
-    let served = Served::spawn(
-        &[
-            "run",
-            "--cloud",
-            "memory",
-            "--scan-interval",
-            "200ms",
-            "--leader-elect=false",
-            "--memory-config",
-            groups.to_str().unwrap(),
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--address",
-            "127.0.0.1:0",
-        ],
+    let served = Served::run_on_memory(
+        &api,
+        dir.path(),
+        BOOTING,
+        &["--scan-interval", "200ms", "--leader-elect=false"],
         &[(ferroscale::time::WALL_STEP_FILE_ENV, step.to_str().unwrap())],
     )
     .await;

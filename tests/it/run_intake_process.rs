@@ -20,29 +20,24 @@ fn cordoned(api: &KubeApi, name: &str) -> bool {
 
 /// `ferroscale run` on the memory cloud `groups`, reading the queue, its loop every 500 ms.
 async fn run_binary(api: &KubeApi, moto: &Moto, dir: &std::path::Path, extra: &[&str]) -> Served {
-    let groups = dir.join("groups.yaml");
-    std::fs::write(&groups, POOL).unwrap();
-    let kubeconfig = api.kubeconfig(dir);
     let mut args = vec![
-        "run",
-        "--cloud",
-        "memory",
         "--scan-interval",
         "500ms",
         "--leader-elect=false",
-        "--memory-config",
-        groups.to_str().unwrap(),
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--address",
-        "127.0.0.1:0",
         "--interruption-queue",
         "interruptions",
         "--aws-region",
         REGION,
     ];
     args.extend_from_slice(extra);
-    Served::spawn(&args, &[("AWS_ENDPOINT_URL", moto.url.as_str())]).await
+    Served::run_on_memory(
+        api,
+        dir,
+        POOL,
+        &args,
+        &[("AWS_ENDPOINT_URL", moto.url.as_str())],
+    )
+    .await
 }
 
 // Two workers: the API server keeps answering while a worker blocks on the child.

@@ -378,23 +378,14 @@ async fn the_binary_takes_the_queue_flag_and_readyz_says_when_the_queue_fails() 
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
     api.put(PODS, pod("web-1", "1500m", Some("pool-a"), "web"));
     let dir = tempfile::tempdir().unwrap();
-    let groups = dir.path().join("groups.yaml");
-    std::fs::write(&groups, POOL).unwrap();
-    let kubeconfig = api.kubeconfig(dir.path());
-    let mut served = crate::support::process::Served::spawn(
+    let mut served = crate::support::process::Served::run_on_memory(
+        &api,
+        dir.path(),
+        POOL,
         &[
-            "run",
-            "--cloud",
-            "memory",
             "--scan-interval",
             "500ms",
             "--leader-elect=false",
-            "--memory-config",
-            groups.to_str().unwrap(),
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--address",
-            "127.0.0.1:0",
             "--interruption-queue",
             "interruptions",
             "--aws-region",

@@ -47,6 +47,33 @@ impl Served {
         Served::spawn(&all, env).await
     }
 
+    /// `ferroscale run` on the memory cloud holding `groups` (written to `dir`), against `api`, on port
+    /// 0, with `args` after those and `env` set: how the tests that need the real binary start it.
+    pub async fn run_on_memory(
+        api: &crate::support::kube_api::KubeApi,
+        dir: &std::path::Path,
+        groups: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Served {
+        let groups_file = dir.join("groups.yaml");
+        std::fs::write(&groups_file, groups).unwrap();
+        let kubeconfig = api.kubeconfig(dir);
+        let mut all = vec![
+            "run",
+            "--cloud",
+            "memory",
+            "--memory-config",
+            groups_file.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--address",
+            "127.0.0.1:0",
+        ];
+        all.extend_from_slice(args);
+        Served::spawn(&all, env).await
+    }
+
     /// Starts the binary with exactly `args` (which must make it listen on port 0) and waits until it
     /// logs that it serves.
     pub async fn spawn(args: &[&str], env: &[(&str, &str)]) -> Served {
