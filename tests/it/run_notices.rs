@@ -56,6 +56,14 @@ fn cordoned(api: &KubeApi, node: &str) -> bool {
     api.get(NODES, "", node).unwrap()["spec"]["unschedulable"] == true
 }
 
+/// Whether pool's instance `id` is still in its group.
+fn has_instance(h: &Harness, id: &str) -> bool {
+    h.group("pool")
+        .instances
+        .iter()
+        .any(|i| i.id.ends_with(&format!("/{id}")))
+}
+
 /// Runs loops until `done`, at most `limit` after `since`.
 async fn until(
     h: &mut Harness,
@@ -103,10 +111,7 @@ async fn a_failed_voluntary_drain_takes_its_cordon_off_too() {
         "the node was cordoned, then uncordoned"
     );
     assert!(
-        h.group("pool")
-            .instances
-            .iter()
-            .any(|i| i.id.ends_with("/i-b")),
+        has_instance(&h, "i-b"),
         "a voluntary notice never deletes past a refused eviction"
     );
     // The budget allows a disruption again: the notice, still there, takes the node out; it counts once.
@@ -121,12 +126,7 @@ async fn a_failed_voluntary_drain_takes_its_cordon_off_too() {
         sent,
         Duration::from_secs(60),
         "the instance deleted",
-        |h| {
-            !h.group("pool")
-                .instances
-                .iter()
-                .any(|i| i.id.ends_with("/i-b"))
-        },
+        |h| !has_instance(h, "i-b"),
     )
     .await;
     let m = h.metrics.encode();
@@ -161,12 +161,7 @@ async fn a_spot_warning_for_a_node_draining_for_scale_down_restarts_it_at_the_in
         sent,
         Duration::from_secs(120),
         "the instance deleted",
-        |h| {
-            !h.group("pool")
-                .instances
-                .iter()
-                .any(|i| i.id.ends_with("/i-b"))
-        },
+        |h| !has_instance(h, "i-b"),
     )
     .await;
     assert!(
@@ -234,12 +229,7 @@ async fn a_spot_warning_after_a_kept_rebalance_takes_the_node_out_anyway() {
         sent,
         Duration::from_secs(60),
         "the instance deleted",
-        |h| {
-            !h.group("pool")
-                .instances
-                .iter()
-                .any(|i| i.id.ends_with("/i-b"))
-        },
+        |h| !has_instance(h, "i-b"),
     )
     .await;
 }
