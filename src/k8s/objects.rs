@@ -258,6 +258,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .iter()
         .flatten()
         .find(|o| o.controller == Some(true));
+    let (phase, status_reason, containers) = super::pod_status::states(p);
     Ok(Pod {
         requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
@@ -315,6 +316,13 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 .get(labels::POD_SCALE_UP_DELAY)
                 .and_then(|v| crate::model::parse_go_duration(v).ok())
                 .map(|d| d.as_secs() as i64),
+            phase,
+            status_reason,
+            containers,
+            owners: super::pod_status::owners(p),
+            images: super::shared::images(super::pod_status::images(spec)),
+            do_not_disrupt: super::pod_status::do_not_disrupt(&annotations),
+            evict_annotation: super::pod_status::evict_annotation(&annotations),
         },
         labels,
         namespace: super::shared::name(&namespace),

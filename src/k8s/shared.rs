@@ -8,12 +8,13 @@ use std::sync::LazyLock;
 
 use parking_lot::Mutex;
 
-use crate::model::shared::{Interner, Labels, SharedName};
+use crate::model::shared::{Interner, Labels, Shared, SharedName};
 
 #[derive(Default)]
 struct Tables {
     labels: Interner<BTreeMap<String, String>>,
     names: Interner<String>,
+    images: Interner<Vec<String>>,
 }
 
 static TABLES: LazyLock<Mutex<Tables>> = LazyLock::new(Default::default);
@@ -30,6 +31,11 @@ pub fn labels(m: Option<&BTreeMap<String, String>>) -> Labels {
 /// The shared copy of a namespace's name.
 pub fn name(s: &str) -> SharedName {
     TABLES.lock().names.intern_ref(s)
+}
+
+/// The shared copy of a pod's image list.
+pub fn images(v: Vec<String>) -> Shared<Vec<String>> {
+    TABLES.lock().images.intern(v)
 }
 
 #[cfg(test)]

@@ -112,3 +112,11 @@ pub const STARTUP_TAINT_PREFIXES: &[&str] = &[
 ];
 /// Prefix of taints that report a status (upstream's `status-taint.`): left out of templates.
 pub const STATUS_TAINT_PREFIX: &str = "status-taint.cluster-autoscaler.kubernetes.io/";
+
+/// Karpenter's annotation keeping a pod from voluntary disruption (descheduling, consolidation) when
+/// `"true"`.
+pub const KARPENTER_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+/// ferroscale's own name for the same.
+pub const DO_NOT_DISRUPT: &str = "ferroscale.io/do-not-disrupt";
+/// The descheduler's annotation making a pod evictable whatever else would keep it (present, any value).
+pub const DESCHEDULER_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";

@@ -5,6 +5,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod deschedule;
 pub mod engine;
 pub mod error;
 pub mod labels;

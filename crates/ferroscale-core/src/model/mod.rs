@@ -6,6 +6,7 @@ mod duration;
 mod group;
 pub mod lifecycle;
 mod options;
+mod pod_meta;
 pub mod provider_id;
 pub mod quantity;
 pub mod reserve;

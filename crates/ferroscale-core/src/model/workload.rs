@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+pub use super::pod_meta::{ContainerState, Owner, PodMeta, PodPhase, SafeToEvict};
 pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
 use super::shared::{Labels, SharedName};
 use super::volumes::Claim;
@@ -151,67 +152,6 @@ pub struct Pod {
     pub namespace_labels: Labels,
     /// Facts scale-up and scale-down rules read, not the scheduler.
     pub meta: PodMeta,
-}
-
-/// What autoscaling rules (not the scheduler's filters) read of a pod.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodMeta {
-    /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job`, ...), if any.
-    pub controller: Option<String>,
-    /// Name of the controlling owner, if any.
-    pub controller_name: Option<String>,
-    /// `spec.replicas` of the controlling ReplicaSet or ReplicationController, when the adapter read it
-    /// (None: not known).
-    pub owner_replicas: Option<i32>,
-    pub priority: i32,
-    /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
-    pub unschedulable: bool,
-    /// `spec.schedulerName`, when set: pods of a scheduler in `--bypassed-scheduler-names` count as
-    /// pending without waiting for that mark.
-    pub scheduler_name: Option<String>,
-    /// Creation time, seconds since the epoch (0: not set).
-    pub created: i64,
-    /// `metadata.deletionTimestamp`, seconds since the epoch: the pod is being deleted.
-    pub deleted: Option<i64>,
-    /// `spec.terminationGracePeriodSeconds`, when set.
-    pub grace_period: Option<i64>,
-    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set to a value it knows.
-    pub safe_to_evict: Option<SafeToEvict>,
-    /// Names of its local volumes: emptyDir not in memory, hostPath.
-    pub local_volumes: Vec<String>,
-    /// `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`: local volumes that do not keep
-    /// its node.
-    pub safe_local_volumes: Vec<String>,
-    /// A static pod's mirror (`kubernetes.io/config.mirror`).
-    pub mirror: bool,
-    /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever
-    /// owns it.
-    pub daemon_set_annotation: bool,
-    /// Its `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation, in seconds, when it parses.
-    pub scale_up_delay: Option<i64>,
-}
-
-/// The values of the `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SafeToEvict {
-    /// `"true"`: evicted whatever else would keep its node.
-    Yes,
-    /// `"false"`: keeps its node.
-    No,
-    /// `"on-completion"`: not evicted; its node waits until it is done.
-    OnCompletion,
-}
-
-impl SafeToEvict {
-    /// The annotation's value as upstream reads it; other values mean nothing.
-    pub fn parse(value: &str) -> Option<SafeToEvict> {
-        match value {
-            "true" => Some(SafeToEvict::Yes),
-            "false" => Some(SafeToEvict::No),
-            "on-completion" => Some(SafeToEvict::OnCompletion),
-            _ => None,
-        }
-    }
 }
 
 impl Pod {

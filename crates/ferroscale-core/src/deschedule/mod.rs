@@ -1,0 +1,19 @@
+//! The descheduler (kubernetes-sigs/descheduler) on the engine: its policy file (`policy`), its
+//! strategies (`strategies`, one module per plugin, each proposing evictions as the descheduler's plugin
+//! of that name would) and its `DefaultEvictor` (`evictor`). Unlike the descheduler, proposals are not
+//! evictions: `plan` checks them together against the scheduling simulation (every evicted pod must have
+//! a better place that exists now, on the cluster as it will be), the budgets, the limits and the
+//! previous cycles' moves, and says why for each it declines.
+
+pub mod args;
+pub mod evictor;
+pub mod plan;
+pub mod policy;
+pub mod strategies;
+pub mod view;
+
+pub use args::{PluginArgs, Strategy};
+pub use evictor::{Evictor, EvictorArgs, Kept};
+pub use plan::{plan, Declined, Eviction, History, Plan, Settings, Why};
+pub use policy::{Policy, PolicyError, Profile};
+pub use view::{Cluster, Proposal, View};

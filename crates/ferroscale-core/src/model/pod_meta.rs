@@ -1,0 +1,140 @@
+//! What rules other than the scheduler's filters read of a pod: autoscaling's (owner, priority,
+//! safe-to-evict, local volumes) and the descheduler's (phase, restarts, container states, owners, images).
+
+use super::shared::Shared;
+
+/// What autoscaling rules (not the scheduler's filters) read of a pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodMeta {
+    /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job`, ...), if any.
+    pub controller: Option<String>,
+    /// Name of the controlling owner, if any.
+    pub controller_name: Option<String>,
+    /// `spec.replicas` of the controlling ReplicaSet or ReplicationController, when the adapter read it
+    /// (None: not known).
+    pub owner_replicas: Option<i32>,
+    pub priority: i32,
+    /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
+    pub unschedulable: bool,
+    /// `spec.schedulerName`, when set: pods of a scheduler in `--bypassed-scheduler-names` count as
+    /// pending without waiting for that mark.
+    pub scheduler_name: Option<String>,
+    /// Creation time, seconds since the epoch (0: not set).
+    pub created: i64,
+    /// `metadata.deletionTimestamp`, seconds since the epoch: the pod is being deleted.
+    pub deleted: Option<i64>,
+    /// `spec.terminationGracePeriodSeconds`, when set.
+    pub grace_period: Option<i64>,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set to a value it knows.
+    pub safe_to_evict: Option<SafeToEvict>,
+    /// Names of its local volumes: emptyDir not in memory, hostPath.
+    pub local_volumes: Vec<String>,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`: local volumes that do not keep
+    /// its node.
+    pub safe_local_volumes: Vec<String>,
+    /// A static pod's mirror (`kubernetes.io/config.mirror`).
+    pub mirror: bool,
+    /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever
+    /// owns it.
+    pub daemon_set_annotation: bool,
+    /// Its `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation, in seconds, when it parses.
+    pub scale_up_delay: Option<i64>,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// `status.reason` (`Evicted`, `NodeLost`, ...), when set.
+    pub status_reason: Option<String>,
+    /// Its containers' and init containers' states, in the pod's order (init containers first).
+    pub containers: Vec<ContainerState>,
+    /// Every owner reference (the controller among them), as the descheduler's duplicate check reads.
+    pub owners: Vec<Owner>,
+    /// Its containers' images, in order: with the owner, what makes two pods duplicates. Shared by the
+    /// replicas converted together.
+    pub images: Shared<Vec<String>>,
+    /// `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt` is `"true"`: no voluntary
+    /// disruption (descheduling, consolidation) evicts it.
+    pub do_not_disrupt: bool,
+    /// `descheduler.alpha.kubernetes.io/evict` is set: the descheduler's evictor admits it whatever
+    /// else would keep it.
+    pub evict_annotation: bool,
+}
+
+/// `status.phase` of a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PodPhase {
+    Pending,
+    /// The default for pods built without a status (fixtures): bound pods are running.
+    #[default]
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    /// The phase as the API writes it (unknown words read as `Unknown`).
+    pub fn parse(v: &str) -> PodPhase {
+        match v {
+            "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            _ => PodPhase::Unknown,
+        }
+    }
+
+    /// The API's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodPhase::Pending => "Pending",
+            PodPhase::Running => "Running",
+            PodPhase::Succeeded => "Succeeded",
+            PodPhase::Failed => "Failed",
+            PodPhase::Unknown => "Unknown",
+        }
+    }
+}
+
+/// One container's status, as the descheduler's restart and failure checks read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerState {
+    /// An init container.
+    pub init: bool,
+    pub restarts: i32,
+    /// `state.waiting.reason`, when waiting.
+    pub waiting: Option<String>,
+    /// `state.terminated.reason`, when terminated.
+    pub terminated: Option<String>,
+    /// `state.terminated.exitCode`, when terminated.
+    pub exit_code: Option<i32>,
+}
+
+/// An owner reference: kind and name (and whether it is the controller).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    pub kind: String,
+    pub name: String,
+    pub controller: bool,
+}
+
+/// The values of the `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeToEvict {
+    /// `"true"`: evicted whatever else would keep its node.
+    Yes,
+    /// `"false"`: keeps its node.
+    No,
+    /// `"on-completion"`: not evicted; its node waits until it is done.
+    OnCompletion,
+}
+
+impl SafeToEvict {
+    /// The annotation's value as upstream reads it; other values mean nothing.
+    pub fn parse(value: &str) -> Option<SafeToEvict> {
+        match value {
+            "true" => Some(SafeToEvict::Yes),
+            "false" => Some(SafeToEvict::No),
+            "on-completion" => Some(SafeToEvict::OnCompletion),
+            _ => None,
+        }
+    }
+}
