@@ -164,6 +164,13 @@ impl NodeBuilder {
         self
     }
 
+    /// Any other change to the node.
+    #[allow(dead_code)]
+    pub fn with(mut self, f: impl FnOnce(&mut Node)) -> Self {
+        f(&mut self.0);
+        self
+    }
+
     pub fn build(self) -> Node {
         self.0
     }
@@ -270,6 +277,12 @@ impl PodBuilder {
 
     pub fn claims(mut self, claims: Vec<Claim>) -> Self {
         self.0.claims = claims;
+        self
+    }
+
+    /// Any other change to the pod.
+    pub fn with(mut self, f: impl FnOnce(&mut Pod)) -> Self {
+        f(&mut self.0);
         self
     }
 

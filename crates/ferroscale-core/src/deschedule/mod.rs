@@ -7,6 +7,8 @@
 
 pub mod args;
 pub mod evictor;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod plan;
 pub mod policy;
 pub mod strategies;

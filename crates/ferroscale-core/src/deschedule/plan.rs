@@ -105,3 +105,25 @@ pub fn plan(policy: &Policy, cluster: &Cluster, _history: &History, _settings: &
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
+    use crate::fixtures::{node, pod, resources};
+
+    #[test]
+    fn a_policy_without_profiles_evicts_nothing() {
+        let f = Fixture::new(
+            vec![node("a").allocatable(resources(4000, 8 << 30, 110)).build()],
+            vec![pod("d", "p").on("a").owner("ReplicaSet", "rs").build()],
+        );
+        let p = plan(
+            &Policy::default(),
+            &f.cluster(),
+            &History::default(),
+            &Settings::default(),
+        );
+        assert!(p.evictions.is_empty() && p.declined.is_empty());
+    }
+}
