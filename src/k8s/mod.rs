@@ -14,7 +14,7 @@ pub mod lease;
 pub mod namespaces;
 pub mod objects;
 pub mod owners;
-mod pod_status;
+pub mod pod_status;
 pub mod priorities;
 mod requests;
 mod selectors;

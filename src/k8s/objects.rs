@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::namespace_of;
+pub use super::pod_status::{pod_failed_bound, pod_terminal};
 use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
@@ -108,14 +109,6 @@ fn affinity_terms(
             })
         })
         .collect()
-}
-
-/// Whether a pod is done (it needs no node).
-pub fn pod_terminal(p: &core::Pod) -> bool {
-    matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
-    )
 }
 
 /// A pod as the engine sees it.
@@ -444,6 +437,8 @@ pub struct Inputs {
     pub pdbs: Vec<Pdb>,
     /// The pods DaemonSets would start on a new node.
     pub daemon_pods: Vec<Pod>,
+    /// Pods in phase `Failed` still bound to a node, for the descheduler's `RemoveFailedPods`.
+    pub failed: Vec<Pod>,
 }
 
 impl Inputs {
@@ -490,6 +485,7 @@ impl Inputs {
             )?,
             pdbs: each(pdbs, pdb, &mut bad)?,
             daemon_pods: each(daemonsets, daemonset_pod, &mut bad)?,
+            failed: Vec::new(),
         })
     }
 }

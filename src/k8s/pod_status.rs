@@ -85,3 +85,20 @@ pub(super) fn do_not_disrupt(annotations: &BTreeMap<String, String>) -> bool {
 pub(super) fn evict_annotation(annotations: &BTreeMap<String, String>) -> bool {
     annotations.contains_key(labels::DESCHEDULER_EVICT)
 }
+
+/// Whether a pod failed and is still bound to its node: the descheduler's `RemoveFailedPods` reads it.
+pub fn pod_failed_bound(p: &core::Pod) -> bool {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+        && p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+}
+
+/// Whether a pod is done (it needs no node).
+pub fn pod_terminal(p: &core::Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}

@@ -88,6 +88,7 @@ impl Simulation {
             pods,
             pdbs,
             daemon_pods,
+            failed: _,
         } = inputs;
         let start = pods
             .iter()

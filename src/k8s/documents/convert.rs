@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Object, Objects, Sink};
 use crate::error::Result;
-use crate::k8s::objects::{daemonset_pod, node, pdb, pod, pod_terminal, Inputs};
+use crate::k8s::objects::{daemonset_pod, node, pdb, pod, pod_failed_bound, pod_terminal, Inputs};
 use crate::model::workload::{Node, Pod};
 
 /// A dump being converted.
@@ -15,6 +15,8 @@ use crate::model::workload::{Node, Pod};
 pub(super) struct Converting {
     nodes: Vec<Node>,
     pods: Vec<Pod>,
+    /// Failed pods still bound (`Inputs::failed`); one that does not convert is left out, as before.
+    failed: Vec<Pod>,
     /// Pods that mount claims: their index in `pods`, and what of the pod resolving them reads (its
     /// name, namespace and uid, and its claim volumes).
     claims: Vec<(usize, core::Pod)>,
@@ -26,6 +28,7 @@ impl Sink for Converting {
     fn add(&mut self, object: Object) -> Result<()> {
         match object {
             Object::Node(n) => self.nodes.push(node(&n)?),
+            Object::Pod(p) if pod_failed_bound(&p) => self.failed.extend(pod(&p).ok()),
             Object::Pod(p) if pod_terminal(&p) => {}
             Object::Pod(p) => {
                 let model = pod(&p)?;
@@ -74,6 +77,7 @@ impl Converting {
         let Converting {
             mut nodes,
             mut pods,
+            failed,
             claims,
             rest,
         } = self;
@@ -96,6 +100,7 @@ impl Converting {
             pods,
             pdbs,
             daemon_pods,
+            failed,
         })
     }
 }

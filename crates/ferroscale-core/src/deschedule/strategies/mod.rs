@@ -12,6 +12,7 @@ pub mod node_affinity;
 pub mod node_taints;
 pub mod remove_duplicates;
 pub mod restarts;
+pub mod scope;
 pub mod spread;
 
 /// The evictions a configured strategy proposes this cycle.
