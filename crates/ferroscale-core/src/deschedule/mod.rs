@@ -9,6 +9,7 @@ pub mod args;
 pub mod evictor;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod node_selector;
 pub mod plan;
 pub mod policy;
 pub mod strategies;
@@ -16,6 +17,6 @@ pub mod view;
 
 pub use args::{PluginArgs, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
-pub use plan::{plan, Declined, Eviction, History, Plan, Settings, Why};
+pub use plan::{owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, Why};
 pub use policy::{Policy, PolicyError, Profile};
 pub use view::{Cluster, Proposal, View};

@@ -1,18 +1,28 @@
-//! One cycle's evictions, planned together: each strategy's proposals checked against the scheduling
-//! simulation on the cluster as it will be after the evictions planned before, the disruption budgets,
-//! the policy's limits and the previous cycles' moves. What is declined says why.
+//! One cycle's evictions, planned together. The descheduler evicts what each strategy names, checking at
+//! most that the pod alone fits some other node; here every proposal is placed by the scheduling
+//! simulation (`engine::predicates`: resources, taints, affinity, anti-affinity, spread, volumes) on the
+//! cluster as it will be after the evictions planned before it, and is declined, with why, when it has
+//! no better place that exists now (not its own node, not a node being removed, not the node an earlier
+//! cycle moved it from), when a disruption budget or the policy's limits are spent, or when its workload
+//! was moved within the cooldown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
 use super::args::Strategy;
 use super::evictor::Kept;
+use super::node_selector::NodeSelector;
 use super::policy::Policy;
 use super::strategies;
-use super::view::{Cluster, View};
+use super::view::{Cluster, Proposal, View};
 use super::Evictor;
-use crate::model::workload::Pod;
+use crate::engine::predicates::{fits_among, repelling, Cluster as Nodes, NodeInfo, Repel, Unfit};
+use crate::model::workload::{Node, Pod, PodPhase};
+
+mod history;
+
+pub use history::{owner_key, History, Move};
 
 /// Settings of the planner beyond the policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,29 +39,14 @@ impl Default for Settings {
     }
 }
 
-/// The moves of earlier cycles, kept by the caller between cycles.
-#[derive(Debug, Clone, Default)]
-pub struct History {
-    /// Owner key → the last move of one of its pods.
-    pub moves: HashMap<String, Move>,
-}
-
-/// A past eviction: when, from which node to which, by which strategy.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Move {
-    pub at: i64,
-    pub from: String,
-    pub to: String,
-    pub strategy: Strategy,
-}
-
 /// An eviction the plan makes.
 #[derive(Debug, Clone)]
 pub struct Eviction {
     pub pod: Arc<Pod>,
     pub node: String,
     pub strategy: Strategy,
-    /// Where the simulation places it.
+    /// Where the simulation places it (its replacement, for a controller's pod); empty for a failed pod,
+    /// which needs no place.
     pub to: String,
 }
 
@@ -64,17 +59,62 @@ pub struct Declined {
     pub why: Why,
 }
 
+/// Which of the policy's limits a proposal ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `maxNoOfPodsToEvictPerNode`.
+    PerNode(u32),
+    /// `maxNoOfPodsToEvictPerNamespace`.
+    PerNamespace(u32),
+    /// `maxNoOfPodsToEvictTotal`.
+    Total(u32),
+}
+
 /// Why a proposal is declined.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Why {
     /// The evictor keeps it.
     Kept(Kept),
+    /// No node other than its own (and those being removed) can take it now: evicted, it would stay
+    /// pending or land back where it is. The first refusal is the reason.
+    NoPlace(Option<Unfit>),
+    /// The only place is the node an earlier cycle moved its workload from: the move would undo it.
+    WouldUndo { node: String },
+    /// Its workload was moved at `at` and the cooldown has not passed.
+    Cooldown { until: i64 },
+    /// Another strategy plans to move its workload this cycle.
+    Contested { by: Strategy },
+    /// A PodDisruptionBudget covering it allows no more disruptions.
+    Budget { pdb: String },
+    /// One of the policy's limits is reached.
+    Limit(Limit),
 }
 
 impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Why::Kept(k) => write!(f, "{k}"),
+            Why::Kept(k) => write!(f, "kept: {k}"),
+            Why::NoPlace(Some(u)) => write!(f, "no other node can take it: {u}"),
+            Why::NoPlace(None) => write!(f, "no other node can take it"),
+            Why::WouldUndo { node } => {
+                write!(
+                    f,
+                    "it would go back to {node}, which an earlier cycle moved it from"
+                )
+            }
+            Why::Cooldown { until } => write!(
+                f,
+                "its workload was moved recently (cooldown until {until})"
+            ),
+            Why::Contested { by } => write!(f, "{by} moves its workload this cycle"),
+            Why::Budget { pdb } => {
+                write!(f, "PodDisruptionBudget {pdb} allows no more disruptions")
+            }
+            Why::Limit(Limit::PerNode(n)) => write!(f, "maxNoOfPodsToEvictPerNode ({n}) reached"),
+            Why::Limit(Limit::PerNamespace(n)) => {
+                write!(f, "maxNoOfPodsToEvictPerNamespace ({n}) reached")
+            }
+            Why::Limit(Limit::Total(n)) => write!(f, "maxNoOfPodsToEvictTotal ({n}) reached"),
         }
     }
 }
@@ -86,44 +126,344 @@ pub struct Plan {
     pub declined: Vec<Declined>,
 }
 
-/// Plans one cycle of `policy` on `cluster`.
-pub fn plan(policy: &Policy, cluster: &Cluster, _history: &History, _settings: &Settings) -> Plan {
-    let view = View::new(cluster);
-    let mut out = Plan::default();
-    for profile in &policy.profiles {
-        let evictor = Evictor::new(&profile.evictor, &view);
-        for args in &profile.strategies {
-            for p in strategies::propose(args, &view, &evictor) {
-                out.evictions.push(Eviction {
-                    to: String::new(),
+/// The cluster as it will be: every node with its pods, changed as evictions are planned.
+struct Sim {
+    infos: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    repel: Repel,
+}
+
+impl Sim {
+    fn new(nodes: &[Node], pods: &[Arc<Pod>]) -> Self {
+        let index: HashMap<String, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
+        for p in pods {
+            if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
+                infos[i].add(Arc::clone(p));
+            }
+        }
+        let repel = repelling(&infos);
+        Sim {
+            infos,
+            index,
+            repel,
+        }
+    }
+
+    /// Takes the pod off its node.
+    fn remove(&mut self, pod: &Pod, node: usize) {
+        let info = &self.infos[node];
+        let mut out = NodeInfo::new(info.node.clone());
+        for p in &info.pods {
+            if !(p.namespace == pod.namespace && p.name == pod.name) {
+                out.add(Arc::clone(p));
+            }
+        }
+        self.infos[node] = out;
+    }
+
+    /// The node the scheduler would pick for `pod` among `candidates` (its resources fit, every filter
+    /// passes), scored as its default `LeastAllocated` (or `MostAllocated` when packing), or the first
+    /// refusal.
+    fn place(&self, pod: &Pod, candidates: &[usize], pack: bool) -> Result<usize, Option<Unfit>> {
+        let mut first: Option<Unfit> = None;
+        let mut best: Option<(f64, usize)> = None;
+        for &j in candidates {
+            let info = &self.infos[j];
+            match fits_among(pod, Nodes::of(&self.infos), info, self.repel) {
+                Ok(()) => {
+                    let s = free_share(info, pod);
+                    let s = if pack { -s } else { s };
+                    if best.is_none_or(|(b, _)| s > b) {
+                        best = Some((s, j));
+                    }
+                }
+                Err(u) => {
+                    first.get_or_insert(u);
+                }
+            }
+        }
+        best.map(|(_, j)| j).ok_or(first)
+    }
+}
+
+/// The share of cpu and memory left free on a node once the pod is there (the scheduler's
+/// `LeastAllocated` score, 0..1).
+fn free_share(info: &NodeInfo, pod: &Pod) -> f64 {
+    let share = |used: i64, want: i64, total: i64| {
+        if total > 0 {
+            ((total - used - want) as f64 / total as f64).max(0.0)
+        } else {
+            0.0
+        }
+    };
+    let a = &info.node.allocatable;
+    (share(
+        info.requested.cpu_milli,
+        pod.requests.cpu_milli,
+        a.cpu_milli,
+    ) + share(info.requested.memory, pod.requests.memory, a.memory))
+        / 2.0
+}
+
+/// Plans one cycle of `policy` on `cluster`: every profile's `deschedule` strategies, then every
+/// profile's `balance` strategies, as the descheduler runs them, each proposal checked in turn.
+pub fn plan(policy: &Policy, cluster: &Cluster, history: &History, settings: &Settings) -> Plan {
+    // The strategies look at the nodes the policy's `nodeSelector` selects; pods may move to any node.
+    let selected: Vec<Node>;
+    let scoped;
+    let cluster_for_strategies = match policy.node_selector.as_deref().map(NodeSelector::parse) {
+        Some(Ok(sel)) => {
+            selected = cluster
+                .nodes
+                .iter()
+                .filter(|n| sel.matches(&n.labels))
+                .cloned()
+                .collect();
+            scoped = Cluster {
+                nodes: &selected,
+                ..*cluster
+            };
+            &scoped
+        }
+        // The policy is checked when read; a selector that does not parse selects no node.
+        Some(Err(_)) => return Plan::default(),
+        None => cluster,
+    };
+    let view = View::new(cluster_for_strategies);
+    let mut planner = Planner::new(policy, cluster, history, settings);
+    for balance in [false, true] {
+        for profile in &policy.profiles {
+            let evictor = Evictor::new(&profile.evictor, &view);
+            for args in profile
+                .strategies
+                .iter()
+                .filter(|a| a.strategy().balances() == balance)
+            {
+                for p in strategies::propose(args, &view, &evictor) {
+                    planner.consider(p);
+                }
+            }
+        }
+    }
+    planner.out
+}
+
+/// The state of one cycle's planning.
+struct Planner<'a> {
+    policy: &'a Policy,
+    cluster: &'a Cluster<'a>,
+    history: &'a History,
+    settings: &'a Settings,
+    sim: Sim,
+    /// Pods planned already, by key.
+    planned: HashSet<(String, String)>,
+    /// Owner key → the strategy moving it this cycle.
+    owners: HashMap<String, Strategy>,
+    per_node: HashMap<String, u32>,
+    per_namespace: HashMap<String, u32>,
+    /// Disruptions left per PDB (index in `cluster.pdbs`).
+    budgets: Vec<i32>,
+    out: Plan,
+}
+
+impl<'a> Planner<'a> {
+    fn new(
+        policy: &'a Policy,
+        cluster: &'a Cluster<'a>,
+        history: &'a History,
+        settings: &'a Settings,
+    ) -> Self {
+        Planner {
+            policy,
+            cluster,
+            history,
+            settings,
+            sim: Sim::new(cluster.nodes, cluster.pods),
+            planned: HashSet::new(),
+            owners: HashMap::new(),
+            per_node: HashMap::new(),
+            per_namespace: HashMap::new(),
+            budgets: cluster.pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            out: Plan::default(),
+        }
+    }
+
+    fn consider(&mut self, p: Proposal) {
+        let key = (p.pod.namespace.to_string(), p.pod.name.clone());
+        if self.planned.contains(&key) {
+            return;
+        }
+        match self.check(&p) {
+            Ok((to, pdbs)) => {
+                self.commit(&p, to.as_ref(), &pdbs);
+                self.planned.insert(key);
+                self.out.evictions.push(Eviction {
+                    to: to.map(|(name, _)| name).unwrap_or_default(),
                     pod: p.pod,
                     node: p.node,
                     strategy: p.strategy,
                 });
             }
+            Err(why) => self.out.declined.push(Declined {
+                pod: p.pod,
+                node: p.node,
+                strategy: p.strategy,
+                why,
+            }),
         }
     }
-    out
+
+    /// Where the pod goes (None: a failed pod, which needs no place) and the budgets it spends, or why not.
+    #[allow(clippy::type_complexity)]
+    fn check(&mut self, p: &Proposal) -> Result<(Option<(String, usize)>, Vec<usize>), Why> {
+        let owner = owner_key(&p.pod);
+        if let Some(&by) = self.owners.get(&owner) {
+            if by != p.strategy {
+                return Err(Why::Contested { by });
+            }
+        }
+        let history = self.history;
+        let last = history.last(&owner);
+        if let Some(m) = last {
+            let until = m.at + self.settings.cooldown_secs;
+            if self.cluster.now < until {
+                return Err(Why::Cooldown { until });
+            }
+        }
+        self.limits(p)?;
+        let pdbs: Vec<usize> = self
+            .cluster
+            .pdbs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.covers(&p.pod))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&i) = pdbs.iter().find(|&&i| self.budgets[i] <= 0) {
+            let b = &self.cluster.pdbs[i];
+            return Err(Why::Budget {
+                pdb: format!("{}/{}", b.namespace, b.name),
+            });
+        }
+        if p.pod.meta.phase == PodPhase::Failed {
+            return Ok((None, pdbs));
+        }
+        let to = self.destination(p, last.map(|m| m.from.as_str()))?;
+        Ok((Some(to), pdbs))
+    }
+
+    fn limits(&self, p: &Proposal) -> Result<(), Why> {
+        let policy = self.policy;
+        if let Some(n) = policy.max_total {
+            if self.out.evictions.len() as u32 >= n {
+                return Err(Why::Limit(Limit::Total(n)));
+            }
+        }
+        if let Some(n) = policy.max_per_node {
+            if self.per_node.get(&p.node).copied().unwrap_or(0) >= n {
+                return Err(Why::Limit(Limit::PerNode(n)));
+            }
+        }
+        if let Some(n) = policy.max_per_namespace {
+            if self
+                .per_namespace
+                .get(p.pod.namespace.as_str())
+                .copied()
+                .unwrap_or(0)
+                >= n
+            {
+                return Err(Why::Limit(Limit::PerNamespace(n)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The node the pod's replacement would land on, on the cluster as it will be, never its own node,
+    /// a node being removed or (when another exists) the node an earlier cycle moved it from.
+    fn destination(&mut self, p: &Proposal, undo: Option<&str>) -> Result<(String, usize), Why> {
+        let sim = &self.sim;
+        let onto: Option<HashSet<&str>> = p
+            .onto
+            .as_ref()
+            .map(|o| o.iter().map(String::as_str).collect());
+        let candidates: Vec<usize> = sim
+            .infos
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| {
+                let n = &i.node;
+                n.name != p.node
+                    && n.ready
+                    && !self.cluster.removing.contains(&n.name)
+                    && onto.as_ref().is_none_or(|o| o.contains(n.name.as_str()))
+            })
+            .map(|(j, _)| j)
+            .collect();
+        let mut pod = (*p.pod).clone();
+        pod.node_name = None;
+        let pack = p.strategy == Strategy::HighNodeUtilization;
+        let away: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&j| Some(sim.infos[j].node.name.as_str()) != undo)
+            .collect();
+        // Placed as the scheduler would see it once the pod has left its node (its own node restored
+        // after: only `commit` changes the simulation).
+        let own = sim.index.get(&p.node).copied();
+        let saved = own.map(|i| {
+            let saved = self.sim.infos[i].clone();
+            self.sim.remove(&p.pod, i);
+            saved
+        });
+        let sim = &self.sim;
+        let found = match sim.place(&pod, &away, pack) {
+            Ok(j) => Ok((sim.infos[j].node.name.clone(), j)),
+            Err(why) => match undo {
+                Some(u)
+                    if away.len() < candidates.len()
+                        && sim.place(&pod, &candidates, pack).is_ok() =>
+                {
+                    Err(Why::WouldUndo {
+                        node: u.to_string(),
+                    })
+                }
+                _ => Err(Why::NoPlace(why)),
+            },
+        };
+        if let (Some(i), Some(saved)) = (own, saved) {
+            self.sim.infos[i] = saved;
+        }
+        found
+    }
+
+    /// Records a planned eviction in the simulation, the budgets and the limits.
+    fn commit(&mut self, p: &Proposal, to: Option<&(String, usize)>, pdbs: &[usize]) {
+        for &i in pdbs {
+            self.budgets[i] -= 1;
+        }
+        *self.per_node.entry(p.node.clone()).or_default() += 1;
+        *self
+            .per_namespace
+            .entry(p.pod.namespace.to_string())
+            .or_default() += 1;
+        self.owners.insert(owner_key(&p.pod), p.strategy);
+        let Some((name, j)) = to else {
+            return;
+        };
+        if let Some(&i) = self.sim.index.get(&p.node) {
+            self.sim.remove(&p.pod, i);
+        }
+        let mut moved = (*p.pod).clone();
+        moved.node_name = Some(name.clone());
+        self.sim.repel = self.sim.repel.max(Repel::of(&moved));
+        self.sim.infos[*j].add(moved);
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
-    use crate::fixtures::{node, pod, resources};
-
-    #[test]
-    fn a_policy_without_profiles_evicts_nothing() {
-        let f = Fixture::new(
-            vec![node("a").allocatable(resources(4000, 8 << 30, 110)).build()],
-            vec![pod("d", "p").on("a").owner("ReplicaSet", "rs").build()],
-        );
-        let p = plan(
-            &Policy::default(),
-            &f.cluster(),
-            &History::default(),
-            &Settings::default(),
-        );
-        assert!(p.evictions.is_empty() && p.declined.is_empty());
-    }
-}
+mod tests;
