@@ -17,10 +17,13 @@ use super::policy::Policy;
 use super::strategies;
 use super::view::{Cluster, Proposal, View};
 use super::Evictor;
-use crate::engine::predicates::{fits_among, repelling, Cluster as Nodes, NodeInfo, Repel, Unfit};
+use crate::engine::predicates::{Repel, Unfit};
 use crate::model::workload::{Node, Pod, PodPhase};
 
 mod history;
+mod sim;
+
+use sim::Sim;
 
 pub use history::{owner_key, History, Move};
 
@@ -124,90 +127,10 @@ impl fmt::Display for Why {
 pub struct Plan {
     pub evictions: Vec<Eviction>,
     pub declined: Vec<Declined>,
-}
-
-/// The cluster as it will be: every node with its pods, changed as evictions are planned.
-struct Sim {
-    infos: Vec<NodeInfo>,
-    index: HashMap<String, usize>,
-    repel: Repel,
-}
-
-impl Sim {
-    fn new(nodes: &[Node], pods: &[Arc<Pod>]) -> Self {
-        let index: HashMap<String, usize> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
-        let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
-        for p in pods {
-            if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-                infos[i].add(Arc::clone(p));
-            }
-        }
-        let repel = repelling(&infos);
-        Sim {
-            infos,
-            index,
-            repel,
-        }
-    }
-
-    /// Takes the pod off its node.
-    fn remove(&mut self, pod: &Pod, node: usize) {
-        let info = &self.infos[node];
-        let mut out = NodeInfo::new(info.node.clone());
-        for p in &info.pods {
-            if !(p.namespace == pod.namespace && p.name == pod.name) {
-                out.add(Arc::clone(p));
-            }
-        }
-        self.infos[node] = out;
-    }
-
-    /// The node the scheduler would pick for `pod` among `candidates` (its resources fit, every filter
-    /// passes), scored as its default `LeastAllocated` (or `MostAllocated` when packing), or the first
-    /// refusal.
-    fn place(&self, pod: &Pod, candidates: &[usize], pack: bool) -> Result<usize, Option<Unfit>> {
-        let mut first: Option<Unfit> = None;
-        let mut best: Option<(f64, usize)> = None;
-        for &j in candidates {
-            let info = &self.infos[j];
-            match fits_among(pod, Nodes::of(&self.infos), info, self.repel) {
-                Ok(()) => {
-                    let s = free_share(info, pod);
-                    let s = if pack { -s } else { s };
-                    if best.is_none_or(|(b, _)| s > b) {
-                        best = Some((s, j));
-                    }
-                }
-                Err(u) => {
-                    first.get_or_insert(u);
-                }
-            }
-        }
-        best.map(|(_, j)| j).ok_or(first)
-    }
-}
-
-/// The share of cpu and memory left free on a node once the pod is there (the scheduler's
-/// `LeastAllocated` score, 0..1).
-fn free_share(info: &NodeInfo, pod: &Pod) -> f64 {
-    let share = |used: i64, want: i64, total: i64| {
-        if total > 0 {
-            ((total - used - want) as f64 / total as f64).max(0.0)
-        } else {
-            0.0
-        }
-    };
-    let a = &info.node.allocatable;
-    (share(
-        info.requested.cpu_milli,
-        pod.requests.cpu_milli,
-        a.cpu_milli,
-    ) + share(info.requested.memory, pod.requests.memory, a.memory))
-        / 2.0
+    /// Nodes `HighNodeUtilization` empties (every pod but DaemonSet and static ones planned away): `run`
+    /// removes them through scale-down's path (taint, drain, delete) rather than evicting pod by pod, so
+    /// nothing lands on them meanwhile.
+    pub emptied: Vec<String>,
 }
 
 /// Plans one cycle of `policy` on `cluster`: every profile's `deschedule` strategies, then every
@@ -250,7 +173,37 @@ pub fn plan(policy: &Policy, cluster: &Cluster, history: &History, settings: &Se
             }
         }
     }
-    planner.out
+    let mut out = planner.out;
+    out.emptied = emptied(&out, &view);
+    out
+}
+
+/// The nodes `HighNodeUtilization` moves every pod off (DaemonSet and static pods stay with the node).
+fn emptied(plan: &Plan, view: &View) -> Vec<String> {
+    let leaving: HashSet<(&str, &str)> = plan
+        .evictions
+        .iter()
+        .map(|e| (e.pod.namespace.as_str(), e.pod.name.as_str()))
+        .collect();
+    let mut nodes: Vec<&str> = plan
+        .evictions
+        .iter()
+        .filter(|e| e.strategy == Strategy::HighNodeUtilization)
+        .map(|e| e.node.as_str())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+        .into_iter()
+        .filter(|n| {
+            view.pods_on(n).iter().all(|p| {
+                p.is_daemon_set()
+                    || p.meta.mirror
+                    || leaving.contains(&(p.namespace.as_str(), p.name.as_str()))
+            })
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// The state of one cycle's planning.

@@ -166,6 +166,7 @@ fn a_workload_moved_within_the_cooldown_stays_and_no_cycle_undoes_an_earlier_one
             to: "a".into(),
         }],
         declined: vec![],
+        emptied: vec![],
     };
     history.record(&earlier, 1_000);
     f.now = 1_000 + 600;
@@ -223,4 +224,46 @@ fn a_failed_pod_needs_no_place_and_onto_restricts_where_others_go() {
         moved(&plan),
         [("done".into(), String::new()), ("w".into(), "b".into())]
     );
+}
+
+#[test]
+fn a_node_high_node_utilization_moves_every_pod_off_is_handed_to_removal() {
+    let ds = pod("kube-system", "agent")
+        .on("a")
+        .owner("DaemonSet", "agent")
+        .build();
+    let pods = vec![
+        web("w1", "a", 500),
+        web("w2", "a", 500),
+        ds,
+        web("x", "b", 3000),
+    ];
+    let f = Fixture::new(vec![n("a"), n("b")], pods.clone());
+    let cluster = f.cluster();
+    let view = View::new(&cluster);
+    let props = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| {
+                propose(
+                    pods.iter().find(|p| p.name == *n).unwrap(),
+                    Strategy::HighNodeUtilization,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let plan = run(
+        &f,
+        &Policy::default(),
+        &History::default(),
+        props(&["w1", "w2"]),
+    );
+    // Packed onto b (MostAllocated), and a is left with its DaemonSet pod only.
+    assert_eq!(
+        moved(&plan),
+        [("w1".into(), "b".into()), ("w2".into(), "b".into())]
+    );
+    assert_eq!(emptied(&plan, &view), ["a"]);
+    let plan = run(&f, &Policy::default(), &History::default(), props(&["w1"]));
+    assert!(emptied(&plan, &view).is_empty());
 }
