@@ -20,7 +20,7 @@ pub mod time;
 pub mod tls;
 
 pub use error::{Error, Result};
-pub use ferroscale_core::{backoff, clock, engine, labels, model, pricing};
+pub use ferroscale_core::{backoff, clock, deschedule, engine, labels, model, pricing};
 
 /// Code generated from `proto/` by `build.rs`.
 pub mod proto {
