@@ -119,7 +119,8 @@ impl LabelSelector {
                 }
                 return Err(format!("{text:?}: empty requirement"));
             }
-            out.requirements.push(parse_requirement(part).map_err(|e| format!("{text:?}: {e}"))?);
+            out.requirements
+                .push(parse_requirement(part).map_err(|e| format!("{text:?}: {e}"))?);
         }
         Ok(out)
     }
@@ -210,10 +211,22 @@ mod parse_tests {
         let s = LabelSelector::parse("zone in (a, b),tier!=db,gpu,!spot,role=web").unwrap();
         assert!(s.matches(&l(&[("zone", "a"), ("gpu", "1"), ("role", "web")])));
         assert!(!s.matches(&l(&[("zone", "c"), ("gpu", "1"), ("role", "web")])));
-        assert!(!s.matches(&l(&[("zone", "a"), ("gpu", "1"), ("role", "web"), ("spot", "x")])));
-        assert!(!s.matches(&l(&[("zone", "a"), ("gpu", "1"), ("role", "web"), ("tier", "db")])));
+        assert!(!s.matches(&l(&[
+            ("zone", "a"),
+            ("gpu", "1"),
+            ("role", "web"),
+            ("spot", "x")
+        ])));
+        assert!(!s.matches(&l(&[
+            ("zone", "a"),
+            ("gpu", "1"),
+            ("role", "web"),
+            ("tier", "db")
+        ])));
         assert!(LabelSelector::parse("").unwrap().matches(&l(&[])));
-        assert!(LabelSelector::parse("k notin (x)").unwrap().matches(&l(&[])));
+        assert!(LabelSelector::parse("k notin (x)")
+            .unwrap()
+            .matches(&l(&[])));
         let err = LabelSelector::parse("zone is (a)").unwrap_err();
         assert!(err.contains("zone is (a)"), "{err}");
         assert!(LabelSelector::parse("a=b,,c").is_err());
