@@ -14,7 +14,7 @@ pub mod policy;
 pub mod strategies;
 pub mod view;
 
-pub use args::{PluginArgs, Strategy};
+pub use args::{Namespaces, PluginArgs, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{plan, Declined, Eviction, History, Plan, Settings, Why};
 pub use policy::{Policy, PolicyError, Profile};
