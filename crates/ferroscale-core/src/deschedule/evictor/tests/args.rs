@@ -156,3 +156,67 @@ fn every_reason_reads_as_a_sentence() {
         ]
     );
 }
+
+#[test]
+fn validate_default_evictor_args() {
+    // TestValidateDefaultEvictorArgs: each case as YAML, Ok or the words its error must hold. Unknown
+    // protection names are refused when read, naming the name.
+    let cases: [(&str, &str, Option<&str>); 17] = [
+        ("passing invalid priority", "priorityThreshold: {value: 1, name: priority-name}", Some("priorityThreshold: only one")),
+        ("passing invalid no eviction policy", "noEvictionPolicy: invalid-no-eviction-policy", Some("invalid-no-eviction-policy")),
+        ("Valid configuration with no deprecated fields", "podProtections: {defaultDisabled: [], extraEnabled: []}", None),
+        ("Valid configuration: both Disabled and ExtraEnabled", "podProtections: {defaultDisabled: [PodsWithLocalStorage, DaemonSetPods], extraEnabled: [PodsWithPVC]}", None),
+        ("Valid configuration with ExtraEnabled", "podProtections: {extraEnabled: [PodsWithPVC]}", None),
+        ("Invalid configuration: Deprecated field used with Disabled", "evictLocalStoragePods: true\npodProtections: {defaultDisabled: [DaemonSetPods]}", Some("cannot be used alongside the deprecated")),
+        ("Invalid configuration: Deprecated field used with ExtraPodProtections", "evictDaemonSetPods: true\npodProtections: {extraEnabled: [PodsWithPVC]}", Some("cannot be used alongside the deprecated")),
+        ("MinReplicas warning logged but no error", "minReplicas: 1", None),
+        ("Invalid ExtraEnabled: Unknown policy", "podProtections: {extraEnabled: [InvalidPolicy]}", Some("InvalidPolicy")),
+        ("Invalid ExtraEnabled: Misspelled policy", "podProtections: {extraEnabled: [PodsWithPVCC]}", Some("PodsWithPVCC")),
+        ("Invalid ExtraEnabled: Policy from DefaultDisabled list", "podProtections: {extraEnabled: [DaemonSetPods]}", Some("podProtections.extraEnabled: DaemonSetPods is not one of")),
+        ("Invalid DefaultDisabled: Unknown policy", "podProtections: {defaultDisabled: [InvalidPolicy]}", Some("InvalidPolicy")),
+        ("Invalid DefaultDisabled: Misspelled policy", "podProtections: {defaultDisabled: [PodsWithLocalStorag]}", Some("PodsWithLocalStorag")),
+        ("Invalid DefaultDisabled: Policy from ExtraEnabled list", "podProtections: {defaultDisabled: [PodsWithPVC]}", Some("podProtections.defaultDisabled: PodsWithPVC is not one of")),
+        ("Invalid ExtraEnabled duplicate", "podProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC]}", Some("podProtections.extraEnabled: PodsWithPVC is listed twice")),
+        ("Invalid DefaultDisabled duplicate", "podProtections: {defaultDisabled: [PodsWithLocalStorage, PodsWithLocalStorage]}", Some("podProtections.defaultDisabled: PodsWithLocalStorage is listed twice")),
+        ("Protected storage classes without storage class name", "podProtections: {extraEnabled: [PodsWithPVC], config: {PodsWithPVC: {protectedStorageClasses: [{name: \"\"}, {name: a}, {name: \"\"}, {name: b}]}}}", Some("protectedStorageClasses[0].name: cannot be empty; podProtections.config.PodsWithPVC.protectedStorageClasses[2].name")),
+    ];
+    for (name, yaml, want) in cases {
+        let got = serde_norway::from_str::<EvictorArgs>(yaml)
+            .map_err(|e| e.to_string())
+            .and_then(|a| a.validate());
+        match want {
+            None => assert_eq!(got, Ok(()), "{name}"),
+            Some(words) => {
+                let e = got.expect_err(name);
+                assert!(e.contains(words), "{name}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn protected_pvc_storage_classes() {
+    // Test_protectedPVCStorageClasses
+    let none = EvictorArgs::default();
+    assert!(
+        none.protected_storage_classes().is_empty(),
+        "no PodProtections config"
+    );
+    let mut no_pvc = EvictorArgs::default();
+    no_pvc.pod_protections.config = Some(ProtectionsConfig {
+        pods_with_pvc: None,
+    });
+    assert!(
+        no_pvc.protected_storage_classes().is_empty(),
+        "no PodsWithPVC config"
+    );
+    let named: EvictorArgs = serde_norway::from_str(
+        "podProtections: {config: {PodsWithPVC: {protectedStorageClasses: [{name: sc1}, {name: sc2}]}}}",
+    )
+    .unwrap();
+    assert_eq!(
+        named.protected_storage_classes(),
+        ["sc1", "sc2"],
+        "storage classes specified"
+    );
+}

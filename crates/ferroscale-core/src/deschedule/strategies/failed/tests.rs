@@ -184,3 +184,29 @@ fn default_empty_args_and_the_default_lifetime() {
     let e = serde_norway::from_str::<RemoveFailedPodsArgs>("excludeOwnerKind: [Job]").unwrap_err();
     assert!(e.to_string().contains("excludeOwnerKind"), "{e}");
 }
+
+#[test]
+fn validate_remove_failed_pods_args() {
+    // TestValidateRemoveFailedPodsArgs
+    let cases: [(&str, &str, Option<&str>); 4] = [
+        ("valid namespace args, no errors", "namespaces: {include: [default]}\nexcludeOwnerKinds: [Job]\nminPodLifetimeSeconds: 3600", None),
+        ("invalid namespaces args, expects error", "namespaces: {include: [default], exclude: [kube-system]}", Some("namespaces")),
+        ("valid label selector args, no errors", "labelSelector: {matchLabels: {role.kubernetes.io/node: \"\"}}", None),
+        ("invalid label selector args, expects errors", "labelSelector: {matchExpressions: [{operator: Between}]}", Some("labelSelector")),
+    ];
+    for (name, yaml, field) in cases {
+        let a: RemoveFailedPodsArgs = serde_norway::from_str(yaml).unwrap();
+        match (a.validate(), field) {
+            (Ok(()), None) => {}
+            (Err(e), Some(f)) => assert!(e.starts_with(f), "{name}: {e}"),
+            (got, _) => panic!("{name}: {got:?}"),
+        }
+    }
+    // TestSetDefaults_RemoveFailedPodsArgs ("with value"): a value written stays, 0 included.
+    let a: RemoveFailedPodsArgs = serde_norway::from_str(
+        "excludeOwnerKinds: [ReplicaSet]\nminPodLifetimeSeconds: 0\nreasons: [reason]\nincludingInitContainers: true",
+    )
+    .unwrap();
+    assert_eq!(a.min_pod_lifetime_seconds, Some(0));
+    assert_eq!(a.exclude_owner_kinds, ["ReplicaSet"]);
+}

@@ -10,6 +10,8 @@ use crate::fixtures::{node, pod, resources, PodBuilder};
 use crate::model::volumes::{Claim, ClaimState};
 use crate::model::workload::{ContainerState, PodPhase};
 
+mod validation;
+
 const NOW: i64 = 1_700_000_000;
 /// 2009-11-10T23:00:00Z, the test's `olderPodCreationTime`.
 const OLDER: i64 = 1_257_894_000;
@@ -418,77 +420,4 @@ fn pod_life_time_owner_kinds_exit_codes_and_combined() {
             &["failed-rs"],
         )],
     );
-}
-
-#[test]
-fn what_the_model_cannot_read_is_refused_by_name() {
-    // TestConditionFiltering, TestTransitionTimeFiltering, TestCombinedFilters ("user scenario:
-    // Succeeded + PodCompleted condition + transition time threshold") and
-    // TestStatesWithEphemeralContainers ("states matches terminated reason on ephemeral container").
-    for yaml in [
-        "conditions: [{reason: PodCompleted, status: \"True\"}]",
-        "conditions: [{type: Ready}]",
-        "states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]",
-        "states: [Running]\nconditions: [{minTimeSinceLastTransitionSeconds: 300}]",
-    ] {
-        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
-        let e = a.validate().unwrap_err();
-        assert!(e.starts_with("conditions: not supported"), "{yaml}: {e}");
-    }
-    let a: PodLifeTimeArgs =
-        serde_norway::from_str("states: [OOMKilled]\nincludingEphemeralContainers: true").unwrap();
-    assert!(a
-        .validate()
-        .unwrap_err()
-        .contains("includingEphemeralContainers"));
-}
-
-#[test]
-fn validation() {
-    // TestValidation
-    let ok = [
-        ("valid: states set", "states: [Running]"),
-        (
-            "valid: maxPodLifeTimeSeconds set",
-            "maxPodLifeTimeSeconds: 600",
-        ),
-        (
-            "valid: states with maxPodLifeTimeSeconds",
-            "states: [Running]\nmaxPodLifeTimeSeconds: 600",
-        ),
-        ("valid: exitCodes only", "exitCodes: [1]"),
-    ];
-    for (name, yaml) in ok {
-        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
-        assert_eq!(a.validate(), Ok(()), "{name}");
-    }
-    let bad = [
-        (
-            "invalid: no filter criteria",
-            "namespaces: {include: [a]}",
-            "at least one of",
-        ),
-        (
-            "invalid: both include and exclude namespaces",
-            "states: [Running]\nnamespaces: {include: [a], exclude: [b]}",
-            "namespaces",
-        ),
-        (
-            "invalid: both include and exclude ownerKinds",
-            "states: [Running]\nownerKinds: {include: [Job], exclude: [ReplicaSet]}",
-            "ownerKinds",
-        ),
-        (
-            "invalid: bad state name",
-            "states: [Sleeping]",
-            "states: \"Sleeping\"",
-        ),
-    ];
-    for (name, yaml, field) in bad {
-        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
-        let e = a.validate().unwrap_err();
-        assert!(e.contains(field), "{name}: {e}");
-    }
-    let e = serde_norway::from_str::<PodLifeTimeArgs>("maxPodLifeTime: 60").unwrap_err();
-    assert!(e.to_string().contains("maxPodLifeTime"), "{e}");
 }

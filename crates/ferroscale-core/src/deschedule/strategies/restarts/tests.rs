@@ -185,3 +185,49 @@ fn arguments_read_and_checked_as_the_descheduler_does() {
         .unwrap_err();
     assert!(e.to_string().contains("restartThreshold"), "{e}");
 }
+
+#[test]
+fn validate_remove_pods_having_too_many_restarts_args() {
+    // TestValidateRemovePodsHavingTooManyRestartsArgs
+    let cases: [(&str, &str, &[&str]); 5] = [
+        (
+            "valid arg, no errors",
+            "podRestartThreshold: 1\nstates: [Running]",
+            &[],
+        ),
+        (
+            "invalid PodRestartThreshold arg, expects errors",
+            "podRestartThreshold: 0",
+            &["podRestartThreshold"],
+        ),
+        (
+            "invalid States arg, expects errors",
+            "podRestartThreshold: 1\nstates: [Failed]",
+            &["states: \"Failed\""],
+        ),
+        (
+            "allows CrashLoopBackOff state",
+            "podRestartThreshold: 1\nstates: [CrashLoopBackOff]",
+            &[],
+        ),
+        (
+            "invalid PodRestartThreshold arg and invalid States arg, expects errors",
+            "podRestartThreshold: 0\nstates: [Failed]",
+            &["podRestartThreshold", "states: \"Failed\""],
+        ),
+    ];
+    for (name, yaml, fields) in cases {
+        let a: RemovePodsHavingTooManyRestartsArgs = serde_norway::from_str(yaml).unwrap();
+        match a.validate() {
+            Ok(()) => assert!(fields.is_empty(), "{name}: accepted"),
+            Err(e) => {
+                assert!(!fields.is_empty(), "{name}: {e}");
+                assert!(fields.iter().all(|f| e.contains(f)), "{name}: {e}");
+            }
+        }
+    }
+    // TestSetDefaults_RemovePodsHavingTooManyRestartsArgs: nothing is defaulted.
+    let empty: RemovePodsHavingTooManyRestartsArgs = serde_norway::from_str("{}").unwrap();
+    assert_eq!(empty, RemovePodsHavingTooManyRestartsArgs::default());
+    assert_eq!(empty.pod_restart_threshold, 0);
+}

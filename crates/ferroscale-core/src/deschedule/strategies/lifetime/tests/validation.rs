@@ -1,0 +1,121 @@
+//! `TestValidation` and `TestValidatePodLifeTimeArgs`' cases, and the fields ferroscale refuses.
+
+use super::*;
+
+#[test]
+fn what_the_model_cannot_read_is_refused_by_name() {
+    // TestConditionFiltering, TestTransitionTimeFiltering, TestCombinedFilters ("user scenario:
+    // Succeeded + PodCompleted condition + transition time threshold") and
+    // TestStatesWithEphemeralContainers ("states matches terminated reason on ephemeral container").
+    for yaml in [
+        "conditions: [{reason: PodCompleted, status: \"True\"}]",
+        "conditions: [{type: Ready}]",
+        "states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]",
+        "states: [Running]\nconditions: [{minTimeSinceLastTransitionSeconds: 300}]",
+    ] {
+        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
+        let e = a.validate().unwrap_err();
+        assert!(e.starts_with("conditions: not supported"), "{yaml}: {e}");
+    }
+    let a: PodLifeTimeArgs =
+        serde_norway::from_str("states: [OOMKilled]\nincludingEphemeralContainers: true").unwrap();
+    assert!(a
+        .validate()
+        .unwrap_err()
+        .contains("includingEphemeralContainers"));
+}
+
+#[test]
+fn validation() {
+    // TestValidation
+    let ok = [
+        ("valid: states set", "states: [Running]"),
+        (
+            "valid: maxPodLifeTimeSeconds set",
+            "maxPodLifeTimeSeconds: 600",
+        ),
+        (
+            "valid: states with maxPodLifeTimeSeconds",
+            "states: [Running]\nmaxPodLifeTimeSeconds: 600",
+        ),
+        ("valid: exitCodes only", "exitCodes: [1]"),
+    ];
+    for (name, yaml) in ok {
+        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
+        assert_eq!(a.validate(), Ok(()), "{name}");
+    }
+    let bad = [
+        (
+            "invalid: no filter criteria",
+            "namespaces: {include: [a]}",
+            "at least one of",
+        ),
+        (
+            "invalid: both include and exclude namespaces",
+            "states: [Running]\nnamespaces: {include: [a], exclude: [b]}",
+            "namespaces",
+        ),
+        (
+            "invalid: both include and exclude ownerKinds",
+            "states: [Running]\nownerKinds: {include: [Job], exclude: [ReplicaSet]}",
+            "ownerKinds",
+        ),
+        (
+            "invalid: bad state name",
+            "states: [Sleeping]",
+            "states: \"Sleeping\"",
+        ),
+    ];
+    for (name, yaml, field) in bad {
+        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
+        let e = a.validate().unwrap_err();
+        assert!(e.contains(field), "{name}: {e}");
+    }
+    let e = serde_norway::from_str::<PodLifeTimeArgs>("maxPodLifeTime: 60").unwrap_err();
+    assert!(e.to_string().contains("maxPodLifeTime"), "{e}");
+}
+
+#[test]
+fn validate_pod_life_time_args() {
+    // TestValidatePodLifeTimeArgs
+    let ok = [
+        (
+            "valid arg, no errors",
+            "maxPodLifeTimeSeconds: 1\nstates: [Running]",
+        ),
+        (
+            "Pod Status Reasons Succeeded or Failed",
+            "maxPodLifeTimeSeconds: 1\nstates: [Succeeded, Failed]",
+        ),
+        (
+            "Pod Status Reasons CrashLoopBackOff ",
+            "maxPodLifeTimeSeconds: 1\nstates: [CrashLoopBackOff]",
+        ),
+    ];
+    for (name, yaml) in ok {
+        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
+        assert_eq!(a.validate(), Ok(()), "{name}");
+    }
+    let bad = [
+        (
+            "nil MaxPodLifeTimeSeconds arg, expects errors",
+            "{}",
+            "at least one of",
+        ),
+        (
+            "invalid pod state arg, expects errors",
+            "maxPodLifeTimeSeconds: 1\nstates: [InvalidState]",
+            "InvalidState",
+        ),
+        (
+            "nil MaxPodLifeTimeSeconds arg and invalid pod state arg, expects errors",
+            "states: [InvalidState]",
+            "InvalidState",
+        ),
+    ];
+    for (name, yaml, words) in bad {
+        let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
+        let e = a.validate().unwrap_err();
+        assert!(e.contains(words), "{name}: {e}");
+    }
+}
