@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use super::View;
-use crate::engine::predicates::{fits_in, repelling, NodeInfo, Repel};
+use crate::engine::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel};
 use crate::model::volumes::ClaimState;
 use crate::model::workload::{LabelSelector, Pod, PodPhase, SafeToEvict, DAEMON_SET};
 
@@ -365,10 +365,32 @@ impl<'a> Evictor<'a> {
         let mut moved = pod.clone();
         moved.node_name = None;
         let here = pod.node_name.as_deref();
+        let j = here.and_then(|h| nodes.iter().position(|n| n.node.name == h));
+        // Where other pods count (anti-affinity, spread), the pod counts no more on the node it
+        // leaves.
+        let overlay = j
+            .filter(|_| moved.inter_pod() || *repel > Repel::None)
+            .map(|j| {
+                let mut left = NodeInfo::new(nodes[j].node.clone());
+                for p in &nodes[j].pods {
+                    if !(p.namespace == pod.namespace && p.name == pod.name) {
+                        left.add(p.clone());
+                    }
+                }
+                let mut o = Overlay::default();
+                o.changed.insert(j, left);
+                o
+            });
+        let cluster = Cluster {
+            base: nodes,
+            added: &[],
+            memo: None,
+            overlay: overlay.as_ref(),
+        };
         Ok(nodes
             .iter()
             .filter(|n| Some(n.node.name.as_str()) != here)
-            .any(|n| fits_in(&moved, nodes, n, *repel).is_ok()))
+            .any(|n| fits_among(&moved, cluster, n, *repel).is_ok()))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
 use crate::deschedule::View;
 use crate::fixtures::{labels, no_schedule, node, pdb, pod, resources, PodBuilder};
 use crate::model::volumes::{Claim, ClaimState, Wait};
-use crate::model::workload::{Node, PodPhase, Toleration, TolerationValue};
+use crate::model::workload::{Node, PodAffinityTerm, PodPhase, Toleration, TolerationValue};
 use crate::model::TaintEffect;
 
 mod args;
@@ -295,6 +295,40 @@ fn pre_eviction_filter_namespace_only_and_ferroscale_node_rules() {
         .fixture(|f| {
             f.removing.insert("going".into());
         }),
+    ];
+    run(cases, |e, p| e.pre_evict(p));
+}
+
+#[test]
+fn node_fit_does_not_count_the_pod_where_it_leaves() {
+    // ferroscale: a pod repelling its own kind across a zone may move within that zone, not next to
+    // another of its kind.
+    let zoned = |name: &str| tn(name, 1000, 2000, 13).label("zone", "a").build();
+    let repels = |b: PodBuilder| {
+        b.label("app", "x").with(|p| {
+            p.anti_affinity = vec![PodAffinityTerm {
+                selector: crate::fixtures::selector(&[("app", "x")]),
+                namespaces: vec![],
+                namespace_selector: None,
+                topology_key: "zone".into(),
+            }]
+        })
+    };
+    let fit = |a: &mut EvictorArgs| a.node_fit = true;
+    let cases = vec![
+        Case::new("alone in its zone", vec![repels(owned("p1"))], Ok(()))
+            .args(fit)
+            .nodes(vec![zoned("node1"), zoned("node2")]),
+        Case::new(
+            "another of its kind in the zone",
+            vec![
+                repels(owned("p1")),
+                tp("x2", 1, 1, "node3").label("app", "x"),
+            ],
+            Err(Kept::NoOtherNode),
+        )
+        .args(fit)
+        .nodes(vec![zoned("node1"), zoned("node2"), zoned("node3")]),
     ];
     run(cases, |e, p| e.pre_evict(p));
 }
