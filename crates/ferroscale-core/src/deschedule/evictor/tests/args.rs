@@ -220,3 +220,49 @@ fn protected_pvc_storage_classes() {
         "storage classes specified"
     );
 }
+
+#[test]
+fn multiple_profiles_with_different_namespace_label_selectors() {
+    // TestMultipleProfilesWithDifferentNamespaceLabelSelectors: two evictors over one cluster, each
+    // with its own namespaceLabelSelector.
+    let in_ns = |name: &str, ns: &str, extra: (&str, &str)| {
+        let (ns, extra) = (ns.to_string(), (extra.0.to_string(), extra.1.to_string()));
+        tp(name, 100, 100, "node1").owner("Pod", "").with(move |p| {
+            p.namespace = ns.as_str().into();
+            p.namespace_labels = labels(&[
+                ("kubernetes.io/metadata.name", ns.as_str()),
+                (extra.0.as_str(), extra.1.as_str()),
+            ])
+            .into();
+        })
+    };
+    let pods: Vec<Pod> = vec![
+        in_ns("pod-in-prod", "ns-prod", ("env", "prod")).build(),
+        in_ns("pod-in-test", "ns-test", ("env", "test")).build(),
+        in_ns("pod-in-backend", "ns-backend", ("team", "backend")).build(),
+    ];
+    let f = Fixture::new(vec![tn("node1", 1000, 2000, 10).build()], pods.clone());
+    let cluster = f.cluster();
+    let view = View::new(&cluster);
+    let profile = |key: &str, value: &str| EvictorArgs {
+        namespace_label_selector: Some(Selector {
+            match_labels: labels(&[(key, value)]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    for (name, args, admitted) in [
+        ("profile1", profile("env", "prod"), "pod-in-prod"),
+        ("profile2", profile("team", "backend"), "pod-in-backend"),
+    ] {
+        let e = Evictor::new(&args, &view);
+        for p in &pods {
+            let want = if p.name == admitted {
+                Ok(())
+            } else {
+                Err(Kept::Namespace)
+            };
+            assert_eq!(e.pre_evict(p), want, "{name}: {}", p.name);
+        }
+    }
+}
