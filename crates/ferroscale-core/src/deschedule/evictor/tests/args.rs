@@ -161,7 +161,8 @@ fn every_reason_reads_as_a_sentence() {
 fn validate_default_evictor_args() {
     // TestValidateDefaultEvictorArgs: each case as YAML, Ok or the words its error must hold. Unknown
     // protection names are refused when read, naming the name.
-    let cases: [(&str, &str, Option<&str>); 17] = [
+    let cases: [(&str, &str, Option<&str>); 18] = [
+        ("Invalid DefaultDisabled duplicate and Invalid ExtraEnabled duplicate and passing invalid no eviction policy", "noEvictionPolicy: invalid-no-eviction-policy\npodProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC], defaultDisabled: [PodsWithLocalStorage, PodsWithLocalStorage, PodsWithoutPDB]}", Some("invalid-no-eviction-policy")),
         ("passing invalid priority", "priorityThreshold: {value: 1, name: priority-name}", Some("priorityThreshold: only one")),
         ("passing invalid no eviction policy", "noEvictionPolicy: invalid-no-eviction-policy", Some("invalid-no-eviction-policy")),
         ("Valid configuration with no deprecated fields", "podProtections: {defaultDisabled: [], extraEnabled: []}", None),

@@ -4,25 +4,37 @@ use super::*;
 
 #[test]
 fn what_the_model_cannot_read_is_refused_by_name() {
-    // TestConditionFiltering, TestTransitionTimeFiltering, TestCombinedFilters ("user scenario:
-    // Succeeded + PodCompleted condition + transition time threshold") and
-    // TestStatesWithEphemeralContainers ("states matches terminated reason on ephemeral container").
-    for yaml in [
-        "conditions: [{reason: PodCompleted, status: \"True\"}]",
-        "conditions: [{type: Ready}]",
-        "states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]",
-        "states: [Running]\nconditions: [{minTimeSinceLastTransitionSeconds: 300}]",
-    ] {
+    // The cases on pod conditions and ephemeral containers: ferroscale refuses their arguments.
+    let conditions = [
+        ("TestConditionFiltering: evict pod with matching condition reason", "conditions: [{reason: PodCompleted, status: \"True\"}]"),
+        ("TestConditionFiltering: evict pod matching condition type only", "conditions: [{type: Ready}]"),
+        ("TestConditionFiltering: no matching conditions, 0 evictions", "conditions: [{reason: PodCompleted}]"),
+        ("TestTransitionTimeFiltering: evict pod with old transition time", "states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]"),
+        ("TestTransitionTimeFiltering: do not evict pod with recent transition time", "states: [Succeeded]\nconditions: [{minTimeSinceLastTransitionSeconds: 14400}]"),
+        ("TestTransitionTimeFiltering: transition time scoped to matching conditions only", "conditions: [{reason: PodCompleted, minTimeSinceLastTransitionSeconds: 300}]"),
+        ("TestTransitionTimeFiltering: no conditions on pod, transition time filter returns false", "states: [Running]\nconditions: [{minTimeSinceLastTransitionSeconds: 300}]"),
+        ("TestCombinedFilters: user scenario: Succeeded + PodCompleted condition + transition time threshold", "states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]"),
+        ("TestValidation: valid: conditions set", "conditions: [{type: Ready}]"),
+        ("TestValidation: valid: states with conditions", "states: [Running]\nconditions: [{type: Ready}]"),
+        ("TestValidation: valid: condition with minTimeSinceLastTransitionSeconds", "conditions: [{type: Ready, minTimeSinceLastTransitionSeconds: 60}]"),
+        ("TestValidation: valid: condition with only minTimeSinceLastTransitionSeconds", "conditions: [{minTimeSinceLastTransitionSeconds: 60}]"),
+        ("TestValidation: invalid: empty condition filter", "conditions: [{}]"),
+    ];
+    for (name, yaml) in conditions {
         let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
         let e = a.validate().unwrap_err();
-        assert!(e.starts_with("conditions: not supported"), "{yaml}: {e}");
+        assert!(e.contains("conditions: not supported"), "{name}: {e}");
     }
+    // TestStatesWithEphemeralContainers: "states matches terminated reason on ephemeral container".
     let a: PodLifeTimeArgs =
         serde_norway::from_str("states: [OOMKilled]\nincludingEphemeralContainers: true").unwrap();
     assert!(a
         .validate()
         .unwrap_err()
         .contains("includingEphemeralContainers"));
+    // ... and the same with the flag off: accepted (ephemeral containers are never read).
+    let a: PodLifeTimeArgs = serde_norway::from_str("states: [OOMKilled]").unwrap();
+    assert_eq!(a.validate(), Ok(()));
 }
 
 #[test]
