@@ -9,7 +9,6 @@ pub mod args;
 pub mod evictor;
 #[cfg(test)]
 pub(crate) mod fixtures;
-pub mod node_selector;
 pub mod plan;
 pub mod policy;
 pub mod strategies;
