@@ -38,12 +38,15 @@ impl RemoveDuplicatesArgs {
 /// Namespace, owner kind, owner name and the pod's sorted images joined.
 type OwnerKey = (String, String, String, String);
 
+/// An owner's duplicates: node index → its duplicates there (beyond the first), in order of sight.
+type ByNode = Vec<(usize, Vec<Arc<Pod>>)>;
+
 /// The pods `RemoveDuplicates` would evict, in the order it would evict them.
 pub fn propose(args: &RemoveDuplicatesArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
     let scope = Scope::new(&args.namespaces, &None);
     let fit = NodeFit::new(view, evictor);
-    // Owner key → node → its duplicates there (beyond the first), in order of first sight.
-    let mut duplicates: Vec<(OwnerKey, Vec<(usize, Vec<Arc<Pod>>)>)> = Vec::new();
+    // Owner keys in order of first sight.
+    let mut duplicates: Vec<(OwnerKey, ByNode)> = Vec::new();
     let mut index: HashMap<OwnerKey, usize> = HashMap::new();
     let mut occurrences: HashMap<OwnerKey, usize> = HashMap::new();
     for (ni, node) in view.nodes().iter().enumerate() {
