@@ -53,18 +53,16 @@ pub fn propose(args: &RemoveDuplicatesArgs, view: &View, evictor: &Evictor) -> V
         // First container key → the key lists of the pods seen on this node.
         let mut seen: HashMap<String, Vec<Vec<String>>> = HashMap::new();
         for pod in view.pods_on(&node.name) {
-            if matches!(pod.meta.phase, PodPhase::Succeeded | PodPhase::Failed)
-                || !scope.admits(pod)
-                || evictor.filter(pod).is_err()
-                || !fit.admits(pod)
-            {
-                continue;
-            }
             let owners = &pod.meta.owners;
-            if owners.is_empty()
+            if matches!(pod.meta.phase, PodPhase::Succeeded | PodPhase::Failed)
+                || owners.is_empty()
                 || owners
                     .iter()
                     .any(|o| args.exclude_owner_kinds.contains(&o.kind))
+                || !scope.admits(pod)
+                || evictor.filter(pod).is_err()
+                // The costliest check last.
+                || !fit.admits(pod)
             {
                 continue;
             }
