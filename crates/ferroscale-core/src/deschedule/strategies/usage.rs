@@ -187,12 +187,9 @@ pub fn sort_for_eviction(pods: &mut [Arc<Pod>]) {
     pods.sort_by_key(|p| (p.meta.priority, !best_effort(p)));
 }
 
+/// No cpu or memory requested (the QoS class reads only those two).
 fn best_effort(p: &Pod) -> bool {
-    let r = &p.requests;
-    r.cpu_milli == 0
-        && r.memory == 0
-        && r.ephemeral_storage == 0
-        && r.extended.values().all(|v| *v == 0)
+    p.requests.cpu_milli == 0 && p.requests.memory == 0
 }
 
 /// Whether the pod tolerates every taint (any effect) of at least one of the nodes, with as many
