@@ -440,3 +440,33 @@ fn bad_thresholds_are_refused_naming_them() {
     .unwrap();
     assert!(ok.validate().is_ok());
 }
+
+/// The descheduler's `PodToleratesTaints` wants at least as many tolerations as the node has taints:
+/// one toleration of everything does not let a pod onto a node with two taints.
+#[test]
+fn a_destination_needs_as_many_tolerations_as_it_has_taints() {
+    let n2 = tnode("n2", 2000, 3000, 10)
+        .taint(taint("a", "", TaintEffect::NoSchedule))
+        .taint(taint("b", "", TaintEffect::NoSchedule));
+    let all = crate::model::workload::Toleration {
+        key: String::new(),
+        value: None,
+        effect: None,
+    };
+    let mut pods = n1_pods(7);
+    pods.push(
+        tpod("wildcard", 200, 0, "n1")
+            .rs()
+            .with(move |p| p.tolerations.push(all)),
+    );
+    pods.push(
+        tpod("both", 200, 0, "n1")
+            .rs()
+            .tolerate("a", "", None)
+            .tolerate("b", "", None),
+    );
+    assert_eq!(
+        taint_case(vec![tnode("n1", 2000, 3000, 10), n2], pods),
+        ["both"]
+    );
+}
