@@ -290,7 +290,7 @@ impl Loop<'_, '_> {
                     d.available.get(n).copied().unwrap_or(0) - d.usage.get(n).copied().unwrap_or(0);
             }
         }
-        let onto: Vec<String> = destinations.iter().map(|d| d.node.name.clone()).collect();
+        let onto: Arc<[String]> = destinations.iter().map(|d| d.node.name.clone()).collect();
         let targets: Vec<&Node> = destinations.iter().map(|d| d.node).collect();
         let excluded: HashSet<&str> = self
             .evictable_namespaces

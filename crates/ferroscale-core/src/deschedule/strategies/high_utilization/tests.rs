@@ -97,7 +97,6 @@ fn high_node_utilization_no_node_to_schedule_evicted_pods() {
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's system-critical rule (evictor.rs)"]
 fn high_node_utilization_without_priorities() {
     let nodes = vec![
         tnode("n1", 4000, 3000, 10),

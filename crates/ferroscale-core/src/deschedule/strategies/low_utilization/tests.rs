@@ -71,7 +71,6 @@ fn n1_five(f: impl Fn(PodBuilder) -> PodBuilder) -> Vec<PodBuilder> {
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's bare-pod and system-critical rules (evictor.rs)"]
 fn low_node_utilization_no_evictable_pods() {
     let mut pods: Vec<PodBuilder> = (1..=4).map(|i| p4(&format!("p{i}"), "n1").ds()).collect();
     pods.push(p4("p5", "n1").normal().local_storage().mirror());
@@ -92,7 +91,6 @@ fn low_node_utilization_without_priorities() {
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's bare-pod and system-critical rules (evictor.rs)"]
 fn low_node_utilization_without_priorities_but_excluding_namespaces() {
     let mut pods = n1_five(|p| p.normal().namespace("namespace1"));
     pods[7] = p4("p8", "n1").critical();
@@ -107,7 +105,6 @@ fn low_node_utilization_without_priorities_but_excluding_namespaces() {
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's bare-pod rule (evictor.rs)"]
 fn low_node_utilization_without_priorities_but_include_only_default_namespace() {
     let mut pods = n1_five(|p| p.rs());
     for i in 3..=5 {
@@ -258,7 +255,6 @@ fn low_node_utilization_without_priorities_but_only_other_node_is_unschedulable(
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's system-critical rule (evictor.rs)"]
 fn low_node_utilization_only_other_node_does_not_match_node_selector_of_p4_and_p5() {
     let (nodes, pods) = west_only(|p| p.selector("datacenter", "west"), false);
     assert_eq!(evicted(args(), nodes, pods), ["p1", "p2", "p3"]);
@@ -269,14 +265,12 @@ fn west_affinity(p: PodBuilder) -> PodBuilder {
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's system-critical rule (evictor.rs)"]
 fn low_node_utilization_only_other_node_does_not_match_node_affinity_of_p4_and_p5() {
     let (nodes, pods) = west_only(west_affinity, true);
     assert_eq!(evicted(args(), nodes, pods), ["p1", "p2", "p3"]);
 }
 
 #[test]
-#[ignore = "needs the DefaultEvictor's system-critical rule (evictor.rs)"]
 fn low_node_utilization_without_priorities_different_evictions_for_requested_and_actual() {
     let (nodes, pods) = west_only(west_affinity, true);
     assert_eq!(evicted(args(), nodes, pods).len(), 3);
