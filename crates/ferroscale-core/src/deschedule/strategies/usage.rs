@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
 use crate::deschedule::{Evictor, Proposal, View};
-use crate::engine::predicates::{fits_in, repelling, NodeInfo, Repel};
 use crate::model::workload::{Node, Pod, PodPhase};
 use crate::model::{Resources, TaintEffect};
 
@@ -203,44 +202,20 @@ fn tolerates_some(pod: &Pod, nodes: &[&Node]) -> bool {
     })
 }
 
-/// The descheduler's `PreEvictionFilter` (`nodeFit`): with `nodeFit` set, the pod must fit another
-/// node as the cluster is (the engine's filters: cordon, selector and affinity, taints, resources,
-/// ports, volumes, inter-pod). Built once per strategy run, only when `nodeFit` is set.
-pub struct NodeFit {
-    infos: Option<(Vec<NodeInfo>, Repel)>,
+/// The evictor's `nodeFit` check (`Evictor::pre_evict`), for the strategies that ask it before
+/// counting a pod as evicted.
+pub struct NodeFit<'e> {
+    evictor: &'e Evictor<'e>,
 }
 
-impl NodeFit {
-    pub fn new(view: &View, evictor: &Evictor) -> Self {
-        let infos = evictor.args.node_fit.then(|| {
-            let infos: Vec<NodeInfo> = view
-                .nodes()
-                .iter()
-                .map(|n| {
-                    let mut info = NodeInfo::new(n.clone());
-                    for p in view.pods_on(&n.name) {
-                        info.add(p.clone());
-                    }
-                    info
-                })
-                .collect();
-            let repel = repelling(&infos);
-            (infos, repel)
-        });
-        NodeFit { infos }
+impl<'e> NodeFit<'e> {
+    pub fn new(_view: &View, evictor: &'e Evictor<'e>) -> Self {
+        NodeFit { evictor }
     }
 
-    /// Whether the pod may be evicted as far as `nodeFit` goes.
+    /// Whether the pod may be evicted as far as `nodeFit` (and the namespace selector) go.
     pub fn admits(&self, pod: &Pod) -> bool {
-        let Some((infos, repel)) = &self.infos else {
-            return true;
-        };
-        let mut moved = pod.clone();
-        moved.node_name = None;
-        infos.iter().any(|info| {
-            Some(&info.node.name) != pod.node_name.as_ref()
-                && fits_in(&moved, infos, info, *repel).is_ok()
-        })
+        self.evictor.pre_evict(pod).is_ok()
     }
 }
 
@@ -268,7 +243,7 @@ pub fn selects(pod: &Pod, node: &Node) -> bool {
 pub struct Loop<'e, 'v> {
     pub strategy: Strategy,
     pub evictor: &'e Evictor<'v>,
-    pub fit: &'e NodeFit,
+    pub fit: &'e NodeFit<'e>,
     /// The plugin's pod filter beyond the evictor's.
     pub eligible: &'e dyn Fn(&Pod) -> bool,
     pub evictable_namespaces: &'e Option<Namespaces>,
