@@ -5,6 +5,7 @@
 use serde_norway::{Mapping, Value};
 
 use super::field::{Field, Object};
+use super::selector::{label_key, value as label_value};
 use super::{PolicyError, Warning};
 use crate::deschedule::args::Strategy;
 
@@ -336,15 +337,19 @@ pub(super) fn namespaces(o: &Object, key: &str, include: bool) -> Result<(), Pol
 /// A `metav1.LabelSelector`, as `LabelSelectorAsSelector` accepts it.
 pub(super) fn label_selector(f: &Field) -> Result<(), PolicyError> {
     let s = f.object(&["matchLabels", "matchExpressions"])?;
-    for (_, v) in s.get("matchLabels").entries()? {
-        v.string()?;
+    for (k, v) in s.get("matchLabels").entries()? {
+        label_key(k).map_err(|why| v.err(why))?;
+        label_value(v.string()?).map_err(|why| v.err(why))?;
     }
     for e in s.get("matchExpressions").items()? {
         let x = e.object(&["key", "operator", "values"])?;
-        if x.get("key").string()?.is_empty() {
-            return Err(x.get("key").err("must not be empty"));
-        }
+        let key = x.opt("key").map(|k| k.string()).transpose()?.unwrap_or("");
+        label_key(key).map_err(|why| x.get("key").err(why))?;
         let values = x.get("values").strings()?;
+        for (i, v) in values.iter().enumerate() {
+            label_value(v)
+                .map_err(|why| PolicyError::field(format!("{}[{i}]", x.get("values").path), why))?;
+        }
         let op = x.get("operator");
         match op.string()? {
             "In" | "NotIn" if values.is_empty() => {

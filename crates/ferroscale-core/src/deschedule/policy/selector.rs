@@ -93,22 +93,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
 }
 
 fn req(key: &str, op: SelectorOp, values: Vec<String>) -> Result<Requirement, String> {
-    let name = key.rsplit('/').next().unwrap_or_default();
-    let ok = |s: &str, max: usize| {
-        !s.is_empty()
-            && s.len() <= max
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && s.ends_with(|c: char| c.is_ascii_alphanumeric())
-    };
-    let prefix_ok = match key.rsplit_once('/') {
-        Some((prefix, _)) => ok(prefix, 253),
-        None => true,
-    };
-    if !ok(name, 63) || !prefix_ok {
-        return Err(format!("{key:?} is not a valid label key"));
-    }
+    label_key(key)?;
     Ok(Requirement {
         key: key.to_string(),
         op,
@@ -116,8 +101,32 @@ fn req(key: &str, op: SelectorOp, values: Vec<String>) -> Result<Requirement, St
     })
 }
 
+/// A label key: an optional DNS prefix and `/`, then a name of up to 63 alphanumerics, `-`, `_`,
+/// `.`, starting and ending alphanumeric.
+pub(super) fn label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    });
+    if name.is_empty() || value(name).is_err() || !prefix_ok {
+        return Err(format!("{key:?} is not a valid label key"));
+    }
+    Ok(())
+}
+
 /// A label value: empty, or up to 63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
-fn value(v: &str) -> Result<(), String> {
+pub(super) fn value(v: &str) -> Result<(), String> {
     let ok = v.is_empty()
         || (v.len() <= 63
             && v.chars()
