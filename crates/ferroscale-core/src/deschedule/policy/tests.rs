@@ -7,8 +7,13 @@ use super::{read, Draft, Policy, PolicyError, Warning};
 use crate::deschedule::args::Strategy;
 
 /// The policy read (args as values), or the test fails with the refusal.
+/// The typed read must accept it too (the strategies' args structs take what was checked).
 pub(super) fn draft(text: &str) -> (Draft, Vec<Warning>) {
-    read(text).unwrap_or_else(|e| panic!("refused: {e}"))
+    let (d, w) = read(text).unwrap_or_else(|e| panic!("refused: {e}"));
+    if let Err(e) = d.clone().typed() {
+        panic!("refused typed: {e}");
+    }
+    (d, w)
 }
 
 /// The refusal of a policy, which must have one.

@@ -100,7 +100,11 @@ fn upstream_validation_cases() {
     for (source, case, plugin, args, want) in CASES {
         let got = read(&policy(plugin, args));
         match (want, got) {
-            (None, Ok(_)) => {}
+            (None, Ok((d, _))) => {
+                if let Err(e) = d.typed() {
+                    panic!("{source} {case:?}: refused typed: {e}");
+                }
+            }
             (None, Err(e)) => panic!("{source} {case:?}: refused: {e}"),
             (Some(_), Ok(_)) => panic!("{source} {case:?}: accepted"),
             (Some((field, says)), Err(e)) => {
