@@ -410,3 +410,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn json_and_the_lower_case_extension_point_names_read_alike() {
+    let json = r#"{"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+      "profiles": [{"name": "j", "pluginConfig": [{"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}}],
+        "plugins": {"preevictionfilter": {"enabled": ["DefaultEvictor"]}, "presort": {"enabled": []},
+                    "deschedule": {"enabled": ["PodLifeTime"]}}}]}"#;
+    let (d, w) = draft(json);
+    assert_eq!(
+        names(&d),
+        vec![("j".to_string(), vec![Strategy::PodLifeTime])]
+    );
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(
+        at(&d.profiles[0].strategies[0].1.args, "maxPodLifeTimeSeconds").as_u64(),
+        Some(60)
+    );
+}
