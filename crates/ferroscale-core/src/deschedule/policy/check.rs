@@ -2,9 +2,9 @@
 //! `validation.go`), with its defaults (`defaults.go`), on the policy's own values: the result is
 //! what the strategy's typed arguments are read from.
 
-use serde_norway::{Mapping, Value};
+use serde_norway::Value;
 
-use super::field::{Field, Object};
+use super::field::{cleaned, default, Field, Object};
 use super::selector::{label_key, value as label_value};
 use super::{PolicyError, Warning};
 use crate::deschedule::args::Strategy;
@@ -468,34 +468,4 @@ pub(super) fn type_meta(o: &Object, kind: &str) -> Result<(), PolicyError> {
         }
     }
     Ok(())
-}
-
-/// The args without their type fields and nulls (which Kubernetes reads as absent).
-pub(super) fn cleaned(v: &Value) -> Mapping {
-    let mut out = v.as_mapping().cloned().unwrap_or_default();
-    out.retain(|k, _| k.as_str() != Some("apiVersion") && k.as_str() != Some("kind"));
-    drop_nulls(&mut out);
-    out
-}
-
-/// Removes null fields at every depth: Kubernetes reads `include: null` as no `include`.
-fn drop_nulls(m: &mut Mapping) {
-    m.retain(|_, v| !v.is_null());
-    for v in m.values_mut() {
-        match v {
-            Value::Mapping(inner) => drop_nulls(inner),
-            Value::Sequence(items) => items
-                .iter_mut()
-                .filter_map(Value::as_mapping_mut)
-                .for_each(drop_nulls),
-            _ => {}
-        }
-    }
-}
-
-/// Sets `key` unless given.
-pub(super) fn default(out: &mut Mapping, key: &str, value: Value) {
-    if !out.contains_key(key) {
-        out.insert(key.into(), value);
-    }
 }

@@ -4,8 +4,8 @@
 
 use serde_norway::Value;
 
-use super::check::{cleaned, flag, label_selector, type_meta};
-use super::field::Field;
+use super::check::{flag, label_selector, type_meta};
+use super::field::{cleaned, Field};
 use super::selector::parse_selector;
 use super::{PolicyError, Warning};
 use crate::model::parse_go_duration;

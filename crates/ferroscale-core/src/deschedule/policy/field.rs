@@ -191,3 +191,33 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Tagged(_) => "a tagged value",
     }
 }
+
+/// The args without their type fields and nulls (which Kubernetes reads as absent).
+pub(super) fn cleaned(v: &Value) -> Mapping {
+    let mut out = v.as_mapping().cloned().unwrap_or_default();
+    out.retain(|k, _| k.as_str() != Some("apiVersion") && k.as_str() != Some("kind"));
+    drop_nulls(&mut out);
+    out
+}
+
+/// Removes null fields at every depth: Kubernetes reads `include: null` as no `include`.
+fn drop_nulls(m: &mut Mapping) {
+    m.retain(|_, v| !v.is_null());
+    for v in m.values_mut() {
+        match v {
+            Value::Mapping(inner) => drop_nulls(inner),
+            Value::Sequence(items) => items
+                .iter_mut()
+                .filter_map(Value::as_mapping_mut)
+                .for_each(drop_nulls),
+            _ => {}
+        }
+    }
+}
+
+/// Sets `key` unless given.
+pub(super) fn default(out: &mut Mapping, key: &str, value: Value) {
+    if !out.contains_key(key) {
+        out.insert(key.into(), value);
+    }
+}
