@@ -292,3 +292,67 @@ fn readme_priority_and_node_fit_filtering() {
         assert_eq!(got.trim(), want, "{key}");
     }
 }
+
+/// The descheduler's `examples/` policy files (at 7d2b28bf, copied unchanged into `examples/`).
+#[test]
+fn upstream_example_files_read_unchanged() {
+    use Strategy::*;
+    let cases: [(&str, &str, Vec<Strategy>); 9] = [
+        (
+            "failed-pods.yaml",
+            include_str!("examples/failed-pods.yaml"),
+            vec![RemoveFailedPods],
+        ),
+        (
+            "high-node-utilization.yml",
+            include_str!("examples/high-node-utilization.yml"),
+            vec![HighNodeUtilization],
+        ),
+        (
+            "low-node-utilization.yml",
+            include_str!("examples/low-node-utilization.yml"),
+            vec![LowNodeUtilization],
+        ),
+        (
+            "node-affinity.yml",
+            include_str!("examples/node-affinity.yml"),
+            vec![RemovePodsViolatingNodeAffinity],
+        ),
+        (
+            "pod-life-time-transition.yml",
+            include_str!("examples/pod-life-time-transition.yml"),
+            vec![PodLifeTime],
+        ),
+        (
+            "pod-life-time.yml",
+            include_str!("examples/pod-life-time.yml"),
+            vec![PodLifeTime],
+        ),
+        (
+            "policy.yaml",
+            include_str!("examples/policy.yaml"),
+            vec![
+                RemovePodsViolatingInterPodAntiAffinity,
+                RemovePodsHavingTooManyRestarts,
+                RemoveDuplicates,
+                LowNodeUtilization,
+                RemovePodsViolatingTopologySpreadConstraint,
+            ],
+        ),
+        (
+            "too-many-restarts.yml",
+            include_str!("examples/too-many-restarts.yml"),
+            vec![RemovePodsHavingTooManyRestarts],
+        ),
+        (
+            "topology-spread-constraint.yaml",
+            include_str!("examples/topology-spread-constraint.yaml"),
+            vec![RemovePodsViolatingTopologySpreadConstraint],
+        ),
+    ];
+    for (file, text, want) in cases {
+        let (d, warnings) = draft(text);
+        assert!(warnings.is_empty(), "{file}: {warnings:?}");
+        assert_eq!(names(&d), vec![("ProfileName".to_string(), want)], "{file}");
+    }
+}
