@@ -27,9 +27,6 @@ pub struct EvictorArgs {
     pub ignore_pvc_pods: bool,
     pub ignore_pods_without_pdb: bool,
     pub evict_failed_bare_pods: bool,
-    // TEMP (policy tests): until the evictor's own land.
-    pub no_eviction_policy: String,
-    pub pod_protections: Option<serde_norway::Value>,
 }
 
 /// Why the evictor keeps a pod.

@@ -7,13 +7,7 @@ use crate::deschedule::{Evictor, Proposal, View};
 /// `HighNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct HighNodeUtilizationArgs {
-    // TEMP (policy tests): the descheduler's fields, until the strategy's own land.
-    pub thresholds: crate::deschedule::args::Thresholds,
-    pub number_of_nodes: u32,
-    pub eviction_modes: Vec<String>,
-    pub evictable_namespaces: Option<crate::deschedule::args::Namespaces>,
-}
+pub struct HighNodeUtilizationArgs {}
 
 /// The pods `HighNodeUtilization` would evict, in the order it would evict them.
 pub fn propose(_args: &HighNodeUtilizationArgs, _view: &View, _evictor: &Evictor) -> Vec<Proposal> {

@@ -7,12 +7,7 @@ use crate::deschedule::{Evictor, Proposal, View};
 /// `RemovePodsViolatingNodeAffinity`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemovePodsViolatingNodeAffinityArgs {
-    // TEMP (policy tests): the descheduler's fields, until the strategy's own land.
-    pub namespaces: Option<crate::deschedule::args::Namespaces>,
-    pub label_selector: Option<crate::deschedule::args::Selector>,
-    pub node_affinity_type: Vec<String>,
-}
+pub struct RemovePodsViolatingNodeAffinityArgs {}
 
 /// The pods `RemovePodsViolatingNodeAffinity` would evict, in the order it would evict them.
 pub fn propose(

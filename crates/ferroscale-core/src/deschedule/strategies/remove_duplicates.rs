@@ -7,11 +7,7 @@ use crate::deschedule::{Evictor, Proposal, View};
 /// `RemoveDuplicates`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemoveDuplicatesArgs {
-    // TEMP (policy tests): the descheduler's fields, until the strategy's own land.
-    pub namespaces: Option<crate::deschedule::args::Namespaces>,
-    pub exclude_owner_kinds: Vec<String>,
-}
+pub struct RemoveDuplicatesArgs {}
 
 /// The pods `RemoveDuplicates` would evict, in the order it would evict them.
 pub fn propose(_args: &RemoveDuplicatesArgs, _view: &View, _evictor: &Evictor) -> Vec<Proposal> {
