@@ -254,7 +254,7 @@ fn top_level_fields_are_checked() {
     refusal(
         &top("nodeSelector: 'a in (b'"),
         "nodeSelector",
-        "parentheses",
+        "(list)",
     );
     refusal(
         &top("gracePeriodSeconds: -5"),
