@@ -47,7 +47,8 @@ struct Neighbours<'v> {
     view: &'v View<'v>,
     scoped: HashMap<&'v str, Vec<Arc<Pod>>>,
     domains: HashMap<(String, String), Vec<&'v Node>>,
-    gone: HashSet<String>,
+    /// The pods proposed already, by address.
+    gone: HashSet<*const Pod>,
 }
 
 impl<'v> Neighbours<'v> {
@@ -73,8 +74,8 @@ impl<'v> Neighbours<'v> {
             nodes.iter().any(|n| {
                 self.scoped.get(n.name.as_str()).is_some_and(|pods| {
                     pods.iter().any(|other| {
-                        other.key() != pod.key()
-                            && !self.gone.contains(&other.key())
+                        !std::ptr::eq(&**other, pod)
+                            && !self.gone.contains(&Arc::as_ptr(other))
                             && pod.term_selects(term, other)
                     })
                 })
@@ -117,7 +118,7 @@ pub fn propose(
                 && near.repelled(pod, node)
                 && evictor.filter(pod).is_ok()
             {
-                near.gone.insert(pod.key());
+                near.gone.insert(Arc::as_ptr(pod));
                 out.push(Proposal::anywhere(
                     pod,
                     Strategy::RemovePodsViolatingInterPodAntiAffinity,

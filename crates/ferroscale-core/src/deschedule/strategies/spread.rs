@@ -134,9 +134,17 @@ pub fn propose(
     let mut seen = HashSet::new();
     for pods in by_namespace.values() {
         let mut constraints: Vec<Tsc> = Vec::new();
+        // Candidates for "the same" by topology key and selector, so a namespace of many workloads
+        // does not compare each pod's constraints with every other workload's.
+        let mut by_selector: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
+            HashMap::new();
         for p in pods {
             for c in &p.spread {
-                if !constraints.iter().any(|t| t.same(c, p)) {
+                let bucket = by_selector
+                    .entry((&c.topology_key, &c.selector.match_labels))
+                    .or_default();
+                if !bucket.iter().any(|&i| constraints[i].same(c, p)) {
+                    bucket.push(constraints.len());
                     constraints.push(Tsc {
                         c: c.clone(),
                         pod: p.clone(),
@@ -144,8 +152,23 @@ pub fn propose(
                 }
             }
         }
+        // The pods by label, so a constraint's selector looks only at the pods with its first label.
+        let mut by_label: HashMap<(&str, &str), Vec<Arc<Pod>>> = HashMap::new();
+        for p in pods {
+            for (k, v) in p.labels.iter() {
+                by_label.entry((k, v)).or_default().push(p.clone());
+            }
+        }
         for tsc in &constraints {
-            for (pod, onto) in balance(tsc, pods, view, &fit, args.topology_balance_node_fit) {
+            let candidates = match tsc.c.selector.match_labels.iter().next() {
+                Some((k, v)) => by_label
+                    .get(&(k.as_str(), v.as_str()))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+                None => pods.as_slice(),
+            };
+            let node_fit = args.topology_balance_node_fit;
+            for (pod, onto) in balance(tsc, candidates, view, &fit, node_fit) {
                 if seen.insert(pod.key()) {
                     chosen.push((pod, onto));
                 }
