@@ -26,16 +26,22 @@ pub struct RemovePodsViolatingNodeAffinityArgs {
     pub namespaces: Option<Namespaces>,
     pub label_selector: Option<Selector>,
     /// Which affinity to enforce, in order ([`REQUIRED`], [`PREFERRED`]); the descheduler requires one.
+    #[serde(deserialize_with = "super::validate::null_as_default")]
     pub node_affinity_type: Vec<String>,
 }
 
 impl RemovePodsViolatingNodeAffinityArgs {
     /// The descheduler's validation, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
         if self.node_affinity_type.is_empty() {
-            return Err("nodeAffinityType: needs to be set".to_string());
+            problems.push("nodeAffinityType: needs to be set".to_string());
         }
-        super::validate::scope(&self.namespaces, &self.label_selector)
+        problems.extend(super::validate::scope_problems(
+            &self.namespaces,
+            &self.label_selector,
+        ));
+        super::validate::joined(problems)
     }
 
     /// What a run will not do as the descheduler would: a type it does not know (it logs and skips

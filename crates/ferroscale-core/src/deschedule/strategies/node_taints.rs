@@ -19,6 +19,7 @@ pub struct RemovePodsViolatingNodeTaintsArgs {
     /// Also count `PreferNoSchedule` taints.
     pub include_prefer_no_schedule: bool,
     /// Taints (`key` or `key=value`) never counted.
+    #[serde(deserialize_with = "super::validate::null_as_default")]
     pub excluded_taints: Vec<String>,
     /// When set, only these taints (`key` or `key=value`) count; set but empty, none does (as the
     /// descheduler, which tests the list for nil).
@@ -28,13 +29,13 @@ pub struct RemovePodsViolatingNodeTaintsArgs {
 impl RemovePodsViolatingNodeTaintsArgs {
     /// The descheduler's validation, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
-        super::validate::scope(&self.namespaces, &self.label_selector)?;
-        if !self.excluded_taints.is_empty()
-            && self.included_taints.as_ref().is_some_and(|i| !i.is_empty())
-        {
-            return Err("excludedTaints, includedTaints: either may be set, not both".to_string());
+        let mut problems = super::validate::scope_problems(&self.namespaces, &self.label_selector);
+        let included = self.included_taints.as_ref().is_some_and(|i| !i.is_empty());
+        if !self.excluded_taints.is_empty() && included {
+            problems
+                .push("excludedTaints, includedTaints: either may be set, not both".to_string());
         }
-        Ok(())
+        super::validate::joined(problems)
     }
 
     /// Whether a taint of the node counts (the descheduler's taint filter).

@@ -35,6 +35,7 @@ pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
     pub namespaces: Option<Namespaces>,
     pub label_selector: Option<Selector>,
     /// Which constraints to balance; empty means `[DoNotSchedule]`.
+    #[serde(deserialize_with = "super::validate::null_as_default")]
     pub constraints: Vec<WhenUnsatisfiable>,
     /// Move a pod only if it fits a node of a domain below the average.
     pub topology_balance_node_fit: bool,

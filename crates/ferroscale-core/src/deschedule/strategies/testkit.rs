@@ -2,6 +2,7 @@
 //! `test.BuildTestPod`), a run of one strategy on them, and its `nodeFit` as the scheduler's filters
 //! answer it.
 
+use crate::deschedule::args::{Expression, Namespaces, Selector};
 use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
 use crate::deschedule::{Evictor, EvictorArgs, PluginArgs, Proposal, View};
 use crate::fixtures::{node, pod, resources, NodeBuilder, PodBuilder};
@@ -88,4 +89,35 @@ pub fn node_fit(nodes: Vec<Node>, pods: Vec<Pod>, proposals: &[Proposal]) -> Vec
 /// How many of `proposals` a limit of `limit` evictions lets through (taken in order).
 pub fn limited(proposals: &[Proposal], limit: usize) -> usize {
     proposals.len().min(limit)
+}
+
+/// The selectors the descheduler's `validation_test.go` files use: a valid one
+/// (`matchLabels: {role.kubernetes.io/node: ""}`) and an invalid one (an `In` expression on key `""`
+/// without values).
+pub fn validation_selectors() -> (Selector, Selector) {
+    let valid = Selector {
+        match_labels: [("role.kubernetes.io/node".to_string(), String::new())].into(),
+        ..Default::default()
+    };
+    let invalid = Selector {
+        match_expressions: vec![Expression {
+            key: String::new(),
+            operator: "In".into(),
+            values: vec![],
+        }],
+        ..Default::default()
+    };
+    (valid, invalid)
+}
+
+/// `namespaces: {include: [default]}`, and with `exclude: [kube-system]` too when `both`.
+pub fn validation_namespaces(both: bool) -> Namespaces {
+    Namespaces {
+        include: vec!["default".into()],
+        exclude: if both {
+            vec!["kube-system".into()]
+        } else {
+            vec![]
+        },
+    }
 }

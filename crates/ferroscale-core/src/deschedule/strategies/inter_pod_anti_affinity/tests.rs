@@ -196,3 +196,29 @@ fn out_of_scope_pods_do_not_count() {
     )
     .is_empty());
 }
+
+/// Upstream: the plugin's `validation_test.go`, `TestValidateRemovePodsViolatingInterPodAntiAffinityArgs`
+/// (its four cases), and `defaults_test.go` (no defaults: empty stays empty).
+#[test]
+fn validation_and_defaults_as_the_descheduler() {
+    let (valid, invalid) = validation_selectors();
+    let check = |namespaces, label_selector| {
+        RemovePodsViolatingInterPodAntiAffinityArgs {
+            namespaces,
+            label_selector,
+        }
+        .validate()
+    };
+    assert_eq!(check(Some(validation_namespaces(false)), None), Ok(()));
+    let e = check(Some(validation_namespaces(true)), None).unwrap_err();
+    assert!(e.contains("namespaces"), "{e}");
+    assert_eq!(check(None, Some(valid)), Ok(()));
+    let e = check(None, Some(invalid)).unwrap_err();
+    assert!(e.contains("labelSelector"), "{e}");
+    let empty: RemovePodsViolatingInterPodAntiAffinityArgs = serde_norway::from_str("{}").unwrap();
+    assert_eq!(
+        empty,
+        RemovePodsViolatingInterPodAntiAffinityArgs::default()
+    );
+    assert!(empty.namespaces.is_none() && empty.label_selector.is_none());
+}

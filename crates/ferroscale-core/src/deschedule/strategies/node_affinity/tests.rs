@@ -215,3 +215,37 @@ fn validation_names_the_field() {
     };
     assert!(both.validate().unwrap_err().contains("namespaces"));
 }
+
+/// Upstream: the plugin's `validation_test.go`, `TestValidateRemovePodsViolatingNodeAffinityArgs`
+/// (its five cases: nil and empty types, a valid one, bad namespaces, both errors reported together).
+#[test]
+fn validation_as_the_descheduler() {
+    let check = |types: &[&str], both: bool| {
+        RemovePodsViolatingNodeAffinityArgs {
+            node_affinity_type: types.iter().map(|s| s.to_string()).collect(),
+            namespaces: both.then(|| validation_namespaces(true)),
+            ..Default::default()
+        }
+        .validate()
+    };
+    assert!(check(&[], false).unwrap_err().contains("nodeAffinityType"));
+    assert_eq!(check(&[REQUIRED], false), Ok(()));
+    assert!(check(&[REQUIRED], true).unwrap_err().contains("namespaces"));
+    let e = check(&[], true).unwrap_err();
+    assert!(
+        e.contains("nodeAffinityType") && e.contains("namespaces"),
+        "{e}"
+    );
+}
+
+/// Upstream: the plugin's `defaults_test.go`: no defaults, values kept.
+#[test]
+fn defaults_as_the_descheduler() {
+    let a: RemovePodsViolatingNodeAffinityArgs = serde_norway::from_str("{}").unwrap();
+    assert_eq!(a, RemovePodsViolatingNodeAffinityArgs::default());
+    let b: RemovePodsViolatingNodeAffinityArgs = serde_norway::from_str(
+        "nodeAffinityType: [requiredDuringSchedulingIgnoredDuringExecution]\n",
+    )
+    .unwrap();
+    assert_eq!(b.node_affinity_type, [REQUIRED]);
+}

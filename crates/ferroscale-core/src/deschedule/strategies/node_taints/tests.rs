@@ -345,18 +345,56 @@ fn an_empty_included_taints_list_counts_no_taint() {
     assert!(included(&[], vec![tainted("n1")], vec![plain("p2", "n1")]).is_empty());
 }
 
-/// Upstream: `validation_test.go` of the plugin: both lists set is refused, naming them.
+/// Upstream: the plugin's `validation_test.go`, `TestValidateRemovePodsViolatingNodeTaintsArgs` (its
+/// six cases).
 #[test]
-fn excluded_and_included_taints_together_are_refused() {
-    let a = RemovePodsViolatingNodeTaintsArgs {
-        excluded_taints: vec!["a".into()],
-        included_taints: Some(vec!["b".into()]),
-        ..Default::default()
+fn validation_as_the_descheduler() {
+    let (valid, invalid) = validation_selectors();
+    let ok = |a: RemovePodsViolatingNodeTaintsArgs| a.validate();
+    let base = RemovePodsViolatingNodeTaintsArgs::default;
+    let with_ns = |both| RemovePodsViolatingNodeTaintsArgs {
+        namespaces: Some(validation_namespaces(both)),
+        ..base()
     };
-    let e = a.validate().unwrap_err();
+    assert_eq!(ok(with_ns(false)), Ok(()));
+    assert!(ok(with_ns(true)).unwrap_err().contains("namespaces"));
+    let with_sel = |s| RemovePodsViolatingNodeTaintsArgs {
+        label_selector: Some(s),
+        ..base()
+    };
+    assert_eq!(ok(with_sel(valid)), Ok(()));
+    assert!(ok(with_sel(invalid)).unwrap_err().contains("labelSelector"));
+    let excluded = RemovePodsViolatingNodeTaintsArgs {
+        excluded_taints: vec!["testTaint1=test1".into()],
+        ..base()
+    };
+    assert_eq!(ok(excluded.clone()), Ok(()));
+    let both = RemovePodsViolatingNodeTaintsArgs {
+        excluded_taints: vec!["do-not-evict".into()],
+        included_taints: Some(vec!["testTaint1=test1".into()]),
+        ..base()
+    };
+    let e = ok(both).unwrap_err();
     assert!(
         e.contains("excludedTaints") && e.contains("includedTaints"),
         "{e}"
+    );
+}
+
+/// Upstream: the plugin's `defaults_test.go` (its two cases): nothing set stays unset, values are kept.
+#[test]
+fn defaults_as_the_descheduler() {
+    let a: RemovePodsViolatingNodeTaintsArgs = serde_norway::from_str("{}").unwrap();
+    assert!(!a.include_prefer_no_schedule && a.excluded_taints.is_empty());
+    assert!(a.included_taints.is_none());
+    let b: RemovePodsViolatingNodeTaintsArgs = serde_norway::from_str(
+        "excludedTaints: [ExcludedTaints]\nincludedTaints: [IncludedTaints]\n",
+    )
+    .unwrap();
+    assert_eq!(b.excluded_taints, ["ExcludedTaints"]);
+    assert_eq!(
+        b.included_taints.as_deref(),
+        Some(&["IncludedTaints".to_string()][..])
     );
 }
 

@@ -255,16 +255,109 @@ fn schedule_anyway_alone_balances_nothing() {
     assert!(bad.unwrap_err().to_string().contains("Sometimes"));
 }
 
-/// Upstream: the plugin's `defaults_test.go`: `topologyBalanceNodeFit` defaults to true and
-/// `constraints` to `[DoNotSchedule]`.
+/// Upstream: the plugin's `defaults_test.go` (its five cases): `topologyBalanceNodeFit` defaults to
+/// true and `constraints` to `[DoNotSchedule]`; values written are kept.
 #[test]
 fn defaults_as_the_descheduler() {
-    let a: RemovePodsViolatingTopologySpreadConstraintArgs = serde_norway::from_str("{}").unwrap();
-    assert!(a.topology_balance_node_fit);
-    assert_eq!(a.constraints, [WhenUnsatisfiable::DoNotSchedule]);
-    let b: RemovePodsViolatingTopologySpreadConstraintArgs =
-        serde_norway::from_str("topologyBalanceNodeFit: false\n").unwrap();
-    assert!(!b.topology_balance_node_fit);
+    let read = |text: &str| {
+        let a: RemovePodsViolatingTopologySpreadConstraintArgs =
+            serde_norway::from_str(text).unwrap();
+        (a.constraints, a.topology_balance_node_fit)
+    };
+    use WhenUnsatisfiable::{DoNotSchedule, ScheduleAnyway};
+    assert_eq!(read("{}"), (vec![DoNotSchedule], true));
+    assert_eq!(
+        read("constraints: [DoNotSchedule, ScheduleAnyway]\n"),
+        (vec![DoNotSchedule, ScheduleAnyway], true)
+    );
+    assert_eq!(
+        read("namespaces: {include: [default]}\n"),
+        (vec![DoNotSchedule], true)
+    );
+    assert_eq!(
+        read("topologyBalanceNodeFit: false\n"),
+        (vec![DoNotSchedule], false)
+    );
+    assert_eq!(read("constraints: null\n").1, true);
+}
+
+/// Upstream: the plugin's `validation_test.go` (its six cases); an unknown constraint is refused
+/// when the arguments are read, naming it.
+#[test]
+fn validation_as_the_descheduler() {
+    let (valid, invalid) = validation_selectors();
+    let base = RemovePodsViolatingTopologySpreadConstraintArgs::default;
+    let with_ns = |both| RemovePodsViolatingTopologySpreadConstraintArgs {
+        namespaces: Some(validation_namespaces(both)),
+        ..base()
+    };
+    assert_eq!(with_ns(false).validate(), Ok(()));
+    assert!(with_ns(true).validate().unwrap_err().contains("namespaces"));
+    let with_sel = |s| RemovePodsViolatingTopologySpreadConstraintArgs {
+        label_selector: Some(s),
+        ..base()
+    };
+    assert_eq!(with_sel(valid).validate(), Ok(()));
+    assert!(with_sel(invalid)
+        .validate()
+        .unwrap_err()
+        .contains("labelSelector"));
+    let both: RemovePodsViolatingTopologySpreadConstraintArgs =
+        serde_norway::from_str("constraints: [DoNotSchedule, ScheduleAnyway]\n").unwrap();
+    assert_eq!(both.validate(), Ok(()));
+    let bad = serde_norway::from_str::<RemovePodsViolatingTopologySpreadConstraintArgs>(
+        "constraints: [foo]\n",
+    );
+    assert!(bad.unwrap_err().to_string().contains("foo"));
+}
+
+/// Upstream: `TestSortDomains`, "domain with pods having different selector/affinity" and the
+/// evictable pods of "multiple domains with different priorities and selectors" and "single domain
+/// with mixed pods" (non-evictable pods never reach the sort here: they are not counted): pods with a
+/// node selector or affinity first, then by priority, lower first.
+#[test]
+fn sort_domains_as_the_descheduler() {
+    let p = |name: &str, priority: i32, pinned: bool| {
+        let mut b = pod("ns1", name).priority(priority);
+        if pinned {
+            b = b.with(|p| p.node_affinity = vec![vec![req("a", SelectorOp::Exists, &[])]]);
+        }
+        Arc::new(b.build())
+    };
+    let order = |mut pods: Vec<Arc<Pod>>| {
+        order_for_eviction(&mut pods);
+        pods.iter().map(|p| p.name.clone()).collect::<Vec<_>>()
+    };
+    let got = order(vec![
+        p("pod-with-affinity", 10, true),
+        p("pod-no-affinity", 15, false),
+    ]);
+    assert_eq!(got, ["pod-with-affinity", "pod-no-affinity"]);
+    let got = order(vec![
+        p("high-priority-affinity", 20, false),
+        p("low-priority-no-affinity", 5, false),
+    ]);
+    assert_eq!(got, ["low-priority-no-affinity", "high-priority-affinity"]);
+    let got = order(vec![
+        p("evictable-with-affinity", 10, false),
+        p("evictable-high-priority", 15, false),
+    ]);
+    assert_eq!(got, ["evictable-with-affinity", "evictable-high-priority"]);
+}
+
+/// Upstream: `TestCheckIdenticalConstraints` (its two cases).
+#[test]
+fn identical_constraints_as_the_descheduler() {
+    let owner = Arc::new(pod("ns1", "p").build());
+    let known = Tsc {
+        c: zone(2),
+        pod: owner.clone(),
+    };
+    assert!(known.same(&zone(2), &owner), "new constraint is identical");
+    assert!(
+        !known.same(&node_key(3), &owner),
+        "new constraint is different"
+    );
 }
 
 #[test]
