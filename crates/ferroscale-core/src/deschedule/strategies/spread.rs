@@ -259,20 +259,9 @@ fn balance(
             continue;
         }
         let moving = moving as usize;
-        // Pods that fit a node below the average go last, to be moved first.
-        let mut from = std::mem::take(&mut sorted[j].pods);
-        let keyed: Vec<(bool, Arc<Pod>)> = from.drain(..).map(|p| (fits_below(&p), p)).collect();
-        let (mut stay, mut go): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
-        for (f, p) in keyed {
-            if f {
-                go.push(p)
-            } else {
-                stay.push(p)
-            }
-        }
-        stay.extend(go);
-        let moved = stay.split_off(stay.len() - moving);
-        sorted[j].pods = stay;
+        let (rest, moved) =
+            last_to_move(std::mem::take(&mut sorted[j].pods), moving, &mut fits_below);
+        sorted[j].pods = rest;
         for p in &moved {
             if !node_fit || fits_below(p) {
                 out.push((p.clone(), below.clone()));
@@ -281,6 +270,50 @@ fn balance(
         sorted[i].pods.extend(moved);
     }
     out
+}
+
+/// The `moving` pods the descheduler takes from the end of a domain once the pods that fit a node
+/// below the average are sorted last (a stable sort), and the pods left: asks `fits` from the end only
+/// until enough fitting pods are found, so a large domain is not checked pod by pod.
+fn last_to_move(
+    pods: Vec<Arc<Pod>>,
+    moving: usize,
+    fits: &mut impl FnMut(&Pod) -> bool,
+) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+    let mut fitting = Vec::new();
+    for (k, p) in pods.iter().enumerate().rev() {
+        if fitting.len() == moving {
+            break;
+        }
+        if fits(p) {
+            fitting.push(k);
+        }
+    }
+    fitting.reverse();
+    // Too few fit: the last of the others move too, before the fitting ones.
+    let mut fit_mask = vec![false; pods.len()];
+    for &k in &fitting {
+        fit_mask[k] = true;
+    }
+    let short = moving - fitting.len();
+    let others: Vec<usize> = (0..pods.len()).filter(|&k| !fit_mask[k]).collect();
+    let taken: Vec<usize> = others[others.len() - short..]
+        .iter()
+        .chain(&fitting)
+        .copied()
+        .collect();
+    let mut taken_mask = vec![false; pods.len()];
+    for &k in &taken {
+        taken_mask[k] = true;
+    }
+    let moved = taken.iter().map(|&k| pods[k].clone()).collect();
+    let rest = pods
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| !taken_mask[*k])
+        .map(|(_, p)| p)
+        .collect();
+    (rest, moved)
 }
 
 /// The descheduler's order within a domain, the pods to move last first: pods with a node selector

@@ -428,3 +428,30 @@ fn three_domains_sizes_2_1_0_with_selectors_max_skew_1_node_affinity_policy_igno
     let groups = [on("A1"), on("A1").select("zone", "zoneA"), on("B1")];
     assert_eq!(balance(nodes, &groups, default(), false), ["pod-0"]);
 }
+
+proptest::proptest! {
+    /// Taking the pods to move while asking only what is needed gives what the descheduler's stable
+    /// sort (fitting pods last) then slicing gives.
+    #[test]
+    fn last_to_move_is_the_stable_sort_then_slice(
+        fits in proptest::collection::vec(proptest::bool::ANY, 0..12),
+        take in 0usize..13,
+    ) {
+        let moving = take.min(fits.len());
+        let pods: Vec<Arc<Pod>> = (0..fits.len())
+            .map(|k| Arc::new(pod("ns1", format!("p{k}")).build()))
+            .collect();
+        let fit_of = |p: &Pod| fits[p.name[1..].parse::<usize>().unwrap()];
+        let mut sorted = pods.clone();
+        sorted.sort_by_key(|p| fit_of(p));
+        let want_moved = sorted.split_off(sorted.len() - moving);
+        let (rest, moved) = last_to_move(pods, moving, &mut |p: &Pod| fit_of(p));
+        let key = |v: &[Arc<Pod>]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        proptest::prop_assert_eq!(key(&moved), key(&want_moved));
+        let mut left = key(&rest);
+        left.sort();
+        let mut want_left = key(&sorted);
+        want_left.sort();
+        proptest::prop_assert_eq!(left, want_left);
+    }
+}
