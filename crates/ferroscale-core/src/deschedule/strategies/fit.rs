@@ -60,6 +60,22 @@ impl<'v> Fit<'v> {
         })
     }
 
+    /// [`Fit::fits_elsewhere`] without the pod's topology spread constraints: for the spread
+    /// strategy, whose balancing decides them (the descheduler's node fit ignores them too), and
+    /// which would otherwise count every node's pods for each pod it may move.
+    pub fn fits_elsewhere_unspread<'n>(
+        &self,
+        pod: &Pod,
+        among: impl IntoIterator<Item = &'n str>,
+    ) -> bool {
+        if pod.spread.is_empty() {
+            return self.fits_elsewhere(pod, among);
+        }
+        let mut unspread = pod.clone();
+        unspread.spread.clear();
+        self.fits_elsewhere(&unspread, among)
+    }
+
     /// [`Fit::fits_elsewhere`] among every node.
     pub fn fits_any_other(&self, pod: &Pod) -> bool {
         self.fits_elsewhere(pod, self.view.nodes().iter().map(|n| n.name.as_str()))

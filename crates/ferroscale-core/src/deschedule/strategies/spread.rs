@@ -236,7 +236,7 @@ fn balance(
     let mut fits_below = |p: &Pod| {
         *fits
             .entry(p.key())
-            .or_insert_with(|| fit.fits_elsewhere(p, below.iter().map(String::as_str)))
+            .or_insert_with(|| fit.fits_elsewhere_unspread(p, below.iter().map(String::as_str)))
     };
     let mut out = Vec::new();
     let skew_max = f64::from(tsc.c.max_skew);
