@@ -2,7 +2,10 @@
 //! `PodFitsAnyOtherNode`, `topologyBalanceNodeFit`), answered by the scheduler's filters
 //! (`engine::predicates`) on the cluster as it is, not by the descheduler's subset of them.
 
+use std::cell::RefCell;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 use crate::deschedule::View;
 use crate::engine::predicates::{fits_in, repelling, NodeInfo, Repel};
@@ -14,6 +17,9 @@ pub struct Fit<'v> {
     infos: Vec<NodeInfo>,
     index: HashMap<String, usize>,
     repel: Repel,
+    /// Answers of [`Fit::fits_any_other_unspread`] by pod shape: the pod asked (unbound, without
+    /// spread) and the first node it fits other than its own, if any.
+    shapes: RefCell<HashMap<u64, Vec<(Pod, Option<usize>)>>>,
 }
 
 impl<'v> Fit<'v> {
@@ -40,7 +46,19 @@ impl<'v> Fit<'v> {
             infos,
             index,
             repel,
+            shapes: RefCell::default(),
         }
+    }
+
+    /// Whether node `i` may take `pod` (unbound): ready, not being removed, not `own`, and every filter
+    /// passes.
+    fn takes(&self, i: usize, pod: &Pod, own: Option<&str>) -> bool {
+        let info = &self.infos[i];
+        let name = info.node.name.as_str();
+        own != Some(name)
+            && info.node.ready
+            && !self.view.cluster.removing.contains(name)
+            && fits_in(pod, &self.infos, info, self.repel).is_ok()
     }
 
     /// Whether the pod, unbound, passes every filter on one of `among` other than its own node: a
@@ -49,20 +67,16 @@ impl<'v> Fit<'v> {
         let mut unbound = pod.clone();
         let own = unbound.node_name.take();
         among.into_iter().any(|name| {
-            if own.as_deref() == Some(name) || self.view.cluster.removing.contains(name) {
-                return false;
-            }
-            let Some(&i) = self.index.get(name) else {
-                return false;
-            };
-            let info = &self.infos[i];
-            info.node.ready && fits_in(&unbound, &self.infos, info, self.repel).is_ok()
+            self.index
+                .get(name)
+                .is_some_and(|&i| self.takes(i, &unbound, own.as_deref()))
         })
     }
 
-    /// [`Fit::fits_elsewhere`] without the pod's topology spread constraints: for the spread
-    /// strategy, whose balancing decides them (the descheduler's node fit ignores them too), and
-    /// which would otherwise count every node's pods for each pod it may move.
+    /// [`Fit::fits_elsewhere`] without the pod's topology spread constraints, as the descheduler's
+    /// node fit: a strategy asks it for many pods, and the spread filter counts every node's pods
+    /// at each ask; the planner's placement checks spread. The spread strategy's balancing decides
+    /// the constraints itself.
     pub fn fits_elsewhere_unspread<'n>(
         &self,
         pod: &Pod,
@@ -79,5 +93,35 @@ impl<'v> Fit<'v> {
     /// [`Fit::fits_elsewhere`] among every node.
     pub fn fits_any_other(&self, pod: &Pod) -> bool {
         self.fits_elsewhere(pod, self.view.nodes().iter().map(|n| n.name.as_str()))
+    }
+
+    /// [`Fit::fits_elsewhere_unspread`] among every node. Nothing is placed between asks, so pods of
+    /// one shape (the scheduler's view of them: `Pod::same_shape`) fit the same nodes: the first
+    /// node found for one answers for the others not on it.
+    pub fn fits_any_other_unspread(&self, pod: &Pod) -> bool {
+        let mut shape = pod.clone();
+        let own = shape.node_name.take();
+        shape.spread.clear();
+        let key = {
+            let mut h = DefaultHasher::new();
+            (&*shape.namespace, &*shape.labels, &shape.node_selector).hash(&mut h);
+            (shape.requests.cpu_milli, shape.requests.memory).hash(&mut h);
+            h.finish()
+        };
+        let mut shapes = self.shapes.borrow_mut();
+        let known = shapes.entry(key).or_default();
+        if let Some((_, found)) = known.iter().find(|(p, _)| p.same_shape(&shape)) {
+            match found {
+                Some(i) if Some(self.infos[*i].node.name.as_str()) != own.as_deref() => {
+                    return true
+                }
+                // Its own node was the first found, or none but the first asker's own: ask again.
+                _ => {}
+            }
+        }
+        let found = (0..self.infos.len()).find(|&i| self.takes(i, &shape, own.as_deref()));
+        known.retain(|(p, _)| !p.same_shape(&shape));
+        known.push((shape, found));
+        found.is_some()
     }
 }

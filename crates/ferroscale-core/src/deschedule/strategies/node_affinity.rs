@@ -1,6 +1,7 @@
 //! `RemovePodsViolatingNodeAffinity`, as the descheduler's plugin of that name proposes evictions:
 //! pods with required node affinity whose node no longer matches their node selector and required
-//! affinity, when they fit some node (the scheduler's filters).
+//! affinity, when they fit some node (the scheduler's filters but topology spread, which the planner
+//! checks).
 //!
 //! `preferredDuringSchedulingIgnoredDuringExecution` is read but proposes nothing: the pod model keeps
 //! only required node affinity (see [`RemovePodsViolatingNodeAffinityArgs::warnings`]).
@@ -82,7 +83,7 @@ pub fn propose(
                     && scope.admits(pod)
                     && evictor.filter(pod).is_ok()
                     && placement(pod, node).is_err()
-                    && fit.fits_any_other(pod);
+                    && fit.fits_any_other_unspread(pod);
                 if violates && proposed.insert(pod.key()) {
                     out.push(Proposal::anywhere(
                         pod,

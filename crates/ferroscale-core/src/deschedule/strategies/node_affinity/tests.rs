@@ -249,3 +249,27 @@ fn defaults_as_the_descheduler() {
     .unwrap();
     assert_eq!(b.node_affinity_type, [REQUIRED]);
 }
+
+/// Not an upstream case: pods of one shape share the answer to "fits another node?" only when the
+/// node found is not their own.
+#[test]
+fn pods_of_one_shape_each_get_their_own_answer() {
+    let ask = |slots: i64| {
+        let nodes = vec![
+            test_node("a", 2000, 3000, slots).build(),
+            test_node("b", 2000, 3000, slots).build(),
+        ];
+        let pods = vec![owned_pod("p", "a").build(), owned_pod("q", "b").build()];
+        let f = crate::deschedule::fixtures::Fixture::new(nodes, pods);
+        let cluster = f.cluster();
+        let view = crate::deschedule::View::new(&cluster);
+        let fit = crate::deschedule::strategies::fit::Fit::new(&view);
+        let on = |n: &str| view.pods_on(n)[0].clone();
+        [
+            fit.fits_any_other_unspread(&on("a")),
+            fit.fits_any_other_unspread(&on("b")),
+        ]
+    };
+    assert_eq!(ask(10), [true, true], "each fits the other's node");
+    assert_eq!(ask(1), [false, false], "both nodes full");
+}
