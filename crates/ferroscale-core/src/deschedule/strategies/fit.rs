@@ -11,6 +11,9 @@ use crate::deschedule::View;
 use crate::engine::predicates::{fits_in, repelling, NodeInfo, Repel};
 use crate::model::workload::Pod;
 
+/// A pod shape asked about, and the first node (by index) it fits other than the asker's own.
+type Answer = (Pod, Option<usize>);
+
 /// The view's nodes with their pods, for the scheduler's filters.
 pub struct Fit<'v> {
     view: &'v View<'v>,
@@ -19,7 +22,7 @@ pub struct Fit<'v> {
     repel: Repel,
     /// Answers of [`Fit::fits_any_other_unspread`] by pod shape: the pod asked (unbound, without
     /// spread) and the first node it fits other than its own, if any.
-    shapes: RefCell<HashMap<u64, Vec<(Pod, Option<usize>)>>>,
+    shapes: RefCell<HashMap<u64, Vec<Answer>>>,
 }
 
 impl<'v> Fit<'v> {
