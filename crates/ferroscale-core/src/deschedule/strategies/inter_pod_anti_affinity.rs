@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::scope::Scope;
 use crate::deschedule::args::{Namespaces, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
-use crate::model::workload::{Node, Pod, PodAffinityTerm};
+use crate::model::workload::{Node, Pod, PodAffinityTerm, SelectorOp};
 
 /// `RemovePodsViolatingInterPodAntiAffinity`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -42,42 +42,115 @@ fn same_domain(a: &Node, b: &Node, key: &str) -> bool {
         || matches!((a.labels.get(key), b.labels.get(key)), (Some(x), Some(y)) if x == y)
 }
 
-/// The pods in scope, by node, and the nodes of each domain of a topology key, asked for lazily.
+/// One domain of a topology key: its nodes and how many pods in scope they hold.
+#[derive(Clone)]
+struct Domain<'v> {
+    nodes: Vec<&'v Node>,
+    pods: usize,
+}
+
+/// The pods in scope, by node and by label, and the domains of each topology key, asked for lazily.
 struct Neighbours<'v> {
     view: &'v View<'v>,
     scoped: HashMap<&'v str, Vec<Arc<Pod>>>,
-    domains: HashMap<(String, String), Vec<&'v Node>>,
+    /// (label, value) → the pods in scope carrying it, so a term whose selector names a label looks
+    /// at those pods, not at every pod of a wide domain.
+    by_label: HashMap<(String, String), Vec<Arc<Pod>>>,
+    domains: HashMap<(String, String), Domain<'v>>,
     /// The pods proposed already, by address.
     gone: HashSet<*const Pod>,
 }
 
 impl<'v> Neighbours<'v> {
+    fn new(view: &'v View<'v>, scoped: HashMap<&'v str, Vec<Arc<Pod>>>) -> Self {
+        let mut by_label: HashMap<(String, String), Vec<Arc<Pod>>> = HashMap::new();
+        for p in scoped.values().flatten() {
+            for (k, v) in p.labels.iter() {
+                by_label
+                    .entry((k.clone(), v.clone()))
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+        Neighbours {
+            view,
+            scoped,
+            by_label,
+            domains: HashMap::new(),
+            gone: HashSet::new(),
+        }
+    }
+
+    /// The domain of `node` under `key` (one node when it lacks the key).
+    fn domain(&mut self, node: &'v Node, key: &str) -> Domain<'v> {
+        let count = |scoped: &HashMap<&str, Vec<Arc<Pod>>>, nodes: &[&Node]| {
+            nodes
+                .iter()
+                .map(|n| scoped.get(n.name.as_str()).map_or(0, Vec::len))
+                .sum()
+        };
+        let Some(value) = node.labels.get(key) else {
+            let nodes = vec![node];
+            let pods = count(&self.scoped, &nodes);
+            return Domain { nodes, pods };
+        };
+        let (view, scoped) = (self.view, &self.scoped);
+        self.domains
+            .entry((key.to_string(), value.clone()))
+            .or_insert_with(|| {
+                let nodes: Vec<&Node> = view
+                    .nodes()
+                    .iter()
+                    .filter(|n| same_domain(node, n, key))
+                    .collect();
+                let pods = count(scoped, &nodes);
+                Domain { nodes, pods }
+            })
+            .clone()
+    }
+
+    /// The pods in scope a term can select at all, by a label its selector requires, when it names
+    /// one.
+    fn candidates(&self, term: &PodAffinityTerm) -> Option<Vec<&Arc<Pod>>> {
+        let sel = &term.selector;
+        let pairs: Vec<(String, String)> = match sel.match_labels.iter().next() {
+            Some((k, v)) => vec![(k.clone(), v.clone())],
+            None => {
+                let r = sel.requirements.iter().find(|r| r.op == SelectorOp::In)?;
+                r.values
+                    .iter()
+                    .map(|v| (r.key.clone(), v.clone()))
+                    .collect()
+            }
+        };
+        Some(
+            pairs
+                .iter()
+                .filter_map(|p| self.by_label.get(p))
+                .flatten()
+                .collect(),
+        )
+    }
+
     /// Whether a term of `pod`'s (on `node`) selects a pod still there in its domain.
     fn repelled(&mut self, pod: &Pod, node: &'v Node) -> bool {
-        let terms: &[PodAffinityTerm] = &pod.anti_affinity;
-        terms.iter().any(|term| {
-            let nodes: Vec<&Node> = match node.labels.get(&term.topology_key) {
-                None => vec![node],
-                Some(value) => {
-                    let view = self.view;
-                    self.domains
-                        .entry((term.topology_key.clone(), value.clone()))
-                        .or_insert_with(|| {
-                            view.nodes()
-                                .iter()
-                                .filter(|n| same_domain(node, n, &term.topology_key))
-                                .collect()
-                        })
-                        .clone()
-                }
-            };
-            nodes.iter().any(|n| {
+        let live = |other: &Arc<Pod>, gone: &HashSet<*const Pod>| {
+            !std::ptr::eq(&**other, pod) && !gone.contains(&Arc::as_ptr(other))
+        };
+        pod.anti_affinity.iter().any(|term| {
+            let domain = self.domain(node, &term.topology_key);
+            if let Some(c) = self.candidates(term).filter(|c| c.len() < domain.pods) {
+                return c.into_iter().any(|other| {
+                    let there = other.node_name.as_deref().and_then(|n| self.view.node(n));
+                    live(other, &self.gone)
+                        && there.is_some_and(|t| same_domain(node, t, &term.topology_key))
+                        && pod.term_selects(term, other)
+                });
+            }
+            domain.nodes.iter().any(|n| {
                 self.scoped.get(n.name.as_str()).is_some_and(|pods| {
-                    pods.iter().any(|other| {
-                        !std::ptr::eq(&**other, pod)
-                            && !self.gone.contains(&Arc::as_ptr(other))
-                            && pod.term_selects(term, other)
-                    })
+                    pods.iter()
+                        .any(|other| live(other, &self.gone) && pod.term_selects(term, other))
                 })
             })
         })
@@ -99,12 +172,7 @@ pub fn propose(
             (n.name.as_str(), pods.cloned().collect())
         })
         .collect();
-    let mut near = Neighbours {
-        view,
-        scoped,
-        domains: HashMap::new(),
-        gone: HashSet::new(),
-    };
+    let mut near = Neighbours::new(view, scoped);
     let mut out = Vec::new();
     for node in view.nodes() {
         let mut pods = near

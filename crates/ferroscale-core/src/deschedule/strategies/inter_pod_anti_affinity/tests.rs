@@ -222,3 +222,30 @@ fn validation_and_defaults_as_the_descheduler() {
     );
     assert!(empty.namespaces.is_none() && empty.label_selector.is_none());
 }
+
+/// Not an upstream case: a term naming no label value (`Exists`) is checked over its whole domain,
+/// one naming values through the pods carrying them: both find the same pods.
+#[test]
+fn terms_with_and_without_label_values_find_the_same_pods() {
+    let exists = PodAffinityTerm {
+        selector: crate::model::workload::LabelSelector {
+            requirements: vec![req("foo", SelectorOp::Exists, &[])],
+            ..Default::default()
+        },
+        topology_key: "region".into(),
+        ..Default::default()
+    };
+    let by = |term: PodAffinityTerm| {
+        let p1 = owned_pod("p1", "n1")
+            .with(move |p| p.anti_affinity = vec![term])
+            .build();
+        let far = owned_pod("p11", "n5").label("foo", "bar").build();
+        let n5 = test_node("n5", 2000, 3000, 10)
+            .label("region", "main-region")
+            .build();
+        names(&run_on(vec![region_node("n1"), n5], vec![p1, far]))
+    };
+    assert_eq!(by(exists), ["p1"]);
+    assert_eq!(by(repels("foo", "bar")), ["p1"]);
+    assert!(by(repels("foo", "baz")).is_empty());
+}
