@@ -324,19 +324,25 @@ fn order_for_eviction(pods: &mut [Arc<Pod>]) {
     pods.sort_by_key(|p| (!pinned(p), p.meta.priority));
 }
 
-/// The counted nodes of the domains with fewer pods than the average.
+/// The counted nodes of the domains with fewer pods than the average, in the domains' order.
 fn below_average(view: &View, tsc: &Tsc, sorted: &[Domain], ideal: f64) -> Vec<String> {
     let key = &tsc.c.topology_key;
-    let mut out = Vec::new();
-    for d in sorted.iter().filter(|d| (d.pods.len() as f64) < ideal) {
-        out.extend(
-            view.nodes()
-                .iter()
-                .filter(|n| tsc.counts(n) && n.labels.get(key) == Some(&d.value))
-                .map(|n| n.name.clone()),
-        );
-    }
-    out
+    let rank: HashMap<&str, usize> = sorted
+        .iter()
+        .filter(|d| (d.pods.len() as f64) < ideal)
+        .enumerate()
+        .map(|(r, d)| (d.value.as_str(), r))
+        .collect();
+    let mut nodes: Vec<(usize, &str)> = view
+        .nodes()
+        .iter()
+        .filter_map(|n| {
+            let r = *rank.get(n.labels.get(key)?.as_str())?;
+            tsc.counts(n).then_some((r, n.name.as_str()))
+        })
+        .collect();
+    nodes.sort_by_key(|(r, _)| *r);
+    nodes.into_iter().map(|(_, n)| n.to_string()).collect()
 }
 
 #[cfg(test)]
