@@ -10,7 +10,7 @@ use super::*;
 use crate::deschedule::fixtures::DeschedulerPod;
 use crate::deschedule::strategies::testkit::*;
 use crate::deschedule::{EvictorArgs, PluginArgs};
-use crate::model::workload::{Node, Pod};
+use crate::model::workload::{Node, Pod, Toleration};
 use crate::model::TaintEffect::{NoSchedule, PreferNoSchedule};
 
 fn n(name: &str) -> crate::fixtures::NodeBuilder {
@@ -408,4 +408,38 @@ fn arguments_read_as_the_descheduler_writes_them() {
     assert_eq!(a.excluded_taints, ["dedicated=gpu"]);
     let bad = serde_norway::from_str::<RemovePodsViolatingNodeTaintsArgs>("excludeTaints: [a]\n");
     assert!(bad.unwrap_err().to_string().contains("excludeTaints"));
+}
+
+/// Upstream: `TestToleratesTaint` of the same file (its six cases), on the engine's toleration check
+/// the strategy uses.
+#[test]
+fn tolerates_taint_as_the_descheduler() {
+    let exists = |key: &str| Toleration {
+        key: key.into(),
+        value: None,
+        effect: Some(NoSchedule),
+    };
+    let cases = [
+        (exists("foo"), taint("foo", "", NoSchedule), true),
+        (exists("foo"), taint("foo", "bar", NoSchedule), true),
+        (exists(""), taint("foo", "bar", NoSchedule), true),
+        (
+            toleration("foo", "bar", NoSchedule),
+            taint("foo", "bar", NoSchedule),
+            true,
+        ),
+        (
+            toleration("foo", "value1", NoSchedule),
+            taint("foo", "value2", NoSchedule),
+            false,
+        ),
+        (
+            toleration("foo", "bar", NoSchedule),
+            taint("foo", "bar", crate::model::TaintEffect::NoExecute),
+            false,
+        ),
+    ];
+    for (i, (tol, t, want)) in cases.into_iter().enumerate() {
+        assert_eq!(tol.tolerates(&t), want, "case {i}");
+    }
 }
