@@ -273,3 +273,23 @@ fn pods_of_one_shape_each_get_their_own_answer() {
     assert_eq!(ask(10), [true, true], "each fits the other's node");
     assert_eq!(ask(1), [false, false], "both nodes full");
 }
+
+/// Not an upstream case, where ferroscale must not do what the descheduler does: the only node the
+/// pod's affinity admits has its host port taken. The descheduler's `PodFitsAnyNode` does not check
+/// ports, so it evicts and the pod goes Pending. The scheduler's filters see the port taken, so
+/// nothing is proposed.
+#[test]
+fn a_pod_whose_only_place_has_its_host_port_taken_is_not_proposed() {
+    use crate::model::workload::HostPort;
+    let port = HostPort {
+        protocol: "TCP".into(),
+        ip: String::new(),
+        port: 8080,
+    };
+    let mut pods = pods_on(BARE, true, false);
+    pods[0].host_ports = vec![port.clone()];
+    let mut holder = owned_pod("holder", LABELLED).build();
+    holder.host_ports = vec![port];
+    pods.push(holder);
+    assert!(evict(&[REQUIRED], vec![bare(), labelled()], pods).is_empty());
+}

@@ -455,3 +455,28 @@ proptest::proptest! {
         proptest::prop_assert_eq!(left, want_left);
     }
 }
+
+/// Not an upstream case, where ferroscale must not do what the descheduler does: the pods to move
+/// require pod affinity to a cache that runs only in their crowded zone. The descheduler's node fit
+/// does not check pod affinity, so it moves them to zoneB, where they cannot be scheduled. The
+/// scheduler's filters keep them.
+#[test]
+fn pods_bound_by_pod_affinity_to_their_zone_are_not_moved() {
+    let cache = pod("ns1", "cache")
+        .on("n1")
+        .owner("ReplicaSet", "cache")
+        .label("app", "cache")
+        .build();
+    let near_cache = crate::model::workload::PodAffinityTerm {
+        selector: selector(&[("app", "cache")]),
+        topology_key: "zone".into(),
+        ..Default::default()
+    };
+    let mut pods = create(&[g(4, "n1").spread(zone(1))]);
+    for p in &mut pods {
+        p.affinity = vec![near_cache.clone()];
+    }
+    pods.push(cache);
+    let p = run(default(), two_zones(), pods, EvictorArgs::default());
+    assert!(p.is_empty(), "{:?}", names(&p));
+}
