@@ -181,7 +181,7 @@ pub fn propose(
         .map(|(pod, onto)| {
             let mut p =
                 Proposal::anywhere(&pod, Strategy::RemovePodsViolatingTopologySpreadConstraint);
-            p.onto = (!onto.is_empty()).then_some(onto);
+            p.onto = (!onto.is_empty()).then(|| onto.into());
             p
         })
         .collect()

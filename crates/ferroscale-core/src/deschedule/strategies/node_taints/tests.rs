@@ -112,13 +112,11 @@ fn critical_mix() -> Vec<Pod> {
 }
 
 #[test]
-#[ignore = "needs the evictor's system-critical and local-storage rules (another helper's)"]
 fn critical_pods_not_tolerating_node_taint_should_not_be_evicted() {
     assert!(evict(vec![tainted("n2")], critical_mix()).is_empty());
 }
 
 #[test]
-#[ignore = "needs the evictor's system-critical and local-storage rules (another helper's)"]
 fn critical_pods_except_storage_pods_not_tolerating_node_taint_should_not_be_evicted() {
     let e = EvictorArgs {
         evict_local_storage_pods: true,
@@ -129,7 +127,6 @@ fn critical_pods_except_storage_pods_not_tolerating_node_taint_should_not_be_evi
 }
 
 #[test]
-#[ignore = "needs the evictor's system-critical rule (another helper's)"]
 fn critical_and_non_critical_pods_only_non_critical_pods_not_tolerating_node_taint_should_be_evicted(
 ) {
     let pods = vec![
@@ -142,7 +139,6 @@ fn critical_and_non_critical_pods_only_non_critical_pods_not_tolerating_node_tai
 }
 
 #[test]
-#[ignore = "needs the evictor's local-storage rule (another helper's)"]
 fn critical_and_non_critical_pods_not_tolerating_node_taint_should_be_evicted_even_if_critical() {
     let pods = vec![
         plain("p2", "n1"),

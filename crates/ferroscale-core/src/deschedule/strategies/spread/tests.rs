@@ -142,7 +142,6 @@ fn two_domains_sizes_3_1_max_skew_1_move_1_pod_to_achieve_2_2() {
 }
 
 #[test]
-#[ignore = "needs the evictor's bare-pod rule (another helper's)"]
 fn two_domains_sizes_3_1_max_skew_1_no_pods_eligible_move_0_pods() {
     let bare = |gr: G| G {
         no_owners: true,
