@@ -20,7 +20,48 @@ use ferroscale::model::workload::{
 use ferroscale::model::{Resources, Taint, TaintEffect};
 
 fn main() {
+    // `DESCHEDULE_PROBE=<nodes>`: each strategy's proposals and time, then the plan's, once.
+    if let Some(n) = std::env::var("DESCHEDULE_PROBE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return probe(n);
+    }
     divan::main();
+}
+
+fn probe(nodes: usize) {
+    use ferroscale::deschedule::{strategies, Evictor, View};
+    let (policy, _) = Policy::parse(POLICY).expect("the bench's policy parses");
+    let w = world(nodes);
+    let removing = HashSet::new();
+    let classes = BTreeMap::new();
+    let cluster = Cluster {
+        nodes: &w.nodes,
+        pods: &w.pods,
+        failed: &w.failed,
+        pdbs: &[],
+        removing: &removing,
+        priority_classes: &classes,
+        now: NOW,
+    };
+    let view = View::new(&cluster);
+    for profile in &policy.profiles {
+        let evictor = Evictor::new(&profile.evictor, &view);
+        for args in &profile.strategies {
+            let t = std::time::Instant::now();
+            let n = strategies::propose(args, &view, &evictor).len();
+            eprintln!("{}: {n} proposals in {:?}", args.strategy(), t.elapsed());
+        }
+    }
+    let t = std::time::Instant::now();
+    let p = plan(&policy, &cluster, &History::default(), &Settings::default());
+    eprintln!(
+        "plan: {} evictions, {} declined in {:?}",
+        p.evictions.len(),
+        p.declined.len(),
+        t.elapsed()
+    );
 }
 
 const GIB: i64 = 1 << 30;
@@ -41,8 +82,8 @@ profiles:
       - name: "RemoveDuplicates"
       - name: "LowNodeUtilization"
         args:
-          thresholds: {cpu: 20, memory: 20, pods: 20}
-          targetThresholds: {cpu: 50, memory: 50, pods: 50}
+          thresholds: {cpu: 20, memory: 20}
+          targetThresholds: {cpu: 50, memory: 50}
       - name: "RemovePodsViolatingInterPodAntiAffinity"
       - name: "RemovePodsViolatingNodeAffinity"
         args:
@@ -127,16 +168,16 @@ fn pod(i: usize, k: usize, nodes: usize) -> Pod {
         }],
         images: Shared::new(vec![format!("registry/{app}:1")]),
         phase: PodPhase::Running,
-        created: NOW - DAY - ((i * 50 + k) % 1000) as i64 * 1_000,
+        created: NOW - DAY - ((i * 50 + k) % 1000) as i64 * 60,
         ..Default::default()
     };
-    if (i + k) % 97 == 0 {
+    if (i + k).is_multiple_of(97) {
         meta.containers.push(ContainerState {
             restarts: 150,
             ..Default::default()
         });
     }
-    if (i + k) % 53 == 0 {
+    if (i + k).is_multiple_of(53) {
         meta.created = NOW - 10 * DAY;
     }
     let mut p = Pod {
@@ -202,7 +243,7 @@ fn world(nodes: usize) -> World {
     for i in 0..nodes {
         for k in 0..50 {
             let p = pod(i, k, nodes);
-            if (i * 50 + k) % 101 == 0 {
+            if (i * 50 + k).is_multiple_of(101) {
                 let mut f = p;
                 f.meta.phase = PodPhase::Failed;
                 f.meta.status_reason = Some("OutOfcpu".into());

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::engine::predicates::{fits_among, repelling, Cluster as Nodes, NodeInfo, Repel, Unfit};
+use crate::engine::predicates::{
+    fits_among, repelling, Cluster as Nodes, NodeInfo, Repel, SpreadMemo, Unfit,
+};
 use crate::model::workload::{Node, Pod};
 
 /// The cluster as it will be: every node with its pods, changed as evictions are planned.
@@ -66,8 +68,14 @@ impl Sim {
             .collect();
         scored.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut first: Option<Unfit> = None;
+        // Spread counts made once for this pod on this state of the cluster, not once per node.
+        let memo = SpreadMemo::over_base();
+        let nodes = Nodes {
+            memo: (!pod.spread.is_empty()).then_some(&memo),
+            ..Nodes::of(&self.infos)
+        };
         for (_, j) in scored {
-            match fits_among(pod, Nodes::of(&self.infos), &self.infos[j], self.repel) {
+            match fits_among(pod, nodes, &self.infos[j], self.repel) {
                 Ok(()) => return Ok(j),
                 Err(u) => {
                     first.get_or_insert(u);

@@ -106,9 +106,21 @@ pub struct SpreadMemo {
     entries: RefCell<Vec<Entry>>,
     /// The added nodes the entries count (the estimator's nodes, by name).
     counted: RefCell<HashSet<String>>,
+    /// Every node a check is asked about is among the counted ones (`SpreadMemo::over_base`).
+    all_counted: bool,
 }
 
 impl SpreadMemo {
+    /// Counts for callers whose candidate nodes are all among the cluster's own (`Cluster::base`), for
+    /// as long as no node changes: the descheduler's planner checks each proposed pod against every
+    /// node with one count per constraint instead of one per node.
+    pub fn over_base() -> Self {
+        SpreadMemo {
+            all_counted: true,
+            ..SpreadMemo::default()
+        }
+    }
+
     /// The index of `pod`'s entry for `c`, made from `nodes` when it is the first of its kind.
     fn entry(&self, pod: &Pod, c: &SpreadConstraint, nodes: Cluster) -> usize {
         if let Some(i) = self
@@ -220,7 +232,7 @@ fn with_memo(
     let i = memo.entry(pod, c, nodes);
     let entries = memo.entries.borrow();
     let totals = &entries[i].totals;
-    let new = if memo.counted.borrow().contains(&node.node.name) {
+    let new = if memo.all_counted || memo.counted.borrow().contains(&node.node.name) {
         None
     } else {
         selected(pod, c, node)
