@@ -1,7 +1,7 @@
 //! `ferroscale run`: the whole autoscaler, watching the cluster and scaling node groups through a cloud.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
+use super::deschedule::DescheduleFlags;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
@@ -115,6 +116,9 @@ pub struct RunFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub rules: LoopFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub deschedule: DescheduleFlags,
 }
 
 impl Default for RunFlags {
@@ -159,50 +163,55 @@ impl RunFlags {
             max_inactivity: self.max_inactivity.0,
             max_failing_time: self.max_failing_time.0,
             instance: identity.to_string(),
+            deschedule: self.deschedule.settings(self.dry_run)?,
         })
     }
 
-    /// The two clients of `run`, from --kubeconfig or kube's usual inference (KUBECONFIG,
-    /// ~/.kube/config, in-cluster): one for the watches, whose reads wait for events as long as the API
-    /// server keeps them open, and one for every other call, bounded by [`API_CALL_TIMEOUT`] so no call
-    /// (a Lease renewal, an eviction, a patch) can hang while this replica believes it leads.
+    /// The two clients of `run` ([`kube_clients`]).
     pub async fn clients(&self) -> Result<(kube::Client, kube::Client)> {
-        let config = self.config().await?;
-        let mut calls = config.clone();
-        calls.connect_timeout = Some(API_CONNECT_TIMEOUT);
-        calls.read_timeout = Some(API_CALL_TIMEOUT);
-        calls.write_timeout = Some(API_CALL_TIMEOUT);
-        let client = |c: kube::Config| {
-            kube::Client::try_from(c).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
-        };
-        Ok((client(calls)?, client(config)?))
-    }
-
-    async fn config(&self) -> Result<kube::Config> {
-        let mut config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                    Error::config(format!("--kubeconfig {}: {e}", path.display()))
-                })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
-            }
-            None => kube::Config::infer().await.map_err(|e| {
-                Error::config(format!(
-                    "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
-                ))
-            })?,
-        };
-        // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
-        // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
-        config.default_retry = false;
-        Ok(config)
+        kube_clients(self.kubeconfig.as_deref()).await
     }
 }
 
+/// The two clients of `run` (and `deschedule`), from --kubeconfig or kube's usual inference (KUBECONFIG,
+/// ~/.kube/config, in-cluster): one for every call but the watches, bounded by [`API_CALL_TIMEOUT`] so
+/// no call (a Lease renewal, an eviction, a patch) can hang while this replica believes it leads, and
+/// one for the watches, whose reads wait for events as long as the API server keeps them open.
+pub async fn kube_clients(kubeconfig: Option<&Path>) -> Result<(kube::Client, kube::Client)> {
+    let config = kube_config(kubeconfig).await?;
+    let mut calls = config.clone();
+    calls.connect_timeout = Some(API_CONNECT_TIMEOUT);
+    calls.read_timeout = Some(API_CALL_TIMEOUT);
+    calls.write_timeout = Some(API_CALL_TIMEOUT);
+    let client = |c: kube::Config| {
+        kube::Client::try_from(c).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
+    };
+    Ok((client(calls)?, client(config)?))
+}
+
+async fn kube_config(kubeconfig: Option<&Path>) -> Result<kube::Config> {
+    let mut config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
+        }
+        None => kube::Config::infer().await.map_err(|e| {
+            Error::config(format!(
+                "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
+            ))
+        })?,
+    };
+    // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
+    // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
+    config.default_retry = false;
+    Ok(config)
+}
+
 /// This replica's name: the pod's host name plus a suffix unique to this start, as client-go does.
-fn identity() -> String {
+pub(super) fn identity() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ferroscale".into());
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -221,7 +230,11 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     let run_settings = flags.run_settings(&identity)?;
     flags.cloud.check(&flags.expander)?;
     let priorities = flags.expander.watched_priorities(PRIORITY_FILE_POLL)?;
-    let metrics = Arc::new(Metrics::for_run());
+    let metrics = match run_settings.deschedule {
+        Some(_) => Metrics::for_run().with_descheduler(),
+        None => Metrics::for_run(),
+    };
+    let metrics = Arc::new(metrics);
     let cloud = flags.cloud.build(&flags.expander, metrics.clone()).await?;
     let (client, watch_client) = flags.clients().await?;
     let health = Arc::new(Health::new(

@@ -25,6 +25,8 @@ use crate::k8s::lease::Fence;
 use crate::metrics::{DeschedulerMetrics, EvictedLabels};
 use crate::model::workload::Pod;
 
+pub mod standalone;
+
 /// Longest wait for one eviction request.
 const EVICTION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -138,6 +140,24 @@ impl Descheduler {
             &self.history,
             &self.settings.plan,
         );
+        let out = self.carry_out(index, &planned, now).await;
+        self.metrics.cycle_done(started.elapsed());
+        tracing::info!(
+            evicted = out.evicted.len(),
+            refused = out.refused.len(),
+            failed = out.failed.len(),
+            declined = out.declined,
+            dry_run = self.settings.dry_run,
+            took_ms = started.elapsed().as_secs_f64() * 1e3,
+            "descheduling cycle done"
+        );
+        out
+    }
+
+    /// Carries out a plan made at `now` on `index`: each declined proposal logged with why, each
+    /// eviction asked of the API once (nothing in dry-run), with its Event and metric; the moves made
+    /// are remembered for the cooldown.
+    pub async fn carry_out(&mut self, index: &Index, planned: &Plan, now: i64) -> Cycle {
         let mut out = Cycle {
             declined: planned.declined.len(),
             ..Default::default()
@@ -234,17 +254,12 @@ impl Descheduler {
         );
         self.history
             .forget_before(now, self.settings.plan.cooldown_secs.max(0));
-        self.metrics.cycle_done(started.elapsed());
-        tracing::info!(
-            evicted = out.evicted.len(),
-            refused = out.refused.len(),
-            failed = out.failed.len(),
-            declined = out.declined,
-            dry_run = self.settings.dry_run,
-            took_ms = started.elapsed().as_secs_f64() * 1e3,
-            "descheduling cycle done"
-        );
         out
+    }
+
+    /// The moves remembered for the cooldown.
+    pub fn history(&self) -> &History {
+        &self.history
     }
 
     /// The profile whose strategy planned `e` (the first that enables it).

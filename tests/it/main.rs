@@ -35,6 +35,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_clock;
+mod run_deschedule;
 mod run_index;
 mod run_intake;
 mod run_intake_process;
