@@ -12,7 +12,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
-use super::run::{identity, kube_clients};
+use super::kube_client::{identity, kube_clients};
 use super::serve::bind;
 use super::values::GoDuration;
 use crate::deschedule::Settings;

@@ -7,6 +7,7 @@ mod config;
 pub mod deschedule;
 mod engine_settings;
 pub mod flags;
+pub mod kube_client;
 pub mod log;
 pub mod run;
 pub mod serve;

@@ -1,7 +1,7 @@
 //! `ferroscale run`: the whole autoscaler, watching the cluster and scaling node groups through a cloud.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::config::relative_to_config;
 use super::deschedule::DescheduleFlags;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
+use super::kube_client::{identity, kube_clients};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
 use crate::cloud::aws::interruption::InterruptionQueue;
@@ -22,11 +23,6 @@ use crate::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use crate::metrics::Metrics;
 use crate::run::interruptions::{Inbox, IntakeSettings};
 use crate::run::{Health, Interruptions, RunSettings, Runner};
-
-/// Longest wait for an answer of one API call other than a watch.
-pub const API_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest wait for a connection to the API server.
-pub const API_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long `run` waits for the first lists of pods, nodes, PDBs and DaemonSets.
 const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -171,53 +167,6 @@ impl RunFlags {
     pub async fn clients(&self) -> Result<(kube::Client, kube::Client)> {
         kube_clients(self.kubeconfig.as_deref()).await
     }
-}
-
-/// The two clients of `run` (and `deschedule`), from --kubeconfig or kube's usual inference (KUBECONFIG,
-/// ~/.kube/config, in-cluster): one for every call but the watches, bounded by [`API_CALL_TIMEOUT`] so
-/// no call (a Lease renewal, an eviction, a patch) can hang while this replica believes it leads, and
-/// one for the watches, whose reads wait for events as long as the API server keeps them open.
-pub async fn kube_clients(kubeconfig: Option<&Path>) -> Result<(kube::Client, kube::Client)> {
-    let config = kube_config(kubeconfig).await?;
-    let mut calls = config.clone();
-    calls.connect_timeout = Some(API_CONNECT_TIMEOUT);
-    calls.read_timeout = Some(API_CALL_TIMEOUT);
-    calls.write_timeout = Some(API_CALL_TIMEOUT);
-    let client = |c: kube::Config| {
-        kube::Client::try_from(c).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
-    };
-    Ok((client(calls)?, client(config)?))
-}
-
-async fn kube_config(kubeconfig: Option<&Path>) -> Result<kube::Config> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
-        }
-        None => kube::Config::infer().await.map_err(|e| {
-            Error::config(format!(
-                "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
-            ))
-        })?,
-    };
-    // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
-    // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
-    config.default_retry = false;
-    Ok(config)
-}
-
-/// This replica's name: the pod's host name plus a suffix unique to this start, as client-go does.
-pub(super) fn identity() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ferroscale".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ std::process::id())
-        .unwrap_or_default();
-    format!("{host}_{nanos:08x}")
 }
 
 /// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
