@@ -12,8 +12,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::runtime::events::EventType;
-use kube::Client;
+use kube::{Api, Client};
 
 use crate::actuator::Evictee;
 use crate::deschedule::{plan, Cluster, Declined, Eviction, History, Plan, Policy, Settings, Why};
@@ -74,6 +75,9 @@ pub struct Descheduler {
     fence: Fence,
     /// When the last cycle ran, on the loop's clock.
     last: Option<i64>,
+    /// The values of the PriorityClasses the policy's `priorityThreshold.name`s name (a class's value
+    /// never changes), read once each.
+    priority_classes: BTreeMap<String, i32>,
 }
 
 impl Descheduler {
@@ -91,6 +95,7 @@ impl Descheduler {
             metrics,
             fence: Fence::open(),
             last: None,
+            priority_classes: BTreeMap::new(),
         }
     }
 
@@ -124,14 +129,15 @@ impl Descheduler {
                 })
                 .map(|n| n.name.clone()),
         );
-        let priority_classes = BTreeMap::new();
+        self.read_priority_classes().await;
+        let priority_classes = &self.priority_classes;
         let cluster = Cluster {
             nodes: index.nodes.items(),
             pods: index.pods.items(),
             failed: index.failed.items(),
             pdbs: index.pdbs.items(),
             removing: &removing,
-            priority_classes: &priority_classes,
+            priority_classes,
             now,
         };
         let planned = plan(
@@ -260,6 +266,37 @@ impl Descheduler {
     /// The moves remembered for the cooldown.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// Reads the PriorityClasses the policy names and this replica has not read yet; one that cannot be
+    /// read is logged and tried again next cycle (the evictor meanwhile does not know its value).
+    async fn read_priority_classes(&mut self) {
+        let names: HashSet<String> = self
+            .settings
+            .policy
+            .profiles
+            .iter()
+            .filter_map(|p| p.evictor.priority_threshold.as_ref())
+            .map(|t| t.name.clone())
+            .filter(|n| !n.is_empty() && !self.priority_classes.contains_key(n))
+            .collect();
+        let api: Api<PriorityClass> = Api::all(self.client.clone());
+        for name in names {
+            match api.get_opt(&name).await {
+                Ok(Some(class)) => {
+                    self.priority_classes.insert(name, class.value.unwrap_or(0));
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        priority_class = name,
+                        "priorityThreshold names a PriorityClass that does not exist"
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(priority_class = name, error = %e, "reading a PriorityClass failed; tried again next cycle")
+                }
+            }
+        }
     }
 
     /// The profile whose strategy planned `e` (the first that enables it).
