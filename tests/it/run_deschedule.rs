@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::support::fixtures::kube::{node, pod, POOL};
 use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
 use crate::support::run_harness::{evictions, run_settings, Harness};
+use ferroscale::deschedule::strategies::{failed::RemoveFailedPodsArgs, lifetime::PodLifeTimeArgs};
 use ferroscale::deschedule::{
     owner_key, Eviction, Plan, PluginArgs, Policy, Profile, Settings, Strategy,
 };
@@ -56,6 +57,8 @@ async fn cluster(allowed: i64) -> KubeApi {
     api.put(PODS, pod("web-2", "200m", Some("pool-b"), "web"));
     let mut failed = pod("job-1", "100m", Some("pool-a"), "job");
     failed["status"] = json!({"phase": "Failed", "reason": "Error"});
+    failed["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "job", "uid": "job-uid", "controller": true}]);
     api.put(PODS, failed);
     api.put(
         PDBS,
@@ -233,4 +236,95 @@ async fn run_deschedules_after_its_loop_every_interval() {
     assert_eq!(cycles(&h).as_deref(), Some("1"));
     h.runner.run_once(t + 300).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("2"));
+}
+
+/// `run` with RemoveFailedPods and PodLifeTime (every pod older than a second), a budget allowing one
+/// disruption of `web`.
+fn lifetime_policy() -> Policy {
+    Policy {
+        profiles: vec![Profile {
+            name: "default".into(),
+            strategies: vec![
+                PluginArgs::RemoveFailedPods(RemoveFailedPodsArgs {
+                    min_pod_lifetime_seconds: Some(0),
+                    ..Default::default()
+                }),
+                PluginArgs::PodLifeTime(PodLifeTimeArgs {
+                    max_pod_life_time_seconds: Some(1),
+                    ..Default::default()
+                }),
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_the_cooldown() {
+    let api = cluster(1).await;
+    let run = RunSettings {
+        deschedule: Some(settings(lifetime_policy())),
+        ..run_settings()
+    };
+    // No scale-down: the loops span the cooldown, and the half-empty nodes would go meanwhile.
+    let engine = ferroscale::engine::Settings {
+        scale_down_enabled: false,
+        ..ferroscale::cli::flags::default_engine()
+    };
+    let mut h = Harness::new(api.clone(), POOL, engine, run).await;
+    let t = now() + 60;
+    h.runner.run_once(t).await.unwrap();
+    // The failed pod goes; of web's two pods the budget lets one go, placed on the other node.
+    assert!(api.get(PODS, "default", "job-1").is_none());
+    let left: Vec<bool> = ["web-1", "web-2"]
+        .iter()
+        .map(|p| api.get(PODS, "default", p).is_some())
+        .collect();
+    assert_eq!(left.iter().filter(|l| !**l).count(), 1, "{left:?}");
+    let gone = if left[0] { "web-2" } else { "web-1" };
+    let stays = if left[0] { "web-1" } else { "web-2" };
+    assert_eq!(evictions(&api), 2);
+    api.wait_for("the events", |a| {
+        !a.events("PodLifeTime").is_empty() && !a.events("RemoveFailedPods").is_empty()
+    })
+    .await;
+    let (regarding, note) = api.events("PodLifeTime").remove(0);
+    assert_eq!(regarding, gone);
+    assert!(
+        note.contains("from node pool-b") && note.contains("on pool-a"),
+        "{note}"
+    );
+    let scrape = h.metrics.encode();
+    for (strategy, node) in [("PodLifeTime", "pool-b"), ("RemoveFailedPods", "pool-a")] {
+        let sample = format!("descheduler_pods_evicted_total{{result=\"success\",strategy=\"{strategy}\",profile=\"default\",namespace=\"default\",node=\"{node}\"}} 1");
+        assert!(scrape.contains(&sample), "{sample}\n{scrape}");
+    }
+
+    // The budget allows another disruption again, the next cycle is due: the other pod of the same
+    // ReplicaSet stays, its workload moved within the cooldown.
+    let seen = h.watches.pdbs.events();
+    api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    for _ in 0..400 {
+        if h.watches.pdbs.events() > seen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        h.watches.pdbs.events() > seen,
+        "the budget's change reached the watch"
+    );
+    h.runner.run_once(t + 300).await.unwrap();
+    assert!(api.get(PODS, "default", stays).is_some());
+    assert_eq!(evictions(&api), 2);
+    // Past the cooldown it goes.
+    h.runner.run_once(t + 300 + 1800).await.unwrap();
+    assert!(api.get(PODS, "default", stays).is_none());
+    assert_eq!(evictions(&api), 3);
 }
