@@ -9,8 +9,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::support::fixtures::kube::{node, pod, POOL};
-use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
+use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS, PRIORITYCLASSES};
 use crate::support::run_harness::{evictions, run_settings, Harness};
+use ferroscale::deschedule::args::PriorityThreshold;
 use ferroscale::deschedule::strategies::{failed::RemoveFailedPodsArgs, lifetime::PodLifeTimeArgs};
 use ferroscale::deschedule::{
     owner_key, Eviction, Plan, PluginArgs, Policy, Profile, Settings, Strategy,
@@ -327,4 +328,27 @@ async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_t
     h.runner.run_once(t + 300 + 1800).await.unwrap();
     assert!(api.get(PODS, "default", stays).is_none());
     assert_eq!(evictions(&api), 3);
+}
+
+#[tokio::test]
+async fn a_priority_threshold_by_class_name_reads_the_class() {
+    let api = cluster(1).await;
+    api.put(
+        PRIORITYCLASSES,
+        json!({"metadata": {"name": "important"}, "value": 1000}),
+    );
+    let (_watches, index) = indexed(&api).await;
+    let mut policy = lifetime_policy();
+    // Pods below the class's value (these, at 0) may go; without the value every pod would be kept.
+    policy.profiles[0].evictor.priority_threshold = Some(PriorityThreshold {
+        value: None,
+        name: "important".into(),
+    });
+    let (mut d, _) = descheduler(&api, policy);
+    let done = d.cycle(&index, &Default::default(), now() + 60).await;
+    assert_eq!(done.evicted.len(), 2, "{done:?}");
+    assert!(api
+        .requests()
+        .iter()
+        .any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1/priorityclasses/important")));
 }

@@ -25,6 +25,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         CLASSES => "StorageClass",
         CSINODES => "CSINode",
         REPLICASETS => "ReplicaSet",
+        PRIORITYCLASSES => "PriorityClass",
         _ => "Unknown",
     }
 }
