@@ -18,6 +18,7 @@ mod chart_security;
 mod chart_upstream;
 mod cli;
 mod concurrency;
+mod deschedule_process;
 mod docs_links;
 mod expander;
 mod grpc_metrics;
