@@ -142,6 +142,41 @@ async fn failed_pods_still_bound_are_indexed_apart_from_the_autoscalers_pods() {
     assert_eq!(failed, ["job-1"]);
 }
 
+/// Waits until the pods' watch has delivered more than `seen` events.
+async fn pod_events_past(watches: &Watches, seen: u64) {
+    for _ in 0..400 {
+        if watches.pods.events() > seen {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the pods' watch did not deliver the change");
+}
+
+#[tokio::test]
+async fn a_pod_that_fails_moves_to_the_failed_pods_and_one_deleted_leaves_them() {
+    let api = cluster(1).await;
+    let (watches, mut index) = indexed(&api).await;
+    let seen = watches.pods.events();
+    api.update(
+        PODS,
+        "default",
+        "web-1",
+        json!({"status": {"phase": "Failed"}}),
+    );
+    pod_events_past(&watches, seen).await;
+    index.update(&watches, now());
+    assert!(index.pods.get("default/web-1").is_none());
+    assert!(index.failed.get("default/web-1").is_some());
+    let seen = watches.pods.events();
+    api.delete(PODS, "default", "job-1");
+    pod_events_past(&watches, seen).await;
+    index.update(&watches, now());
+    assert!(index.failed.get("default/job-1").is_none());
+    assert_eq!(index.failed.items().len(), 1);
+    assert_eq!(index.pods.items().len(), 1);
+}
+
 #[tokio::test]
 async fn a_planned_eviction_is_asked_once_with_an_event_naming_the_strategy_and_target() {
     let api = cluster(1).await;
