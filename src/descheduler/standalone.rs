@@ -18,6 +18,9 @@ use crate::k8s::lease::{Elector, Fence, LeaseSettings, Term};
 use crate::k8s::watch::Watches;
 use crate::metrics::{DeschedulerMetrics, Metrics};
 
+/// How long a single cycle's process waits for its events to be written.
+const EVENTS_FLUSH: Duration = Duration::from_secs(10);
+
 /// One cycle on the index brought up to date at `now`; none while a watch cannot be trusted (the
 /// index may have missed pods or nodes).
 async fn once(d: &mut Descheduler, index: &mut Index, watches: &Watches, now: i64) -> Cycle {
@@ -52,12 +55,14 @@ pub async fn serve(
         .clone()
         .unwrap_or_else(DeschedulerMetrics::unregistered);
     let interval = settings.interval;
-    let mut d = Descheduler::new(settings, client.clone(), events, record);
+    let mut d = Descheduler::new(settings, client.clone(), events.clone(), record);
     let mut index = Index::default();
     if interval.is_zero() {
         once(&mut d, &mut index, &watches, crate::time::loop_now()).await;
-        // Events are written in the background: give them a moment before the process ends.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Events are written in the background: the process waits for them before it ends.
+        if !events.flushed(EVENTS_FLUSH).await {
+            tracing::warn!("some events were not written before the end");
+        }
         return Ok(());
     }
     let first = if lease.is_none() {
