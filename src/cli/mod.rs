@@ -4,6 +4,7 @@
 //! are written once, in the clap attributes.
 
 mod config;
+pub mod deschedule_flags;
 mod engine_settings;
 pub mod flags;
 pub mod log;
