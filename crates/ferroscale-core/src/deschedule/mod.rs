@@ -9,13 +9,12 @@ pub mod args;
 pub mod evictor;
 #[cfg(test)]
 pub(crate) mod fixtures;
-pub mod node_selector;
 pub mod plan;
 pub mod policy;
 pub mod strategies;
 pub mod view;
 
-pub use args::{PluginArgs, Strategy};
+pub use args::{Namespaces, PluginArgs, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, Why};
 pub use policy::{Policy, PolicyError, Profile};

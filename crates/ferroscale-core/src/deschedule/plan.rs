@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use super::args::Strategy;
 use super::evictor::Kept;
-use super::node_selector::NodeSelector;
 use super::policy::Policy;
 use super::strategies;
 use super::view::{Cluster, Proposal, View};
 use super::Evictor;
 use crate::engine::predicates::{Repel, Unfit};
-use crate::model::workload::{Node, Pod, PodPhase};
+use crate::model::workload::{LabelSelector, Node, Pod, PodPhase};
 
 mod history;
 mod sim;
@@ -136,28 +135,25 @@ pub struct Plan {
 /// Plans one cycle of `policy` on `cluster`: every profile's `deschedule` strategies, then every
 /// profile's `balance` strategies, as the descheduler runs them, each proposal checked in turn.
 pub fn plan(policy: &Policy, cluster: &Cluster, history: &History, settings: &Settings) -> Plan {
-    // The strategies look at the nodes the policy's `nodeSelector` selects; pods may move to any node.
-    let selected: Vec<Node>;
-    let scoped;
-    let cluster_for_strategies = match policy.node_selector.as_deref().map(NodeSelector::parse) {
-        Some(Ok(sel)) => {
-            selected = cluster
-                .nodes
-                .iter()
-                .filter(|n| sel.matches(&n.labels))
-                .cloned()
-                .collect();
-            scoped = Cluster {
-                nodes: &selected,
-                ..*cluster
-            };
-            &scoped
-        }
+    // The strategies look at the ready nodes the policy's `nodeSelector` selects, as the descheduler
+    // lists them; pods may move to any node.
+    let selector = match policy.node_selector.as_deref().map(LabelSelector::parse) {
+        Some(Ok(sel)) => Some(sel),
         // The policy is checked when read; a selector that does not parse selects no node.
         Some(Err(_)) => return Plan::default(),
-        None => cluster,
+        None => None,
     };
-    let view = View::new(cluster_for_strategies);
+    let selected: Vec<Node> = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.ready && selector.as_ref().is_none_or(|s| s.matches(&n.labels)))
+        .cloned()
+        .collect();
+    let cluster_for_strategies = Cluster {
+        nodes: &selected,
+        ..*cluster
+    };
+    let view = View::new(&cluster_for_strategies);
     let mut planner = Planner::new(policy, cluster, history, settings);
     for balance in [false, true] {
         for profile in &policy.profiles {

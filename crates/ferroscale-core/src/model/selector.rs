@@ -104,3 +104,131 @@ impl LabelSelector {
             && self.requirements.iter().all(|r| r.matches(labels))
     }
 }
+
+impl LabelSelector {
+    /// A label selector as a string (`labels.Parse`: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,
+    /// `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined by commas), as the descheduler's `nodeSelector`s
+    /// are written. An empty string selects everything; a malformed one is refused, quoting it.
+    pub fn parse(text: &str) -> Result<LabelSelector, String> {
+        let mut out = LabelSelector::default();
+        for part in split_top_level(text) {
+            let part = part.trim();
+            if part.is_empty() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Err(format!("{text:?}: empty requirement"));
+            }
+            out.requirements
+                .push(parse_requirement(part).map_err(|e| format!("{text:?}: {e}"))?);
+        }
+        Ok(out)
+    }
+}
+
+/// Splits at the commas outside parentheses.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn parse_requirement(part: &str) -> Result<Requirement, String> {
+    let req = |key: &str, op, values: Vec<String>| {
+        let key = key.trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(format!("bad key in {part:?}"));
+        }
+        Ok(Requirement {
+            key: key.to_string(),
+            op,
+            values,
+        })
+    };
+    if let Some(key) = part.strip_prefix('!') {
+        return req(key, SelectorOp::DoesNotExist, Vec::new());
+    }
+    for (sep, op) in [
+        ("!=", SelectorOp::NotIn),
+        ("==", SelectorOp::In),
+        ("=", SelectorOp::In),
+        (">", SelectorOp::Gt),
+        ("<", SelectorOp::Lt),
+    ] {
+        if let Some((k, v)) = part.split_once(sep) {
+            return req(k, op, vec![v.trim().to_string()]);
+        }
+    }
+    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+    if let [key, rest] = words[..] {
+        let rest = rest.trim();
+        let (op, list) = if let Some(l) = rest.strip_prefix("notin") {
+            (SelectorOp::NotIn, l)
+        } else if let Some(l) = rest.strip_prefix("in") {
+            (SelectorOp::In, l)
+        } else {
+            return Err(format!("unknown operator in {part:?}"));
+        };
+        let list = list
+            .trim()
+            .strip_prefix('(')
+            .and_then(|l| l.strip_suffix(')'))
+            .ok_or_else(|| format!("want a (list) in {part:?}"))?;
+        let values = list
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        return req(key, op, values);
+    }
+    req(part, SelectorOp::Exists, Vec::new())
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    fn l(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn selector_strings_read_as_kubernetes_reads_them() {
+        let s = LabelSelector::parse("zone in (a, b),tier!=db,gpu,!spot,role=web").unwrap();
+        assert!(s.matches(&l(&[("zone", "a"), ("gpu", "1"), ("role", "web")])));
+        assert!(!s.matches(&l(&[("zone", "c"), ("gpu", "1"), ("role", "web")])));
+        assert!(!s.matches(&l(&[
+            ("zone", "a"),
+            ("gpu", "1"),
+            ("role", "web"),
+            ("spot", "x")
+        ])));
+        assert!(!s.matches(&l(&[
+            ("zone", "a"),
+            ("gpu", "1"),
+            ("role", "web"),
+            ("tier", "db")
+        ])));
+        assert!(LabelSelector::parse("").unwrap().matches(&l(&[])));
+        assert!(LabelSelector::parse("k notin (x)")
+            .unwrap()
+            .matches(&l(&[])));
+        let err = LabelSelector::parse("zone is (a)").unwrap_err();
+        assert!(err.contains("zone is (a)"), "{err}");
+        assert!(LabelSelector::parse("a=b,,c").is_err());
+    }
+}

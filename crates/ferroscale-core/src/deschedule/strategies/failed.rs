@@ -1,15 +1,119 @@
-//! `RemoveFailedPods`, as the descheduler's plugin of that name proposes evictions.
+//! `RemoveFailedPods`, as the descheduler's plugin of that name proposes evictions: the failed pods
+//! still bound to each node, at least `minPodLifetimeSeconds` old, not owned by an `excludeOwnerKinds`
+//! kind, failed for one of `reasons` or with one of `exitCodes` when those are set.
 
 use serde::Deserialize;
 
-use crate::deschedule::{Evictor, Proposal, View};
+use super::lifetime::{owner_kinds, statuses};
+use super::scope::Scope;
+use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
+use crate::model::workload::{Pod, PodPhase};
 
 /// `RemoveFailedPods`'s arguments, as the policy's `pluginConfig` writes them.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemoveFailedPodsArgs {}
-
-/// The pods `RemoveFailedPods` would evict, in the order it would evict them.
-pub fn propose(_args: &RemoveFailedPodsArgs, _view: &View, _evictor: &Evictor) -> Vec<Proposal> {
-    Vec::new()
+pub struct RemoveFailedPodsArgs {
+    pub namespaces: Option<Namespaces>,
+    pub label_selector: Option<Selector>,
+    pub exclude_owner_kinds: Vec<String>,
+    /// 3600 unless set, as the descheduler defaults it.
+    pub min_pod_lifetime_seconds: Option<u64>,
+    /// Container waiting or terminated reasons, or the pod's status reason.
+    pub reasons: Vec<String>,
+    pub exit_codes: Vec<i32>,
+    pub including_init_containers: bool,
 }
+
+impl Default for RemoveFailedPodsArgs {
+    fn default() -> Self {
+        RemoveFailedPodsArgs {
+            namespaces: None,
+            label_selector: None,
+            exclude_owner_kinds: Vec::new(),
+            min_pod_lifetime_seconds: Some(3600),
+            reasons: Vec::new(),
+            exit_codes: Vec::new(),
+            including_init_containers: false,
+        }
+    }
+}
+
+impl RemoveFailedPodsArgs {
+    /// The descheduler's checks; each message names its field.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        if self
+            .namespaces
+            .as_ref()
+            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
+        {
+            errs.push("namespaces: only one of include and exclude can be set".to_string());
+        }
+        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
+            errs.push(format!("labelSelector: {e}"));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// The descheduler's `validateCanEvict`: old enough, owner kind not excluded, reason and exit
+    /// code among those asked.
+    fn selects(&self, pod: &Pod, now: i64) -> bool {
+        if let Some(min) = self.min_pod_lifetime_seconds {
+            // An unknown creation time (0) is not old enough.
+            if pod.meta.created <= 0 || now - pod.meta.created < min as i64 {
+                return false;
+            }
+        }
+        if owner_kinds(pod).any(|k| self.exclude_owner_kinds.iter().any(|x| x == k)) {
+            return false;
+        }
+        let init =
+            |c: &&crate::model::workload::ContainerState| !c.init || self.including_init_containers;
+        if !self.reasons.is_empty() {
+            let containers = statuses(pod, false).chain(statuses(pod, true)).filter(init);
+            let mut reasons = containers
+                .flat_map(|c| [c.waiting.as_deref(), c.terminated.as_deref()])
+                .flatten()
+                .chain(pod.meta.status_reason.as_deref());
+            if !reasons.any(|r| !r.is_empty() && self.reasons.iter().any(|x| x == r)) {
+                return false;
+            }
+        }
+        if !self.exit_codes.is_empty() {
+            let containers = statuses(pod, false).chain(statuses(pod, true)).filter(init);
+            let mut codes = containers.filter_map(|c| c.exit_code);
+            if !codes.any(|e| self.exit_codes.contains(&e)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The pods `RemoveFailedPods` would evict, in the order it would evict them: node by node.
+pub fn propose(args: &RemoveFailedPodsArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+    let scope = Scope::new(&args.namespaces, &args.label_selector);
+    let mut out = Vec::new();
+    for node in view.nodes() {
+        let failed = view
+            .failed_on(&node.name)
+            .iter()
+            .chain(view.pods_on(&node.name))
+            .filter(|p| p.meta.phase == PodPhase::Failed);
+        out.extend(
+            failed
+                .filter(|p| {
+                    scope.admits(p) && args.selects(p, view.now()) && evictor.admits(p).is_ok()
+                })
+                .map(|p| Proposal::anywhere(p, Strategy::RemoveFailedPods)),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,15 +1,219 @@
-//! `PodLifeTime`, as the descheduler's plugin of that name proposes evictions.
+//! `PodLifeTime`, as the descheduler's plugin of that name proposes evictions: pods older than
+//! `maxPodLifeTimeSeconds` and/or in one of `states`, of the `ownerKinds` asked, with a container that
+//! exited with one of `exitCodes`; oldest first over all nodes. Pod `conditions` and ephemeral
+//! containers are not in ferroscale's pod model: a policy asking for them is refused.
 
 use serde::Deserialize;
 
-use crate::deschedule::{Evictor, Proposal, View};
+use super::scope::Scope;
+use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
+use crate::model::workload::{ContainerState, Pod};
 
 /// `PodLifeTime`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct PodLifeTimeArgs {}
-
-/// The pods `PodLifeTime` would evict, in the order it would evict them.
-pub fn propose(_args: &PodLifeTimeArgs, _view: &View, _evictor: &Evictor) -> Vec<Proposal> {
-    Vec::new()
+pub struct PodLifeTimeArgs {
+    pub namespaces: Option<Namespaces>,
+    pub label_selector: Option<Selector>,
+    pub owner_kinds: Option<OwnerKinds>,
+    pub max_pod_life_time_seconds: Option<u64>,
+    /// Pod phases, pod status reasons, container waiting or terminated reasons.
+    pub states: Vec<String>,
+    /// Refused: ferroscale does not read pod conditions.
+    pub conditions: Vec<PodConditionFilter>,
+    pub exit_codes: Vec<i32>,
+    pub including_init_containers: bool,
+    /// Refused when set: ferroscale does not read ephemeral containers' statuses.
+    pub including_ephemeral_containers: bool,
 }
+
+/// `ownerKinds`: at most one of `include` and `exclude`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OwnerKinds {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+/// One `conditions` entry, read so that a policy using it is refused by name, not as an unknown field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodConditionFilter {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub min_time_since_last_transition_seconds: Option<u64>,
+}
+
+/// The `states` the descheduler allows here.
+const STATES: [&str; 24] = [
+    "Running",
+    "Pending",
+    "Succeeded",
+    "Failed",
+    "Unknown",
+    "NodeAffinity",
+    "NodeLost",
+    "Shutdown",
+    "UnexpectedAdmissionError",
+    "PodInitializing",
+    "ContainerCreating",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "ErrImagePull",
+    "CreateContainerError",
+    "InvalidImageName",
+    "OOMKilled",
+    "Error",
+    "Completed",
+    "DeadlineExceeded",
+    "Evicted",
+    "ContainerCannotRun",
+    "StartError",
+];
+
+impl PodLifeTimeArgs {
+    /// The descheduler's checks, and what ferroscale cannot read; each message names its field.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        if self
+            .namespaces
+            .as_ref()
+            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
+        {
+            errs.push("namespaces: only one of include and exclude can be set".to_string());
+        }
+        if self
+            .owner_kinds
+            .as_ref()
+            .is_some_and(|k| !k.include.is_empty() && !k.exclude.is_empty())
+        {
+            errs.push("ownerKinds: only one of include and exclude can be set".to_string());
+        }
+        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
+            errs.push(format!("labelSelector: {e}"));
+        }
+        for s in &self.states {
+            if !STATES.contains(&s.as_str()) {
+                errs.push(format!("states: {s:?} is not a pod phase, pod reason or container reason the descheduler knows"));
+            }
+        }
+        if !self.conditions.is_empty() {
+            errs.push(
+                "conditions: not supported: ferroscale's pod model does not carry pod conditions"
+                    .to_string(),
+            );
+        }
+        if self.including_ephemeral_containers {
+            errs.push(
+                "includingEphemeralContainers: not supported: ferroscale's pod model does not \
+                 carry ephemeral containers' statuses"
+                    .to_string(),
+            );
+        }
+        if self.max_pod_life_time_seconds.is_none()
+            && self.states.is_empty()
+            && self.conditions.is_empty()
+            && self.exit_codes.is_empty()
+        {
+            errs.push(
+                "maxPodLifeTimeSeconds: at least one of maxPodLifeTimeSeconds, states, conditions \
+                 or exitCodes must be set"
+                    .to_string(),
+            );
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    fn selects(&self, pod: &Pod, now: i64) -> bool {
+        if let Some(max) = self.max_pod_life_time_seconds {
+            // An unknown creation time (0) makes no pod old.
+            let age = now - pod.meta.created;
+            if pod.meta.created <= 0 || age < 0 || age as u64 <= max {
+                return false;
+            }
+        }
+        if !self.states.is_empty() && !self.in_states(pod) {
+            return false;
+        }
+        if let Some(kinds) = &self.owner_kinds {
+            let has = |k: &Vec<String>| owner_kinds(pod).any(|o| k.iter().any(|x| x == o));
+            if !kinds.include.is_empty() && !has(&kinds.include) {
+                return false;
+            }
+            if kinds.include.is_empty() && has(&kinds.exclude) {
+                return false;
+            }
+        }
+        let codes = &self.exit_codes;
+        codes.is_empty()
+            || exited_with(pod, false, codes)
+            || (self.including_init_containers && exited_with(pod, true, codes))
+    }
+
+    fn in_states(&self, pod: &Pod) -> bool {
+        let states = &self.states;
+        let has = |s: &str| states.iter().any(|x| x == s);
+        has(pod.meta.phase.as_str())
+            || pod.meta.status_reason.as_deref().is_some_and(has)
+            || waiting_in(pod, false, states)
+            || terminated_in(pod, false, states)
+            || (self.including_init_containers
+                && (waiting_in(pod, true, states) || terminated_in(pod, true, states)))
+    }
+}
+
+/// A pod's container statuses: its init containers' or its containers'.
+pub(super) fn statuses(pod: &Pod, init: bool) -> impl Iterator<Item = &ContainerState> {
+    pod.meta.containers.iter().filter(move |c| c.init == init)
+}
+
+/// Whether one of those containers waits for one of `reasons`.
+pub(super) fn waiting_in(pod: &Pod, init: bool, reasons: &[String]) -> bool {
+    statuses(pod, init).any(|c| c.waiting.as_ref().is_some_and(|w| reasons.contains(w)))
+}
+
+/// Whether one of those containers terminated for one of `reasons`.
+pub(super) fn terminated_in(pod: &Pod, init: bool, reasons: &[String]) -> bool {
+    statuses(pod, init).any(|c| c.terminated.as_ref().is_some_and(|t| reasons.contains(t)))
+}
+
+/// Whether one of those containers terminated with one of `codes`.
+pub(super) fn exited_with(pod: &Pod, init: bool, codes: &[i32]) -> bool {
+    statuses(pod, init).any(|c| c.exit_code.is_some_and(|e| codes.contains(&e)))
+}
+
+/// The kinds of a pod's owners (its controller's alone when that is all the model knows).
+pub(super) fn owner_kinds(pod: &Pod) -> impl Iterator<Item = &str> {
+    let refs = pod.meta.owners.iter().map(|o| o.kind.as_str());
+    let controller = pod
+        .meta
+        .controller
+        .as_deref()
+        .filter(|_| pod.meta.owners.is_empty());
+    refs.chain(controller)
+}
+
+/// The pods `PodLifeTime` would evict, in the order it would evict them: oldest first over all nodes.
+pub fn propose(args: &PodLifeTimeArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+    let scope = Scope::new(&args.namespaces, &args.label_selector);
+    let mut pods: Vec<_> = view
+        .nodes()
+        .iter()
+        .flat_map(|n| view.pods_on(&n.name).iter().chain(view.failed_on(&n.name)))
+        .filter(|p| scope.admits(p) && args.selects(p, view.now()) && evictor.admits(p).is_ok())
+        .collect();
+    pods.sort_by_key(|p| p.meta.created);
+    pods.into_iter()
+        .map(|p| Proposal::anywhere(p, Strategy::PodLifeTime))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

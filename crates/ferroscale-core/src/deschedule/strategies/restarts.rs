@@ -1,19 +1,109 @@
-//! `RemovePodsHavingTooManyRestarts`, as the descheduler's plugin of that name proposes evictions.
+//! `RemovePodsHavingTooManyRestarts`, as the descheduler's plugin of that name proposes evictions: on
+//! each node, the pods whose containers restarted at least `podRestartThreshold` times (init
+//! containers too with `includingInitContainers`), optionally only those in one of `states`, most
+//! restarted first.
 
 use serde::Deserialize;
 
-use crate::deschedule::{Evictor, Proposal, View};
+use super::lifetime::{statuses, waiting_in};
+use super::scope::Scope;
+use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
+use crate::model::workload::Pod;
 
 /// `RemovePodsHavingTooManyRestarts`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct RemovePodsHavingTooManyRestartsArgs {}
-
-/// The pods `RemovePodsHavingTooManyRestarts` would evict, in the order it would evict them.
-pub fn propose(
-    _args: &RemovePodsHavingTooManyRestartsArgs,
-    _view: &View,
-    _evictor: &Evictor,
-) -> Vec<Proposal> {
-    Vec::new()
+pub struct RemovePodsHavingTooManyRestartsArgs {
+    pub namespaces: Option<Namespaces>,
+    pub label_selector: Option<Selector>,
+    pub pod_restart_threshold: i32,
+    pub including_init_containers: bool,
+    /// Pod phases (`Running`) or container waiting reasons (`CrashLoopBackOff`).
+    pub states: Vec<String>,
 }
+
+/// The `states` the descheduler allows here.
+const STATES: [&str; 2] = ["CrashLoopBackOff", "Running"];
+
+impl RemovePodsHavingTooManyRestartsArgs {
+    /// The descheduler's checks; each message names its field.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        if self
+            .namespaces
+            .as_ref()
+            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
+        {
+            errs.push("namespaces: only one of include and exclude can be set".to_string());
+        }
+        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
+            errs.push(format!("labelSelector: {e}"));
+        }
+        if self.pod_restart_threshold < 1 {
+            errs.push(format!(
+                "podRestartThreshold: must be at least 1, got {}",
+                self.pod_restart_threshold
+            ));
+        }
+        for s in &self.states {
+            if !STATES.contains(&s.as_str()) {
+                errs.push(format!("states: {s:?} is not one of {STATES:?}"));
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+
+    /// Its containers' restarts, with its init containers' when asked.
+    fn restarts(&self, pod: &Pod) -> i32 {
+        let count = |init| statuses(pod, init).map(|c| c.restarts).sum::<i32>();
+        count(false)
+            + if self.including_init_containers {
+                count(true)
+            } else {
+                0
+            }
+    }
+
+    fn in_states(&self, pod: &Pod) -> bool {
+        self.states.is_empty()
+            || self.states.iter().any(|s| s == pod.meta.phase.as_str())
+            || waiting_in(pod, false, &self.states)
+            || (self.including_init_containers && waiting_in(pod, true, &self.states))
+    }
+}
+
+/// The pods `RemovePodsHavingTooManyRestarts` would evict, in the order it would evict them: node by
+/// node, each node's most restarted first.
+pub fn propose(
+    args: &RemovePodsHavingTooManyRestartsArgs,
+    view: &View,
+    evictor: &Evictor,
+) -> Vec<Proposal> {
+    let scope = Scope::new(&args.namespaces, &args.label_selector);
+    let mut out = Vec::new();
+    for node in view.nodes() {
+        let mut pods: Vec<_> = view
+            .pods_on(&node.name)
+            .iter()
+            .chain(view.failed_on(&node.name))
+            .filter(|p| scope.admits(p))
+            .map(|p| (args.restarts(p), p))
+            .filter(|(n, p)| {
+                *n >= args.pod_restart_threshold && args.in_states(p) && evictor.admits(p).is_ok()
+            })
+            .collect();
+        pods.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+        out.extend(
+            pods.into_iter()
+                .map(|(_, p)| Proposal::anywhere(p, Strategy::RemovePodsHavingTooManyRestarts)),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
