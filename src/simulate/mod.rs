@@ -371,7 +371,13 @@ impl Simulation {
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
         if let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) {
-            let removing = self.actuator.in_flight().into_keys().collect();
+            // As `run`: nothing is planned onto nodes being removed or whose instance is going away.
+            let removing = self
+                .actuator
+                .in_flight()
+                .into_keys()
+                .chain(interrupted.keys().cloned())
+                .collect();
             let planned = desched.cycle(&self.cluster, &self.pdbs, &removing, now);
             report::add_descheduling(&mut report, &planned);
         }
