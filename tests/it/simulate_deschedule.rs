@@ -229,6 +229,19 @@ fn a_policy_file_the_parser_refuses_stops_simulate_naming_the_file_and_the_field
         err.contains(&format!("--deschedule-policy {}", policy.display())),
         "{err}"
     );
+    // From --config, under its camelCase name, relative to the file.
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "cluster: cluster.yaml\nnodeGroups: groups.yaml\ndeschedulePolicy: policy.yaml\n",
+    )
+    .unwrap();
+    let (code, err) = run_failing(&["simulate", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("--deschedule-policy {}", policy.display())),
+        "{err}"
+    );
     let (code, err) = run_failing(&[
         "simulate",
         "--cluster",
