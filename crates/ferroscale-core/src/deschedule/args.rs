@@ -128,7 +128,40 @@ impl PluginArgs {
         }
     }
 
-    /// The strategy's default arguments, for a plugin enabled without a `pluginConfig` entry.
+    /// The strategy's arguments read from a policy's `pluginConfig` args, as `policy` checked and
+    /// defaulted them (the descheduler's validation and defaults are applied there, on the values).
+    pub fn from_value(
+        s: Strategy,
+        args: serde_norway::Value,
+    ) -> Result<PluginArgs, serde_norway::Error> {
+        use serde_norway::from_value as read;
+        Ok(match s {
+            Strategy::RemoveDuplicates => PluginArgs::RemoveDuplicates(read(args)?),
+            Strategy::LowNodeUtilization => PluginArgs::LowNodeUtilization(read(args)?),
+            Strategy::HighNodeUtilization => PluginArgs::HighNodeUtilization(read(args)?),
+            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
+                PluginArgs::RemovePodsViolatingInterPodAntiAffinity(read(args)?)
+            }
+            Strategy::RemovePodsViolatingNodeAffinity => {
+                PluginArgs::RemovePodsViolatingNodeAffinity(read(args)?)
+            }
+            Strategy::RemovePodsViolatingNodeTaints => {
+                PluginArgs::RemovePodsViolatingNodeTaints(read(args)?)
+            }
+            Strategy::RemovePodsViolatingTopologySpreadConstraint => {
+                PluginArgs::RemovePodsViolatingTopologySpreadConstraint(read(args)?)
+            }
+            Strategy::RemovePodsHavingTooManyRestarts => {
+                PluginArgs::RemovePodsHavingTooManyRestarts(read(args)?)
+            }
+            Strategy::PodLifeTime => PluginArgs::PodLifeTime(read(args)?),
+            Strategy::RemoveFailedPods => PluginArgs::RemoveFailedPods(read(args)?),
+        })
+    }
+
+    /// The args struct's own defaults (tests and callers that build args in code). A policy that
+    /// enables a plugin without a `pluginConfig` entry gets the descheduler's defaults instead,
+    /// which `policy` applies to the values before `from_value`.
     pub fn default_for(s: Strategy) -> PluginArgs {
         match s {
             Strategy::RemoveDuplicates => PluginArgs::RemoveDuplicates(Default::default()),

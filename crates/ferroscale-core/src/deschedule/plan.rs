@@ -217,6 +217,9 @@ struct Planner<'a> {
     per_namespace: HashMap<String, u32>,
     /// Disruptions left per PDB (index in `cluster.pdbs`).
     budgets: Vec<i32>,
+    /// The candidate nodes of the last `onto` seen (proposals of one strategy run share it).
+    #[allow(clippy::type_complexity)]
+    onto_cache: Option<(Option<Arc<[String]>>, Vec<usize>)>,
     out: Plan,
 }
 
@@ -238,6 +241,7 @@ impl<'a> Planner<'a> {
             per_node: HashMap::new(),
             per_namespace: HashMap::new(),
             budgets: cluster.pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            onto_cache: None,
             out: Plan::default(),
         }
     }
@@ -335,24 +339,8 @@ impl<'a> Planner<'a> {
     /// The node the pod's replacement would land on, on the cluster as it will be, never its own node,
     /// a node being removed or (when another exists) the node an earlier cycle moved it from.
     fn destination(&mut self, p: &Proposal, undo: Option<&str>) -> Result<(String, usize), Why> {
+        let candidates = self.candidates(p);
         let sim = &self.sim;
-        let onto: Option<HashSet<&str>> = p
-            .onto
-            .as_ref()
-            .map(|o| o.iter().map(String::as_str).collect());
-        let candidates: Vec<usize> = sim
-            .infos
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| {
-                let n = &i.node;
-                n.name != p.node
-                    && n.ready
-                    && !self.cluster.removing.contains(&n.name)
-                    && onto.as_ref().is_none_or(|o| o.contains(n.name.as_str()))
-            })
-            .map(|(j, _)| j)
-            .collect();
         let mut pod = (*p.pod).clone();
         pod.node_name = None;
         let pack = p.strategy == Strategy::HighNodeUtilization;
@@ -388,6 +376,39 @@ impl<'a> Planner<'a> {
             self.sim.infos[i] = saved;
         }
         found
+    }
+
+    /// The nodes a proposal's pod may go to: ready, not its own, not being removed, among the strategy's
+    /// `onto` when it names some. Kept for the proposals that share one `onto`.
+    fn candidates(&mut self, p: &Proposal) -> Vec<usize> {
+        let fresh = match (&self.onto_cache, &p.onto) {
+            (Some((Some(a), _)), Some(b)) => !Arc::ptr_eq(a, b),
+            (Some((None, _)), None) => false,
+            _ => true,
+        };
+        if fresh {
+            let onto: Option<HashSet<&str>> = p
+                .onto
+                .as_ref()
+                .map(|o| o.iter().map(String::as_str).collect());
+            let all: Vec<usize> = self
+                .sim
+                .infos
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| {
+                    let n = &i.node;
+                    n.ready
+                        && !self.cluster.removing.contains(&n.name)
+                        && onto.as_ref().is_none_or(|o| o.contains(n.name.as_str()))
+                })
+                .map(|(j, _)| j)
+                .collect();
+            self.onto_cache = Some((p.onto.clone(), all));
+        }
+        let own = self.sim.index.get(&p.node).copied();
+        let all = &self.onto_cache.as_ref().expect("filled above").1;
+        all.iter().copied().filter(|&j| Some(j) != own).collect()
     }
 
     /// Records a planned eviction in the simulation, the budgets and the limits.

@@ -86,7 +86,8 @@ pub struct Proposal {
     pub strategy: Strategy,
     /// The nodes the strategy means it to move to (`LowNodeUtilization`: the underutilized ones);
     /// None: any node the scheduler would pick.
-    pub onto: Option<Vec<String>>,
+    /// Shared by the proposals of one strategy run (one copy, however many pods).
+    pub onto: Option<Arc<[String]>>,
 }
 
 impl Proposal {

@@ -55,24 +55,26 @@ impl Sim {
         candidates: &[usize],
         pack: bool,
     ) -> Result<usize, Option<Unfit>> {
+        // Best score first; the first node every filter passes is the scheduler's pick, so most
+        // placements check one node. Ties keep the candidates' order.
+        let mut scored: Vec<(f64, usize)> = candidates
+            .iter()
+            .map(|&j| {
+                let s = free_share(&self.infos[j], pod);
+                (if pack { s } else { -s }, j)
+            })
+            .collect();
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut first: Option<Unfit> = None;
-        let mut best: Option<(f64, usize)> = None;
-        for &j in candidates {
-            let info = &self.infos[j];
-            match fits_among(pod, Nodes::of(&self.infos), info, self.repel) {
-                Ok(()) => {
-                    let s = free_share(info, pod);
-                    let s = if pack { -s } else { s };
-                    if best.is_none_or(|(b, _)| s > b) {
-                        best = Some((s, j));
-                    }
-                }
+        for (_, j) in scored {
+            match fits_among(pod, Nodes::of(&self.infos), &self.infos[j], self.repel) {
+                Ok(()) => return Ok(j),
                 Err(u) => {
                     first.get_or_insert(u);
                 }
             }
         }
-        best.map(|(_, j)| j).ok_or(first)
+        Err(first)
     }
 }
 

@@ -213,7 +213,7 @@ fn a_failed_pod_needs_no_place_and_onto_restricts_where_others_go() {
     let pods = vec![web("w", "a", 1000), failed.clone()];
     let f = Fixture::new(vec![n("a"), n("b"), n("c")], pods.clone());
     let mut to_b = propose(&pods[0], Strategy::LowNodeUtilization);
-    to_b.onto = Some(vec!["b".into()]);
+    to_b.onto = Some(vec!["b".to_string()].into());
     let plan = run(
         &f,
         &Policy::default(),

@@ -14,6 +14,7 @@ pub mod remove_duplicates;
 pub mod restarts;
 pub mod scope;
 pub mod spread;
+pub mod usage;
 
 /// The evictions a configured strategy proposes this cycle.
 pub fn propose(args: &PluginArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {

@@ -1,0 +1,261 @@
+//! A `DeschedulerPolicy` file read into profiles of configured strategies: `descheduler/v1alpha2` as
+//! the descheduler reads it (its profiles, `pluginConfig`, `plugins` and top-level limits), and
+//! `descheduler/v1alpha1` converted as the descheduler's conversion did (one profile per enabled
+//! strategy). Plugin arguments are checked and defaulted as each plugin's `validation.go` and
+//! `defaults.go` do, on the file's values (`check`, `evictor_args`), then read into the typed args.
+//! Anything refused names its field; what the descheduler accepts but means nothing here is
+//! accepted with a [`Warning`].
+
+use std::fmt;
+
+use serde_norway::Value;
+use thiserror::Error;
+
+use super::args::{PluginArgs, Strategy};
+use super::evictor::EvictorArgs;
+use crate::model::workload::LabelSelector;
+use field::{Field, Object};
+
+mod check;
+mod evictor_args;
+mod field;
+mod selector;
+mod v1alpha1;
+mod v1alpha2;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_readme;
+#[cfg(test)]
+mod tests_typed;
+#[cfg(test)]
+mod tests_upstream;
+#[cfg(test)]
+mod tests_v1alpha1;
+
+pub use evictor_args::SYSTEM_CRITICAL_PRIORITY;
+pub use selector::parse_selector;
+
+/// A policy: its profiles and the limits over all of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Policy {
+    pub profiles: Vec<Profile>,
+    /// `nodeSelector`: only nodes it matches are descheduled (a label selector string, checked;
+    /// [`Policy::nodes`] reads it).
+    pub node_selector: Option<String>,
+    /// `maxNoOfPodsToEvictPerNode`.
+    pub max_per_node: Option<u32>,
+    /// `maxNoOfPodsToEvictPerNamespace`.
+    pub max_per_namespace: Option<u32>,
+    /// `maxNoOfPodsToEvictTotal`.
+    pub max_total: Option<u32>,
+    /// `gracePeriodSeconds`: the evictions' grace period (None: each pod's own).
+    pub grace_period_seconds: Option<u64>,
+}
+
+/// One profile: its evictor and its strategies, `deschedule` ones then `balance` ones, each in the
+/// order the policy enables them. (The descheduler runs every profile's `deschedule` plugins
+/// before any profile's `balance` ones.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Profile {
+    pub name: String,
+    pub evictor: EvictorArgs,
+    pub strategies: Vec<PluginArgs>,
+}
+
+/// Something the policy says that the descheduler accepts but that has no effect here (or there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub profile: Option<String>,
+    /// The field's path, `profiles[0].plugins.sort`.
+    pub field: String,
+    pub why: String,
+}
+
+impl Warning {
+    pub(crate) fn new(field: impl Into<String>, why: impl Into<String>) -> Self {
+        Warning {
+            profile: None,
+            field: field.into(),
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.profile {
+            write!(f, "profile {p:?}: ")?;
+        }
+        write!(f, "{}: {}", self.field, self.why)
+    }
+}
+
+/// Why a policy file is refused: the message names the field (and its profile).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PolicyError {
+    /// Not YAML (nor JSON).
+    #[error("policy: not YAML or JSON: {0}")]
+    Syntax(String),
+    /// A field's value is refused.
+    #[error("policy: {}{field}: {why}", profile.as_ref().map(|p| format!("profile {p:?}: ")).unwrap_or_default())]
+    Field {
+        profile: Option<String>,
+        /// The field's path, `profiles[0].pluginConfig[1].args.thresholds.cpu`.
+        field: String,
+        why: String,
+    },
+}
+
+impl PolicyError {
+    pub(crate) fn field(path: impl Into<String>, why: impl Into<String>) -> Self {
+        PolicyError::Field {
+            profile: None,
+            field: path.into(),
+            why: why.into(),
+        }
+    }
+
+    /// The refused field's path, if one is.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            PolicyError::Field { field, .. } => Some(field),
+            PolicyError::Syntax(_) => None,
+        }
+    }
+
+    /// Why it is refused, without the field.
+    pub fn why(&self) -> &str {
+        match self {
+            PolicyError::Field { why, .. } | PolicyError::Syntax(why) => why,
+        }
+    }
+
+    fn in_profile(self, name: &str) -> Self {
+        match self {
+            PolicyError::Field {
+                profile: None,
+                field,
+                why,
+            } => PolicyError::Field {
+                profile: Some(name.to_string()),
+                field,
+                why,
+            },
+            other => other,
+        }
+    }
+}
+
+impl Policy {
+    /// Reads a policy file's YAML (or JSON): the policy, and what it says to no effect.
+    pub fn parse(text: &str) -> Result<(Policy, Vec<Warning>), PolicyError> {
+        let (draft, warnings) = read(text)?;
+        Ok((draft.typed()?, warnings))
+    }
+
+    /// The nodes `nodeSelector` selects (None: all).
+    pub fn nodes(&self) -> Option<LabelSelector> {
+        self.node_selector
+            .as_deref()
+            .map(|s| parse_selector(s).unwrap_or_else(|_| LabelSelector::nothing()))
+    }
+}
+
+/// A policy read and checked, its plugins' args still the file's values (defaulted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Draft {
+    /// The top-level fields (its `profiles` empty).
+    pub limits: Policy,
+    pub profiles: Vec<DraftProfile>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DraftProfile {
+    pub name: String,
+    pub evictor: Configured,
+    pub strategies: Vec<(Strategy, Configured)>,
+}
+
+/// A plugin's args and the field they were read from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Configured {
+    pub args: Value,
+    pub at: String,
+}
+
+/// The file read and checked, before the typed args.
+pub(crate) fn read(text: &str) -> Result<(Draft, Vec<Warning>), PolicyError> {
+    let value: Value =
+        serde_norway::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string()))?;
+    let root = Field::new(&value, "");
+    let Some(map) = value.as_mapping() else {
+        return Err(PolicyError::field(
+            "kind",
+            format!(
+                "want a DeschedulerPolicy mapping, got {}",
+                field::kind(&value)
+            ),
+        ));
+    };
+    let kind = map.get("kind").and_then(Value::as_str);
+    if kind != Some("DeschedulerPolicy") {
+        return Err(PolicyError::field(
+            "kind",
+            format!("want DeschedulerPolicy, got {kind:?}"),
+        ));
+    }
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some("descheduler/v1alpha2") => v1alpha2::read(&root),
+        Some("descheduler/v1alpha1") => v1alpha1::read(&root),
+        other => Err(PolicyError::field(
+            "apiVersion",
+            format!("want descheduler/v1alpha2 or descheduler/v1alpha1, got {other:?}"),
+        )),
+    }
+}
+
+/// The top-level fields both versions have.
+fn limits(o: &Object, out: &mut Policy) -> Result<(), PolicyError> {
+    if let Some(s) = o.opt("nodeSelector") {
+        let text = s.string()?;
+        parse_selector(text).map_err(|why| s.err(why))?;
+        out.node_selector = Some(text.to_string());
+    }
+    let max = |key: &str| -> Result<Option<u32>, PolicyError> {
+        o.opt(key)
+            .map(|f| f.int(0, u32::MAX.into()).map(|n| n as u32))
+            .transpose()
+    };
+    out.max_per_node = max("maxNoOfPodsToEvictPerNode")?;
+    out.max_per_namespace = max("maxNoOfPodsToEvictPerNamespace")?;
+    out.max_total = max("maxNoOfPodsToEvictTotal")?;
+    Ok(())
+}
+
+impl Draft {
+    /// The typed policy: each plugin's args read into its strategy's arguments.
+    pub(crate) fn typed(self) -> Result<Policy, PolicyError> {
+        let mut policy = self.limits;
+        for p in self.profiles {
+            let in_profile = |e: PolicyError| e.in_profile(&p.name);
+            let evictor = serde_norway::from_value::<EvictorArgs>(p.evictor.args)
+                .map_err(|e| in_profile(PolicyError::field(&p.evictor.at, e.to_string())))?;
+            let strategies = p
+                .strategies
+                .into_iter()
+                .map(|(s, c)| {
+                    PluginArgs::from_value(s, c.args)
+                        .map_err(|e| in_profile(PolicyError::field(&c.at, e.to_string())))
+                })
+                .collect::<Result<_, _>>()?;
+            policy.profiles.push(Profile {
+                name: p.name,
+                evictor,
+                strategies,
+            });
+        }
+        Ok(policy)
+    }
+}
