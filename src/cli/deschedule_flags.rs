@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
 use super::values::GoDuration;
+use crate::deschedule::policy::Warning;
 use crate::deschedule::{Policy, Settings};
 use crate::error::{Error, Result};
 
@@ -54,6 +55,8 @@ pub struct Descheduling {
     pub interval: Duration,
     /// The planner's settings (`--deschedule-cooldown`).
     pub settings: Settings,
+    /// What the policy sets that has no effect, for the command to say.
+    pub warnings: Vec<Warning>,
 }
 
 impl DescheduleFlags {
@@ -67,7 +70,7 @@ impl DescheduleFlags {
             Error::config(format!("--deschedule-policy {}: {e}", path.display()))
         };
         let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
-        let policy = Policy::parse(&text).map_err(|e| at(&e))?;
+        let (policy, warnings) = Policy::parse(&text).map_err(|e| at(&e))?;
         if self.deschedule_interval.0.is_zero() {
             return Err(Error::config(
                 "--deschedule-interval: must be more than 0s".to_string(),
@@ -79,6 +82,7 @@ impl DescheduleFlags {
             settings: Settings {
                 cooldown_secs: self.deschedule_cooldown.0.as_secs() as i64,
             },
+            warnings,
         }))
     }
 }

@@ -97,6 +97,11 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         None => None,
     };
     let descheduling = flags.deschedule.descheduling()?;
+    if let (Some(d), Some(path)) = (&descheduling, &flags.deschedule.deschedule_policy) {
+        for w in &d.warnings {
+            eprintln!("--deschedule-policy {}: {w}", path.display());
+        }
+    }
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let inputs = crate::k8s::documents::inputs(
         &read(cluster, "--cluster")?,

@@ -1,7 +1,8 @@
-//! `simulate --deschedule-policy`: the descheduler's evictions carried out in the simulated cluster as
-//! the cluster would (a failed pod deleted, a bare pod gone, a controller's pod recreated and bound where
-//! the plan placed it), listed in each loop's JSON and the HTML report, and nothing of it without the
-//! flag; a policy file the parser refuses stops the command, naming the file and the field.
+//! `simulate --deschedule-policy`, in process with policies built in code: the descheduler's evictions
+//! carried out in the simulated cluster as the cluster would (a failed pod deleted, a bare pod gone, a
+//! controller's pod recreated and bound where the plan placed it), the cooldown across cycles, each
+//! loop's JSON and the HTML report, and nothing of it without the flag. Policy files through the binary:
+//! `simulate_deschedule_policy`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +16,10 @@ use ferroscale::simulate::{LoopReport, SimDescheduler, Simulation};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
-use crate::support::process::run_failing;
 use crate::support::simulate_harness::{pacing, quick_scale_down, sim};
 
 /// `pod` created at `at` (RFC 3339).
-fn created(pod: String, at: &str) -> String {
+pub(crate) fn created(pod: String, at: &str) -> String {
     pod.replacen(
         "  ownerReferences:",
         &format!("  creationTimestamp: \"{at}\"\n  ownerReferences:"),
@@ -27,12 +27,12 @@ fn created(pod: String, at: &str) -> String {
     )
 }
 
-const OLD: &str = "2024-01-01T00:00:00Z";
+pub(crate) const OLD: &str = "2024-01-01T00:00:00Z";
 /// The newest object of the dumps below: the simulation starts then, a day after [`OLD`].
-const NEW: &str = "2024-01-02T00:00:00Z";
+pub(crate) const NEW: &str = "2024-01-02T00:00:00Z";
 
 /// `pod` a day old when the simulation starts.
-fn old(pod: String) -> String {
+pub(crate) fn old(pod: String) -> String {
     created(pod, OLD)
 }
 
@@ -85,7 +85,7 @@ fn step(s: &mut Simulation) -> (LoopReport, Value) {
 }
 
 /// A loop's declined proposals as (pod, reason).
-fn declined(json: &Value) -> Vec<(String, String)> {
+pub(crate) fn declined(json: &Value) -> Vec<(String, String)> {
     json["deschedulingDeclined"]
         .as_array()
         .map(|a| {
@@ -110,7 +110,7 @@ fn bare(pod: String) -> String {
 }
 
 /// `pod` in phase Failed.
-fn failed(pod: String) -> String {
+pub(crate) fn failed(pod: String) -> String {
     format!("{pod}status: {{phase: Failed, reason: Evicted}}\n")
 }
 
@@ -199,63 +199,6 @@ fn without_the_flag_a_loops_json_has_no_descheduling_keys() {
     let json = serde_json::to_value(&r).unwrap();
     assert!(json.get("evictions").is_none(), "{json}");
     assert!(json.get("deschedulingDeclined").is_none(), "{json}");
-}
-
-#[test]
-fn a_policy_file_the_parser_refuses_stops_simulate_naming_the_file_and_the_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = dir.path().join("cluster.yaml");
-    std::fs::write(&cluster, node("a", "small", "2", "8Gi")).unwrap();
-    let groups = dir.path().join("groups.yaml");
-    std::fs::write(&groups, GROUPS).unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  \
-         plugins:\n    deschedule:\n      enabled: [RemoveEverything]\n",
-    )
-    .unwrap();
-    let (code, err) = run_failing(&[
-        "simulate",
-        "--cluster",
-        cluster.to_str().unwrap(),
-        "--node-groups",
-        groups.to_str().unwrap(),
-        "--deschedule-policy",
-        policy.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains(&format!("--deschedule-policy {}", policy.display())),
-        "{err}"
-    );
-    // From --config, under its camelCase name, relative to the file.
-    let config = dir.path().join("config.yaml");
-    std::fs::write(
-        &config,
-        "cluster: cluster.yaml\nnodeGroups: groups.yaml\ndeschedulePolicy: policy.yaml\n",
-    )
-    .unwrap();
-    let (code, err) = run_failing(&["simulate", "--config", config.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains(&format!("--deschedule-policy {}", policy.display())),
-        "{err}"
-    );
-    let (code, err) = run_failing(&[
-        "simulate",
-        "--cluster",
-        cluster.to_str().unwrap(),
-        "--node-groups",
-        groups.to_str().unwrap(),
-        "--deschedule-policy",
-        "/nonexistent/policy.yaml",
-    ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("--deschedule-policy /nonexistent/policy.yaml"),
-        "{err}"
-    );
 }
 
 /// Three nodes: `a` with an old pod, a fresh one and a failed one; `b` nearly full with an old pod that
