@@ -1,7 +1,7 @@
-//! The descheduler's flags: `run`'s group (`--deschedule-policy`, `--deschedule-interval`,
-//! `--deschedule-cooldown`) and `ferroscale deschedule`, the descheduler alone for clusters that keep
-//! upstream cluster-autoscaler, with kubernetes-sigs/descheduler's own flag names and defaults
-//! (`--policy-config-file`, `--descheduling-interval`, `--dry-run`, `--leader-elect*`).
+//! `ferroscale deschedule`: the descheduler alone, for clusters that keep upstream cluster-autoscaler,
+//! with kubernetes-sigs/descheduler's own flag names and defaults (`--policy-config-file`,
+//! `--descheduling-interval`, `--dry-run`, `--leader-elect*`). `run`'s and `simulate`'s descheduler
+//! flags are the group in `deschedule_flags`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
+use super::deschedule_flags::default_cooldown;
 use super::kube_client::{identity, kube_clients};
 use super::serve::bind;
 use super::values::GoDuration;
@@ -24,47 +25,7 @@ use crate::metrics::Metrics;
 /// How long `deschedule` waits for the first lists of pods, nodes and PDBs.
 const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The descheduler inside `ferroscale run`: off unless `--deschedule-policy` is given.
-#[derive(Debug, Clone, Args, Deserialize, Serialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct DescheduleFlags {
-    /// A DeschedulerPolicy file (descheduler/v1alpha2 or v1alpha1, as the descheduler reads it): deschedule
-    /// every --deschedule-interval, after the loop's autoscaling decisions, under the same Lease.
-    #[arg(long, value_name = "FILE")]
-    #[serde(deserialize_with = "relative_to_config")]
-    pub deschedule_policy: Option<PathBuf>,
-    /// Time between descheduling cycles.
-    #[arg(long, value_name = "DURATION", default_value = "5m")]
-    pub deschedule_interval: GoDuration,
-    /// A workload (by owner) evicted is not evicted again for this long.
-    #[arg(long, value_name = "DURATION", default_value = "30m")]
-    pub deschedule_cooldown: GoDuration,
-}
-
-impl Default for DescheduleFlags {
-    fn default() -> Self {
-        super::defaults()
-    }
-}
-
-impl DescheduleFlags {
-    /// The descheduler's settings, its policy read now; None without `--deschedule-policy`.
-    pub fn settings(&self, dry_run: bool) -> Result<Option<DeschedulerSettings>> {
-        let Some(path) = &self.deschedule_policy else {
-            return Ok(None);
-        };
-        if self.deschedule_interval.0.is_zero() {
-            return Err(Error::config("--deschedule-interval: must be above 0"));
-        }
-        Ok(Some(DeschedulerSettings {
-            policy: Arc::new(read_policy(path, "--deschedule-policy")?),
-            interval: self.deschedule_interval.0,
-            plan: cooldown(self.deschedule_cooldown),
-            dry_run,
-        }))
-    }
-}
-
+/// The planner's settings with `--deschedule-cooldown`.
 fn cooldown(d: GoDuration) -> Settings {
     Settings {
         cooldown_secs: d.0.as_secs() as i64,
@@ -91,7 +52,7 @@ pub struct DeschedulerFlags {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub dry_run: bool,
     /// A workload (by owner) evicted is not evicted again for this long.
-    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    #[arg(long, value_name = "DURATION", default_value_t = default_cooldown())]
     pub deschedule_cooldown: GoDuration,
     /// Kubeconfig to use [default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account].
     #[arg(long, value_name = "FILE")]
@@ -261,31 +222,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains(p) && e.contains("kind"), "{e}");
-        let e = DescheduleFlags {
+        let e = crate::cli::deschedule_flags::DescheduleFlags {
             deschedule_policy: Some(path.clone()),
             ..Default::default()
         }
-        .settings(false)
+        .descheduling()
         .unwrap_err()
         .to_string();
         assert!(
             e.contains("--deschedule-policy") && e.contains(p) && e.contains("kind"),
             "{e}"
         );
-        let e = DescheduleFlags {
-            deschedule_policy: Some(dir.path().join("missing.yaml")),
-            ..Default::default()
-        }
-        .settings(false)
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("missing.yaml"), "{e}");
-    }
-
-    #[test]
-    fn run_without_a_policy_does_not_deschedule() {
-        let f = DescheduleFlags::default();
-        assert!(f.settings(false).unwrap().is_none());
-        assert_eq!(f.deschedule_interval.0, Duration::from_secs(300));
     }
 }

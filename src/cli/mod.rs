@@ -5,6 +5,7 @@
 
 mod config;
 pub mod deschedule;
+pub mod deschedule_flags;
 mod engine_settings;
 pub mod flags;
 pub mod kube_client;

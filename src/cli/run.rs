@@ -9,12 +9,13 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
-use super::deschedule::DescheduleFlags;
+use super::deschedule_flags::DescheduleFlags;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
 use super::kube_client::{identity, kube_clients};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
 use crate::cloud::aws::interruption::InterruptionQueue;
+use crate::descheduler::DeschedulerSettings;
 use crate::engine::expander::Strategy;
 use crate::error::{Error, Result};
 use crate::k8s::drain::DrainSettings;
@@ -159,7 +160,17 @@ impl RunFlags {
             max_inactivity: self.max_inactivity.0,
             max_failing_time: self.max_failing_time.0,
             instance: identity.to_string(),
-            deschedule: self.deschedule.settings(self.dry_run)?,
+            deschedule: self.deschedule.descheduling()?.map(|d| {
+                for w in &d.warnings {
+                    tracing::warn!(warning = %w, "--deschedule-policy: has no effect");
+                }
+                DeschedulerSettings {
+                    policy: Arc::new(d.policy),
+                    interval: d.interval,
+                    plan: d.settings,
+                    dry_run: self.dry_run,
+                }
+            }),
         })
     }
 

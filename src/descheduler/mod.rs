@@ -43,11 +43,16 @@ pub struct DeschedulerSettings {
     pub dry_run: bool,
 }
 
-/// Reads a policy file; an error names the file and, through the parser, the field.
+/// Reads a policy file; an error names the flag, the file and, through the parser, the field. What
+/// the policy sets that has no effect is logged as a warning.
 pub fn read_policy(path: &Path, flag: &str) -> Result<Policy> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::config(format!("{flag} {}: {e}", path.display())))?;
-    Policy::parse(&text).map_err(|e| Error::config(format!("{flag} {}: {e}", path.display())))
+    let at = |e: &dyn std::fmt::Display| Error::config(format!("{flag} {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+    let (policy, warnings) = Policy::parse(&text).map_err(|e| at(&e))?;
+    for w in &warnings {
+        tracing::warn!(warning = %w, file = %path.display(), "{flag}: has no effect");
+    }
+    Ok(policy)
 }
 
 /// What one cycle did.

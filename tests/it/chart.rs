@@ -98,15 +98,11 @@ fn check_ferroscale(d: &Deployment, objects: &[Value]) {
     }
 }
 
-/// The descheduler's policy as its chart writes it: a DeschedulerPolicy with profiles.
+/// The descheduler's policy as its chart writes it, read by the binary's parser.
 fn descheduler_policy(text: &str) -> ferroscale::Result<()> {
-    let v: Value =
-        serde_norway::from_str(text).map_err(|e| ferroscale::Error::config(e.to_string()))?;
-    let ok = v["apiVersion"] == "descheduler/v1alpha2"
-        && v["kind"] == "DeschedulerPolicy"
-        && v["profiles"].as_array().is_some_and(|p| !p.is_empty());
-    ok.then_some(())
-        .ok_or_else(|| ferroscale::Error::config(format!("not a DeschedulerPolicy: {text}")))
+    ferroscale::deschedule::Policy::parse(text)
+        .map(|_| ())
+        .map_err(|e| ferroscale::Error::config(e.to_string()))
 }
 
 #[test]

@@ -61,7 +61,12 @@ async fn deschedule_with_no_interval_runs_one_cycle_and_exits() {
     std::fs::write(&policy, FAILED_PODS).unwrap();
     let kubeconfig = api.kubeconfig(dir.path());
     let mut child = Command::new(BIN)
-        .args(["deschedule", "--address", "127.0.0.1:0", "--policy-config-file"])
+        .args([
+            "deschedule",
+            "--address",
+            "127.0.0.1:0",
+            "--policy-config-file",
+        ])
         .arg(&policy)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -79,7 +84,10 @@ async fn deschedule_with_no_interval_runs_one_cycle_and_exits() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "{status}");
-    assert!(api.get(PODS, "default", "job-1").is_none(), "the failed pod is evicted");
+    assert!(
+        api.get(PODS, "default", "job-1").is_none(),
+        "the failed pod is evicted"
+    );
     assert!(api.get(PODS, "default", "web-1").is_some());
     let events = api.events("RemoveFailedPods");
     assert_eq!(events.len(), 1, "{events:?}");

@@ -51,6 +51,8 @@ mod run_priorities;
 mod run_safety;
 mod run_volumes;
 mod simulate;
+mod simulate_deschedule;
+mod simulate_deschedule_policy;
 mod simulate_drain;
 mod simulate_events;
 mod simulate_example;
