@@ -7,11 +7,12 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
+use super::deschedule_flags::DescheduleFlags;
 use super::flags::{read, ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
 use crate::error::{Error, Result};
 use crate::report::{self, ChainRun};
-use crate::simulate::{load_events, summary, Pacing, Simulation};
+use crate::simulate::{load_events, summary, Pacing, SimDescheduler, Simulation};
 
 /// Flags of `ferroscale simulate`; every one may also come from `--config FILE` (camelCase keys).
 #[derive(Debug, Clone, Args, Deserialize, Serialize)]
@@ -68,6 +69,9 @@ pub struct SimulateFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub rules: LoopFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub deschedule: DescheduleFlags,
 }
 
 impl Default for SimulateFlags {
@@ -92,6 +96,12 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         Some(text) => Some(report::parse_chains(text)?),
         None => None,
     };
+    let descheduling = flags.deschedule.descheduling()?;
+    if let (Some(d), Some(path)) = (&descheduling, &flags.deschedule.deschedule_policy) {
+        for w in &d.warnings {
+            eprintln!("--deschedule-policy {}: {w}", path.display());
+        }
+    }
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let inputs = crate::k8s::documents::inputs(
         &read(cluster, "--cluster")?,
@@ -128,6 +138,13 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         };
         let mut sim = Simulation::from_inputs(this, &groups, &prices)?;
         sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
+        if let Some(d) = &descheduling {
+            sim.set_descheduler(SimDescheduler::new(
+                d.policy.clone(),
+                d.interval,
+                d.settings.clone(),
+            ));
+        }
         let run = ChainRun {
             prices: sim.prices(),
             chain,

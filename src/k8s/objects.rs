@@ -476,16 +476,22 @@ impl Inputs {
             out.claims = storage.claims_of(p)?;
             Ok(out)
         };
+        let pods: Vec<&core::Pod> = pods.into_iter().collect();
         Ok(Inputs {
             nodes: each(nodes, with_limits, &mut bad)?,
             pods: each(
-                pods.into_iter().filter(|p| !pod_terminal(p)),
+                pods.iter().copied().filter(|p| !pod_terminal(p)),
                 with_claims,
                 &mut bad,
             )?,
             pdbs: each(pdbs, pdb, &mut bad)?,
             daemon_pods: each(daemonsets, daemonset_pod, &mut bad)?,
-            failed: Vec::new(),
+            // As the dump reader keeps them: one that does not convert is left out.
+            failed: pods
+                .iter()
+                .filter(|p| pod_failed_bound(p))
+                .filter_map(|p| pod(p).ok())
+                .collect(),
         })
     }
 }

@@ -160,8 +160,8 @@ fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
     Ok(())
 }
 
-/// One loop's rows; pods pending and nodes kept for the same reason as in the loop before are not
-/// repeated. Returns what this loop showed of those.
+/// One loop's rows, the descheduler's evictions among them; pods pending, nodes kept and proposals
+/// declined for the same reason as in the loop before are not repeated. Returns what this loop showed of those.
 fn decisions(
     h: &mut String,
     l: &LoopReport,
@@ -211,7 +211,22 @@ fn decisions(
         }
         row("scale-down", &format!("{} ({})", d.node, d.group), &reason);
     }
+    for e in &l.evictions {
+        let to = match &e.to {
+            Some(to) => format!("from {} to {to}", e.node),
+            None => format!("failed pod deleted from {}", e.node),
+        };
+        row(&format!("evict ({})", e.strategy), &e.pod, &to);
+    }
     let mut now = BTreeSet::new();
+    for d in &l.descheduling_declined {
+        let decision = format!("not evicted ({})", d.strategy);
+        let key = (format!("{decision} {}", d.pod), d.reason.clone());
+        if !before.contains(&key) {
+            row(&decision, &d.pod, &format!("on {}: {}", d.node, d.reason));
+        }
+        now.insert(key);
+    }
     for (decision, list) in [("pending", &l.pending), ("kept", &l.unremovable)] {
         for r in list {
             let what = r.pod.as_deref().or(r.node.as_deref()).unwrap_or("");

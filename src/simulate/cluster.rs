@@ -31,6 +31,9 @@ pub struct State {
     /// Node name → its group.
     pub node_groups: HashMap<String, String>,
     pub pods: Vec<Arc<Pod>>,
+    /// Pods in phase `Failed` still bound to their node (the dump's; the descheduler's
+    /// `RemoveFailedPods` deletes them, the pod garbage collector when their node goes).
+    pub failed: Vec<Arc<Pod>>,
     /// Nodes still starting, by name, with when they become Ready (seconds since the epoch).
     pub booting: HashMap<String, i64>,
     /// Groups whose new nodes never become Ready (`--events` `neverReady`).
@@ -208,6 +211,9 @@ impl SimCluster {
                 !(p.node_name.as_deref() == Some(node.as_str())
                     && (p.node_bound() || p.meta.deleted.is_some()))
             });
+            state
+                .failed
+                .retain(|p| p.node_name.as_deref() != Some(node.as_str()));
             for p in &mut state.pods {
                 if p.node_name.as_deref() == Some(node.as_str()) {
                     Arc::make_mut(p).node_name = None;

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod cluster;
+mod deschedule;
 mod events;
 mod report;
 
 pub use cluster::{Boot, SimCluster, SimView, State};
+pub use deschedule::SimDescheduler;
 pub use events::{load_events, parse_events, Scheduled};
 pub use report::*;
 
@@ -69,6 +71,8 @@ pub struct Simulation {
     interrupted: Noticed,
     /// Whether pending pods are bound before a loop (see [`Simulation::set_binding`]).
     binding: bool,
+    /// `--deschedule-policy`: the descheduler run after the loops its interval says.
+    descheduler: Option<SimDescheduler>,
 }
 
 impl Simulation {
@@ -88,7 +92,7 @@ impl Simulation {
             pods,
             pdbs,
             daemon_pods,
-            failed: _,
+            failed,
         } = inputs;
         let start = pods
             .iter()
@@ -163,6 +167,7 @@ impl Simulation {
             nodes,
             node_groups,
             pods: pods.into_iter().map(Arc::new).collect(),
+            failed: failed.into_iter().map(Arc::new).collect(),
             booting: HashMap::new(),
             never_ready: Default::default(),
         });
@@ -194,6 +199,7 @@ impl Simulation {
             handle_rebalance: false,
             interrupted: Noticed::default(),
             binding: true,
+            descheduler: None,
         })
     }
 
@@ -285,6 +291,11 @@ impl Simulation {
         }
     }
 
+    /// Runs the descheduler after the autoscaling decisions of each loop its interval says.
+    pub fn set_descheduler(&mut self, descheduler: SimDescheduler) {
+        self.descheduler = Some(descheduler);
+    }
+
     /// Whether the simulated kube-scheduler binds pending pods before each loop (on by default). Off, the
     /// pods stay as given: the conformance suite states a cluster as upstream's tests do, its pending
     /// pods already found unschedulable by a scheduler that may preempt, which this one does not.
@@ -359,6 +370,17 @@ impl Simulation {
         });
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
+        if let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) {
+            // As `run`: nothing is planned onto nodes being removed or whose instance is going away.
+            let removing = self
+                .actuator
+                .in_flight()
+                .into_keys()
+                .chain(interrupted.keys().cloned())
+                .collect();
+            let planned = desched.cycle(&self.cluster, &self.pdbs, &removing, now);
+            report::add_descheduling(&mut report, &planned);
+        }
         {
             let state = self.cluster.state();
             for n in &state.nodes {

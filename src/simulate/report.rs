@@ -89,6 +89,52 @@ pub struct LoopReport {
     /// The scale-ups that replace them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replacements: Vec<ReplacementReport>,
+    /// The descheduler's evictions (`--deschedule-policy`), carried out after the decisions above.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evictions: Vec<EvictionReport>,
+    /// The descheduler's proposals its plan declined, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub descheduling_declined: Vec<DeclinedReport>,
+}
+
+/// A pod the descheduler evicted: from which node, by which strategy, to where the scheduling
+/// simulation places it (none for a failed pod, which is deleted).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EvictionReport {
+    pub pod: String,
+    pub node: String,
+    pub strategy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// A pod a strategy proposed and the plan did not evict, with why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeclinedReport {
+    pub pod: String,
+    pub node: String,
+    pub strategy: String,
+    pub reason: String,
+}
+
+/// Adds one descheduling cycle's plan to its loop's report.
+pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan) {
+    report
+        .evictions
+        .extend(plan.evictions.iter().map(|e| EvictionReport {
+            pod: e.pod.key(),
+            node: e.node.clone(),
+            strategy: e.strategy.to_string(),
+            to: Some(e.to.clone()).filter(|t| !t.is_empty()),
+        }));
+    report
+        .descheduling_declined
+        .extend(plan.declined.iter().map(|d| DeclinedReport {
+            pod: d.pod.key(),
+            node: d.node.clone(),
+            strategy: d.strategy.to_string(),
+            reason: d.why.to_string(),
+        }));
 }
 
 /// A node taken out of service.
@@ -129,7 +175,7 @@ pub fn summary(r: &LoopReport) -> String {
         .iter()
         .map(|s| format!("-{}", s.node))
         .collect();
-    format!(
+    let mut line = format!(
         "loop {} at +{}s: scale-up [{}], scale-down [{}], {} pods pending, {} nodes",
         r.loop_number,
         r.time,
@@ -137,7 +183,23 @@ pub fn summary(r: &LoopReport) -> String {
         downs.join(", "),
         r.pending.len(),
         r.nodes.values().sum::<usize>()
-    )
+    );
+    if !r.evictions.is_empty() || !r.descheduling_declined.is_empty() {
+        let moves: Vec<String> = r
+            .evictions
+            .iter()
+            .map(|e| match &e.to {
+                Some(to) => format!("{} {}->{to}", e.pod, e.node),
+                None => format!("{} (deleted)", e.pod),
+            })
+            .collect();
+        line.push_str(&format!(
+            ", descheduled [{}], {} declined",
+            moves.join(", "),
+            r.descheduling_declined.len()
+        ));
+    }
+    line
 }
 
 /// One loop's report: what the engine decided (`d`) and what carrying it out did (`acted`).
@@ -230,5 +292,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 for_nodes: r.for_nodes.clone(),
             })
             .collect(),
+        evictions: Vec::new(),
+        descheduling_declined: Vec::new(),
     }
 }

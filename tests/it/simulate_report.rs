@@ -196,6 +196,8 @@ fn the_page_escapes_what_it_shows() {
             expander: vec![],
             disruptions: vec![],
             replacements: vec![],
+            evictions: vec![],
+            descheduling_declined: vec![],
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();
