@@ -221,7 +221,7 @@ fn world(nodes: usize) -> World {
 }
 
 fn cycle(bencher: divan::Bencher, nodes: usize) {
-    let policy = Policy::parse(POLICY).expect("the bench's policy parses");
+    let (policy, _) = Policy::parse(POLICY).expect("the bench's policy parses");
     let w = world(nodes);
     let removing = HashSet::new();
     let classes = BTreeMap::new();

@@ -159,3 +159,24 @@ async fn ready(State(ops): State<Ops>) -> impl IntoResponse {
         (false, _) => (StatusCode::SERVICE_UNAVAILABLE, format!("{}\n", r.detail)),
     }
 }
+
+/// The router of `ferroscale deschedule`, which has no cloud: `/metrics` and `/healthz`.
+pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.encode(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+}

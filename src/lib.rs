@@ -7,6 +7,7 @@
 pub mod actuator;
 pub mod cli;
 pub mod cloud;
+pub mod descheduler;
 pub mod error;
 pub mod grpc;
 pub mod http;

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
             Command::Serve(flags) => ferroscale::cli::serve::main(flags).await,
             Command::Run(flags) => ferroscale::cli::run::main(flags).await,
             Command::Simulate(flags) => ferroscale::cli::simulate::main(flags),
+            Command::Deschedule(flags) => ferroscale::cli::deschedule::main(flags).await,
         }
     });
     match result {

@@ -4,9 +4,10 @@
 //! are written once, in the clap attributes.
 
 mod config;
-pub mod deschedule_flags;
+pub mod deschedule;
 mod engine_settings;
 pub mod flags;
+pub mod kube_client;
 pub mod log;
 pub mod run;
 pub mod serve;
@@ -40,6 +41,9 @@ pub enum Command {
     Run(run::RunFlags),
     /// What would the autoscaler do, and why? Runs the loop on a cluster snapshot with a virtual clock.
     Simulate(simulate::SimulateFlags),
+    /// The descheduler alone (next to upstream cluster-autoscaler): its policy file and flags, each
+    /// cycle's evictions planned by the scheduling simulation.
+    Deschedule(deschedule::DeschedulerFlags),
 }
 
 impl Cli {
@@ -121,6 +125,10 @@ impl Cli {
                 Command::Simulate(f) => {
                     let config = f.config.clone();
                     config::load(f, sub, config.as_deref()).map(Command::Simulate)
+                }
+                Command::Deschedule(f) => {
+                    let config = f.config.clone();
+                    config::load(f, sub, config.as_deref()).map(Command::Deschedule)
                 }
             },
         ))

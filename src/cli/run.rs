@@ -9,7 +9,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
+use super::deschedule::DescheduleFlags;
 use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
+use super::kube_client::{identity, kube_clients};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
 use crate::cloud::aws::interruption::InterruptionQueue;
@@ -21,11 +23,6 @@ use crate::k8s::priorities::{PriorityWatch, CONFIG_MAP};
 use crate::metrics::Metrics;
 use crate::run::interruptions::{Inbox, IntakeSettings};
 use crate::run::{Health, Interruptions, RunSettings, Runner};
-
-/// Longest wait for an answer of one API call other than a watch.
-pub const API_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest wait for a connection to the API server.
-pub const API_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long `run` waits for the first lists of pods, nodes, PDBs and DaemonSets.
 const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -115,6 +112,9 @@ pub struct RunFlags {
     #[command(flatten)]
     #[serde(flatten)]
     pub rules: LoopFlags,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub deschedule: DescheduleFlags,
 }
 
 impl Default for RunFlags {
@@ -159,56 +159,14 @@ impl RunFlags {
             max_inactivity: self.max_inactivity.0,
             max_failing_time: self.max_failing_time.0,
             instance: identity.to_string(),
+            deschedule: self.deschedule.settings(self.dry_run)?,
         })
     }
 
-    /// The two clients of `run`, from --kubeconfig or kube's usual inference (KUBECONFIG,
-    /// ~/.kube/config, in-cluster): one for the watches, whose reads wait for events as long as the API
-    /// server keeps them open, and one for every other call, bounded by [`API_CALL_TIMEOUT`] so no call
-    /// (a Lease renewal, an eviction, a patch) can hang while this replica believes it leads.
+    /// The two clients of `run` ([`kube_clients`]).
     pub async fn clients(&self) -> Result<(kube::Client, kube::Client)> {
-        let config = self.config().await?;
-        let mut calls = config.clone();
-        calls.connect_timeout = Some(API_CONNECT_TIMEOUT);
-        calls.read_timeout = Some(API_CALL_TIMEOUT);
-        calls.write_timeout = Some(API_CALL_TIMEOUT);
-        let client = |c: kube::Config| {
-            kube::Client::try_from(c).map_err(|e| Error::config(format!("Kubernetes client: {e}")))
-        };
-        Ok((client(calls)?, client(config)?))
+        kube_clients(self.kubeconfig.as_deref()).await
     }
-
-    async fn config(&self) -> Result<kube::Config> {
-        let mut config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                    Error::config(format!("--kubeconfig {}: {e}", path.display()))
-                })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|e| Error::config(format!("--kubeconfig {}: {e}", path.display())))?
-            }
-            None => kube::Config::infer().await.map_err(|e| {
-                Error::config(format!(
-                    "no Kubernetes configuration (--kubeconfig, KUBECONFIG, ~/.kube/config or in-cluster): {e}"
-                ))
-            })?,
-        };
-        // Evictions answered 429 by a PodDisruptionBudget are retried by drain's own policy, bounded by
-        // --max-pod-eviction-time; kube's built-in retry (up to 15 tries per call) would blur that.
-        config.default_retry = false;
-        Ok(config)
-    }
-}
-
-/// This replica's name: the pod's host name plus a suffix unique to this start, as client-go does.
-fn identity() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ferroscale".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ std::process::id())
-        .unwrap_or_default();
-    format!("{host}_{nanos:08x}")
 }
 
 /// Runs the loop until SIGTERM or SIGINT (or, leading, until the Lease is lost).
@@ -221,7 +179,11 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     let run_settings = flags.run_settings(&identity)?;
     flags.cloud.check(&flags.expander)?;
     let priorities = flags.expander.watched_priorities(PRIORITY_FILE_POLL)?;
-    let metrics = Arc::new(Metrics::for_run());
+    let metrics = match run_settings.deschedule {
+        Some(_) => Metrics::for_run().with_descheduler(),
+        None => Metrics::for_run(),
+    };
+    let metrics = Arc::new(metrics);
     let cloud = flags.cloud.build(&flags.expander, metrics.clone()).await?;
     let (client, watch_client) = flags.clients().await?;
     let health = Arc::new(Health::new(

@@ -7,7 +7,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
-use super::deschedule_flags::DescheduleFlags;
+use super::deschedule::DescheduleFlags;
 use super::flags::{read, ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
 use crate::error::{Error, Result};
@@ -96,12 +96,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         Some(text) => Some(report::parse_chains(text)?),
         None => None,
     };
-    let descheduling = flags.deschedule.descheduling()?;
-    if let (Some(d), Some(path)) = (&descheduling, &flags.deschedule.deschedule_policy) {
-        for w in &d.warnings {
-            eprintln!("--deschedule-policy {}: {w}", path.display());
-        }
-    }
+    let descheduling = flags.deschedule.settings(false)?;
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let inputs = crate::k8s::documents::inputs(
         &read(cluster, "--cluster")?,
@@ -140,9 +135,9 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
         if let Some(d) = &descheduling {
             sim.set_descheduler(SimDescheduler::new(
-                d.policy.clone(),
+                (*d.policy).clone(),
                 d.interval,
-                d.settings.clone(),
+                d.plan.clone(),
             ));
         }
         let run = ChainRun {

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-use super::objects::{daemonset_pod, node, pdb, pod, pod_terminal};
+use super::objects::{daemonset_pod, node, pdb, pod, pod_failed_bound, pod_terminal};
 use super::volumes::claim_names;
 use crate::model::workload::{Node, Pdb, Pod};
 
@@ -21,6 +21,9 @@ pub struct PodExtra {
     pub uid: Option<String>,
     /// Names of the PersistentVolumeClaims it mounts (in its namespace).
     pub claims: Vec<String>,
+    /// It failed and is still bound to its node: the index keeps it apart, for the descheduler's
+    /// `RemoveFailedPods`, never for the autoscaling engine.
+    pub failed: bool,
 }
 
 /// What the adapter keeps of a node beside its model.
@@ -29,14 +32,17 @@ pub struct NodeExtra {
     pub uid: Option<String>,
 }
 
-/// A pod as its watch delivers it to the index (None: finished, not indexed).
+/// A pod as its watch delivers it to the index (None: finished, not indexed). A pod that failed and is
+/// still bound is delivered marked [`PodExtra::failed`].
 pub fn convert_pod(p: &core::Pod) -> Option<Converted<(Arc<Pod>, PodExtra)>> {
-    if pod_terminal(p) {
+    let failed = pod_failed_bound(p);
+    if pod_terminal(p) && !failed {
         return None;
     }
     let extra = PodExtra {
         uid: p.metadata.uid.clone(),
-        claims: claim_names(p),
+        claims: if failed { Vec::new() } else { claim_names(p) },
+        failed,
     };
     Some(
         pod(p)

@@ -87,6 +87,65 @@ pub async fn set_taint(
     })
 }
 
+/// What one request to the eviction API came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// The API accepted the eviction: the pod is terminating.
+    Evicted,
+    /// The pod meant is gone already (deleted, or replaced under its name by another UID).
+    Gone,
+    /// 429: a PodDisruptionBudget allows no disruption now (or the API is throttling).
+    Refused(String),
+    /// Any other failure.
+    Failed(String),
+}
+
+/// The grace period an eviction of `pod` asks for: its own, capped by `--max-graceful-termination-sec`.
+pub fn grace_of(pod: &Evictee, settings: &DrainSettings) -> i64 {
+    pod.grace_period
+        .unwrap_or(30)
+        .min(settings.max_graceful_termination.as_secs() as i64)
+        .max(0)
+}
+
+/// One request to the eviction API for `pod`, with its UID as a precondition: a pod replaced under the
+/// same name since it was listed (a StatefulSet's next incarnation) is not this eviction's to take; the
+/// API answers 409 and that counts as [`Attempt::Gone`]. The body is k8s-openapi's Eviction: kube's
+/// `Api::evict` writes `delete_options`, a field the API server ignores, which would drop the
+/// precondition and the grace period alike.
+pub async fn evict_once(client: &Client, pod: &Evictee, grace: i64) -> Attempt {
+    let (namespace, name) = (pod.namespace.as_str(), pod.name.as_str());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let eviction = Eviction {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            ..Default::default()
+        },
+        delete_options: Some(DeleteOptions {
+            grace_period_seconds: Some(grace),
+            preconditions: pod.uid.clone().map(|uid| Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..Default::default()
+        }),
+    };
+    let post = PostParams::default();
+    match pods
+        .create_subresource::<_, serde_json::Value>("eviction", name, &post, &eviction)
+        .await
+    {
+        Ok(_) => Attempt::Evicted,
+        Err(e) if status_code(&e) == Some(404) => Attempt::Gone,
+        Err(e) if status_code(&e) == Some(409) && replaced(&pods, pod).await => Attempt::Gone,
+        Err(e) if status_code(&e) == Some(429) => {
+            Attempt::Refused(format!("a disruption budget forbids it: {e}"))
+        }
+        Err(e) => Attempt::Failed(e.to_string()),
+    }
+}
+
 /// Evicts one pod, retrying while the API answers 429 (a PodDisruptionBudget allows no disruption now)
 /// or fails, until `--max-pod-eviction-time`; then waits until the pod is gone. A pod already gone, or
 /// replaced by a same-named pod (its UID is the eviction's precondition), counts as evicted.
@@ -99,30 +158,7 @@ pub async fn evict(
 ) -> Result<()> {
     let (namespace, name) = (pod.namespace.as_str(), pod.name.as_str());
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let grace = pod
-        .grace_period
-        .unwrap_or(30)
-        .min(settings.max_graceful_termination.as_secs() as i64);
-    // The pod's UID as a precondition: a pod replaced under the same name since it was listed (a
-    // StatefulSet's next incarnation) is not this eviction's to take; the API answers 409 instead.
-    // The body is k8s-openapi's Eviction: kube's `Api::evict` writes `delete_options`, a field the API
-    // server ignores, which would drop the precondition and the grace period alike.
-    let eviction = Eviction {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            ..Default::default()
-        },
-        delete_options: Some(DeleteOptions {
-            grace_period_seconds: Some(grace.max(0)),
-            preconditions: pod.uid.clone().map(|uid| Preconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
-            ..Default::default()
-        }),
-    };
-    let post = PostParams::default();
+    let grace = grace_of(pod, settings);
     let started = Instant::now();
     loop {
         fence.check(&format!("evicting pod {namespace}/{name}"))?;
@@ -130,22 +166,10 @@ pub async fn evict(
         let left = settings
             .max_pod_eviction_time
             .saturating_sub(started.elapsed());
-        let last = match tokio::time::timeout(
-            left,
-            pods.create_subresource::<_, serde_json::Value>("eviction", name, &post, &eviction),
-        )
-        .await
-        {
-            Ok(Ok(_)) => break,
-            Ok(Err(e)) if status_code(&e) == Some(404) => return Ok(()),
-            // The UID precondition failed: the pod meant is gone, a same-named one is left alone.
-            Ok(Err(e)) if status_code(&e) == Some(409) && replaced(&pods, pod).await => {
-                return Ok(())
-            }
-            Ok(Err(e)) if status_code(&e) == Some(429) => {
-                format!("a disruption budget forbids it: {e}")
-            }
-            Ok(Err(e)) => e.to_string(),
+        let last = match tokio::time::timeout(left, evict_once(client, pod, grace)).await {
+            Ok(Attempt::Evicted) => break,
+            Ok(Attempt::Gone) => return Ok(()),
+            Ok(Attempt::Refused(why) | Attempt::Failed(why)) => why,
             Err(_) => "still refused when the time ran out (a disruption budget forbids it, or the API is throttling)".into(),
         };
         if started.elapsed() + settings.retry() > settings.max_pod_eviction_time {
@@ -158,7 +182,7 @@ pub async fn evict(
     }
     // Evicted: wait for the pod (this incarnation of it) to be deleted.
     let uid = pod.uid.clone();
-    let deadline = Duration::from_secs(grace.max(0) as u64) + TERMINATION_HEADROOM;
+    let deadline = Duration::from_secs(grace as u64) + TERMINATION_HEADROOM;
     let waited = Instant::now();
     loop {
         match pods.get_opt(name).await {

@@ -6,6 +6,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use crate::actuator::{EventKind, Evictee, Regarding};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Client;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The controller name on events, as upstream's.
@@ -23,19 +25,22 @@ pub struct Note {
     note: String,
 }
 
-/// Queues events for a background writer, so the loop never waits on the API for them.
+/// Queues events for a background writer, so the loop never waits on the API for them; counts those
+/// queued and not yet written, for a process about to end ([`Events::flushed`]).
 #[derive(Clone)]
-pub struct Events(Option<mpsc::Sender<Note>>);
+pub struct Events(Option<mpsc::Sender<Note>>, Arc<AtomicUsize>);
 
 impl Events {
     /// Writes nothing (`--dry-run`).
     pub fn none() -> Self {
-        Events(None)
+        Events(None, Arc::default())
     }
 
     /// Starts the background writer, reporting as `instance`.
     pub fn start(client: &Client, instance: &str) -> Self {
         let (tx, mut rx) = mpsc::channel::<Note>(EVENT_QUEUE);
+        let pending = Arc::new(AtomicUsize::new(0));
+        let written = pending.clone();
         let recorder = Recorder::new(
             client.clone(),
             Reporter {
@@ -55,9 +60,10 @@ impl Events {
                 if let Err(e) = recorder.publish(&ev, &n.regarding).await {
                     tracing::debug!(error = %e, reason = n.reason, "event not written");
                 }
+                written.fetch_sub(1, Ordering::Relaxed);
             }
         });
-        Events(Some(tx))
+        Events(Some(tx), pending)
     }
 
     /// Queues one event; dropped when the queue is full.
@@ -69,13 +75,30 @@ impl Events {
         note: String,
     ) {
         if let Some(tx) = &self.0 {
-            let _ = tx.try_send(Note {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            let queued = tx.try_send(Note {
                 regarding,
                 type_,
                 reason,
                 note,
             });
+            if queued.is_err() {
+                self.1.fetch_sub(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Waits until every event queued so far is written (or failed), at most `bound`; whether they all
+    /// were. For a process about to end (`ferroscale deschedule` with one cycle).
+    pub async fn flushed(&self, bound: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + bound;
+        while self.1.load(Ordering::Relaxed) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        true
     }
 }
 

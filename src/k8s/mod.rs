@@ -65,6 +65,8 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("apps", "replicasets", "watch"),
     ("", "replicationcontrollers", "list"),
     ("", "replicationcontrollers", "watch"),
+    // The descheduler's `priorityThreshold.name`, read once per class.
+    ("scheduling.k8s.io", "priorityclasses", "get"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),

@@ -1,8 +1,9 @@
 //! Prometheus metrics served on `/metrics`, under the names and labels of what operators already
 //! watch: go-grpc-prometheus's gRPC server metrics (`grpc`), upstream cluster-autoscaler's loop, cluster
 //! and per-group metrics (`run`, `totals`, `groups`), its AWS request histogram, and ferroscale's own
-//! cost and freshness gauges.
+//! cost and freshness gauges, and the descheduler's metrics under its names (`deschedule`).
 
+mod deschedule;
 mod groups;
 mod grpc;
 mod lifecycle;
@@ -10,6 +11,7 @@ mod run;
 mod totals;
 mod untyped;
 
+pub use deschedule::{DeschedulerMetrics, EvictedLabels};
 pub use groups::{GroupState, GroupStates};
 pub use lifecycle::LifecycleMetrics;
 pub use run::{Cluster, LoopMetrics};
@@ -60,6 +62,8 @@ pub struct Metrics {
     groups: GroupGauges,
     /// The loop's metrics, registered by [`Metrics::for_run`] only.
     pub autoscaler: Option<LoopMetrics>,
+    /// The descheduler's metrics, registered by [`Metrics::with_descheduler`] only.
+    pub descheduler: Option<DeschedulerMetrics>,
 }
 
 impl Default for Metrics {
@@ -96,6 +100,7 @@ impl Default for Metrics {
             aws_request_seconds,
             state_age_seconds,
             autoscaler: None,
+            descheduler: None,
         }
     }
 }
@@ -107,6 +112,12 @@ impl Metrics {
         let lock = m.groups.lock.clone();
         m.autoscaler = Some(LoopMetrics::register(&mut m.registry, lock));
         m
+    }
+
+    /// These metrics with the descheduler's (`run --deschedule-policy`, `ferroscale deschedule`).
+    pub fn with_descheduler(mut self) -> Self {
+        self.descheduler = Some(DeschedulerMetrics::register(&mut self.registry));
+        self
     }
 
     /// A unary RPC of `service` started.

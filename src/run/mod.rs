@@ -17,7 +17,7 @@ pub use health::Health;
 pub use interruptions::{Interruptions, Notices};
 pub use observe::Observed;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 
 use crate::actuator::Actuator;
 use crate::cloud::Cloud;
+use crate::descheduler::{Descheduler, DeschedulerSettings};
 use crate::engine::expander::Priorities;
 use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{Decisions, Memory, Settings};
@@ -39,7 +40,7 @@ use crate::k8s::index::Updated;
 use crate::k8s::lease::{Elector, Fence, LeaseSettings, Term};
 use crate::k8s::priorities::PriorityWatch;
 use crate::k8s::watch::Watches;
-use crate::metrics::{LoopMetrics, Metrics};
+use crate::metrics::{DeschedulerMetrics, LoopMetrics, Metrics};
 
 use decide::Decider;
 use observe::Observer;
@@ -65,6 +66,8 @@ pub struct RunSettings {
     pub max_failing_time: Duration,
     /// This replica's name on events (the pod name in a cluster).
     pub instance: String,
+    /// `--deschedule-policy` and its settings, when given.
+    pub deschedule: Option<DeschedulerSettings>,
 }
 
 /// The live loop: its four stages and the engine's settings and memory between them.
@@ -76,6 +79,8 @@ pub struct Runner {
     run: RunSettings,
     client: Client,
     health: Arc<Health>,
+    /// The descheduler, with `--deschedule-policy`.
+    descheduler: Option<Descheduler>,
 }
 
 impl Runner {
@@ -98,7 +103,15 @@ impl Runner {
             .clone()
             .unwrap_or_else(LoopMetrics::unregistered);
         let cluster = LiveCluster::new(client.clone(), events.clone(), Fence::open());
+        let descheduler = run.deschedule.clone().map(|s| {
+            let record = metrics
+                .descheduler
+                .clone()
+                .unwrap_or_else(DeschedulerMetrics::unregistered);
+            Descheduler::new(s, client.clone(), events.clone(), record)
+        });
         Runner {
+            descheduler,
             observer: Observer::new(cloud.clone(), watches, record.clone()),
             decider: Decider::new(settings, record.clone()),
             actuator: Actuator::new(cloud, cluster, record.clone(), run.drain.clone(), true),
@@ -193,7 +206,28 @@ impl Runner {
         let failed = self.act(&decisions, now).await;
         self.publish(&mut observed, &removing, &decisions, now)
             .await;
+        self.deschedule(&observed, now).await;
         failed.map_or(Ok(decisions), Err)
+    }
+
+    /// A descheduling cycle when one is due, after the loop acted: not while what was read cannot be
+    /// trusted; nothing is planned onto the nodes being removed (those this loop started included) or
+    /// whose instance is going away.
+    async fn deschedule(&mut self, observed: &Observed, now: i64) {
+        let Some(d) = self.descheduler.as_mut().filter(|d| d.due(now)) else {
+            return;
+        };
+        if let Some(doubt) = observed.doubts.first() {
+            tracing::info!(%doubt, "no descheduling while the cluster's state cannot be trusted");
+            return;
+        }
+        let removing: HashSet<String> = self
+            .actuator
+            .in_flight()
+            .into_keys()
+            .chain(observed.interrupted.keys().cloned())
+            .collect();
+        d.cycle(&self.observer.index, &removing, now).await;
     }
 
     /// The decisions carried out (not in dry-run), and the notices acted on acknowledged; the first
@@ -257,6 +291,9 @@ impl Runner {
         if self.run.lease.is_some() {
             let fence = Fence::following(leading.clone());
             self.actuator.cluster_mut().set_fence(fence.clone());
+            if let Some(d) = self.descheduler.as_mut() {
+                d.set_fence(fence.clone());
+            }
             self.publisher.fence = fence;
         }
         let elector = self

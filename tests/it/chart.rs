@@ -79,6 +79,7 @@ fn check_ferroscale(d: &Deployment, objects: &[Value]) {
         ("priorities.yaml", |t| {
             Ok(ferroscale::engine::expander::Priorities::parse(t).map(|_| ())?)
         }),
+        ("deschedule-policy.yaml", descheduler_policy),
     ] {
         let named = args.iter().any(|a| a.ends_with(key));
         assert_eq!(
@@ -93,8 +94,19 @@ fn check_ferroscale(d: &Deployment, objects: &[Value]) {
     match cli.command {
         Cmd::Serve(_) => assert_eq!(spec.automount_service_account_token, Some(false)),
         Cmd::Run(_) => assert_eq!(spec.automount_service_account_token, Some(true)),
-        Cmd::Simulate(_) => panic!("the chart runs serve or run"),
+        Cmd::Simulate(_) | Cmd::Deschedule(_) => panic!("the chart runs serve or run"),
     }
+}
+
+/// The descheduler's policy as its chart writes it: a DeschedulerPolicy with profiles.
+fn descheduler_policy(text: &str) -> ferroscale::Result<()> {
+    let v: Value =
+        serde_norway::from_str(text).map_err(|e| ferroscale::Error::config(e.to_string()))?;
+    let ok = v["apiVersion"] == "descheduler/v1alpha2"
+        && v["kind"] == "DeschedulerPolicy"
+        && v["profiles"].as_array().is_some_and(|p| !p.is_empty());
+    ok.then_some(())
+        .ok_or_else(|| ferroscale::Error::config(format!("not a DeschedulerPolicy: {text}")))
 }
 
 #[test]
@@ -223,6 +235,12 @@ fn the_schema_rejects_bad_values_naming_the_field() {
         ("tls: {clientNames: [\"not a name\"]}\n", "clientNames"),
         ("networkPolicy: {enable: false}\n", "enable"),
         ("standalone: {scanInterval: soon}\n", "scanInterval"),
+        // The descheduler runs inside `run`.
+        ("descheduler: {enabled: true}\n", "mode"),
+        (
+            "mode: standalone\ndescheduler: {enabled: true, interval: often}\n",
+            "interval",
+        ),
     ] {
         let path = dir.path().join("values.yaml");
         std::fs::write(&path, bad).unwrap();

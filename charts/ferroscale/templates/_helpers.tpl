@@ -286,6 +286,11 @@ flags (--nodes, --node-group-auto-discovery, --tls-client-san) are kept with any
 - --leader-elect={{ .Values.standalone.leaderElect }}
 - --leader-elect-resource-name={{ .Values.standalone.leaseName }}
 - --status-config-map-name={{ .Values.standalone.statusConfigMapName }}
+{{- if .Values.descheduler.enabled }}
+- --deschedule-policy=/etc/ferroscale/config/deschedule-policy.yaml
+- --deschedule-interval={{ .Values.descheduler.interval }}
+- --deschedule-cooldown={{ .Values.descheduler.cooldown }}
+{{- end }}
 {{- end }}
 {{ include "ferroscale.cloudArgs" . }}
 {{- end -}}

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 pub use super::converted::{NodeExtra, PodExtra};
 use super::volumes::Storage;
+use super::watch::feed::{Changes, Converted};
 use super::watch::Watches;
 use crate::model::workload::{Node, Pdb, Pod};
 
@@ -24,6 +25,9 @@ use crate::model::workload::{Node, Pdb, Pod};
 pub struct Index {
     /// Shared with the engine's simulations, which never copy them.
     pub pods: Slab<Arc<Pod>, PodExtra>,
+    /// Pods that failed and are still bound to their node: the descheduler's `RemoveFailedPods` reads
+    /// them; the autoscaling engine never does (they need no place).
+    pub failed: Slab<Arc<Pod>, PodExtra>,
     pub nodes: Slab<Node, NodeExtra>,
     pub pdbs: Slab<Pdb>,
     pub daemon_pods: Slab<Pod>,
@@ -57,7 +61,7 @@ impl Index {
         }
         let mut out = Updated {
             changes: node_changes
-                + self.pods.apply(watches.pods.take())
+                + self.apply_pods(watches.pods.take())
                 + self.pdbs.apply(watches.pdbs.take())
                 + self.daemon_pods.apply(watches.daemonsets.take()),
             ..Default::default()
@@ -96,6 +100,34 @@ impl Index {
         self.pods.settle();
         self.nodes.settle();
         out
+    }
+
+    /// Applies the pods' changes: a pod that failed (still bound) goes to [`Index::failed`] and out of
+    /// [`Index::pods`], every other one the other way round.
+    fn apply_pods(&mut self, changes: Changes<(Arc<Pod>, PodExtra)>) -> usize {
+        let is_failed =
+            |v: &Option<Converted<(Arc<Pod>, PodExtra)>>| matches!(v, Some(Ok((_, x))) if x.failed);
+        let mut live = Changes::default();
+        let mut failed = Changes::default();
+        if let Some(all) = changes.replace {
+            let (f, l): (Vec<_>, Vec<_>) = all
+                .into_iter()
+                .partition(|(_, v)| matches!(v, Ok((_, x)) if x.failed));
+            live.replace = Some(l);
+            failed.replace = Some(f);
+        }
+        for (key, value) in changes.changes {
+            if is_failed(&value) {
+                live.changes.push((key.clone(), None));
+                failed.changes.push((key, value));
+            } else {
+                failed.changes.push((key.clone(), None));
+                live.changes.push((key, value));
+            }
+        }
+        self.failed.apply(failed);
+        self.failed.settle();
+        self.pods.apply(live)
     }
 
     /// Sets `seen` on the nodes that changed: when this index first held that incarnation of the node

@@ -32,6 +32,7 @@ pub fn run_settings() -> RunSettings {
         max_inactivity: Duration::from_secs(600),
         max_failing_time: Duration::from_secs(900),
         instance: "test-replica".into(),
+        deschedule: None,
     }
 }
 
@@ -75,7 +76,11 @@ impl Harness {
             .ready(tokio::time::sleep(Duration::from_secs(10)))
             .await
             .unwrap();
-        let metrics = Arc::new(Metrics::for_run());
+        let metrics = match run.deschedule {
+            Some(_) => Metrics::for_run().with_descheduler(),
+            None => Metrics::for_run(),
+        };
+        let metrics = Arc::new(metrics);
         let health = Arc::new(Health::new(run.max_inactivity, run.max_failing_time));
         let runner = Runner::new(
             cloud.clone(),

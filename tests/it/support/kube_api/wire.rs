@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{
     CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS,
-    REPLICASETS, VOLUMES,
+    PRIORITYCLASSES, REPLICASETS, VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -25,6 +25,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         CLASSES => "StorageClass",
         CSINODES => "CSINode",
         REPLICASETS => "ReplicaSet",
+        PRIORITYCLASSES => "PriorityClass",
         _ => "Unknown",
     }
 }

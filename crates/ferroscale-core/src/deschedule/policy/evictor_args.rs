@@ -6,7 +6,6 @@ use serde_norway::Value;
 
 use super::check::{flag, label_selector, type_meta};
 use super::field::{cleaned, Field};
-use super::selector::parse_selector;
 use super::{PolicyError, Warning};
 use crate::model::parse_go_duration;
 
@@ -65,7 +64,7 @@ pub(super) fn evictor_args(
     let o = args.object(&KNOWN)?;
     type_meta(&o, "DefaultEvictorArgs")?;
     if let Some(s) = o.opt("nodeSelector") {
-        parse_selector(s.string()?).map_err(|why| s.err(why))?;
+        super::selector::checked_selector(s.string()?).map_err(|why| s.err(why))?;
     }
     for key in ["labelSelector", "namespaceLabelSelector"] {
         if let Some(s) = o.opt(key) {

@@ -35,7 +35,6 @@ mod tests_upstream;
 mod tests_v1alpha1;
 
 pub use evictor_args::SYSTEM_CRITICAL_PRIORITY;
-pub use selector::parse_selector;
 
 /// A policy: its profiles and the limits over all of them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -159,7 +158,7 @@ impl Policy {
     pub fn nodes(&self) -> Option<LabelSelector> {
         self.node_selector
             .as_deref()
-            .map(|s| parse_selector(s).unwrap_or_else(|_| LabelSelector::nothing()))
+            .map(|s| LabelSelector::parse(s).unwrap_or_else(|_| LabelSelector::nothing()))
     }
 }
 
@@ -220,7 +219,7 @@ pub(crate) fn read(text: &str) -> Result<(Draft, Vec<Warning>), PolicyError> {
 fn limits(o: &Object, out: &mut Policy) -> Result<(), PolicyError> {
     if let Some(s) = o.opt("nodeSelector") {
         let text = s.string()?;
-        parse_selector(text).map_err(|why| s.err(why))?;
+        selector::checked_selector(text).map_err(|why| s.err(why))?;
         out.node_selector = Some(text.to_string());
     }
     let max = |key: &str| -> Result<Option<u32>, PolicyError> {

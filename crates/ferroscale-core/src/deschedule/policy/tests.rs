@@ -251,11 +251,7 @@ fn top_level_fields_are_checked() {
         "maxNoOfPodsToEvictTotal",
         "integer",
     );
-    refusal(
-        &top("nodeSelector: 'a in (b'"),
-        "nodeSelector",
-        "parentheses",
-    );
+    refusal(&top("nodeSelector: 'a in (b'"), "nodeSelector", "(list)");
     refusal(
         &top("gracePeriodSeconds: -5"),
         "gracePeriodSeconds",

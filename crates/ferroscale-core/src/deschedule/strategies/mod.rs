@@ -4,6 +4,7 @@
 use super::{Evictor, PluginArgs, Proposal, View};
 
 pub mod failed;
+pub mod fit;
 pub mod high_utilization;
 pub mod inter_pod_anti_affinity;
 pub mod lifetime;
@@ -14,7 +15,10 @@ pub mod remove_duplicates;
 pub mod restarts;
 pub mod scope;
 pub mod spread;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod usage;
+pub mod validate;
 
 /// The evictions a configured strategy proposes this cycle.
 pub fn propose(args: &PluginArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {

@@ -16,7 +16,7 @@ mod spread;
 mod volumes;
 
 pub use interpod::{fits_neighbours, repelling, Repel};
-pub use spread::SpreadMemo;
+pub use spread::{counts_node as spread_counts_node, SpreadMemo};
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
 #[derive(Debug, Clone)]
@@ -305,7 +305,7 @@ fn short_of<'a>(want: &'a Resources, used: &Resources, alloc: &Resources) -> Opt
 
 /// Whether the pod's node selector and required node affinity admit a node (also which domains
 /// topology spread counts).
-pub(super) fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
+pub fn placement(pod: &Pod, node: &Node) -> Result<(), Unfit> {
     if !pod
         .node_selector
         .iter()

@@ -40,8 +40,9 @@ impl Key {
 
 /// Whether `c` counts `node`'s pods (upstream's PreFilter): the node has the topology key of every
 /// constraint of the pod, and passes the pod's node selector and affinity (`nodeAffinityPolicy:
-/// Honor`, the default) and tolerations (`nodeTaintsPolicy: Honor`).
-fn eligible(pod: &Pod, c: &SpreadConstraint, node: &Node) -> bool {
+/// Honor`, the default) and tolerations (`nodeTaintsPolicy: Honor`). Public for the descheduler's
+/// topology spread strategy, which counts the same domains.
+pub fn counts_node(pod: &Pod, c: &SpreadConstraint, node: &Node) -> bool {
     pod.spread
         .iter()
         .all(|k| node.labels.contains_key(&k.topology_key))
@@ -151,7 +152,7 @@ impl SpreadMemo {
     pub fn pod_placed(&self, node: &NodeInfo, pod: &Pod) {
         for e in self.entries.borrow_mut().iter_mut() {
             let c = &e.key.constraint;
-            if !selects(&e.pod, c, pod) || !eligible(&e.pod, c, &node.node) {
+            if !selects(&e.pod, c, pod) || !counts_node(&e.pod, c, &node.node) {
                 continue;
             }
             if let Some(domain) = node.node.labels.get(&c.topology_key) {
@@ -163,7 +164,7 @@ impl SpreadMemo {
 
 /// `n`'s domain under `c` and how many of its pods `c` selects, if `pod` could go there at all.
 fn selected<'n>(pod: &Pod, c: &SpreadConstraint, n: &'n NodeInfo) -> Option<(&'n str, i32)> {
-    if !eligible(pod, c, &n.node) {
+    if !counts_node(pod, c, &n.node) {
         return None;
     }
     let domain = n.node.labels.get(&c.topology_key)?;

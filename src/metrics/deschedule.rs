@@ -1,0 +1,98 @@
+//! The descheduler's metrics (`run --deschedule-policy`, `ferroscale deschedule`) under the names and
+//! labels of kubernetes-sigs/descheduler's `metrics` package, so its dashboards apply unchanged. The
+//! descheduler serves the Prometheus text format, in which its eviction counters keep their exact names
+//! (`descheduler_pods_evicted`, deprecated, and `descheduler_pods_evicted_total`); both are exported
+//! as they are (`UntypedCounter`), as are both names of its loop histogram.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::untyped::UntypedCounter;
+
+/// Labels of `descheduler_pods_evicted`, as the descheduler names them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvictedLabels {
+    /// `success`, or `error` (the eviction API refused it, a 429 from a PodDisruptionBudget included).
+    pub result: &'static str,
+    /// The plugin name.
+    pub strategy: &'static str,
+    pub profile: String,
+    pub namespace: String,
+    /// The node the pod was on.
+    pub node: String,
+}
+
+/// The descheduler's loop histogram's buckets.
+const LOOP_BUCKETS: [f64; 15] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
+];
+
+/// The descheduling cycle's metrics; recorded through one method per thing that happened.
+#[derive(Clone)]
+pub struct DeschedulerMetrics {
+    evicted: Family<EvictedLabels, UntypedCounter>,
+    evicted_total: Family<EvictedLabels, UntypedCounter>,
+    loop_seconds: Histogram,
+    loop_seconds_old: Histogram,
+}
+
+impl DeschedulerMetrics {
+    /// Registers the descheduler's metrics.
+    pub(super) fn register(registry: &mut Registry) -> Self {
+        let m = DeschedulerMetrics {
+            evicted: Family::default(),
+            evicted_total: Family::default(),
+            loop_seconds: Histogram::new(LOOP_BUCKETS),
+            loop_seconds_old: Histogram::new(LOOP_BUCKETS),
+        };
+        let help = "Number of total evicted pods, by the result, by the strategy, by the namespace, by the node name. 'error' result means a pod could not be evicted";
+        registry.register(
+            "descheduler_pods_evicted",
+            format!("{help} (deprecated: descheduler_pods_evicted_total)"),
+            m.evicted.clone(),
+        );
+        registry.register(
+            "descheduler_pods_evicted_total",
+            help,
+            m.evicted_total.clone(),
+        );
+        let help = "Time taken to complete a full descheduling cycle";
+        registry.register(
+            "descheduler_loop_duration_seconds",
+            help,
+            m.loop_seconds.clone(),
+        );
+        registry.register(
+            "descheduler_descheduler_loop_duration_seconds",
+            format!("{help} (deprecated: descheduler_loop_duration_seconds)"),
+            m.loop_seconds_old.clone(),
+        );
+        m
+    }
+
+    /// A recorder whose figures go nowhere.
+    pub fn unregistered() -> Self {
+        DeschedulerMetrics::register(&mut Registry::default())
+    }
+
+    /// An eviction was asked for: `evicted` when the API accepted it (or, in dry-run, would have been
+    /// asked), else refused or failed.
+    pub fn eviction(&self, evicted: bool, labels: EvictedLabels) {
+        let labels = EvictedLabels {
+            result: if evicted { "success" } else { "error" },
+            ..labels
+        };
+        self.evicted.get_or_create(&labels).inc_by(1);
+        self.evicted_total.get_or_create(&labels).inc_by(1);
+    }
+
+    /// A descheduling cycle ended after `took`.
+    pub fn cycle_done(&self, took: Duration) {
+        self.loop_seconds.observe(took.as_secs_f64());
+        self.loop_seconds_old.observe(took.as_secs_f64());
+    }
+}
