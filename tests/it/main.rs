@@ -70,4 +70,5 @@ mod size_checks;
 mod template;
 mod tls;
 mod twin;
+mod twin_deschedule;
 mod write_guard;
