@@ -55,7 +55,13 @@ fn probe(nodes: usize) {
         }
     }
     let t = std::time::Instant::now();
-    let p = plan(&policy, &cluster, &History::default(), &Settings::default());
+    let p = plan(
+        &policy,
+        &cluster,
+        &History::default(),
+        &Settings::default(),
+        &ferroscale::time::MONOTONIC,
+    );
     eprintln!(
         "plan: {} evictions, {} declined in {:?}",
         p.evictions.len(),
@@ -277,13 +283,27 @@ fn cycle(bencher: divan::Bencher, nodes: usize) {
     };
     let history = History::default();
     let settings = Settings::default();
-    let p = plan(&policy, &cluster, &history, &settings);
+    let p = plan(
+        &policy,
+        &cluster,
+        &history,
+        &settings,
+        &ferroscale::time::MONOTONIC,
+    );
     eprintln!(
         "{nodes} nodes: {} evictions, {} declined",
         p.evictions.len(),
         p.declined.len()
     );
-    bencher.bench(|| black_box(plan(&policy, &cluster, &history, &settings)));
+    bencher.bench(|| {
+        black_box(plan(
+            &policy,
+            &cluster,
+            &history,
+            &settings,
+            &ferroscale::time::MONOTONIC,
+        ))
+    });
 }
 
 #[divan::bench(sample_count = 5)]

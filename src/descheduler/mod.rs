@@ -23,7 +23,7 @@ use crate::k8s::drain::{evict_once, Attempt};
 use crate::k8s::events::{pod_ref, Events};
 use crate::k8s::index::Index;
 use crate::k8s::lease::Fence;
-use crate::metrics::{DeschedulerMetrics, EvictedLabels};
+use crate::metrics::{DeschedulerMetrics, EvictedLabels, StrategyLabels};
 use crate::model::workload::Pod;
 
 pub mod standalone;
@@ -150,7 +150,17 @@ impl Descheduler {
             &cluster,
             &self.history,
             &self.settings.plan,
+            &crate::time::MONOTONIC,
         );
+        for r in &planned.durations {
+            self.metrics.strategy_done(
+                StrategyLabels {
+                    strategy: r.strategy.name(),
+                    profile: r.profile.clone(),
+                },
+                r.seconds,
+            );
+        }
         let out = self.carry_out(index, &planned, now).await;
         self.metrics.cycle_done(started.elapsed());
         tracing::info!(
@@ -183,7 +193,7 @@ impl Descheduler {
                 tracing::info!("not the leader any more: the cycle's other evictions are left");
                 break;
             }
-            let profile = self.profile_of(e);
+            let profile = e.profile.clone();
             let labels = EvictedLabels {
                 result: "",
                 strategy: e.strategy.name(),
@@ -302,17 +312,6 @@ impl Descheduler {
                 }
             }
         }
-    }
-
-    /// The profile whose strategy planned `e` (the first that enables it).
-    fn profile_of(&self, e: &Eviction) -> String {
-        self.settings
-            .policy
-            .profiles
-            .iter()
-            .find(|p| p.strategies.iter().any(|s| s.strategy() == e.strategy))
-            .map(|p| p.name.clone())
-            .unwrap_or_default()
     }
 }
 

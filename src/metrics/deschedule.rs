@@ -26,6 +26,13 @@ pub struct EvictedLabels {
     pub node: String,
 }
 
+/// Labels of `descheduler_strategy_duration_seconds`, as the descheduler names them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StrategyLabels {
+    pub strategy: &'static str,
+    pub profile: String,
+}
+
 /// The descheduler's loop histogram's buckets.
 const LOOP_BUCKETS: [f64; 15] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -38,6 +45,8 @@ pub struct DeschedulerMetrics {
     evicted_total: Family<EvictedLabels, UntypedCounter>,
     loop_seconds: Histogram,
     loop_seconds_old: Histogram,
+    strategy_seconds: Family<StrategyLabels, Histogram>,
+    strategy_seconds_old: Family<StrategyLabels, Histogram>,
 }
 
 impl DeschedulerMetrics {
@@ -48,6 +57,8 @@ impl DeschedulerMetrics {
             evicted_total: Family::default(),
             loop_seconds: Histogram::new(LOOP_BUCKETS),
             loop_seconds_old: Histogram::new(LOOP_BUCKETS),
+            strategy_seconds: Family::new_with_constructor(|| Histogram::new(LOOP_BUCKETS)),
+            strategy_seconds_old: Family::new_with_constructor(|| Histogram::new(LOOP_BUCKETS)),
         };
         let help = "Number of total evicted pods, by the result, by the strategy, by the namespace, by the node name. 'error' result means a pod could not be evicted";
         registry.register(
@@ -71,6 +82,17 @@ impl DeschedulerMetrics {
             format!("{help} (deprecated: descheduler_loop_duration_seconds)"),
             m.loop_seconds_old.clone(),
         );
+        let help = "Time taken to complete Each strategy of the descheduling operation";
+        registry.register(
+            "descheduler_strategy_duration_seconds",
+            help,
+            m.strategy_seconds.clone(),
+        );
+        registry.register(
+            "descheduler_descheduler_strategy_duration_seconds",
+            format!("{help} (deprecated: descheduler_strategy_duration_seconds)"),
+            m.strategy_seconds_old.clone(),
+        );
         m
     }
 
@@ -88,6 +110,16 @@ impl DeschedulerMetrics {
         };
         self.evicted.get_or_create(&labels).inc_by(1);
         self.evicted_total.get_or_create(&labels).inc_by(1);
+    }
+
+    /// A strategy of a profile ran for `seconds` (its proposals and their checks).
+    pub fn strategy_done(&self, labels: StrategyLabels, seconds: f64) {
+        self.strategy_seconds
+            .get_or_create(&labels)
+            .observe(seconds);
+        self.strategy_seconds_old
+            .get_or_create(&labels)
+            .observe(seconds);
     }
 
     /// A descheduling cycle ended after `took`.

@@ -66,7 +66,14 @@ impl SimDescheduler {
                 priority_classes: &priority_classes,
                 now,
             };
-            plan(&self.policy, &view, &self.history, &self.settings)
+            // Durations are not part of simulate's output: a clock that stands still keeps it reproducible.
+            plan(
+                &self.policy,
+                &view,
+                &self.history,
+                &self.settings,
+                &crate::clock::FixedClock::default(),
+            )
         };
         cluster.deschedule(&planned.evictions, now);
         self.history.record(&planned, now);

@@ -103,6 +103,7 @@ fn evicting(index: &Index, name: &str, strategy: Strategy) -> Plan {
             pod: pod.clone(),
             node: "pool-b".into(),
             strategy,
+            profile: "default".into(),
             to: "pool-a".into(),
         }],
         ..Default::default()
@@ -272,6 +273,17 @@ async fn run_deschedules_after_its_loop_every_interval() {
     assert_eq!(cycles(&h).as_deref(), Some("1"));
     h.runner.run_once(t + 300).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("2"));
+    // Each cycle times each strategy under the descheduler's name and labels.
+    let strategy_runs = h
+        .metrics
+        .encode()
+        .lines()
+        .find(|l| {
+            l.starts_with("descheduler_strategy_duration_seconds_count")
+                && l.contains("strategy=\"RemoveFailedPods\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().to_string());
+    assert_eq!(strategy_runs.as_deref(), Some("2"));
 }
 
 /// `run` with RemoveFailedPods and PodLifeTime (every pod older than a second), a budget allowing one

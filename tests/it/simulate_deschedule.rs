@@ -129,6 +129,7 @@ fn eviction(pod: Arc<Pod>, strategy: Strategy, to: &str) -> Eviction {
         node: pod.node_name.clone().unwrap_or_default(),
         pod,
         strategy,
+        profile: "default".into(),
         to: to.into(),
     }
 }

@@ -16,6 +16,8 @@ pub mod view;
 
 pub use args::{Namespaces, PluginArgs, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
-pub use plan::{owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, Why};
+pub use plan::{
+    owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, StrategyRun, Why,
+};
 pub use policy::{Policy, PolicyError, Profile, Warning};
 pub use view::{Cluster, Proposal, View};

@@ -16,6 +16,7 @@ use super::policy::Policy;
 use super::strategies;
 use super::view::{Cluster, Proposal, View};
 use super::Evictor;
+use crate::clock::Clock;
 use crate::engine::predicates::{Repel, Unfit};
 use crate::model::workload::{LabelSelector, Node, Pod, PodPhase};
 
@@ -47,6 +48,8 @@ pub struct Eviction {
     pub pod: Arc<Pod>,
     pub node: String,
     pub strategy: Strategy,
+    /// The policy's profile whose strategy proposed it.
+    pub profile: String,
     /// Where the simulation places it (its replacement, for a controller's pod); empty for a failed pod,
     /// which needs no place.
     pub to: String,
@@ -58,6 +61,8 @@ pub struct Declined {
     pub pod: Arc<Pod>,
     pub node: String,
     pub strategy: Strategy,
+    /// The policy's profile whose strategy proposed it.
+    pub profile: String,
     pub why: Why,
 }
 
@@ -130,11 +135,30 @@ pub struct Plan {
     /// removes them through scale-down's path (taint, drain, delete) rather than evicting pod by pod, so
     /// nothing lands on them meanwhile.
     pub emptied: Vec<String>,
+    /// How long each profile's strategy took to propose and its proposals to be checked, in the order
+    /// they ran (the descheduler's `strategy_duration_seconds`).
+    pub durations: Vec<StrategyRun>,
+}
+
+/// One strategy's run in a cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategyRun {
+    pub profile: String,
+    pub strategy: Strategy,
+    pub proposals: usize,
+    pub seconds: f64,
 }
 
 /// Plans one cycle of `policy` on `cluster`: every profile's `deschedule` strategies, then every
 /// profile's `balance` strategies, as the descheduler runs them, each proposal checked in turn.
-pub fn plan(policy: &Policy, cluster: &Cluster, history: &History, settings: &Settings) -> Plan {
+/// Strategies' durations are measured on `clock`.
+pub fn plan(
+    policy: &Policy,
+    cluster: &Cluster,
+    history: &History,
+    settings: &Settings,
+    clock: &dyn Clock,
+) -> Plan {
     // The strategies look at the ready nodes the policy's `nodeSelector` selects, as the descheduler
     // lists them; pods may move to any node.
     let selector = match policy.node_selector.as_deref().map(LabelSelector::parse) {
@@ -163,9 +187,18 @@ pub fn plan(policy: &Policy, cluster: &Cluster, history: &History, settings: &Se
                 .iter()
                 .filter(|a| a.strategy().balances() == balance)
             {
-                for p in strategies::propose(args, &view, &evictor) {
-                    planner.consider(p);
+                let start = clock.elapsed();
+                let proposals = strategies::propose(args, &view, &evictor);
+                let n = proposals.len();
+                for p in proposals {
+                    planner.consider(p, &profile.name);
                 }
+                planner.out.durations.push(StrategyRun {
+                    profile: profile.name.clone(),
+                    strategy: args.strategy(),
+                    proposals: n,
+                    seconds: clock.elapsed().saturating_sub(start).as_secs_f64(),
+                });
             }
         }
     }
@@ -246,7 +279,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn consider(&mut self, p: Proposal) {
+    fn consider(&mut self, p: Proposal, profile: &str) {
         let key = (p.pod.namespace.to_string(), p.pod.name.clone());
         if self.planned.contains(&key) {
             return;
@@ -260,12 +293,14 @@ impl<'a> Planner<'a> {
                     pod: p.pod,
                     node: p.node,
                     strategy: p.strategy,
+                    profile: profile.to_string(),
                 });
             }
             Err(why) => self.out.declined.push(Declined {
                 pod: p.pod,
                 node: p.node,
                 strategy: p.strategy,
+                profile: profile.to_string(),
                 why,
             }),
         }
@@ -421,10 +456,11 @@ impl<'a> Planner<'a> {
             .per_namespace
             .entry(p.pod.namespace.to_string())
             .or_default() += 1;
-        self.owners.insert(owner_key(&p.pod), p.strategy);
         let Some((name, j)) = to else {
+            // A failed pod's removal moves nothing: its workload stays free for other strategies.
             return;
         };
+        self.owners.insert(owner_key(&p.pod), p.strategy);
         if let Some(&i) = self.sim.index.get(&p.node) {
             self.sim.remove(&p.pod, i);
         }

@@ -32,7 +32,7 @@ fn run(f: &Fixture, policy: &Policy, history: &History, proposals: Vec<Proposal>
     let settings = Settings::default();
     let mut planner = Planner::new(policy, &cluster, history, &settings);
     for p in proposals {
-        planner.consider(p);
+        planner.consider(p, "default");
     }
     planner.out
 }
@@ -52,6 +52,7 @@ fn a_policy_without_profiles_evicts_nothing() {
         &f.cluster(),
         &History::default(),
         &Settings::default(),
+        &crate::clock::FixedClock::default(),
     );
     assert!(p.evictions.is_empty() && p.declined.is_empty());
 }
@@ -163,10 +164,12 @@ fn a_workload_moved_within_the_cooldown_stays_and_no_cycle_undoes_an_earlier_one
             pod: Arc::new(pods[0].clone()),
             node: "c".into(),
             strategy: Strategy::RemoveDuplicates,
+            profile: "default".into(),
             to: "a".into(),
         }],
         declined: vec![],
         emptied: vec![],
+        durations: vec![],
     };
     history.record(&earlier, 1_000);
     f.now = 1_000 + 600;
