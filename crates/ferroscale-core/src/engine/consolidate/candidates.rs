@@ -58,26 +58,61 @@ fn last_change(info: &NodeInfo) -> i64 {
         .fold(info.node.created, i64::max)
 }
 
-/// Each group's nodes, and those already out of service (removing, interrupted, being replaced or
-/// consolidated, removed this loop).
-pub(super) fn budgets<'a>(
+/// How many more nodes consolidation may take of each group: its disruption budget less the nodes out
+/// of service already (removing, interrupted, being replaced or consolidated, removed this loop), and
+/// no more than keeps it at its min size; with which of the two binds.
+pub(super) fn room<'a>(
     ctx: &Ctx<'a>,
     memory: &Memory,
     d: &Decisions,
-) -> (HashMap<&'a str, usize>, HashMap<&'a str, usize>) {
+) -> HashMap<&'a str, (usize, Declined)> {
     let world = ctx.world;
-    let (mut size, mut out) = (HashMap::new(), HashMap::new());
+    let (mut size, mut out, mut going) = (
+        HashMap::<&str, usize>::new(),
+        HashMap::<&str, usize>::new(),
+        HashMap::<&str, i32>::new(),
+    );
     for (node, g) in world.node_groups.iter() {
-        *size.entry(g.as_str()).or_default() += 1;
-        if world.removing.contains_key(node)
-            || world.interrupted.contains_key(node)
-            || memory.disrupting(node)
-            || d.scale_down.iter().any(|s| &s.node == node)
-        {
-            *out.entry(g.as_str()).or_default() += 1;
+        let g = g.as_str();
+        *size.entry(g).or_default() += 1;
+        let removed =
+            world.removing.contains_key(node) || d.scale_down.iter().any(|s| &s.node == node);
+        if removed {
+            *going.entry(g).or_default() += 1;
+        }
+        if removed || world.interrupted.contains_key(node) || memory.disrupting(node) {
+            *out.entry(g).or_default() += 1;
         }
     }
-    (size, out)
+    ctx.groups
+        .iter()
+        .map(|(&id, g)| {
+            let allowed = ctx
+                .settings
+                .budget_of(g)
+                .allowed(size.get(id).copied().unwrap_or(0));
+            let by_budget = allowed.saturating_sub(out.get(id).copied().unwrap_or(0));
+            let by_min =
+                (g.target_size - going.get(id).copied().unwrap_or(0) - g.min_size).max(0) as usize;
+            let r = if by_min < by_budget {
+                (
+                    by_min,
+                    Declined::AtMinSize {
+                        group: id.to_string(),
+                    },
+                )
+            } else {
+                (
+                    by_budget,
+                    Declined::DisruptionBudget {
+                        group: id.to_string(),
+                        allowed,
+                    },
+                )
+            };
+            (id, r)
+        })
+        .collect()
 }
 
 /// The nodes of `infos` consolidation may take, best first; those it may not take for a reason a user
@@ -90,7 +125,7 @@ pub(super) fn candidates<'a>(
 ) -> Vec<Candidate<'a>> {
     let world = ctx.world;
     let now = ctx.now;
-    let (size, out) = budgets(ctx, memory, d);
+    let room = room(ctx, memory, d);
     let mut found = Vec::new();
     for (index, info) in infos.iter().enumerate() {
         let n = &info.node;
@@ -151,15 +186,8 @@ pub(super) fn candidates<'a>(
         if policy.policy == ConsolidationPolicy::WhenEmpty && !drained.movable.is_empty() {
             continue;
         }
-        let allowed = ctx
-            .settings
-            .budget_of(g)
-            .allowed(size.get(g.id.as_str()).copied().unwrap_or(0));
-        if out.get(g.id.as_str()).copied().unwrap_or(0) >= allowed {
-            decline(Declined::DisruptionBudget {
-                group: g.id.clone(),
-                allowed,
-            });
+        if let Some((0, why)) = room.get(g.id.as_str()) {
+            decline(why.clone());
             continue;
         }
         let cost = drained.movable.iter().map(|p| eviction_cost(p)).sum();

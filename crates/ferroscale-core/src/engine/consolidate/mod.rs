@@ -33,7 +33,7 @@ use super::predicates::NodeInfo;
 use super::replace::retire;
 use crate::clock::Deadline;
 use crate::model::lifecycle::DisruptionReason;
-use candidates::{budgets, candidates, Candidate};
+use candidates::{candidates, room, Candidate};
 use evaluate::{Evaluator, Found};
 
 pub use candidates::eviction_cost;
@@ -180,27 +180,28 @@ fn search(
         }
         match eval.evaluate(cands, &[k]) {
             Ok(f) => consider(f),
+            // No cheaper placement is the common case, not worth reporting each loop.
+            Err(Declined::NothingCheaper) => {}
             Err(why) => d
                 .consolidation_declined
                 .push((infos[cands[k].index].node.name.clone(), why)),
         }
     }
-    // Prefixes of the order as sets, each group kept within its budget.
-    let (size, mut out) = budgets(ctx, memory, d);
+    // Prefixes of the order as sets, each group kept within its budget and min size.
+    let mut room: HashMap<&str, usize> = room(ctx, memory, d)
+        .into_iter()
+        .map(|(g, (n, _))| (g, n))
+        .collect();
     let mut set = Vec::new();
     for k in 0..limit {
         if set.len() >= s.consolidation_max_set || deadline.passed() {
             break;
         }
-        let g = cands[k].group;
-        let allowed = s
-            .budget_of(g)
-            .allowed(size.get(g.id.as_str()).copied().unwrap_or(0));
-        let o = out.entry(g.id.as_str()).or_default();
-        if *o >= allowed {
+        let left = room.entry(cands[k].group.id.as_str()).or_default();
+        if *left == 0 {
             continue;
         }
-        *o += 1;
+        *left -= 1;
         set.push(k);
         if set.len() >= 2 {
             if let Ok(f) = eval.evaluate(cands, &set) {
@@ -282,5 +283,7 @@ fn carry_out(
     });
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

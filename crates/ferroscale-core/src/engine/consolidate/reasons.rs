@@ -26,6 +26,8 @@ pub enum Declined {
     ClusterLimit(Resource),
     /// Its group has its disruption budget's worth of nodes out already.
     DisruptionBudget { group: String, allowed: usize },
+    /// Its group would go below its min size.
+    AtMinSize { group: String },
     /// Its group's disruption window is closed.
     OutsideDisruptionWindow { group: String },
     /// A pod annotated `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt`.
@@ -65,6 +67,7 @@ impl fmt::Display for Declined {
                 f,
                 "group {group} has its disruption budget ({allowed}) of nodes out"
             ),
+            Declined::AtMinSize { group } => write!(f, "group {group} is at its min size"),
             Declined::OutsideDisruptionWindow { group } => {
                 write!(f, "group {group}'s disruption window is closed")
             }

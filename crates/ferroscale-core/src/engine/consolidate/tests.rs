@@ -11,7 +11,7 @@ use crate::model::NodeGroup;
 
 use super::Declined;
 
-const NOW: i64 = 100_000;
+pub(super) const NOW: i64 = 100_000;
 
 /// A group of `cpus`-core nodes of `ty` at `price` an hour, sized 0..10 at `target`.
 fn priced(id: &str, ty: &str, cpus: i64, price: f64, target: i32) -> NodeGroup {
@@ -47,7 +47,7 @@ fn app(name: &str, node: &str, cpus: i64) -> Pod {
 }
 
 /// Consolidation on for every group, budgets wide open.
-fn consolidating() -> Settings {
+pub(super) fn consolidating() -> Settings {
     Settings {
         consolidation: Consolidation {
             policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,
@@ -254,8 +254,10 @@ fn no_spot_to_spot_move_onto_a_pool_interrupted_more_recently() {
     let mut memory = Memory::default();
     memory.capacity_lost("m6a.4xlarge".into(), "us-east-1a".into(), NOW - 1200);
     let d = world.run_once(&consolidating(), &mut memory, NOW);
-    assert!(d.consolidations.is_empty(), "{d:#?}");
-    assert_eq!(declined(&d, "a-1"), [&Declined::NothingCheaper]);
+    assert!(
+        d.consolidations.is_empty() && d.scale_up.is_empty(),
+        "{d:#?}"
+    );
 }
 
 #[test]
@@ -334,4 +336,16 @@ fn when_empty_deletes_only_nodes_with_nothing_to_evict() {
     assert_eq!(d.consolidations[0].nodes, ["a-2"]);
     assert_eq!(d.scale_down.len(), 1);
     assert_eq!(d.scale_down[0].node, "a-2");
+}
+
+#[test]
+fn a_group_at_its_min_size_keeps_its_nodes() {
+    let mut world = one_node(0.5);
+    world.group_mut("a").min_size = 1;
+    let d = world.run_once(&consolidating(), &mut Memory::default(), NOW);
+    assert!(d.consolidations.is_empty(), "{d:#?}");
+    assert_eq!(
+        declined(&d, "a-1"),
+        [&Declined::AtMinSize { group: "a".into() }]
+    );
 }
