@@ -49,6 +49,7 @@ mod run_priorities;
 mod run_safety;
 mod run_volumes;
 mod simulate;
+mod simulate_consolidation;
 mod simulate_drain;
 mod simulate_events;
 mod simulate_example;
