@@ -132,7 +132,13 @@ fn progress(ctx: &Ctx, memory: &mut Memory, present: &HashMap<&str, &NodeInfo>, 
                 else {
                     continue;
                 };
-                // A pod that may no longer be evicted keeps its node, as it keeps it from scale-down.
+                // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
+                // its node, as it keeps it from scale-down.
+                if let Some(p) = info.pods.iter().find(|p| p.meta.do_not_disrupt) {
+                    d.consolidation_declined
+                        .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
+                    continue;
+                }
                 retire(ctx, info, og, DisruptionReason::Consolidation, d);
             }
         } else if ctx.now - plan.since

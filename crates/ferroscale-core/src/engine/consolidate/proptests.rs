@@ -127,30 +127,36 @@ proptest! {
                 let out = plan.nodes.iter().filter(|n| w.node_groups[*n] == *id).count() as i32;
                 prop_assert!(g.target_size - out >= g.min_size);
             }
-            // Every pod has a place: first on the nodes left, then on the new ones, largest first.
+            // Every pod has a place: in the plan's order on the nodes left, the rest largest first on
+            // the new ones (as the estimator packs them).
             let mut rest: Vec<NodeInfo> = w.nodes.iter().filter(|n| !plan.nodes.contains(&n.name)).cloned().map(NodeInfo::new).collect();
             for p in &w.pods {
                 if let Some(i) = rest.iter().position(|r| Some(&r.node.name) == p.node_name.as_ref()) {
                     rest[i].add(Arc::clone(p));
                 }
             }
-            let mut moved: Vec<Pod> = w.pods.iter()
-                .filter(|p| p.node_name.as_ref().is_some_and(|n| plan.nodes.contains(n)))
-                .map(|p| Pod { node_name: None, ..(**p).clone() })
+            let by_key: HashMap<String, &Arc<Pod>> = w.pods.iter().map(|p| (p.key(), p)).collect();
+            let moved: Vec<Pod> = plan.pods_evicted.iter()
+                .map(|k| Pod { node_name: None, ..(**by_key[k]).clone() })
                 .collect();
-            moved.sort_by_key(|p| std::cmp::Reverse(p.requests.cpu_milli));
+            prop_assert!(moved.iter().all(|p| by_key[&p.key()].node_name.as_ref().is_some_and(|n| plan.nodes.contains(n))));
+            let refs: Vec<&Pod> = moved.iter().collect();
+            let at = first_fit(&refs, &mut rest, |_| true);
+            let mut left: Vec<&Pod> = refs.iter().zip(&at).filter(|(_, a)| a.is_none()).map(|(p, _)| *p).collect();
+            left.sort_by_key(|p| std::cmp::Reverse(p.requests.cpu_milli));
+            let mut new_nodes = Vec::new();
             for i in &plan.into {
                 let t = &groups[i.group.as_str()].template;
                 for k in 0..i.count {
                     let mut n = template_node(t, &format!("new-{k}"), &i.group);
                     n.template = true;
-                    rest.push(NodeInfo::new(n));
+                    new_nodes.push(NodeInfo::new(n));
                 }
             }
-            let refs: Vec<&Pod> = moved.iter().collect();
-            let at = first_fit(&refs, &mut rest, |_| true);
+            let at = first_fit(&left, &mut new_nodes, |_| true);
             prop_assert!(at.iter().all(Option::is_some), "{plan:?}");
-            prop_assert_eq!(plan.pods_evicted.len(), moved.len());
+            let on_nodes: usize = w.pods.iter().filter(|p| p.node_name.as_ref().is_some_and(|n| plan.nodes.contains(n))).count();
+            prop_assert_eq!(plan.pods_evicted.len(), on_nodes);
         }
     }
 }
