@@ -1,6 +1,6 @@
 //! What one loop decided, and why.
 
-use super::consolidate::{Declined, Waits};
+use super::consolidate::reasons::{Declined, Waits};
 use super::limits::Resource;
 use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
 use crate::model::lifecycle::DisruptionReason;

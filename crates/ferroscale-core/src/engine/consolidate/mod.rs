@@ -20,7 +20,7 @@
 
 mod candidates;
 mod evaluate;
-mod reasons;
+pub mod reasons;
 
 use std::collections::HashMap;
 
