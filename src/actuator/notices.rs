@@ -29,6 +29,7 @@ impl<C: Cluster> Actuator<C> {
             let Some(notice) = &d.notice else {
                 let kind = match d.reason {
                     DisruptionReason::Drift => "Drifted",
+                    DisruptionReason::Consolidation => "Consolidated",
                     _ => "Expired",
                 };
                 let note = format!(

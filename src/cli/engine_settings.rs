@@ -6,6 +6,7 @@ use crate::engine::similar::Balancing;
 use crate::engine::taints::TaintConfig;
 use crate::engine::Settings;
 use crate::error::{Error, Result};
+use crate::model::consolidation::{parse_share, Consolidation};
 use crate::model::lifecycle::Budget;
 use crate::model::OptionValues;
 
@@ -68,6 +69,23 @@ impl LoopFlags {
             max_disruption: Budget::parse(&self.max_disruption)
                 .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
             max_interruptions_per_minute: self.max_interruptions_per_minute,
+            consolidation: Consolidation::parse(&self.consolidation)
+                .map_err(|e| Error::config(format!("--consolidation: {e}")))?,
+            consolidation_min_savings: parse_share(&self.consolidation_min_savings)
+                .map_err(|e| Error::config(format!("--consolidation-min-savings: {e}")))?,
+            consolidation_min_savings_per_pod: if self.consolidation_min_savings_per_pod.is_finite()
+                && self.consolidation_min_savings_per_pod >= 0.0
+            {
+                self.consolidation_min_savings_per_pod
+            } else {
+                return Err(Error::config(format!(
+                    "--consolidation-min-savings-per-pod: must be a number of dollars of at least 0, got {}",
+                    self.consolidation_min_savings_per_pod
+                )));
+            },
+            consolidation_max_candidates: self.consolidation_max_candidates,
+            consolidation_max_set: self.consolidation_max_set,
+            consolidation_search_time: self.consolidation_search_time.0,
             defaults: OptionValues {
                 scale_down_utilization_threshold: self.scale_down_utilization_threshold,
                 scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,

@@ -401,6 +401,26 @@ pub struct LoopFlags {
     /// disruption budgets; beyond it such notices drain as voluntary ones (drainability rules, budgets).
     #[arg(long, value_name = "COUNT", default_value_t = UPSTREAM.max_interruptions_per_minute)]
     pub max_interruptions_per_minute: usize,
+    /// Consolidation policy of groups that set none (tag `ferroscale.io/consolidation`):
+    /// `Never` (cluster-autoscaler's behaviour), `WhenEmpty`, `WhenEmptyOrUnderutilized`, optionally
+    /// `,after=10m` (how long after its last pod change a node may be taken).
+    #[arg(long, value_name = "POLICY[,after=DURATION]", default_value_t = UPSTREAM.consolidation.policy.to_string())]
+    pub consolidation: String,
+    /// A consolidation goes ahead only if it saves at least this share of the taken nodes' hourly price.
+    #[arg(long, value_name = "PERCENT", default_value = "10%")]
+    pub consolidation_min_savings: String,
+    /// And at least this many dollars an hour per pod it evicts (0: off).
+    #[arg(long, value_name = "USD", default_value_t = UPSTREAM.consolidation_min_savings_per_pod)]
+    pub consolidation_min_savings_per_pod: f64,
+    /// Nodes consolidation evaluates alone per loop, best first (multi-node sets are prefixes of them).
+    #[arg(long, value_name = "COUNT", default_value_t = UPSTREAM.consolidation_max_candidates)]
+    pub consolidation_max_candidates: usize,
+    /// Most nodes one consolidation takes.
+    #[arg(long, value_name = "COUNT", default_value_t = UPSTREAM.consolidation_max_set)]
+    pub consolidation_max_set: usize,
+    /// Time budget of consolidation's search per loop.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.consolidation_search_time))]
+    pub consolidation_search_time: GoDuration,
 }
 
 /// The engine's settings with every flag at its default: what the binary runs with when given none.

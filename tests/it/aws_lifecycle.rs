@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use ferroscale::cloud::Cloud;
+use ferroscale::model::consolidation::{Consolidation, ConsolidationPolicy};
 use ferroscale::model::lifecycle::Budget;
 
 use crate::support::moto::{Moto, DISCOVERY};
@@ -26,6 +27,10 @@ async fn the_groups_revision_follows_its_default_template_version_and_tags_set_i
             ("ferroscale.io/disruption-budget", "20%"),
             ("ferroscale.io/disruption-schedule", "0 2 * * *"),
             ("ferroscale.io/disruption-duration", "4h"),
+            (
+                "ferroscale.io/consolidation",
+                "WhenEmptyOrUnderutilized,after=5m",
+            ),
         ],
     )
     .await;
@@ -39,6 +44,13 @@ async fn the_groups_revision_follows_its_default_template_version_and_tags_set_i
         Some(Duration::from_secs(720 * 3600))
     );
     assert_eq!(g.lifecycle.disruption_budget, Some(Budget::Percent(20.0)));
+    assert_eq!(
+        g.lifecycle.consolidation,
+        Some(Consolidation {
+            policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,
+            after: Duration::from_secs(300),
+        })
+    );
     assert_eq!(
         g.lifecycle
             .disruption_window

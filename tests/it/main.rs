@@ -51,6 +51,7 @@ mod run_priorities;
 mod run_safety;
 mod run_volumes;
 mod simulate;
+mod simulate_consolidation;
 mod simulate_deschedule;
 mod simulate_deschedule_policy;
 mod simulate_drain;

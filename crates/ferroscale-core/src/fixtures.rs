@@ -345,6 +345,12 @@ impl GroupBuilder {
         })
     }
 
+    /// Its hourly price.
+    pub fn price(mut self, per_hour: f64) -> Self {
+        self.0.price_per_hour = Some(per_hour);
+        self
+    }
+
     pub fn build(self) -> NodeGroup {
         self.0
     }

@@ -38,6 +38,11 @@ pub const NODE_GROUP: &str = "ferroscale.io/node-group";
 pub const EKS_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
 /// The capacity type (`ON_DEMAND`, `SPOT`) of an EKS managed node group's nodes.
 pub const EKS_CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
+/// Karpenter's capacity type label (`spot`, `on-demand`), which ferroscale's templates may carry too.
+pub const KARPENTER_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+/// The annotation a pod's controller reads to pick which replicas go first on a scale-in (an int32):
+/// consolidation weighs it as the cost of evicting the pod.
+pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 /// The eksctl node group of a node.
 pub const EKSCTL_NODEGROUP: &str = "alpha.eksctl.io/nodegroup-name";
 

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::types::AsgInfo;
+use crate::model::consolidation::Consolidation;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::{parse_go_duration, provider_id};
 
@@ -16,6 +17,8 @@ pub const DISRUPTION_BUDGET_TAG: &str = "ferroscale.io/disruption-budget";
 /// When voluntary disruptions may start (cron, UTC), and for how long (a Go duration).
 pub const DISRUPTION_SCHEDULE_TAG: &str = "ferroscale.io/disruption-schedule";
 pub const DISRUPTION_DURATION_TAG: &str = "ferroscale.io/disruption-duration";
+/// The group's consolidation policy: `WhenEmptyOrUnderutilized` or `WhenEmpty,after=10m`.
+pub const CONSOLIDATION_TAG: &str = "ferroscale.io/consolidation";
 
 /// The revision of a launch configuration.
 pub fn configuration_revision(name: &str) -> String {
@@ -68,6 +71,13 @@ pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
             None
         }
     };
+    let consolidation = tag(CONSOLIDATION_TAG).and_then(|v| match Consolidation::parse(v) {
+        Ok(c) => Some(c),
+        Err(why) => {
+            ignored(CONSOLIDATION_TAG, v, why);
+            None
+        }
+    });
     GroupLifecycle {
         revision: info.revision.clone(),
         also_current: info.override_revisions.clone(),
@@ -75,6 +85,7 @@ pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
         max_node_lifetime,
         disruption_budget,
         disruption_window,
+        consolidation,
     }
 }
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::labels;
+use crate::model::consolidation::{Consolidation, ConsolidationPolicy};
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::{parse_go_duration, provider_id};
 use crate::model::{
@@ -80,6 +81,18 @@ pub struct GroupConfig {
     pub disruption_budget: Option<String>,
     /// When voluntary disruptions may happen: `{schedule: "0 2 * * *", duration: 4h}` (cron, UTC).
     pub disruption_window: Option<WindowConfig>,
+    /// `{policy: WhenEmptyOrUnderutilized, after: 10m}`; overrides `--consolidation`.
+    pub consolidation: Option<ConsolidationConfig>,
+}
+
+/// A group's consolidation in the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidationConfig {
+    /// `Never`, `WhenEmpty` or `WhenEmptyOrUnderutilized`.
+    pub policy: String,
+    /// A Go duration; 10m when unset.
+    pub after: Option<String>,
 }
 
 /// A disruption window of the config.
@@ -188,6 +201,18 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         }
         None => None,
     };
+    let consolidation = match &g.consolidation {
+        Some(c) => {
+            let policy = ConsolidationPolicy::parse(&c.policy)
+                .map_err(|e| bad(i, g, "consolidation.policy", e))?;
+            let after = match &c.after {
+                Some(a) => parse_go_duration(a).map_err(|e| bad(i, g, "consolidation.after", e))?,
+                None => Consolidation::default().after,
+            };
+            Some(Consolidation { policy, after })
+        }
+        None => None,
+    };
     let instance_revisions = g
         .instances
         .iter()
@@ -203,6 +228,7 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         max_node_lifetime,
         disruption_budget,
         disruption_window,
+        consolidation,
     })
 }
 

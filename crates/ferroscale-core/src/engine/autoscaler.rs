@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::cleanup::cleanup_instances;
+use super::consolidate::consolidate;
 use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
 use super::disruption::{displace, replacements};
@@ -198,6 +199,7 @@ pub fn run_once(
             soft_taints(&ctx, memory, &mut d);
         }
         replace(&ctx, memory, &infos[..existing], &mut d);
+        consolidate(&ctx, memory, &infos[..existing], &mut d);
     }
     d
 }

@@ -1,5 +1,6 @@
 //! What one loop decided, and why.
 
+use super::consolidate::reasons::{Declined, Waits};
 use super::limits::Resource;
 use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
 use crate::model::lifecycle::DisruptionReason;
@@ -78,6 +79,47 @@ pub struct Replacement {
     pub for_nodes: Vec<String>,
 }
 
+/// What a consolidation does with its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsolidationAction {
+    /// Their pods fit on the other nodes: they are drained and deleted this loop.
+    Delete,
+    /// Their pods need new nodes (`into`), asked for this loop; the old nodes are drained once the new
+    /// ones have joined and are ready (surge first), or kept if they do not within the group's
+    /// `maxNodeProvisionTime`.
+    Replace,
+}
+
+impl std::fmt::Display for ConsolidationAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ConsolidationAction::Delete => "delete",
+            ConsolidationAction::Replace => "replace",
+        })
+    }
+}
+
+/// New nodes of one group a consolidation asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewNodes {
+    pub group: String,
+    pub count: i32,
+}
+
+/// A consolidation decided this loop: `nodes` go, their pods onto the other nodes and `into`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsolidationPlan {
+    pub action: ConsolidationAction,
+    pub nodes: Vec<String>,
+    pub into: Vec<NewNodes>,
+    /// Hourly price of the nodes taken (USD).
+    pub price_per_hour: f64,
+    /// Their price less the new nodes' (USD an hour): above 0 by construction.
+    pub savings_per_hour: f64,
+    /// Pods evicted from `nodes` (`namespace/name`).
+    pub pods_evicted: Vec<String>,
+}
+
 /// Which way a scale event goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -116,6 +158,15 @@ pub struct Decisions {
     pub soft_taint: Vec<String>,
     /// Nodes needed again whose soft taint goes.
     pub soft_untaint: Vec<String>,
+    /// Consolidations decided this loop (their deletions are in `scale_down`, their new nodes in
+    /// `scale_up` and `replacements`; the old nodes of a replacement go in a later loop, as
+    /// `disruptions` of reason `consolidation`).
+    pub consolidations: Vec<ConsolidationPlan>,
+    /// Nodes consolidation would have taken and did not, with why (saving too small, budget,
+    /// do-not-disrupt, window, new nodes not ready in time).
+    pub consolidation_declined: Vec<(String, Declined)>,
+    /// Why consolidation looked for nothing this loop, when it did not.
+    pub consolidation_waits: Option<Waits>,
 }
 
 impl Decisions {

@@ -50,7 +50,7 @@ pub(super) fn displace(
     let mut size: HashMap<&str, usize> = HashMap::new();
     for (node, g) in world.node_groups {
         *size.entry(g.as_str()).or_default() += 1;
-        if world.removing.contains_key(node) || memory.replacing.contains_key(node) {
+        if world.removing.contains_key(node) || memory.disrupting(node) {
             *out.entry(g.as_str()).or_default() += 1;
         }
     }

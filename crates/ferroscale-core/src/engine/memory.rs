@@ -40,6 +40,21 @@ pub struct Memory {
     /// Nodes taken out for an involuntary notice, with when: what `--max-interruptions-per-minute`
     /// counts (each node once, for as long as it is there).
     pub involuntary: HashMap<String, i64>,
+    /// Consolidations whose new nodes were asked for and whose old nodes wait for them.
+    pub consolidating: Vec<Consolidating>,
+    /// Nodes a consolidation took or gave up on, with when: not candidates again for their group's
+    /// `after`.
+    pub consolidated: HashMap<String, i64>,
+}
+
+/// A consolidation under way: `count` new nodes of `group` were asked for `since`; `nodes` go once
+/// they have joined, or stay if they have not within the group's `maxNodeProvisionTime`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consolidating {
+    pub nodes: Vec<String>,
+    pub group: String,
+    pub count: i32,
+    pub since: i64,
 }
 
 /// A replacement under way: the surge was asked for `since`.
@@ -147,6 +162,16 @@ impl Memory {
         } else {
             None
         }
+    }
+
+    /// Whether `node` is on its way out for a replacement (drift, expiry, consolidation): it counts
+    /// against its group's disruption budget.
+    pub fn disrupting(&self, node: &str) -> bool {
+        self.replacing.contains_key(node)
+            || self
+                .consolidating
+                .iter()
+                .any(|c| c.nodes.iter().any(|n| n == node))
     }
 
     /// `group`'s backoff, while it lasts at `now`.

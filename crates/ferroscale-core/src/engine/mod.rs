@@ -8,6 +8,7 @@
 
 pub mod autoscaler;
 mod cleanup;
+pub mod consolidate;
 mod context;
 pub mod decisions;
 mod disruption;
@@ -36,8 +37,8 @@ pub mod utilization;
 pub use autoscaler::run_once;
 pub use context::{template_node, World};
 pub use decisions::{
-    CancelCapacity, Decisions, DeleteInstance, Direction, Disruption, NoticeDrain, Replacement,
-    ScaleDown, ScaleUp,
+    CancelCapacity, ConsolidationAction, ConsolidationPlan, Decisions, DeleteInstance, Direction,
+    Disruption, NewNodes, NoticeDrain, Replacement, ScaleDown, ScaleUp,
 };
 pub use memory::Memory;
 pub use settings::Settings;

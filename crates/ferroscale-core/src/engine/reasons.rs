@@ -392,8 +392,10 @@ pub struct Removal {
 
 impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(reason) = self.disruption {
-            return write!(f, "replaced ({reason}): its replacement has joined");
+        match self.disruption {
+            Some(DisruptionReason::Consolidation) => return f.write_str("consolidated"),
+            Some(reason) => return write!(f, "replaced ({reason}): its replacement has joined"),
+            None => {}
         }
         if self.unready {
             write!(f, "unready for {}s, ", self.waited)?;

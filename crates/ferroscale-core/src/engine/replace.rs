@@ -64,7 +64,7 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         let name = info.node.name.as_str();
         if world.removing.contains_key(name)
             || world.interrupted.contains_key(name)
-            || memory.replacing.contains_key(name)
+            || memory.disrupting(name)
             || d.scale_down.iter().any(|s| s.node == name)
         {
             *out.entry(g).or_default() += 1;
@@ -82,6 +82,7 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         if world.removing.contains_key(name)
             || world.interrupted.contains_key(name)
             || d.scale_down.iter().any(|s| s.node == name)
+            || (memory.disrupting(name) && !memory.replacing.contains_key(name))
         {
             continue;
         }
@@ -177,7 +178,7 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
 
 /// The old node goes, drained through the same rules as a scale-down, and deleted; not while one of
 /// its pods may not be evicted or runs to completion. Whether it goes.
-fn retire(
+pub(super) fn retire(
     ctx: &Ctx,
     info: &NodeInfo,
     g: &NodeGroup,

@@ -117,7 +117,7 @@ pub(super) fn scale_down(
         *group_size.entry(g.as_str()).or_default() += 1;
         // Removals in flight are counted above already.
         if !ctx.world.removing.contains_key(node)
-            && (ctx.world.interrupted.contains_key(node) || memory.replacing.contains_key(node))
+            && (ctx.world.interrupted.contains_key(node) || memory.disrupting(node))
         {
             *disrupted_per_group.entry(g.as_str()).or_default() += 1;
         }

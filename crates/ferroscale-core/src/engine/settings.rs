@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::expander::{Priorities, Strategy};
 use super::similar::Balancing;
 use super::taints::TaintConfig;
+use crate::model::consolidation::Consolidation;
 use crate::model::lifecycle::Budget;
 use crate::model::{NodeGroup, OptionValues};
 
@@ -94,6 +95,22 @@ pub struct Settings {
     pub max_bulk_soft_taint_count: usize,
     /// `--max-bulk-soft-taint-time`: how long one loop spends on them.
     pub max_bulk_soft_taint_time: Duration,
+    /// `--consolidation`: the policy of groups that set none (`Never`: cluster-autoscaler's behaviour).
+    pub consolidation: Consolidation,
+    /// `--consolidation-min-savings`: a plan goes ahead only if it saves at least this share (0.1: 10%)
+    /// of the hourly price of the nodes it takes.
+    pub consolidation_min_savings: f64,
+    /// `--consolidation-min-savings-per-pod`: and at least this many dollars an hour per pod evicted
+    /// (0: off).
+    pub consolidation_min_savings_per_pod: f64,
+    /// `--consolidation-max-candidates`: nodes looked at alone each loop, best first; multi-node sets
+    /// are prefixes of the same order, up to `--consolidation-max-set` nodes.
+    pub consolidation_max_candidates: usize,
+    /// `--consolidation-max-set`: most nodes one plan takes.
+    pub consolidation_max_set: usize,
+    /// `--consolidation-search-time`: the search's time budget per loop; the best plan found by then
+    /// is taken.
+    pub consolidation_search_time: Duration,
 }
 
 impl Settings {
@@ -113,6 +130,11 @@ impl Settings {
     /// A group's maximum node lifetime: its own, else `--node-max-lifetime`.
     pub fn lifetime_of(&self, g: &NodeGroup) -> Option<Duration> {
         g.lifecycle.max_node_lifetime.or(self.node_max_lifetime)
+    }
+
+    /// A group's consolidation: its own, else `--consolidation`.
+    pub fn consolidation_of(&self, g: &NodeGroup) -> Consolidation {
+        g.lifecycle.consolidation.unwrap_or(self.consolidation)
     }
 
     /// A group's options: its own overrides on top of the flags' defaults.
@@ -168,6 +190,12 @@ impl Settings {
             bypassed_scheduler_names: Vec::new(),
             max_bulk_soft_taint_count: 10,
             max_bulk_soft_taint_time: Duration::from_secs(3),
+            consolidation: Consolidation::default(),
+            consolidation_min_savings: 0.1,
+            consolidation_min_savings_per_pod: 0.0,
+            consolidation_max_candidates: 50,
+            consolidation_max_set: 10,
+            consolidation_search_time: Duration::from_secs(1),
         }
     }
 }

@@ -92,17 +92,20 @@ pub enum DisruptionReason {
     Drift,
     /// Older than its maximum lifetime.
     Expired,
+    /// Replaced by cheaper capacity, or deleted, by consolidation.
+    Consolidation,
 }
 
 impl DisruptionReason {
     /// Every reason.
-    pub const ALL: [DisruptionReason; 6] = [
+    pub const ALL: [DisruptionReason; 7] = [
         DisruptionReason::SpotInterruption,
         DisruptionReason::Rebalance,
         DisruptionReason::ScheduledChange,
         DisruptionReason::InstanceStopping,
         DisruptionReason::Drift,
         DisruptionReason::Expired,
+        DisruptionReason::Consolidation,
     ];
 
     /// The reason as `simulate`'s JSON, events and metrics name it.
@@ -114,6 +117,7 @@ impl DisruptionReason {
             DisruptionReason::InstanceStopping => "instance-stopping",
             DisruptionReason::Drift => "drift",
             DisruptionReason::Expired => "expired",
+            DisruptionReason::Consolidation => "consolidation",
         }
     }
 
@@ -122,7 +126,9 @@ impl DisruptionReason {
     /// expiry (the autoscaler's own) are below every notice.
     pub fn strength(self) -> u8 {
         match self {
-            DisruptionReason::Drift | DisruptionReason::Expired => 0,
+            DisruptionReason::Drift
+            | DisruptionReason::Expired
+            | DisruptionReason::Consolidation => 0,
             DisruptionReason::Rebalance => 1,
             DisruptionReason::ScheduledChange => 2,
             DisruptionReason::SpotInterruption => 3,
@@ -143,7 +149,10 @@ impl DisruptionReason {
     /// Whether it comes from a notice about the instance (the interruption queue, `--events`): taken out
     /// at the interruption's pace; drift and expiry are the autoscaler's own.
     pub fn from_notice(self) -> bool {
-        !matches!(self, DisruptionReason::Drift | DisruptionReason::Expired)
+        !matches!(
+            self,
+            DisruptionReason::Drift | DisruptionReason::Expired | DisruptionReason::Consolidation
+        )
     }
 
     /// Whether the cloud takes the instance whatever the autoscaler does (a spot interruption, the
@@ -333,6 +342,8 @@ pub struct GroupLifecycle {
     pub disruption_budget: Option<Budget>,
     /// When set, voluntary disruptions happen only while it is open.
     pub disruption_window: Option<Window>,
+    /// Overrides `--consolidation` (tag `ferroscale.io/consolidation`, memory cloud `consolidation`).
+    pub consolidation: Option<super::consolidation::Consolidation>,
 }
 
 impl GroupLifecycle {

@@ -2,6 +2,7 @@
 //! resources and autoscaling options. No protobuf, AWS or Kubernetes client types appear here, so the
 //! engine, the clouds and the gRPC layer can all speak the same language.
 
+pub mod consolidation;
 mod duration;
 mod group;
 pub mod lifecycle;

@@ -53,6 +53,9 @@ pub struct PodMeta {
     /// `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt` is `"true"`: no voluntary
     /// disruption (descheduling, consolidation) evicts it.
     pub do_not_disrupt: bool,
+    /// `controller.kubernetes.io/pod-deletion-cost` (0 when unset): a pod costing more to delete weighs
+    /// more against consolidating its node.
+    pub deletion_cost: i32,
     /// `descheduler.alpha.kubernetes.io/evict` is set: the descheduler's evictor admits it whatever
     /// else would keep it.
     pub evict_annotation: bool,

@@ -1,0 +1,208 @@
+//! Which nodes consolidation may take this loop, and what evicting their pods costs: nodes of groups
+//! whose policy allows it, priced, ready, left alone for the group's `after`, in an open window, under
+//! the group's disruption budget, with no do-not-disrupt pod and a drain the drainability rules allow.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::reasons::Declined;
+use crate::engine::context::Ctx;
+use crate::engine::decisions::Decisions;
+use crate::engine::memory::Memory;
+use crate::engine::predicates::NodeInfo;
+use crate::engine::scale_down::drain;
+use crate::model::consolidation::ConsolidationPolicy;
+use crate::model::workload::Pod;
+use crate::model::NodeGroup;
+
+/// A node consolidation may take.
+pub(super) struct Candidate<'a> {
+    /// Index into the loop's existing nodes.
+    pub index: usize,
+    pub group: &'a NodeGroup,
+    /// Its group's hourly price.
+    pub price: f64,
+    /// Pods to evict and place elsewhere (unbound).
+    pub movable: Vec<Arc<Pod>>,
+    /// What evicting them costs (see [`eviction_cost`]): 0 for a node with nothing to evict.
+    pub cost: f64,
+}
+
+impl Candidate<'_> {
+    /// The order candidates are looked at in: most dollars an hour per unit of disruption first
+    /// (an empty node first of all), then by name.
+    pub fn worth(&self) -> f64 {
+        if self.cost <= 0.0 {
+            f64::INFINITY
+        } else {
+            self.price / self.cost
+        }
+    }
+}
+
+/// What evicting `p` costs, Karpenter's `EvictionCost`: 1, plus its deletion cost over 2^27 and its
+/// priority over 2^25, kept within [0.1, 10] so that no pod is free and none weighs more than ten.
+pub fn eviction_cost(p: &Pod) -> f64 {
+    let c = 1.0
+        + f64::from(p.meta.deletion_cost) / 2f64.powi(27)
+        + f64::from(p.meta.priority) / 2f64.powi(25);
+    c.clamp(0.1, 10.0)
+}
+
+/// The time of a node's last pod change, approximated by the newest creation among its pods (and the
+/// node's own): a pod deleted since leaves no trace in the snapshot.
+fn last_change(info: &NodeInfo) -> i64 {
+    info.pods
+        .iter()
+        .map(|p| p.meta.created)
+        .fold(info.node.created, i64::max)
+}
+
+/// How many more nodes consolidation may take of each group: its disruption budget less the nodes out
+/// of service already (removing, interrupted, being replaced or consolidated, removed this loop), and
+/// no more than keeps it at its min size; with which of the two binds.
+pub(super) fn room<'a>(
+    ctx: &Ctx<'a>,
+    memory: &Memory,
+    d: &Decisions,
+) -> HashMap<&'a str, (usize, Declined)> {
+    let world = ctx.world;
+    let (mut size, mut out, mut going) = (
+        HashMap::<&str, usize>::new(),
+        HashMap::<&str, usize>::new(),
+        HashMap::<&str, i32>::new(),
+    );
+    for (node, g) in world.node_groups.iter() {
+        let g = g.as_str();
+        *size.entry(g).or_default() += 1;
+        let removed =
+            world.removing.contains_key(node) || d.scale_down.iter().any(|s| &s.node == node);
+        if removed {
+            *going.entry(g).or_default() += 1;
+        }
+        if removed || world.interrupted.contains_key(node) || memory.disrupting(node) {
+            *out.entry(g).or_default() += 1;
+        }
+    }
+    ctx.groups
+        .iter()
+        .map(|(&id, g)| {
+            let allowed = ctx
+                .settings
+                .budget_of(g)
+                .allowed(size.get(id).copied().unwrap_or(0));
+            let by_budget = allowed.saturating_sub(out.get(id).copied().unwrap_or(0));
+            let by_min =
+                (g.target_size - going.get(id).copied().unwrap_or(0) - g.min_size).max(0) as usize;
+            let r = if by_min < by_budget {
+                (
+                    by_min,
+                    Declined::AtMinSize {
+                        group: id.to_string(),
+                    },
+                )
+            } else {
+                (
+                    by_budget,
+                    Declined::DisruptionBudget {
+                        group: id.to_string(),
+                        allowed,
+                    },
+                )
+            };
+            (id, r)
+        })
+        .collect()
+}
+
+/// The nodes of `infos` consolidation may take, best first; those it may not take for a reason a user
+/// would want to see go to `d.consolidation_declined`.
+pub(super) fn candidates<'a>(
+    ctx: &Ctx<'a>,
+    memory: &Memory,
+    infos: &[NodeInfo],
+    d: &mut Decisions,
+) -> Vec<Candidate<'a>> {
+    let world = ctx.world;
+    let now = ctx.now;
+    let room = room(ctx, memory, d);
+    let mut found = Vec::new();
+    for (index, info) in infos.iter().enumerate() {
+        let n = &info.node;
+        let name = n.name.as_str();
+        let Some(g) = world
+            .node_groups
+            .get(name)
+            .and_then(|g| ctx.groups.get(g.as_str()).copied())
+        else {
+            continue;
+        };
+        let policy = ctx.settings.consolidation_of(g);
+        let Some(price) = g.price_per_hour.filter(|p| p.is_finite() && *p > 0.0) else {
+            continue;
+        };
+        if !policy.enabled()
+            || !n.ready
+            || n.template
+            || n.scale_down_disabled
+            || world.removing.contains_key(name)
+            || world.interrupted.contains_key(name)
+            || memory.disrupting(name)
+            || memory.surge_claimed.contains(name)
+            || d.scale_down.iter().any(|s| s.node == name)
+        {
+            continue;
+        }
+        let after = policy.after.as_secs() as i64;
+        let recent = memory
+            .consolidated
+            .get(name)
+            .is_some_and(|t| now - t < after);
+        if recent || now - last_change(info) < after {
+            continue;
+        }
+        let mut decline = |why| d.consolidation_declined.push((name.to_string(), why));
+        if !ctx.settings.disruption_allowed(g, now) {
+            decline(Declined::OutsideDisruptionWindow {
+                group: g.id.clone(),
+            });
+            continue;
+        }
+        if let Some(p) = info.pods.iter().find(|p| p.meta.do_not_disrupt) {
+            decline(Declined::DoNotDisrupt { pod: p.key() });
+            continue;
+        }
+        let drained = match drain(&info.pods, ctx) {
+            Ok(x) => x,
+            Err(b) => {
+                decline(Declined::Blocked(b));
+                continue;
+            }
+        };
+        if let Some(pod) = drained.waits_for {
+            decline(Declined::OnCompletion { pod });
+            continue;
+        }
+        if policy.policy == ConsolidationPolicy::WhenEmpty && !drained.movable.is_empty() {
+            continue;
+        }
+        if let Some((0, why)) = room.get(g.id.as_str()) {
+            decline(why.clone());
+            continue;
+        }
+        let cost = drained.movable.iter().map(|p| eviction_cost(p)).sum();
+        found.push(Candidate {
+            index,
+            group: g,
+            price,
+            movable: drained.movable,
+            cost,
+        });
+    }
+    found.sort_by(|a, b| {
+        b.worth()
+            .total_cmp(&a.worth())
+            .then_with(|| infos[a.index].node.name.cmp(&infos[b.index].node.name))
+    });
+    found
+}

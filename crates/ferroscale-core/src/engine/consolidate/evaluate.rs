@@ -1,0 +1,275 @@
+//! What taking a set of candidates would cost and save: their pods placed first on the other nodes
+//! (the scheduler's filters, first fit), the rest binpacked onto new nodes of each group that may grow
+//! (the estimator), the cheapest group kept; the plan stands only if the saving is worth it.
+
+use std::collections::HashSet;
+
+use super::candidates::Candidate;
+use super::reasons::Declined;
+use crate::engine::context::{new_node, Ctx};
+use crate::engine::decisions::Decisions;
+use crate::engine::estimator::estimate_within;
+use crate::engine::limits::{gib, Amount, Resource};
+use crate::engine::memory::Memory;
+use crate::engine::predicates::{first_fit, NodeInfo};
+use crate::labels;
+use crate::model::workload::{Node, Pod};
+use crate::model::NodeGroup;
+
+/// A pool's interruption or shortage is "recent" for this long (the backoff's reset).
+const RECENT: i64 = 3 * 3600;
+
+/// A plan found for a set of candidates.
+#[derive(Debug, Clone)]
+pub(super) struct Found {
+    /// Indices into the candidates.
+    pub set: Vec<usize>,
+    /// New nodes, when the pods do not all fit on the other nodes.
+    pub into: Option<(String, i32)>,
+    pub price: f64,
+    pub saving: f64,
+    /// What evicting its pods costs.
+    pub cost: f64,
+}
+
+impl Found {
+    /// Dollars an hour saved per unit of disruption: what plans are ranked by.
+    pub fn score(&self) -> f64 {
+        if self.cost <= 0.0 {
+            f64::INFINITY
+        } else {
+            self.saving / self.cost
+        }
+    }
+}
+
+/// A group new nodes may come from.
+struct Target<'a> {
+    group: &'a NodeGroup,
+    price: f64,
+    /// A new node, its DaemonSet pods' requests taken off allocatable.
+    node: Node,
+    /// Nodes it may still add.
+    room: usize,
+    amount: Amount,
+    spot: bool,
+    pool: Option<(String, String)>,
+}
+
+/// Whether a node of these labels is spot capacity.
+fn is_spot(l: &std::collections::BTreeMap<String, String>) -> bool {
+    l.get(labels::EKS_CAPACITY_TYPE)
+        .is_some_and(|v| v.eq_ignore_ascii_case("spot"))
+        || l.get(labels::KARPENTER_CAPACITY_TYPE)
+            .is_some_and(|v| v.eq_ignore_ascii_case("spot"))
+}
+
+fn pool(l: &std::collections::BTreeMap<String, String>) -> Option<(String, String)> {
+    Some((
+        l.get(labels::INSTANCE_TYPE)?.clone(),
+        l.get(labels::ZONE)?.clone(),
+    ))
+}
+
+/// Evaluates sets of candidates against the rest of the cluster.
+pub(super) struct Evaluator<'a, 'c> {
+    ctx: &'c Ctx<'a>,
+    memory: &'c Memory,
+    infos: &'c [NodeInfo],
+    /// Nodes that may receive pods (not going away, ready, no template).
+    usable: Vec<bool>,
+    targets: Vec<Target<'a>>,
+    total: Amount,
+    nodes: usize,
+}
+
+impl<'a, 'c> Evaluator<'a, 'c> {
+    pub fn new(ctx: &'c Ctx<'a>, memory: &'c Memory, infos: &'c [NodeInfo], d: &Decisions) -> Self {
+        let world = ctx.world;
+        let going = |n: &str| {
+            world.removing.contains_key(n)
+                || world.interrupted.contains_key(n)
+                || memory.disrupting(n)
+                || d.scale_down.iter().any(|s| s.node == n)
+        };
+        let usable = infos
+            .iter()
+            .map(|i| i.node.ready && !i.node.template && !going(&i.node.name))
+            .collect();
+        let mut total = Amount::default();
+        for i in infos {
+            total.add(Amount::of_node(&i.node), 1);
+        }
+        let mut targets = Vec::new();
+        for g in world.groups.iter() {
+            let Some(price) = g.price_per_hour.filter(|p| p.is_finite() && *p >= 0.0) else {
+                continue;
+            };
+            if memory.backed_off(&g.id, ctx.now).is_some() {
+                continue;
+            }
+            let t = ctx.template(g);
+            if memory.capacity_out(&t.node, ctx.now).is_some() {
+                continue;
+            }
+            let asked: i32 = d
+                .scale_up
+                .iter()
+                .filter(|u| u.group == g.id)
+                .map(|u| u.delta)
+                .sum();
+            let room = (g.max_size - g.target_size - asked).max(0) as usize;
+            if room == 0 {
+                continue;
+            }
+            let info = new_node(ctx, g, &format!("{}-consolidation", g.id));
+            let mut node = info.node.clone();
+            node.allocatable.cpu_milli -= info.requested.cpu_milli;
+            node.allocatable.memory -= info.requested.memory;
+            node.allocatable.pods -= info.requested.pods;
+            targets.push(Target {
+                group: g,
+                price,
+                spot: is_spot(&t.node.labels),
+                pool: pool(&t.node.labels),
+                amount: Amount::of_template(&t.node),
+                node,
+                room,
+            });
+        }
+        Evaluator {
+            ctx,
+            memory,
+            infos,
+            usable,
+            targets,
+            total,
+            nodes: world.nodes.len(),
+        }
+    }
+
+    /// The last time a spot pool was interrupted or short, while recent.
+    fn mark(&self, pool: &Option<(String, String)>) -> Option<i64> {
+        let until = *self.memory.out_of_capacity.get(pool.as_ref()?)?;
+        (self.ctx.now - until < RECENT).then_some(until)
+    }
+
+    /// The plan for the candidates `set` (indices into `cands`), or why there is none worth taking.
+    pub fn evaluate(&self, cands: &[Candidate], set: &[usize]) -> Result<Found, Declined> {
+        let s = self.ctx.settings;
+        let taken: HashSet<usize> = set.iter().map(|&k| cands[k].index).collect();
+        let mut rest: Vec<NodeInfo> = self
+            .infos
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.usable[*i] && !taken.contains(i))
+            .map(|(_, n)| n.clone())
+            .collect();
+        let pods: Vec<&Pod> = set
+            .iter()
+            .flat_map(|&k| cands[k].movable.iter().map(|p| p.as_ref()))
+            .collect();
+        let placed = first_fit(&pods, &mut rest, |_| true);
+        let left: Vec<&Pod> = pods
+            .iter()
+            .zip(&placed)
+            .filter(|(_, at)| at.is_none())
+            .map(|(p, _)| *p)
+            .collect();
+        let price: f64 = set.iter().map(|&k| cands[k].price).sum();
+        let cost: f64 = set.iter().map(|&k| cands[k].cost).sum();
+        let mut taken_amount = Amount::default();
+        for &k in set {
+            taken_amount.add(Amount::of_node(&self.infos[cands[k].index].node), 1);
+        }
+        let spot_from: Vec<Option<(String, String)>> = set
+            .iter()
+            .map(|&k| &self.infos[cands[k].index].node.labels)
+            .filter(|l| is_spot(l))
+            .map(pool)
+            .collect();
+        // The cheapest new capacity that takes every pod left, within bounds and limits.
+        let mut best: Option<(f64, usize, &Target)> = None;
+        if !left.is_empty() {
+            let base: &[NodeInfo] = if left.iter().any(|p| p.inter_pod()) {
+                &rest
+            } else {
+                &[]
+            };
+            for t in &self.targets {
+                if t.spot && !spot_from.is_empty() {
+                    // Spot to spot only onto a pool no more recently interrupted than those left.
+                    let m = self.mark(&t.pool);
+                    if m.is_some() && spot_from.iter().any(|p| self.mark(p) < m) {
+                        continue;
+                    }
+                }
+                let e = estimate_within(&left, &t.node, t.room, base, None);
+                if !e.unplaced.is_empty() || e.nodes == 0 {
+                    continue;
+                }
+                let n = e.nodes;
+                if s.max_nodes_total > 0 && self.nodes - set.len() + n > s.max_nodes_total {
+                    continue;
+                }
+                let mut after = self.total;
+                after.add(taken_amount, -1);
+                after.add(t.amount, n as i64);
+                if after.cores > s.cores_total.1 || after.memory > gib(s.memory_total_gib.1) {
+                    continue;
+                }
+                let c = t.price * n as f64;
+                let better =
+                    best.is_none_or(|(bc, bn, bt)| (c, n, &t.group.id) < (bc, bn, &bt.group.id));
+                if better {
+                    best = Some((c, n, t));
+                }
+            }
+            if best.is_none() {
+                return Err(Declined::NothingCheaper);
+            }
+        }
+        let (new_cost, into) = match best {
+            Some((c, n, t)) => (c, Some((t.group.id.clone(), n as i32))),
+            None => (0.0, None),
+        };
+        // The cluster stays at or above the --cores-total and --memory-total minima.
+        let mut after = self.total;
+        after.add(taken_amount, -1);
+        if let Some((_, n, t)) = best {
+            after.add(t.amount, n as i64);
+        }
+        if after.cores < s.cores_total.0 {
+            return Err(Declined::ClusterLimit(Resource::Cores));
+        }
+        if after.memory < gib(s.memory_total_gib.0) {
+            return Err(Declined::ClusterLimit(Resource::Memory));
+        }
+        let saving = price - new_cost;
+        if saving <= 0.0 {
+            return Err(Declined::NothingCheaper);
+        }
+        if saving < s.consolidation_min_savings * price {
+            return Err(Declined::SavingTooSmall {
+                saving,
+                price,
+                min_share: s.consolidation_min_savings,
+            });
+        }
+        let per_pod = s.consolidation_min_savings_per_pod;
+        if per_pod > 0.0 && saving < per_pod * pods.len() as f64 {
+            return Err(Declined::SavingPerPodTooSmall {
+                saving,
+                pods: pods.len(),
+                min_per_pod: per_pod,
+            });
+        }
+        Ok(Found {
+            set: set.to_vec(),
+            into,
+            price,
+            saving,
+            cost,
+        })
+    }
+}

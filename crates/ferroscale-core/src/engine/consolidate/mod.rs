@@ -1,0 +1,295 @@
+//! Consolidation (issue #29): each loop after scale-up, scale-down and drift replacement, nodes of groups
+//! whose policy allows it (`Settings::consolidation_of`) are deleted when their pods fit on the other
+//! nodes, or replaced by fewer or cheaper new nodes of any group, when the hourly saving is worth the
+//! disruption (`--consolidation-min-savings`, `--consolidation-min-savings-per-pod`).
+//!
+//! A replacement is surge first, as drift's: the new nodes are asked for (a scale-up, and a
+//! `Replacement` naming the old nodes); the old nodes are drained and deleted in a later loop once as
+//! many new nodes of that group have registered, ready, since; they are kept (and are no candidates
+//! again for their group's `after`) when the new nodes are not ready within the group's
+//! `maxNodeProvisionTime`. One consolidation is under way at a time, and none starts while a group
+//! backs off, while the loop scales up, or while scale-down's cooldown applies.
+//!
+//! The search is bounded: candidates are ordered by hourly price per unit of eviction cost
+//! (`candidates`); each of the first `--consolidation-max-candidates` is evaluated alone, and prefixes of
+//! that order of 2 up to `--consolidation-max-set` nodes as sets, all within
+//! `--consolidation-search-time` on the loop's clock. The plan saving the most per unit of disruption
+//! wins. A larger bound finds sets of nodes that are only worth replacing together at the cost of time
+//! (each evaluation places every evicted pod on the rest of the cluster); an unexamined set is found in
+//! a later loop once the better ones are taken.
+
+mod candidates;
+mod evaluate;
+pub mod reasons;
+
+use std::collections::HashMap;
+
+use super::context::Ctx;
+use super::decisions::{
+    ConsolidationAction, ConsolidationPlan, Decisions, NewNodes, Replacement, ScaleUp,
+};
+use super::memory::{Consolidating, Memory};
+use super::predicates::NodeInfo;
+use super::replace::retire;
+use crate::clock::Deadline;
+use crate::model::lifecycle::DisruptionReason;
+use candidates::{candidates, room, Candidate};
+use evaluate::{Evaluator, Found};
+
+pub use candidates::eviction_cost;
+pub use reasons::{Declined, Waits};
+
+/// Adds this loop's consolidations to `d`: the old nodes of those under way whose new nodes have
+/// joined, and at most one new plan. `infos` are the loop's existing nodes, with the pods scale-down
+/// moved onto them.
+pub(super) fn consolidate(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mut Decisions) {
+    let present: HashMap<&str, &NodeInfo> =
+        infos.iter().map(|i| (i.node.name.as_str(), i)).collect();
+    memory
+        .consolidated
+        .retain(|n, _| present.contains_key(n.as_str()));
+    progress(ctx, memory, &present, d);
+    let settings = ctx.settings;
+    if !ctx
+        .world
+        .groups
+        .iter()
+        .any(|g| settings.consolidation_of(g).enabled())
+    {
+        return;
+    }
+    if let Some(why) = waits(ctx, memory, d) {
+        d.consolidation_waits = Some(why);
+        return;
+    }
+    let cands = candidates(ctx, memory, infos, d);
+    if cands.is_empty() {
+        return;
+    }
+    let Some(best) = search(ctx, memory, infos, &cands, d) else {
+        return;
+    };
+    carry_out(ctx, memory, infos, &cands, best, d);
+}
+
+/// Why no new plan is looked for this loop, if none is.
+fn waits(ctx: &Ctx, memory: &Memory, d: &Decisions) -> Option<Waits> {
+    if !memory.consolidating.is_empty() {
+        return Some(Waits::InProgress);
+    }
+    let mut ids: Vec<&str> = ctx.world.groups.iter().map(|g| g.id.as_str()).collect();
+    ids.sort();
+    if let Some(g) = ids
+        .into_iter()
+        .find(|g| memory.backed_off(g, ctx.now).is_some())
+    {
+        return Some(Waits::BackingOff {
+            group: g.to_string(),
+        });
+    }
+    if !d.scale_up.is_empty() {
+        return Some(Waits::ScalingUp);
+    }
+    memory
+        .scale_down_paused(ctx.settings, ctx.now)
+        .map(Waits::Paused)
+}
+
+/// The consolidations under way: the old nodes go once the new ones have joined, or stay if they have
+/// not in time.
+fn progress(ctx: &Ctx, memory: &mut Memory, present: &HashMap<&str, &NodeInfo>, d: &mut Decisions) {
+    let world = ctx.world;
+    let plans = std::mem::take(&mut memory.consolidating);
+    for plan in plans {
+        let Some(g) = ctx.groups.get(plan.group.as_str()).copied() else {
+            continue;
+        };
+        let mut fresh: Vec<&str> = present
+            .values()
+            .filter(|i| {
+                let name = i.node.name.as_str();
+                world.node_groups.get(name) == Some(&g.id)
+                    && i.node.ready
+                    && i.node.seen > plan.since
+                    && !memory.surge_claimed.contains(name)
+                    && !memory.disrupting(name)
+            })
+            .map(|i| i.node.name.as_str())
+            .collect();
+        if fresh.len() >= plan.count as usize {
+            fresh.sort();
+            for new in fresh.into_iter().take(plan.count as usize) {
+                memory.surge_claimed.insert(new.to_string());
+            }
+            for old in &plan.nodes {
+                let Some(info) = present.get(old.as_str()) else {
+                    continue;
+                };
+                let Some(og) = world
+                    .node_groups
+                    .get(old)
+                    .and_then(|id| ctx.groups.get(id.as_str()).copied())
+                else {
+                    continue;
+                };
+                // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
+                // its node, as it keeps it from scale-down.
+                if let Some(p) = info.pods.iter().find(|p| p.meta.do_not_disrupt) {
+                    d.consolidation_declined
+                        .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
+                    continue;
+                }
+                retire(ctx, info, og, DisruptionReason::Consolidation, d);
+            }
+        } else if ctx.now - plan.since
+            > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
+        {
+            for old in &plan.nodes {
+                memory.consolidated.insert(old.clone(), ctx.now);
+                d.consolidation_declined.push((
+                    old.clone(),
+                    Declined::NotReadyInTime {
+                        group: g.id.clone(),
+                    },
+                ));
+            }
+        } else {
+            memory.consolidating.push(plan);
+        }
+    }
+}
+
+/// The best plan among single candidates and prefixes of the candidates' order, within the bounds.
+fn search(
+    ctx: &Ctx,
+    memory: &Memory,
+    infos: &[NodeInfo],
+    cands: &[Candidate],
+    d: &mut Decisions,
+) -> Option<Found> {
+    let s = ctx.settings;
+    let deadline = Deadline::after(ctx.clock, s.consolidation_search_time);
+    let eval = Evaluator::new(ctx, memory, infos, d);
+    let mut best: Option<Found> = None;
+    let mut consider = |f: Found| {
+        let better = best.as_ref().is_none_or(|b| {
+            f.score() > b.score() || (f.score() == b.score() && f.saving > b.saving)
+        });
+        if better {
+            best = Some(f);
+        }
+    };
+    let limit = s.consolidation_max_candidates.min(cands.len());
+    for k in 0..limit {
+        if deadline.passed() {
+            break;
+        }
+        match eval.evaluate(cands, &[k]) {
+            Ok(f) => consider(f),
+            // No cheaper placement is the common case, not worth reporting each loop.
+            Err(Declined::NothingCheaper) => {}
+            Err(why) => d
+                .consolidation_declined
+                .push((infos[cands[k].index].node.name.clone(), why)),
+        }
+    }
+    // Prefixes of the order as sets, each group kept within its budget and min size.
+    let mut room: HashMap<&str, usize> = room(ctx, memory, d)
+        .into_iter()
+        .map(|(g, (n, _))| (g, n))
+        .collect();
+    let mut set = Vec::new();
+    for k in 0..limit {
+        if set.len() >= s.consolidation_max_set || deadline.passed() {
+            break;
+        }
+        let left = room.entry(cands[k].group.id.as_str()).or_default();
+        if *left == 0 {
+            continue;
+        }
+        *left -= 1;
+        set.push(k);
+        if set.len() >= 2 {
+            if let Ok(f) = eval.evaluate(cands, &set) {
+                consider(f);
+            }
+        }
+    }
+    best
+}
+
+/// Carries the chosen plan out: a deletion at once, a replacement's new nodes first.
+fn carry_out(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    infos: &[NodeInfo],
+    cands: &[Candidate],
+    f: Found,
+    d: &mut Decisions,
+) {
+    let mut nodes: Vec<String> = f
+        .set
+        .iter()
+        .map(|&k| infos[cands[k].index].node.name.clone())
+        .collect();
+    nodes.sort();
+    // The plan's nodes are no longer declined for something a smaller plan lacked.
+    d.consolidation_declined.retain(|(n, _)| !nodes.contains(n));
+    let pods_evicted = f
+        .set
+        .iter()
+        .flat_map(|&k| cands[k].movable.iter().map(|p| p.key()))
+        .collect();
+    let action = match &f.into {
+        None => {
+            for &k in &f.set {
+                let c = &cands[k];
+                retire(
+                    ctx,
+                    &infos[c.index],
+                    c.group,
+                    DisruptionReason::Consolidation,
+                    d,
+                );
+            }
+            ConsolidationAction::Delete
+        }
+        Some((group, count)) => {
+            d.scale_up.push(ScaleUp {
+                group: group.clone(),
+                delta: *count,
+                pods: Vec::new(),
+            });
+            d.replacements.push(Replacement {
+                group: group.clone(),
+                delta: *count,
+                for_nodes: nodes.clone(),
+            });
+            memory.consolidating.push(Consolidating {
+                nodes: nodes.clone(),
+                group: group.clone(),
+                count: *count,
+                since: ctx.now,
+            });
+            // New capacity is a scale-up: scale-down pauses after it as after any other.
+            memory.last_scale_up = Some(ctx.now);
+            ConsolidationAction::Replace
+        }
+    };
+    d.consolidations.push(ConsolidationPlan {
+        action,
+        nodes,
+        into: f
+            .into
+            .map(|(group, count)| vec![NewNodes { group, count }])
+            .unwrap_or_default(),
+        price_per_hour: f.price,
+        savings_per_hour: f.saving,
+        pods_evicted,
+    });
+}
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;

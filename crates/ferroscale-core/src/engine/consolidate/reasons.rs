@@ -1,0 +1,107 @@
+//! Why consolidation took no node, or not this one.
+
+use std::fmt;
+
+use crate::engine::limits::Resource;
+use crate::engine::reasons::{Blocker, Pause};
+
+/// Why a node consolidation would have taken stays.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declined {
+    /// The best plan for it saves less than `--consolidation-min-savings` of its nodes' price.
+    SavingTooSmall {
+        saving: f64,
+        price: f64,
+        min_share: f64,
+    },
+    /// Or less than `--consolidation-min-savings-per-pod` per pod evicted.
+    SavingPerPodTooSmall {
+        saving: f64,
+        pods: usize,
+        min_per_pod: f64,
+    },
+    /// No placement of its pods, on the other nodes and new ones of any group, costs less.
+    NothingCheaper,
+    /// The cluster would go below `--cores-total` or `--memory-total`'s minimum.
+    ClusterLimit(Resource),
+    /// Its group has its disruption budget's worth of nodes out already.
+    DisruptionBudget { group: String, allowed: usize },
+    /// Its group would go below its min size.
+    AtMinSize { group: String },
+    /// Its group's disruption window is closed.
+    OutsideDisruptionWindow { group: String },
+    /// A pod annotated `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt`.
+    DoNotDisrupt { pod: String },
+    /// A pod the drainability rules forbid evicting.
+    Blocked(Blocker),
+    /// A pod that runs to completion (`safe-to-evict: "on-completion"`).
+    OnCompletion { pod: String },
+    /// The new nodes of its replacement were not ready within the group's `maxNodeProvisionTime`: the
+    /// node stays, and is no candidate again for its group's `after`.
+    NotReadyInTime { group: String },
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Declined::SavingTooSmall {
+                saving,
+                price,
+                min_share,
+            } => write!(
+                f,
+                "saving too small: ${saving:.4}/h of ${price:.4}/h is below {}%",
+                min_share * 100.0
+            ),
+            Declined::SavingPerPodTooSmall {
+                saving,
+                pods,
+                min_per_pod,
+            } => write!(
+                f,
+                "saving too small: ${saving:.4}/h for {pods} pods evicted is below ${min_per_pod}/h per pod"
+            ),
+            Declined::NothingCheaper => f.write_str("no cheaper placement of its pods"),
+            Declined::ClusterLimit(r) => write!(f, "the cluster would go below its minimum {r}"),
+            Declined::DisruptionBudget { group, allowed } => write!(
+                f,
+                "group {group} has its disruption budget ({allowed}) of nodes out"
+            ),
+            Declined::AtMinSize { group } => write!(f, "group {group} is at its min size"),
+            Declined::OutsideDisruptionWindow { group } => {
+                write!(f, "group {group}'s disruption window is closed")
+            }
+            Declined::DoNotDisrupt { pod } => write!(f, "pod {pod} is marked do-not-disrupt"),
+            Declined::Blocked(b) => write!(f, "{b}"),
+            Declined::OnCompletion { pod } => write!(f, "pod {pod} runs to completion"),
+            Declined::NotReadyInTime { group } => write!(
+                f,
+                "the new nodes of group {group} were not ready within maxNodeProvisionTime: kept"
+            ),
+        }
+    }
+}
+
+/// Why consolidation looked for no new plan this loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waits {
+    /// A group backs off after failed scale-ups: capacity is uncertain.
+    BackingOff { group: String },
+    /// The loop scales up (pending pods, surges): the cluster is short, not oversized.
+    ScalingUp,
+    /// Scale-down's cooldown (`--scale-down-delay-after-*`) applies to consolidation too.
+    Paused(Pause),
+    /// An earlier consolidation's new nodes are on their way: one at a time.
+    InProgress,
+}
+
+impl fmt::Display for Waits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Waits::BackingOff { group } => write!(f, "group {group} backs off"),
+            Waits::ScalingUp => f.write_str("the cluster scales up"),
+            Waits::Paused(p) => write!(f, "{p}"),
+            Waits::InProgress => f.write_str("a consolidation is under way"),
+        }
+    }
+}
