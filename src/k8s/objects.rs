@@ -315,11 +315,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             owners: super::pod_status::owners(p),
             images: super::shared::images(super::pod_status::images(spec)),
             do_not_disrupt: super::pod_status::do_not_disrupt(&annotations),
-            // A value that does not parse counts as unset, as the ReplicaSet controller takes it.
-            deletion_cost: annotations
-                .get(labels::POD_DELETION_COST)
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0),
+            deletion_cost: super::pod_status::deletion_cost(&annotations),
             evict_annotation: super::pod_status::evict_annotation(&annotations),
         },
         labels,

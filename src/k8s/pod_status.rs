@@ -81,6 +81,15 @@ pub(super) fn do_not_disrupt(annotations: &BTreeMap<String, String>) -> bool {
         .any(|k| annotations.get(*k).is_some_and(|v| v == "true"))
 }
 
+/// `controller.kubernetes.io/pod-deletion-cost`; a value that does not parse counts as unset, as the
+/// ReplicaSet controller takes it.
+pub(super) fn deletion_cost(annotations: &BTreeMap<String, String>) -> i32 {
+    annotations
+        .get(labels::POD_DELETION_COST)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// The descheduler's `evict` annotation is present.
 pub(super) fn evict_annotation(annotations: &BTreeMap<String, String>) -> bool {
     annotations.contains_key(labels::DESCHEDULER_EVICT)

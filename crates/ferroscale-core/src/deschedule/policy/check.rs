@@ -76,35 +76,6 @@ pub(super) fn known_fields(s: Strategy) -> &'static [&'static str] {
     }
 }
 
-/// The states `PodLifeTime` accepts: pod phases, pod status reasons, container waiting and
-/// terminated reasons (podlifetime/validation.go).
-const LIFETIME_STATES: [&str; 24] = [
-    "Running",
-    "Pending",
-    "Succeeded",
-    "Failed",
-    "Unknown",
-    "NodeAffinity",
-    "NodeLost",
-    "Shutdown",
-    "UnexpectedAdmissionError",
-    "PodInitializing",
-    "ContainerCreating",
-    "ImagePullBackOff",
-    "CrashLoopBackOff",
-    "CreateContainerConfigError",
-    "ErrImagePull",
-    "CreateContainerError",
-    "InvalidImageName",
-    "OOMKilled",
-    "Error",
-    "Completed",
-    "DeadlineExceeded",
-    "Evicted",
-    "ContainerCannotRun",
-    "StartError",
-];
-
 /// A strategy's `pluginConfig` args (null: none given), checked, with the descheduler's defaults.
 pub(super) fn strategy_args(
     s: Strategy,
@@ -275,7 +246,10 @@ fn lifetime(o: &Object) -> Result<(), PolicyError> {
     if let Some(m) = &max {
         m.int(0, u32::MAX.into())?;
     }
-    let states = one_of(&o.get("states"), &LIFETIME_STATES)?;
+    let states = one_of(
+        &o.get("states"),
+        &crate::deschedule::strategies::lifetime::STATES,
+    )?;
     let conditions = o.get("conditions").items()?;
     for item in &conditions {
         let c = item.object(&[

@@ -46,8 +46,9 @@ pub struct PodConditionFilter {
     pub min_time_since_last_transition_seconds: Option<u64>,
 }
 
-/// The `states` the descheduler allows here.
-const STATES: [&str; 24] = [
+/// The `states` the descheduler allows here: pod phases, pod status reasons, container waiting and
+/// terminated reasons (podlifetime/validation.go).
+pub(crate) const STATES: [&str; 24] = [
     "Running",
     "Pending",
     "Succeeded",
