@@ -7,6 +7,10 @@
 
 mod convert;
 mod json;
+mod lean;
+mod stream;
+#[cfg(test)]
+mod tests;
 mod yaml;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
@@ -224,7 +228,15 @@ pub fn parse(text: &str, source: &str) -> Result<Objects> {
 /// node and pod becomes the model's as soon as it is parsed and its Kubernetes object is dropped, so
 /// memory holds the model, not the objects. Errors name what [`parse`] and [`Objects::inputs`] name.
 pub fn inputs(text: &str, source: &str) -> Result<Inputs> {
-    read::<convert::Converting>(text, source)?.finish()
+    // One pass first (`stream`); a dump it does not take is read again the exact way, which names the
+    // error.
+    let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+    let read_once = (first == Some(b'{')).then(|| stream::read(text)).flatten();
+    match read_once {
+        Some(converted) => converted,
+        None => read::<convert::Converting>(text, source)?,
+    }
+    .finish()
 }
 
 /// Reads every document of `text` into a new `S`.
