@@ -34,17 +34,7 @@ fn probe(nodes: usize) {
     use ferroscale::deschedule::{strategies, Evictor, View};
     let (policy, _) = Policy::parse(POLICY).expect("the bench's policy parses");
     let w = world(nodes);
-    let removing = HashSet::new();
-    let classes = BTreeMap::new();
-    let cluster = Cluster {
-        nodes: &w.nodes,
-        pods: &w.pods,
-        failed: &w.failed,
-        pdbs: &[],
-        removing: &removing,
-        priority_classes: &classes,
-        now: NOW,
-    };
+    let cluster = w.cluster();
     let view = View::new(&cluster);
     for profile in &policy.profiles {
         let evictor = Evictor::new(&profile.evictor, &view);
@@ -241,6 +231,23 @@ struct World {
     nodes: Vec<Node>,
     pods: Vec<Arc<Pod>>,
     failed: Vec<Arc<Pod>>,
+    removing: HashSet<String>,
+    classes: BTreeMap<String, i32>,
+}
+
+impl World {
+    /// The cluster at `NOW`: no PDB, nothing being removed, no PriorityClass.
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            nodes: &self.nodes,
+            pods: &self.pods,
+            failed: &self.failed,
+            pdbs: &[],
+            removing: &self.removing,
+            priority_classes: &self.classes,
+            now: NOW,
+        }
+    }
 }
 
 fn world(nodes: usize) -> World {
@@ -264,23 +271,15 @@ fn world(nodes: usize) -> World {
         nodes: (0..nodes).map(node).collect(),
         pods,
         failed,
+        removing: HashSet::new(),
+        classes: BTreeMap::new(),
     }
 }
 
 fn cycle(bencher: divan::Bencher, nodes: usize) {
     let (policy, _) = Policy::parse(POLICY).expect("the bench's policy parses");
     let w = world(nodes);
-    let removing = HashSet::new();
-    let classes = BTreeMap::new();
-    let cluster = Cluster {
-        nodes: &w.nodes,
-        pods: &w.pods,
-        failed: &w.failed,
-        pdbs: &[],
-        removing: &removing,
-        priority_classes: &classes,
-        now: NOW,
-    };
+    let cluster = w.cluster();
     let history = History::default();
     let settings = Settings::default();
     let p = plan(
