@@ -1,7 +1,7 @@
 //! The descheduler on the live cluster, shared by `run --deschedule-policy` and `ferroscale deschedule`:
 //! one cycle ([`Descheduler::cycle`]) reads the watch-fed index (nodes, live pods, failed pods still
 //! bound, PodDisruptionBudgets) and the nodes being removed, has the core plan it
-//! (`ferroscale_core::deschedule::plan`), logs each declined proposal with why, and evicts what the plan
+//! (`ferroscale_core::deschedule::plan`), logs and reports (`declined`) each declined proposal with why, and evicts what the plan
 //! keeps through the eviction API (`k8s::drain::evict_once`: the pod's UID as a precondition, one request
 //! per pod and cycle: a 429 from a PodDisruptionBudget leaves the pod for a later cycle). Each eviction
 //! gets an Event naming the strategy and the node the simulation placed the pod on, and the descheduler's
@@ -26,6 +26,7 @@ use crate::k8s::lease::Fence;
 use crate::metrics::{DeschedulerMetrics, EvictedLabels, StrategyLabels};
 use crate::model::workload::Pod;
 
+pub mod declined;
 pub mod standalone;
 
 /// Longest wait for one eviction request.
@@ -83,6 +84,8 @@ pub struct Descheduler {
     /// The values of the PriorityClasses the policy's `priorityThreshold.name`s name (a class's value
     /// never changes), read once each.
     priority_classes: BTreeMap<String, i32>,
+    /// The declined proposals last reported (their Events are not repeated while nothing changes).
+    declined: declined::Reported,
 }
 
 impl Descheduler {
@@ -101,6 +104,7 @@ impl Descheduler {
             fence: Fence::open(),
             last: None,
             priority_classes: BTreeMap::new(),
+            declined: declined::Reported::default(),
         }
     }
 
@@ -175,9 +179,9 @@ impl Descheduler {
         out
     }
 
-    /// Carries out a plan made at `now` on `index`: each declined proposal logged with why, each
-    /// eviction asked of the API once (nothing in dry-run), with its Event and metric; the moves made
-    /// are remembered for the cooldown.
+    /// Carries out a plan made at `now` on `index`: each declined proposal logged with why and reported
+    /// (`declined`), each eviction asked of the API once (nothing in dry-run), with its Event and
+    /// metric; the moves made are remembered for the cooldown.
     pub async fn carry_out(&mut self, index: &Index, planned: &Plan, now: i64) -> Cycle {
         let mut out = Cycle {
             declined: planned.declined.len(),
@@ -186,6 +190,8 @@ impl Descheduler {
         for d in &planned.declined {
             log_declined(d);
         }
+        self.declined
+            .report(&planned.declined, index, &self.events, &self.metrics);
         let mut done = Vec::new();
         for e in &planned.evictions {
             let key = crate::model::workload::pod_key(&e.pod.namespace, &e.pod.name);

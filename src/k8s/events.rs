@@ -22,6 +22,7 @@ pub struct Note {
     regarding: ObjectReference,
     type_: EventType,
     reason: &'static str,
+    action: &'static str,
     note: String,
 }
 
@@ -54,7 +55,7 @@ impl Events {
                     type_: n.type_,
                     reason: n.reason.into(),
                     note: Some(n.note),
-                    action: n.reason.into(),
+                    action: n.action.into(),
                     secondary: None,
                 };
                 if let Err(e) = recorder.publish(&ev, &n.regarding).await {
@@ -74,12 +75,27 @@ impl Events {
         reason: &'static str,
         note: String,
     ) {
+        self.send_action(regarding, type_, reason, reason, note);
+    }
+
+    /// Queues one event whose action differs from its reason. The recorder folds an event into the
+    /// series of the last one with the same regarding object, reason and action (keeping that one's
+    /// note), so events whose notes must each be seen take distinct actions.
+    pub fn send_action(
+        &self,
+        regarding: ObjectReference,
+        type_: EventType,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
         if let Some(tx) = &self.0 {
             self.1.fetch_add(1, Ordering::Relaxed);
             let queued = tx.try_send(Note {
                 regarding,
                 type_,
                 reason,
+                action,
                 note,
             });
             if queued.is_err() {

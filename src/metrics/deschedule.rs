@@ -2,12 +2,15 @@
 //! labels of kubernetes-sigs/descheduler's `metrics` package, so its dashboards apply unchanged. The
 //! descheduler serves the Prometheus text format, in which its eviction counters keep their exact names
 //! (`descheduler_pods_evicted`, deprecated, and `descheduler_pods_evicted_total`); both are exported
-//! as they are (`UntypedCounter`), as are both names of its loop histogram.
+//! as they are (`UntypedCounter`), as are both names of its loop histogram. The proposals the plan
+//! declines, which the descheduler has no metric for, are ferroscale's own
+//! (`ferroscale_descheduling_declined_pods`).
 
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -33,6 +36,17 @@ pub struct StrategyLabels {
     pub profile: String,
 }
 
+/// Labels of `ferroscale_descheduling_declined_pods`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct DeclinedLabels {
+    /// The plugin that proposed the eviction.
+    pub strategy: &'static str,
+    pub profile: String,
+    /// Why the plan declined it, by kind (`Kept`, `NoPlace`, `WouldUndo`, `Cooldown`, `Contested`,
+    /// `Budget`, `Limit`).
+    pub reason: &'static str,
+}
+
 /// The descheduler's loop histogram's buckets.
 const LOOP_BUCKETS: [f64; 15] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -47,6 +61,7 @@ pub struct DeschedulerMetrics {
     loop_seconds_old: Histogram,
     strategy_seconds: Family<StrategyLabels, Histogram>,
     strategy_seconds_old: Family<StrategyLabels, Histogram>,
+    declined: Family<DeclinedLabels, Gauge>,
 }
 
 impl DeschedulerMetrics {
@@ -59,6 +74,7 @@ impl DeschedulerMetrics {
             loop_seconds_old: Histogram::new(LOOP_BUCKETS),
             strategy_seconds: Family::new_with_constructor(|| Histogram::new(LOOP_BUCKETS)),
             strategy_seconds_old: Family::new_with_constructor(|| Histogram::new(LOOP_BUCKETS)),
+            declined: Family::default(),
         };
         let help = "Number of total evicted pods, by the result, by the strategy, by the namespace, by the node name. 'error' result means a pod could not be evicted";
         registry.register(
@@ -93,6 +109,11 @@ impl DeschedulerMetrics {
             format!("{help} (deprecated: descheduler_strategy_duration_seconds)"),
             m.strategy_seconds_old.clone(),
         );
+        registry.register(
+            "ferroscale_descheduling_declined_pods",
+            "Proposals of the last descheduling cycle the plan declined, by the strategy that made them and why",
+            m.declined.clone(),
+        );
         m
     }
 
@@ -120,6 +141,14 @@ impl DeschedulerMetrics {
         self.strategy_seconds_old
             .get_or_create(&labels)
             .observe(seconds);
+    }
+
+    /// The proposals a cycle's plan declined, counted by labels; those of earlier cycles go.
+    pub fn declined(&self, counts: &std::collections::BTreeMap<DeclinedLabels, i64>) {
+        self.declined.clear();
+        for (labels, n) in counts {
+            self.declined.get_or_create(labels).set(*n);
+        }
     }
 
     /// A descheduling cycle ended after `took`.

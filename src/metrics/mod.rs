@@ -11,7 +11,7 @@ mod run;
 mod totals;
 mod untyped;
 
-pub use deschedule::{DeschedulerMetrics, EvictedLabels, StrategyLabels};
+pub use deschedule::{DeclinedLabels, DeschedulerMetrics, EvictedLabels, StrategyLabels};
 pub use groups::{GroupState, GroupStates};
 pub use lifecycle::LifecycleMetrics;
 pub use run::{Cluster, LoopMetrics};

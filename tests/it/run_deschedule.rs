@@ -1,7 +1,8 @@
 //! The descheduler on the live cluster (`ferroscale::descheduler`), against the loopback Kubernetes API:
 //! what the watches feed it (failed pods kept apart from the autoscaling engine's), each planned eviction
 //! asked of the eviction API once with its Event and the descheduler's metric, a PodDisruptionBudget's 429
-//! leaving the pod for a later cycle, and `run` running a cycle every `--deschedule-interval`.
+//! leaving the pod for a later cycle, and `run` running a cycle every `--deschedule-interval`. Declined
+//! proposals: `run_deschedule_declined`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use ferroscale::run::RunSettings;
 use ferroscale::time::unix_now as now;
 
 /// A policy of one profile `default` enabling `strategies` (with their default arguments).
-fn policy(strategies: &[Strategy]) -> Policy {
+pub(crate) fn policy(strategies: &[Strategy]) -> Policy {
     Policy {
         profiles: vec![Profile {
             name: "default".into(),
@@ -39,7 +40,7 @@ fn policy(strategies: &[Strategy]) -> Policy {
     }
 }
 
-fn settings(policy: Policy) -> DeschedulerSettings {
+pub(crate) fn settings(policy: Policy) -> DeschedulerSettings {
     DeschedulerSettings {
         policy: Arc::new(policy),
         interval: Duration::from_secs(300),
@@ -50,7 +51,7 @@ fn settings(policy: Policy) -> DeschedulerSettings {
 
 /// Two nodes; `web-1` and `web-2` of one ReplicaSet on `pool-b`, under a budget allowing `allowed`
 /// disruptions; a failed pod still bound to `pool-a`.
-async fn cluster(allowed: i64) -> KubeApi {
+pub(crate) async fn cluster(allowed: i64) -> KubeApi {
     let api = KubeApi::start().await;
     api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
     api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
@@ -71,7 +72,7 @@ async fn cluster(allowed: i64) -> KubeApi {
 }
 
 /// The watches synced with `api` and an index brought up to date from them.
-async fn indexed(api: &KubeApi) -> (Watches, Index) {
+pub(crate) async fn indexed(api: &KubeApi) -> (Watches, Index) {
     let watches = Watches::start(&api.client(), false);
     watches
         .ready(tokio::time::sleep(Duration::from_secs(10)))
