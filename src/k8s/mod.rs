@@ -78,3 +78,39 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "update"),
 ];
+
+/// Every Kubernetes API call `ferroscale deschedule` makes (a part of [`PERMISSIONS`]): run's watches
+/// the scheduling simulation reads, PriorityClasses, evictions, events and its Lease. The chart's RBAC
+/// for its Deployment grants exactly these (checked by the chart tests), and its process test checks
+/// every request it sees against it.
+pub const DESCHEDULE_PERMISSIONS: &[(&str, &str, &str)] = &[
+    ("", "pods", "get"),
+    ("", "pods", "list"),
+    ("", "pods", "watch"),
+    ("", "pods/eviction", "create"),
+    ("", "nodes", "list"),
+    ("", "nodes", "watch"),
+    ("policy", "poddisruptionbudgets", "list"),
+    ("policy", "poddisruptionbudgets", "watch"),
+    ("apps", "daemonsets", "list"),
+    ("apps", "daemonsets", "watch"),
+    ("", "persistentvolumeclaims", "list"),
+    ("", "persistentvolumeclaims", "watch"),
+    ("", "persistentvolumes", "list"),
+    ("", "persistentvolumes", "watch"),
+    ("storage.k8s.io", "storageclasses", "list"),
+    ("storage.k8s.io", "storageclasses", "watch"),
+    ("storage.k8s.io", "csinodes", "list"),
+    ("storage.k8s.io", "csinodes", "watch"),
+    // Only read when a profile's `minReplicas` is over 1.
+    ("apps", "replicasets", "list"),
+    ("apps", "replicasets", "watch"),
+    ("", "replicationcontrollers", "list"),
+    ("", "replicationcontrollers", "watch"),
+    ("scheduling.k8s.io", "priorityclasses", "get"),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "update"),
+];

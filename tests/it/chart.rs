@@ -4,7 +4,8 @@
 //! trip that catches misspelt or misplaced fields); the ferroscale container's flags parse with the
 //! binary's own command line and its config files with the binary's parsers; secure defaults hold;
 //! `values.schema.json` rejects bad values naming the field; the standalone RBAC is exactly
-//! `k8s::PERMISSIONS`, and serve gets none. Provider mode's safety (mutual TLS: `chart_security`; one
+//! `k8s::PERMISSIONS`, and serve gets none. The descheduler's own Deployment (provider mode):
+//! `chart_descheduler`. Provider mode's safety (mutual TLS: `chart_security`; one
 //! replica, the NetworkPolicy, the documented IAM policy: `chart_policy`) has its own modules.
 
 use std::collections::BTreeSet;
@@ -125,6 +126,8 @@ fn every_mode_and_ci_values_render_to_valid_objects() {
                             args.contains("--grpc-expander-cert="),
                             "{file:?}: {args}"
                         );
+                    } else if name.ends_with("-descheduler") {
+                        crate::chart_descheduler::check_descheduler(&d, &objects);
                     } else {
                         ferroscale += 1;
                         check_ferroscale(&d, &objects);
@@ -167,15 +170,23 @@ fn every_mode_and_ci_values_render_to_valid_objects() {
     }
 }
 
-/// The (group, resource, verb) triples the rendered RBAC grants ferroscale's ServiceAccount.
+/// The (group, resource, verb) triples the rendered RBAC grants ferroscale's ServiceAccount (not
+/// cluster-autoscaler's, not the descheduler's).
 fn granted(objects: &[Value]) -> BTreeSet<(String, String, String)> {
+    granted_by(objects, |name| {
+        !name.ends_with("cluster-autoscaler") && !name.ends_with("-descheduler")
+    })
+}
+
+/// The (group, resource, verb) triples of the rendered Roles and ClusterRoles whose name `pick`s.
+pub(crate) fn granted_by(
+    objects: &[Value],
+    pick: impl Fn(&str) -> bool,
+) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
     for o in objects.iter().filter(|o| {
         (o["kind"] == "ClusterRole" || o["kind"] == "Role")
-            && !o["metadata"]["name"]
-                .as_str()
-                .unwrap()
-                .ends_with("cluster-autoscaler")
+            && pick(o["metadata"]["name"].as_str().unwrap())
     }) {
         for rule in o["rules"].as_array().unwrap() {
             for g in rule["apiGroups"].as_array().unwrap() {
@@ -231,8 +242,11 @@ fn the_schema_rejects_bad_values_naming_the_field() {
         ("tls: {clientNames: [\"not a name\"]}\n", "clientNames"),
         ("networkPolicy: {enable: false}\n", "enable"),
         ("standalone: {scanInterval: soon}\n", "scanInterval"),
-        // The descheduler runs inside `run`.
-        ("descheduler: {enabled: true}\n", "mode"),
+        ("descheduler: {enabled: true, replicas: 0}\n", "replicas"),
+        (
+            "descheduler: {enabled: true, leaderElection: {}}\n",
+            "leaderElection",
+        ),
         (
             "mode: standalone\ndescheduler: {enabled: true, interval: often}\n",
             "interval",

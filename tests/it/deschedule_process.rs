@@ -1,6 +1,7 @@
 //! `ferroscale deschedule` and `run --deschedule-policy` as an operator runs them: a policy file that
 //! cannot be used stops the process at start (exit 2) naming the file and the field; `deschedule` with
-//! no interval runs one cycle against the cluster and exits, as the descheduler does.
+//! no interval runs one cycle against the cluster and exits, as the descheduler does, with only the API
+//! calls `k8s::DESCHEDULE_PERMISSIONS` (its chart RBAC) lists.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::fixtures::kube::{node, pod};
-use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::support::kube_api::{assert_permitted_by, KubeApi, NODES, PODS};
 use crate::support::process::{run_failing, BIN};
 
 #[test]
@@ -92,4 +93,9 @@ async fn deschedule_with_no_interval_runs_one_cycle_and_exits() {
     let events = api.events("RemoveFailedPods");
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].0, "job-1");
+    assert_permitted_by(
+        &api,
+        ferroscale::k8s::DESCHEDULE_PERMISSIONS,
+        "k8s::DESCHEDULE_PERMISSIONS",
+    );
 }

@@ -12,6 +12,7 @@ mod aws_safety;
 mod aws_scaling;
 mod aws_templates;
 mod chart;
+mod chart_descheduler;
 mod chart_monitoring;
 mod chart_policy;
 mod chart_security;

@@ -288,7 +288,7 @@ flags (--nodes, --node-group-auto-discovery, --tls-client-san) are kept with any
 - --status-config-map-name={{ .Values.standalone.statusConfigMapName }}
 {{- if .Values.descheduler.enabled }}
 - --deschedule-policy=/etc/ferroscale/config/deschedule-policy.yaml
-- --deschedule-interval={{ .Values.descheduler.interval }}
+- --deschedule-interval={{ include "ferroscale.deschedulerInterval" . }}
 - --deschedule-cooldown={{ .Values.descheduler.cooldown }}
 {{- end }}
 {{- end }}
@@ -316,4 +316,71 @@ not 1e+08. */}}
 {{- else -}}
 {{- toString . -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The descheduler policy file as the descheduler chart writes it: apiVersion and kind, then
+descheduler.policy (its deschedulerPolicy). */}}
+{{- define "ferroscale.deschedulerPolicy" -}}
+apiVersion: {{ .Values.descheduler.policyAPIVersion | quote }}
+kind: "DeschedulerPolicy"
+{{ toYaml .Values.descheduler.policy }}
+{{- end -}}
+
+{{/* descheduler.interval, refused when zero: `run` needs an interval, and `deschedule` with 0 runs one
+cycle and exits, which a Deployment would restart forever. */}}
+{{- define "ferroscale.deschedulerInterval" -}}
+{{- $i := toString .Values.descheduler.interval -}}
+{{- if regexMatch "^([0.]+(ns|us|µs|ms|s|m|h))+$" $i -}}
+{{- fail "descheduler.interval: must be more than 0s" -}}
+{{- end -}}
+{{- $i -}}
+{{- end -}}
+
+{{/* The name of the descheduler's objects in provider mode (`ferroscale deschedule`'s Deployment). */}}
+{{- define "ferroscale.deschedulerName" -}}
+{{- printf "%s-descheduler" (include "ferroscale.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The descheduler's pod labels (provider mode): apart from ferroscale's own, which its Deployment,
+Service, PDB and NetworkPolicy select. */}}
+{{- define "ferroscale.deschedulerSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-descheduler
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The descheduler's ServiceAccount: descheduler.serviceAccount.name, or the descheduler's name when
+the chart creates it. */}}
+{{- define "ferroscale.deschedulerServiceAccountName" -}}
+{{- $sa := .Values.descheduler.serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "ferroscale.deschedulerName" .) $sa.name -}}
+{{- else -}}
+{{- required "descheduler.serviceAccount.name is required when the ServiceAccount is not created" $sa.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Flags of `ferroscale deschedule` (a YAML list): the chart's own, except those whose key
+descheduler.extraArgs sets, then those, each --key=value. */}}
+{{- define "ferroscale.deschedulerArgs" -}}
+{{- $d := .Values.descheduler -}}
+{{- $extra := $d.extraArgs | default dict -}}
+{{- $own := list
+  "deschedule"
+  "--policy-config-file=/etc/ferroscale/descheduler/policy.yaml"
+  (printf "--descheduling-interval=%s" (include "ferroscale.deschedulerInterval" .))
+  (printf "--deschedule-cooldown=%s" $d.cooldown)
+  (printf "--dry-run=%v" $d.dryRun)
+  (printf "--address=0.0.0.0:%v" .Values.metricsPort)
+  (printf "--leader-elect=%v" $d.leaderElect)
+  (printf "--leader-elect-resource-name=%s" $d.leaseName)
+  (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) -}}
+{{- range $own }}
+{{- $key := regexReplaceAll "^--([^=]+)(=.*)?$" . "${1}" }}
+{{- if or (not (hasPrefix "--" .)) (not (hasKey $extra $key)) }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := $extra }}
+- {{ printf "--%s=%s" $k (include "ferroscale.scalar" $v) | quote }}
+{{- end }}
 {{- end -}}

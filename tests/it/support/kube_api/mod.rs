@@ -73,7 +73,7 @@ mod list;
 mod rbac;
 mod wire;
 
-pub use rbac::assert_permitted;
+pub use rbac::{assert_permitted, assert_permitted_by};
 use wire::*;
 
 impl Store {

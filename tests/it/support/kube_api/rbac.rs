@@ -33,11 +33,16 @@ pub fn permission_of(request: &str) -> (String, String, String) {
 
 /// Asserts every request made is one `ferroscale::k8s::PERMISSIONS` lists (so the chart's RBAC covers it).
 pub fn assert_permitted(api: &KubeApi) {
+    assert_permitted_by(api, ferroscale::k8s::PERMISSIONS, "k8s::PERMISSIONS");
+}
+
+/// Asserts every request made is one of `permissions` (`list`, their name, for the message).
+pub fn assert_permitted_by(api: &KubeApi, permissions: &[(&str, &str, &str)], list: &str) {
     for r in api.requests() {
         let (g, res, verb) = permission_of(&r);
         assert!(
-            ferroscale::k8s::PERMISSIONS.contains(&(g.as_str(), res.as_str(), verb.as_str())),
-            "{r} needs ({g:?}, {res}, {verb}), which k8s::PERMISSIONS (and the chart's RBAC) lacks"
+            permissions.contains(&(g.as_str(), res.as_str(), verb.as_str())),
+            "{r} needs ({g:?}, {res}, {verb}), which {list} (and the chart's RBAC) lacks"
         );
     }
 }
