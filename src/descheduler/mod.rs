@@ -1,11 +1,12 @@
 //! The descheduler on the live cluster, shared by `run --deschedule-policy` and `ferroscale deschedule`:
 //! one cycle ([`Descheduler::cycle`]) reads the watch-fed index (nodes, live pods, failed pods still
 //! bound, PodDisruptionBudgets) and the nodes being removed, has the core plan it
-//! (`ferroscale_core::deschedule::plan`), logs and reports (`declined`) each declined proposal with why, and evicts what the plan
-//! keeps through the eviction API (`k8s::drain::evict_once`: the pod's UID as a precondition, one request
-//! per pod and cycle: a 429 from a PodDisruptionBudget leaves the pod for a later cycle). Each eviction
-//! gets an Event naming the strategy and the node the simulation placed the pod on, and the descheduler's
-//! metrics (`metrics::DeschedulerMetrics`). The moves made are remembered ([`History`]) for the cooldown.
+//! (`ferroscale_core::deschedule::plan`), logs and reports (`declined`) each declined proposal with why,
+//! and evicts what the plan keeps through the eviction API (`k8s::drain::evict_once`: the pod's UID as a
+//! precondition, one request per pod and cycle: a 429 from a PodDisruptionBudget leaves the pod for a
+//! later cycle). Each eviction gets an Event naming the strategy and the node the simulation placed the
+//! pod on, and the descheduler's metrics (`metrics::DeschedulerMetrics`). The moves made are remembered
+//! ([`History`]) for the cooldown.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
