@@ -218,6 +218,17 @@ fn decisions(
         };
         row(&format!("evict ({})", e.strategy), &e.pod, &to);
     }
+    for c in &l.consolidations {
+        let mut reason = c.reason.clone();
+        if !c.pods_evicted.is_empty() {
+            reason.push_str(&format!("; evicts {}", c.pods_evicted.join(", ")));
+        }
+        row(
+            &format!("consolidate ({})", c.action),
+            &c.nodes.join(", "),
+            &reason,
+        );
+    }
     let mut now = BTreeSet::new();
     for d in &l.descheduling_declined {
         let decision = format!("not evicted ({})", d.strategy);
@@ -227,7 +238,11 @@ fn decisions(
         }
         now.insert(key);
     }
-    for (decision, list) in [("pending", &l.pending), ("kept", &l.unremovable)] {
+    for (decision, list) in [
+        ("pending", &l.pending),
+        ("kept", &l.unremovable),
+        ("not consolidated", &l.consolidation_declined),
+    ] {
         for r in list {
             let what = r.pod.as_deref().or(r.node.as_deref()).unwrap_or("");
             let key = (format!("{decision} {what}"), r.reason.clone());

@@ -198,6 +198,9 @@ fn the_page_escapes_what_it_shows() {
             replacements: vec![],
             evictions: vec![],
             descheduling_declined: vec![],
+            consolidations: vec![],
+            consolidation_declined: vec![],
+            consolidation_waits: None,
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();
