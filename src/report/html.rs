@@ -89,11 +89,12 @@ pub fn page_with(title: &str, runs: &[ChainRun], extras: &Extras) -> Result<Stri
     let _ = write!(
         h,
         "<h2>Per loop</h2>\n<div class=\"charts\">\n<figure id=\"pending\">{}</figure>\n\
-         <figure id=\"cost\">{}</figure>\n</div>\n",
+         <figure id=\"cost\">{}</figure>\n",
         lines("Pending pods per loop", "pods", true, &pending)?,
         lines("Cost per hour per loop", "USD per hour", false, &cost)?
     );
     with_and_without(&mut h, runs, &extras.without_consolidation)?;
+    h.push_str("</div>\n");
     let kind = if extras.policies.is_some() {
         "consolidation"
     } else {
@@ -153,8 +154,8 @@ fn summary(h: &mut String, runs: &[ChainRun]) {
     h.push_str("</tbody></table>\n");
 }
 
-/// The chart of cost per hour with consolidation (each run's own) and without (`without`, per run),
-/// when some run has the second.
+/// The figure of cost per hour with consolidation (each run's own) and without (`without`, per run),
+/// when some run has the second, beside the other charts.
 fn with_and_without(h: &mut String, runs: &[ChainRun], without: &[Option<Vec<f64>>]) -> Result<()> {
     let pairs: Vec<(&ChainRun, &Vec<f64>)> = runs
         .iter()
@@ -188,9 +189,9 @@ fn with_and_without(h: &mut String, runs: &[ChainRun], without: &[Option<Vec<f64
             values: w.to_vec(),
         });
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<div class=\"charts\">\n<figure id=\"consolidation-cost\">{}</figure>\n</div>\n",
+        "<figure id=\"consolidation-cost\">{}</figure>",
         lines(
             "Cost per hour with and without consolidation",
             "USD per hour",
