@@ -10,8 +10,11 @@ use super::config::relative_to_config;
 use super::deschedule_flags::DescheduleFlags;
 use super::flags::{read, ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
+use crate::cloud::memory::MemoryConfig;
+use crate::engine::Settings;
 use crate::error::{Error, Result};
-use crate::report::{self, ChainRun};
+use crate::model::consolidation::ConsolidationPolicy;
+use crate::report::{self, ChainRun, Extras};
 use crate::simulate::{load_events, summary, Pacing, SimDescheduler, Simulation};
 
 /// Flags of `ferroscale simulate`; every one may also come from `--config FILE` (camelCase keys).
@@ -55,6 +58,13 @@ pub struct SimulateFlags {
     /// stdout has one JSON line per chain (its outcome and its difference from the first chain).
     #[arg(long, value_name = "CHAINS")]
     pub compare_expanders: Option<String>,
+    /// Consolidation policies to compare, `;`-separated, each `off` or `<Policy>[:<min-savings>]`
+    /// ("off;WhenEmptyOrUnderutilized:10%"): the same loops run once per policy, applied to every group
+    /// (their own policies too; their `after` kept); stdout has one JSON line per policy (cost per hour
+    /// at the end, total cost, consolidations, pods evicted and pending, and the difference from the
+    /// first), stderr a line of text each.
+    #[arg(long, value_name = "POLICIES")]
+    pub compare_consolidation: Option<String>,
     /// YAML list of `{at: DURATION, event: <an EventBridge event>}` replayed against the simulation: spot
     /// interruption warnings, rebalance recommendations, Health scheduled changes, instance state changes.
     #[arg(long, value_name = "FILE")]
@@ -87,8 +97,43 @@ fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
         .ok_or_else(|| Error::config(format!("{flag} FILE is required")))
 }
 
-/// Runs the simulation, printing each loop's report; with `--compare-expanders` runs it once per chain
-/// and prints each chain's outcome instead; with `--report` also writes the page.
+/// One simulation to run: its label (the expander chain, or the consolidation policy compared), its
+/// settings and groups, and whether it is a run without consolidation drawn against the one before.
+struct Variant {
+    label: String,
+    settings: Settings,
+    groups: MemoryConfig,
+    without: bool,
+}
+
+/// `groups` and `settings` with consolidation `policy` for every group (a group's own policy replaced,
+/// its `after` kept), and `min_savings` if given.
+fn with_policy(
+    groups: &MemoryConfig,
+    settings: &Settings,
+    policy: ConsolidationPolicy,
+    min_savings: Option<f64>,
+) -> (MemoryConfig, Settings) {
+    let mut groups = groups.clone();
+    for c in groups
+        .node_groups
+        .iter_mut()
+        .flat_map(|g| &mut g.consolidation)
+    {
+        c.policy = policy.as_str().to_string();
+    }
+    let mut settings = settings.clone();
+    settings.consolidation.policy = policy;
+    if let Some(m) = min_savings {
+        settings.consolidation_min_savings = m;
+    }
+    (groups, settings)
+}
+
+/// Runs the simulation, printing each loop's report; with `--compare-expanders` (or
+/// `--compare-consolidation`) runs it once per chain (or policy) and prints each one's outcome instead;
+/// with `--report` also writes the page, and when some group consolidates runs it once more without to
+/// draw the cost with and without.
 pub fn main(flags: SimulateFlags) -> Result<()> {
     let cluster = required(&flags.cluster, "--cluster")?;
     let node_groups = required(&flags.node_groups, "--node-groups")?;
@@ -96,6 +141,15 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         Some(text) => Some(report::parse_chains(text)?),
         None => None,
     };
+    let policies = match &flags.compare_consolidation {
+        Some(text) => Some(report::parse_policies(text)?),
+        None => None,
+    };
+    if chains.is_some() && policies.is_some() {
+        return Err(Error::config(
+            "--compare-consolidation and --compare-expanders: compare one at a time",
+        ));
+    }
     let descheduling = flags.deschedule.descheduling()?;
     if let (Some(d), Some(path)) = (&descheduling, &flags.deschedule.deschedule_policy) {
         for w in &d.warnings {
@@ -107,7 +161,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         &read(cluster, "--cluster")?,
         &cluster.display().to_string(),
     )?;
-    let groups = crate::cloud::memory::MemoryConfig::load(node_groups)?;
+    let groups = MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;
     let pacing = Pacing {
         loops: flags.loops,
@@ -119,24 +173,60 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         Some(path) => load_events(path)?,
         None => Vec::new(),
     };
-    let compare = chains.is_some();
-    let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
+    let compare = chains.is_some() || policies.is_some();
+    let mut variants = Vec::new();
+    match (&chains, &policies) {
+        (_, Some(policies)) => {
+            let settings = flags.rules.engine(&flags.expander)?;
+            for p in policies {
+                let (groups, settings) = with_policy(&groups, &settings, p.policy, p.min_savings);
+                variants.push(Variant {
+                    label: p.label.clone(),
+                    settings,
+                    groups,
+                    without: false,
+                });
+            }
+        }
+        _ => {
+            let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
+            for chain in chains {
+                let expander = ExpanderFlags {
+                    expander: chain.clone(),
+                    ..flags.expander.clone()
+                };
+                let settings = flags.rules.engine(&expander)?;
+                let off = (flags.report.is_some()
+                    && crate::simulate::consolidates(&groups, &prices, &settings)?)
+                .then(|| with_policy(&groups, &settings, ConsolidationPolicy::Never, None));
+                variants.push(Variant {
+                    label: chain,
+                    settings,
+                    groups: groups.clone(),
+                    without: false,
+                });
+                if let Some((groups, settings)) = off {
+                    variants.push(Variant {
+                        label: String::new(),
+                        settings,
+                        groups,
+                        without: true,
+                    });
+                }
+            }
+        }
+    }
     // Every run starts from the same snapshot: each simulation but the last takes a copy of the model.
     let mut inputs = inputs;
-    let count = chains.len();
+    let count = variants.len();
     let mut runs = Vec::with_capacity(count);
-    for (i, chain) in chains.into_iter().enumerate() {
-        let expander = ExpanderFlags {
-            expander: chain.clone(),
-            ..flags.expander.clone()
-        };
-        let settings = flags.rules.engine(&expander)?;
+    for (i, v) in variants.into_iter().enumerate() {
         let this = if i + 1 == count {
             std::mem::take(&mut inputs)
         } else {
             inputs.clone()
         };
-        let mut sim = Simulation::from_inputs(this, &groups, &prices)?;
+        let mut sim = Simulation::from_inputs(this, &v.groups, &prices)?;
         sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
         if let Some(d) = &descheduling {
             sim.set_descheduler(SimDescheduler::new(
@@ -147,15 +237,17 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         }
         let run = ChainRun {
             prices: sim.prices(),
-            chain,
+            chain: v.label,
             loops: Vec::new(),
         };
-        runs.push((settings, sim, run));
+        runs.push((v.settings, sim, run, v.without));
     }
-    for (settings, sim, run) in &mut runs {
+    for (settings, sim, run, without) in &mut runs {
         for _ in 0..pacing.loops {
             let report = sim.step(settings, &pacing);
-            if compare {
+            if *without {
+                // Only its cost is drawn.
+            } else if compare {
                 eprintln!("{}: {}", run.chain, summary(&report));
             } else {
                 println!("{}", json(&report)?);
@@ -164,8 +256,27 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
             run.loops.push(report);
         }
     }
-    let runs: Vec<ChainRun> = runs.into_iter().map(|(_, _, run)| run).collect();
-    if compare {
+    let mut extras = Extras::default();
+    let mut shown: Vec<ChainRun> = Vec::new();
+    for (_, _, run, without) in runs {
+        if without {
+            extras.without_consolidation.pop();
+            let costs = run.loops.iter().map(|l| run.cost_per_hour(l)).collect();
+            extras.without_consolidation.push(Some(costs));
+        } else {
+            shown.push(run);
+            extras.without_consolidation.push(None);
+        }
+    }
+    let runs = shown;
+    let hours_per_loop = flags.scan_interval.0.as_secs().max(1) as f64 / 3600.0;
+    if policies.is_some() {
+        extras.policies = Some(hours_per_loop);
+        for outcome in report::policy_outcomes(&runs, hours_per_loop) {
+            println!("{}", json(&outcome)?);
+            eprintln!("{outcome}");
+        }
+    } else if compare {
         for outcome in report::outcomes(&runs) {
             println!("{}", json(&outcome)?);
         }
@@ -178,7 +289,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
             pacing.loops,
             flags.scan_interval
         );
-        report::write(file, path, &title, &runs)?;
+        report::write(file, path, &title, &runs, &extras)?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::charts::{lines, Series};
-use super::{outcomes, ChainRun};
+use super::{outcomes, policy_outcomes, ChainRun, Extras};
 use crate::error::Result;
 use crate::simulate::LoopReport;
 
@@ -54,6 +54,12 @@ fn signed_usd(x: f64) -> String {
 
 /// The whole page of `runs` (one run per expander chain), titled `title`.
 pub fn page(title: &str, runs: &[ChainRun]) -> Result<String> {
+    page_with(title, runs, &Extras::default())
+}
+
+/// The whole page of `runs` with `extras`: runs per consolidation policy, and each run's cost without
+/// consolidation.
+pub fn page_with(title: &str, runs: &[ChainRun], extras: &Extras) -> Result<String> {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -62,7 +68,10 @@ pub fn page(title: &str, runs: &[ChainRun]) -> Result<String> {
          <h1>ferroscale simulate</h1>\n<p>{t}</p>\n",
         t = escape(title)
     );
-    summary(&mut h, runs);
+    match extras.policies {
+        Some(hours) => policy_summary(&mut h, runs, hours),
+        None => summary(&mut h, runs),
+    }
     let pending: Vec<Series> = runs
         .iter()
         .map(|r| Series {
@@ -80,18 +89,30 @@ pub fn page(title: &str, runs: &[ChainRun]) -> Result<String> {
     let _ = write!(
         h,
         "<h2>Per loop</h2>\n<div class=\"charts\">\n<figure id=\"pending\">{}</figure>\n\
-         <figure id=\"cost\">{}</figure>\n</div>\n",
+         <figure id=\"cost\">{}</figure>\n",
         lines("Pending pods per loop", "pods", true, &pending)?,
         lines("Cost per hour per loop", "USD per hour", false, &cost)?
     );
+    with_and_without(&mut h, runs, &extras.without_consolidation)?;
+    h.push_str("</div>\n");
+    let kind = if extras.policies.is_some() {
+        "consolidation"
+    } else {
+        "expander"
+    };
     let _ = write!(
         h,
-        "<h2>Per expander chain</h2>\n<div class=\"chains\" \
+        "<h2>Per {}</h2>\n<div class=\"chains\" \
          style=\"grid-template-columns:repeat({},minmax(0,1fr))\">\n",
+        if extras.policies.is_some() {
+            "consolidation policy"
+        } else {
+            "expander chain"
+        },
         runs.len().max(1)
     );
     for run in runs {
-        chain(&mut h, run)?;
+        chain(&mut h, run, kind)?;
     }
     h.push_str("</div>\n</body></html>\n");
     Ok(h)
@@ -133,8 +154,92 @@ fn summary(h: &mut String, runs: &[ChainRun]) {
     h.push_str("</tbody></table>\n");
 }
 
-/// One chain's column: its nodes per group and its decisions.
-fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
+/// The figure of cost per hour with consolidation (each run's own) and without (`without`, per run),
+/// when some run has the second, beside the other charts.
+fn with_and_without(h: &mut String, runs: &[ChainRun], without: &[Option<Vec<f64>>]) -> Result<()> {
+    let pairs: Vec<(&ChainRun, &Vec<f64>)> = runs
+        .iter()
+        .zip(without)
+        .filter_map(|(r, w)| Some((r, w.as_ref()?)))
+        .collect();
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let labels: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(r, _)| {
+            if runs.len() == 1 {
+                ("with consolidation".into(), "without consolidation".into())
+            } else {
+                (
+                    format!("{} with consolidation", r.chain),
+                    format!("{} without consolidation", r.chain),
+                )
+            }
+        })
+        .collect();
+    let mut series = Vec::new();
+    for ((r, w), (with_label, without_label)) in pairs.iter().zip(&labels) {
+        series.push(Series {
+            label: with_label,
+            values: r.loops.iter().map(|l| r.cost_per_hour(l)).collect(),
+        });
+        series.push(Series {
+            label: without_label,
+            values: w.to_vec(),
+        });
+    }
+    let _ = writeln!(
+        h,
+        "<figure id=\"consolidation-cost\">{}</figure>",
+        lines(
+            "Cost per hour with and without consolidation",
+            "USD per hour",
+            false,
+            &series
+        )?
+    );
+    Ok(())
+}
+
+/// The summary table of `--compare-consolidation`: one row per policy, with its difference from the
+/// first.
+fn policy_summary(h: &mut String, runs: &[ChainRun], hours_per_loop: f64) {
+    h.push_str(
+        "<h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th>consolidation</th><th>loops</th>\
+         <th>cost per hour at the end (USD)</th><th>total cost (USD)</th><th>consolidations</th>\
+         <th>nodes consolidated</th><th>pods evicted</th><th>pods pending at the end</th>\
+         <th>nodes at the end</th><th>cost per hour vs first</th><th>total cost vs first</th>\
+         </tr></thead><tbody>\n",
+    );
+    for o in policy_outcomes(runs, hours_per_loop) {
+        let (per_hour, total) = match &o.vs_first {
+            Some(d) => (signed_usd(d.cost_per_hour), signed_usd(d.total_cost)),
+            None => ("—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            h,
+            "<tr data-chain=\"{c}\"><td>{c}</td><td class=\"n\">{}</td><td class=\"n\">{:.4}</td>\
+             <td class=\"n\">{:.4}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{per_hour}</td>\
+             <td class=\"n\">{total}</td></tr>",
+            o.loops,
+            o.cost_per_hour,
+            o.total_cost,
+            o.consolidations,
+            o.nodes_consolidated,
+            o.pods_evicted,
+            o.pods_pending,
+            o.nodes,
+            c = escape(&o.consolidation),
+        );
+    }
+    h.push_str("</tbody></table>\n");
+}
+
+/// One run's column (`kind`: what its label names, `expander` or `consolidation`): its nodes per group
+/// and its decisions.
+fn chain(h: &mut String, run: &ChainRun, kind: &str) -> Result<()> {
     let groups = run.groups();
     let series: Vec<Series> = groups
         .iter()
@@ -146,7 +251,7 @@ fn chain(h: &mut String, run: &ChainRun) -> Result<()> {
     let _ =
         write!(
         h,
-        "<section data-chain=\"{c}\"><h3>expander {c}</h3>\n<figure class=\"nodes\">{}</figure>\n\
+        "<section data-chain=\"{c}\"><h3>{kind} {c}</h3>\n<figure class=\"nodes\">{}</figure>\n\
          <table class=\"decisions\"><thead><tr><th>loop</th><th>time</th><th>decision</th>\
          <th>what</th><th>reason</th></tr></thead><tbody>\n",
         lines(&format!("Nodes per group ({})", run.chain), "nodes", true, &series)?,
@@ -218,6 +323,17 @@ fn decisions(
         };
         row(&format!("evict ({})", e.strategy), &e.pod, &to);
     }
+    for c in &l.consolidations {
+        let mut reason = c.reason.clone();
+        if !c.pods_evicted.is_empty() {
+            reason.push_str(&format!("; evicts {}", c.pods_evicted.join(", ")));
+        }
+        row(
+            &format!("consolidate ({})", c.action),
+            &c.nodes.join(", "),
+            &reason,
+        );
+    }
     let mut now = BTreeSet::new();
     for d in &l.descheduling_declined {
         let decision = format!("not evicted ({})", d.strategy);
@@ -227,7 +343,11 @@ fn decisions(
         }
         now.insert(key);
     }
-    for (decision, list) in [("pending", &l.pending), ("kept", &l.unremovable)] {
+    for (decision, list) in [
+        ("pending", &l.pending),
+        ("kept", &l.unremovable),
+        ("not consolidated", &l.consolidation_declined),
+    ] {
         for r in list {
             let what = r.pod.as_deref().or(r.node.as_deref()).unwrap_or("");
             let key = (format!("{decision} {what}"), r.reason.clone());

@@ -3,6 +3,7 @@
 //! drawn into one self-contained HTML page (inline SVG charts, no scripts, no network).
 
 mod charts;
+mod consolidation;
 mod html;
 
 use serde::Serialize;
@@ -11,7 +12,10 @@ use crate::engine::expander::Strategy;
 use crate::error::{Error, Result};
 use crate::simulate::LoopReport;
 
-pub use html::page;
+pub use consolidation::{
+    parse_policies, policy_outcomes, PolicyDifference, PolicyOutcome, PolicySpec,
+};
+pub use html::{page, page_with};
 
 /// The label of the nodes of no group in [`LoopReport::nodes`].
 const NO_GROUP: &str = "-";
@@ -24,6 +28,17 @@ pub struct ChainRun {
     pub loops: Vec<LoopReport>,
     /// Each group's price of one node per hour, in the node-groups file's order.
     pub prices: Vec<(String, Option<f64>)>,
+}
+
+/// What the page shows beyond the runs themselves.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Per run (in the same order), its cost per hour per loop in a second run with consolidation off,
+    /// when some group had it on: drawn against the run's own.
+    pub without_consolidation: Vec<Option<Vec<f64>>>,
+    /// Set by `--compare-consolidation` (the runs are policies, not expander chains): hours of virtual
+    /// time per loop, for each run's total cost.
+    pub policies: Option<f64>,
 }
 
 /// What a run came to after its last loop, and how it differs from the first chain compared.
@@ -167,9 +182,10 @@ pub fn write(
     path: &std::path::Path,
     title: &str,
     runs: &[ChainRun],
+    extras: &Extras,
 ) -> Result<()> {
     use std::io::Write;
-    let text = page(title, runs)?;
+    let text = page_with(title, runs, extras)?;
     let mut w = std::io::BufWriter::new(file);
     w.write_all(text.as_bytes())
         .and_then(|()| w.flush())

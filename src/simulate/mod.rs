@@ -46,6 +46,21 @@ pub struct Pacing {
     pub node_ready_delay: Duration,
 }
 
+/// Whether any group of `config` consolidates under `settings` (its own policy, else `--consolidation`):
+/// `simulate` then also runs without, for the report.
+pub fn consolidates(
+    config: &MemoryConfig,
+    prices: &PriceOverrides,
+    settings: &Settings,
+) -> Result<bool> {
+    let cloud = MemoryCloud::for_simulation(config, prices, 0)?;
+    let any = cloud
+        .snapshot()
+        .groups()
+        .any(|g| settings.consolidation_of(g).enabled());
+    Ok(any)
+}
+
 /// A cluster and its groups under simulation: the groups live in a [`MemoryCloud`] on the simulation's
 /// virtual clock, so every decision goes through the same checks, launch capacity and instance lifecycle
 /// as `serve` and `run` on the memory cloud.
@@ -220,7 +235,6 @@ impl Simulation {
             .collect()
     }
 
-    /// Runs one loop and applies its decisions.
     /// Replays `events` (`--events`) as the clock reaches them; rebalance recommendations only with
     /// `handle_rebalance`.
     pub fn set_events(&mut self, events: Vec<Scheduled>, handle_rebalance: bool) {

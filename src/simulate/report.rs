@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::actuator::Acted;
-use crate::engine::Decisions;
+use crate::engine::{ConsolidationAction, ConsolidationPlan, Decisions};
 
 /// One pod or node with why.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -95,6 +95,100 @@ pub struct LoopReport {
     /// The descheduler's proposals its plan declined, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descheduling_declined: Vec<DeclinedReport>,
+    /// Consolidations decided this loop (a replacement's new nodes are also in `scaleUp` and
+    /// `replacements`; its old nodes show as `disruptions` of reason `consolidation` once they have joined).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consolidations: Vec<ConsolidationReport>,
+    /// Nodes consolidation would have taken and did not, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consolidation_declined: Vec<Reasoned>,
+    /// Why consolidation looked for no new plan this loop (only when some group has it on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consolidation_waits: Option<String>,
+}
+
+/// New nodes of one group a consolidation asks for.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IntoReport {
+    pub group: String,
+    pub count: i32,
+}
+
+/// One consolidation: the nodes it takes, the new nodes it asks for (none for a deletion), the dollars
+/// an hour it saves and the pods it evicts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsolidationReport {
+    /// `delete` (the pods fit on the other nodes) or `replace` (new nodes first).
+    pub action: String,
+    pub nodes: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub into: Vec<IntoReport>,
+    /// The taken nodes' price (USD an hour).
+    pub price_per_hour: f64,
+    /// Their price less the new nodes' (USD an hour).
+    pub savings_per_hour: f64,
+    /// Pods evicted from `nodes` (`namespace/name`).
+    pub pods_evicted: Vec<String>,
+    pub reason: String,
+}
+
+/// A plan said in a sentence: what it does and what it saves.
+struct PlanReason<'a>(&'a ConsolidationPlan);
+
+impl std::fmt::Display for PlanReason<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = self.0;
+        let share = if p.price_per_hour > 0.0 {
+            p.savings_per_hour / p.price_per_hour * 100.0
+        } else {
+            0.0
+        };
+        match p.action {
+            ConsolidationAction::Delete => f.write_str("their pods fit on the other nodes")?,
+            ConsolidationAction::Replace => {
+                let into: Vec<String> = p
+                    .into
+                    .iter()
+                    .map(|n| format!("{} {}", n.count, n.group))
+                    .collect();
+                write!(f, "cheaper on {}", into.join(" and "))?;
+            }
+        }
+        write!(
+            f,
+            ": saves ${:.4}/h of ${:.4}/h ({share:.1}%), {} pods evicted",
+            p.savings_per_hour,
+            p.price_per_hour,
+            p.pods_evicted.len()
+        )
+    }
+}
+
+impl ConsolidationReport {
+    fn of(p: &ConsolidationPlan) -> Self {
+        ConsolidationReport {
+            action: p.action.to_string(),
+            nodes: p.nodes.clone(),
+            into: p
+                .into
+                .iter()
+                .map(|n| IntoReport {
+                    group: n.group.clone(),
+                    count: n.count,
+                })
+                .collect(),
+            price_per_hour: usd(p.price_per_hour),
+            savings_per_hour: usd(p.savings_per_hour),
+            pods_evicted: p.pods_evicted.clone(),
+            reason: PlanReason(p).to_string(),
+        }
+    }
+}
+
+/// USD rounded to a millionth, so sums print as people expect (1.08, not 1.0799999999999998).
+fn usd(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 /// A pod the descheduler evicted: from which node, by which strategy, to where the scheduling
@@ -184,6 +278,14 @@ pub fn summary(r: &LoopReport) -> String {
         r.pending.len(),
         r.nodes.values().sum::<usize>()
     );
+    for c in &r.consolidations {
+        line.push_str(&format!(
+            ", consolidate {} [{}] saving ${:.4}/h",
+            c.action,
+            c.nodes.join(", "),
+            c.savings_per_hour
+        ));
+    }
     if !r.evictions.is_empty() || !r.descheduling_declined.is_empty() {
         let moves: Vec<String> = r
             .evictions
@@ -294,5 +396,20 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             .collect(),
         evictions: Vec::new(),
         descheduling_declined: Vec::new(),
+        consolidations: d
+            .consolidations
+            .iter()
+            .map(ConsolidationReport::of)
+            .collect(),
+        consolidation_declined: d
+            .consolidation_declined
+            .iter()
+            .map(|(n, why)| Reasoned {
+                pod: None,
+                node: Some(n.clone()),
+                reason: why.to_string(),
+            })
+            .collect(),
+        consolidation_waits: d.consolidation_waits.as_ref().map(ToString::to_string),
     }
 }

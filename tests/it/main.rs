@@ -54,6 +54,7 @@ mod run_safety;
 mod run_volumes;
 mod simulate;
 mod simulate_consolidation;
+mod simulate_consolidation_report;
 mod simulate_deschedule;
 mod simulate_deschedule_policy;
 mod simulate_drain;

@@ -7,7 +7,7 @@ use crate::support::simulate_harness::{pacing, sim};
 
 /// Three m5.4xlarge-like nodes ($0.768/h) of group `m5` (with `extra` config), and group `big`
 /// (32 cores, $1.224/h) with no node.
-fn groups(extra: &str) -> String {
+pub(crate) fn groups(extra: &str) -> String {
     format!(
         r#"
 nodeGroups:
@@ -19,7 +19,7 @@ nodeGroups:
 }
 
 /// Each node runs one 9-core replica, which fits on no other of them.
-fn cluster() -> Vec<String> {
+pub(crate) fn cluster() -> Vec<String> {
     let mut c = Vec::new();
     for k in 0..3 {
         c.push(format!(
@@ -39,7 +39,7 @@ fn cluster() -> Vec<String> {
     c
 }
 
-const OPTED_IN: &str =
+pub(crate) const OPTED_IN: &str =
     "disruptionBudget: \"100%\", consolidation: {policy: WhenEmptyOrUnderutilized, after: 0s},";
 
 #[test]

@@ -34,7 +34,7 @@ fn cluster() -> String {
         .join("---\n")
 }
 
-fn simulate(cluster: &Path, groups: &Path, args: &[&str]) -> Output {
+pub(crate) fn simulate(cluster: &Path, groups: &Path, args: &[&str]) -> Output {
     Command::new(crate::support::process::BIN)
         .arg("simulate")
         .arg("--cluster")
@@ -55,7 +55,7 @@ fn example(args: &[&str]) -> Output {
     )
 }
 
-fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
         "{}",
@@ -64,14 +64,14 @@ fn ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-fn json_lines(text: &str) -> Vec<Value> {
+pub(crate) fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
 /// The text between `start` (included) and the next `end` after it.
-fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+pub(crate) fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     let at = text
         .find(start)
         .unwrap_or_else(|| panic!("no {start:?} in the page"));
@@ -80,7 +80,7 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 }
 
 /// Whether `svg` has a `<text>` saying `label` (a series' legend).
-fn has_text(svg: &str, label: &str) -> bool {
+pub(crate) fn has_text(svg: &str, label: &str) -> bool {
     svg.split("<text")
         .skip(1)
         .filter_map(|t| t.split_once('>')?.1.split_once("</text>"))
@@ -88,7 +88,7 @@ fn has_text(svg: &str, label: &str) -> bool {
 }
 
 /// The cells' texts of the summary row of `chain`.
-fn summary_row(html: &str, chain: &str) -> Vec<String> {
+pub(crate) fn summary_row(html: &str, chain: &str) -> Vec<String> {
     between(html, &format!("<tr data-chain=\"{chain}\">"), "</tr>")
         .split("<td")
         .skip(1)
@@ -103,7 +103,7 @@ fn summary_row(html: &str, chain: &str) -> Vec<String> {
 }
 
 /// No script, and nothing the page would fetch: every src and href is local.
-fn assert_self_contained(html: &str) {
+pub(crate) fn assert_self_contained(html: &str) {
     let lower = html.to_ascii_lowercase();
     assert!(!lower.contains("<script"), "a script in the page");
     for attr in ["src=", "href="] {
@@ -198,6 +198,9 @@ fn the_page_escapes_what_it_shows() {
             replacements: vec![],
             evictions: vec![],
             descheduling_declined: vec![],
+            consolidations: vec![],
+            consolidation_declined: vec![],
+            consolidation_waits: None,
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();
@@ -368,8 +371,9 @@ fn run_with_limit(command: &mut Command, limit: Duration) -> Output {
     }
 }
 
-#[test]
-fn headless_chromium_draws_the_report() {
+/// Headless Chromium's screenshot (1200×1600) of the page at `page`, as RGB pixels; `dir` holds its
+/// profile and the picture.
+pub(crate) fn screenshot(page: &Path, dir: &Path) -> Vec<[u8; 3]> {
     let chromium = std::env::var("FERROSCALE_CHROMIUM")
         .ok()
         .filter(|c| !c.is_empty());
@@ -383,6 +387,61 @@ fn headless_chromium_draws_the_report() {
         Path::new(&chromium).exists(),
         "FERROSCALE_CHROMIUM={chromium} does not exist (apt-get install -y chromium)"
     );
+    let shot = dir.join("report.png");
+    let profile = dir.join("profile");
+    let out = run_with_limit(
+        Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+            ])
+            .args([
+                "--hide-scrollbars",
+                "--no-first-run",
+                "--window-size=1200,1600",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("file://{}", page.display())),
+        Duration::from_secs(180),
+    );
+    let bytes = std::fs::read(&shot).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot ({e}); chromium exited {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1200, 1600));
+    let step = info.color_type.samples();
+    assert!(step >= 3, "{:?}", info.color_type);
+    buf[..info.buffer_size()]
+        .chunks_exact(step)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect()
+}
+
+/// Pixels within 12 of `colour` on each channel (a series' line and legend).
+pub(crate) fn near(pixels: &[[u8; 3]], colour: [i32; 3]) -> usize {
+    pixels
+        .iter()
+        .filter(|p| {
+            p.iter()
+                .zip(colour)
+                .all(|(a, b)| (i32::from(*a) - b).abs() <= 12)
+        })
+        .count()
+}
+
+#[test]
+fn headless_chromium_draws_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let (c, g) = fixture(dir.path());
     let report = dir.path().join("report.html");
@@ -402,45 +461,7 @@ fn headless_chromium_draws_the_report() {
     for series in ["price", "least-nodes", "small", "big"] {
         assert!(has_text(&html, series), "no series {series}");
     }
-    let shot = dir.path().join("report.png");
-    let profile = dir.path().join("profile");
-    let out = run_with_limit(
-        Command::new(&chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-            ])
-            .args([
-                "--hide-scrollbars",
-                "--no-first-run",
-                "--window-size=1200,1600",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(format!("--screenshot={}", shot.display()))
-            .arg(format!("file://{}", report.display())),
-        Duration::from_secs(180),
-    );
-    let bytes = std::fs::read(&shot).unwrap_or_else(|e| {
-        panic!(
-            "no screenshot ({e}); chromium exited {:?}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
-    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (1200, 1600));
-    let step = info.color_type.samples();
-    assert!(step >= 3, "{:?}", info.color_type);
-    let pixels: Vec<[u8; 3]> = buf[..info.buffer_size()]
-        .chunks_exact(step)
-        .map(|p| [p[0], p[1], p[2]])
-        .collect();
+    let pixels = screenshot(&report, dir.path());
     let colours: std::collections::HashSet<[u8; 3]> = pixels.iter().copied().collect();
     let inked = pixels.iter().filter(|p| **p != [255, 255, 255]).count();
     assert!(colours.len() >= 32, "{} colours: blank?", colours.len());
@@ -451,11 +472,6 @@ fn headless_chromium_draws_the_report() {
     );
     // The first two series' colours are drawn (the charts' lines and legends).
     for series in [[0, 114, 178], [213, 94, 0]] {
-        let near = pixels.iter().filter(|p| {
-            p.iter()
-                .zip(series)
-                .all(|(a, b)| (i32::from(*a) - b).abs() <= 12)
-        });
-        assert!(near.count() > 50, "no series drawn in {series:?}");
+        assert!(near(&pixels, series) > 50, "no series drawn in {series:?}");
     }
 }
