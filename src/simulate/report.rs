@@ -95,6 +95,10 @@ pub struct LoopReport {
     /// The descheduler's proposals its plan declined, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descheduling_declined: Vec<DeclinedReport>,
+    /// The nodes the descheduler emptied (`HighNodeUtilization`), handed to scale-down: removed by a
+    /// later loop (reason `descheduled`) when its rules allow; their pods are evicted by the drain.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emptying: Vec<String>,
 }
 
 /// A pod the descheduler evicted: from which node, by which strategy, to where the scheduling
@@ -135,6 +139,7 @@ pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan)
             strategy: d.strategy.to_string(),
             reason: d.why.to_string(),
         }));
+    report.emptying.extend(plan.emptied.iter().cloned());
 }
 
 /// A node taken out of service.
@@ -142,7 +147,8 @@ pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan)
 pub struct DisruptionReport {
     pub node: String,
     pub group: String,
-    /// `spot-interruption`, `rebalance`, `scheduled-change`, `instance-stopping`, `drift`, `expired`.
+    /// `spot-interruption`, `rebalance`, `scheduled-change`, `instance-stopping`, `drift`, `expired`,
+    /// `consolidation`, `descheduled`.
     pub reason: String,
 }
 
@@ -198,6 +204,9 @@ pub fn summary(r: &LoopReport) -> String {
             moves.join(", "),
             r.descheduling_declined.len()
         ));
+    }
+    if !r.emptying.is_empty() {
+        line.push_str(&format!(", emptying [{}]", r.emptying.join(", ")));
     }
     line
 }
@@ -294,5 +303,6 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             .collect(),
         evictions: Vec::new(),
         descheduling_declined: Vec::new(),
+        emptying: Vec::new(),
     }
 }

@@ -198,6 +198,7 @@ fn the_page_escapes_what_it_shows() {
             replacements: vec![],
             evictions: vec![],
             descheduling_declined: vec![],
+            emptying: vec![],
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();
