@@ -53,6 +53,7 @@ mod run_volumes;
 mod simulate;
 mod simulate_consolidation;
 mod simulate_deschedule;
+mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;
 mod simulate_drain;
 mod simulate_events;
