@@ -37,6 +37,7 @@ mod run;
 mod run_aws;
 mod run_clock;
 mod run_deschedule;
+mod run_deschedule_emptied;
 mod run_index;
 mod run_intake;
 mod run_intake_process;
