@@ -218,6 +218,13 @@ fn decisions(
         };
         row(&format!("evict ({})", e.strategy), &e.pod, &to);
     }
+    for n in &l.emptying {
+        row(
+            "empty (HighNodeUtilization)",
+            n,
+            "handed to scale-down: tainted, drained and deleted when its rules allow",
+        );
+    }
     let mut now = BTreeSet::new();
     for d in &l.descheduling_declined {
         let decision = format!("not evicted ({})", d.strategy);

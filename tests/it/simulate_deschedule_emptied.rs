@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use ferroscale::deschedule::strategies::high_utilization::HighNodeUtilizationArgs;
 use ferroscale::deschedule::{PluginArgs, Policy, Profile, Settings};
-use ferroscale::simulate::{SimDescheduler, Simulation};
+use ferroscale::report::{page, ChainRun};
+use ferroscale::simulate::{LoopReport, SimDescheduler, Simulation};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
@@ -43,16 +44,19 @@ pub(crate) fn underused() -> Vec<String> {
     ]
 }
 
-fn step(s: &mut Simulation) -> Value {
+fn step(s: &mut Simulation, reports: &mut Vec<LoopReport>) -> Value {
     let r = s.step(&ferroscale::cli::flags::default_engine(), &pacing());
-    serde_json::to_value(&r).unwrap()
+    let json = serde_json::to_value(&r).unwrap();
+    reports.push(r);
+    json
 }
 
 #[test]
 fn a_node_high_node_utilization_empties_is_removed_by_scale_down_with_its_pods_on_the_others() {
+    let mut reports = Vec::new();
     let mut s = sim(&underused(), GROUPS);
     // Without the descheduler `a` stays: 55% is above the utilization threshold (50%).
-    let json = step(&mut s);
+    let json = step(&mut s, &mut reports);
     let kept = json["unremovable"].as_array().unwrap();
     assert!(
         kept.iter()
@@ -61,12 +65,13 @@ fn a_node_high_node_utilization_empties_is_removed_by_scale_down_with_its_pods_o
     );
 
     let mut s = sim(&underused(), GROUPS);
+    reports.clear();
     s.set_descheduler(SimDescheduler::new(
         pack(),
         Duration::from_secs(300),
         Settings::default(),
     ));
-    let first = step(&mut s);
+    let first = step(&mut s, &mut reports);
     assert_eq!(first["emptying"], json!(["a"]), "{first}");
     assert!(
         first.get("evictions").is_none(),
@@ -74,7 +79,7 @@ fn a_node_high_node_utilization_empties_is_removed_by_scale_down_with_its_pods_o
     );
     let mut loops = vec![first];
     for _ in 0..10 {
-        loops.push(step(&mut s));
+        loops.push(step(&mut s, &mut reports));
     }
     let removal = loops
         .iter()
@@ -105,4 +110,21 @@ fn a_node_high_node_utilization_empties_is_removed_by_scale_down_with_its_pods_o
     assert_ne!(web[0].1, web[1].1, "one on each node");
     let last = loops.last().unwrap();
     assert_eq!(last["pending"], json!([]), "{last}");
+    drop(state);
+
+    let html = page(
+        "t",
+        &[ChainRun {
+            chain: "least-waste".into(),
+            prices: s.prices(),
+            loops: reports,
+        }],
+    )
+    .unwrap();
+    for row in [
+        "<td>empty (HighNodeUtilization)</td><td>a</td>",
+        "<td>scale-down</td><td>a (small)</td><td>emptied by the descheduler; evicts shop/web-1, shop/web-2</td>",
+    ] {
+        assert!(html.contains(row), "{row}\n{html}");
+    }
 }
