@@ -15,7 +15,11 @@ use crate::support::kube_api::{KubeApi, NODES, PODS};
 use crate::support::run_harness::{evictions, run_settings, Harness};
 use ferroscale::deschedule::strategies::high_utilization::HighNodeUtilizationArgs;
 use ferroscale::deschedule::{PluginArgs, Policy, Profile, Settings};
-use ferroscale::descheduler::DeschedulerSettings;
+use ferroscale::descheduler::{Descheduler, DeschedulerSettings};
+use ferroscale::k8s::events::Events;
+use ferroscale::k8s::index::Index;
+use ferroscale::k8s::watch::Watches;
+use ferroscale::metrics::Metrics;
 use ferroscale::run::RunSettings;
 use ferroscale::time::unix_now as now;
 
@@ -123,4 +127,37 @@ async fn a_node_high_node_utilization_empties_is_tainted_drained_and_deleted_by_
         !a.events("Descheduled").is_empty()
     })
     .await;
+}
+
+/// `ferroscale deschedule` runs beside upstream cluster-autoscaler, which removes empty nodes itself: the
+/// descheduler evicts the emptied node's pods as the descheduler does.
+#[tokio::test]
+async fn beside_upstream_the_descheduler_evicts_the_emptied_nodes_pods_itself() {
+    let api = KubeApi::start().await;
+    for (kind, o) in objects() {
+        api.put(if kind == "Node" { NODES } else { PODS }, o);
+    }
+    let watches = Watches::start(&api.client(), false);
+    watches
+        .ready(tokio::time::sleep(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let mut index = Index::default();
+    index.update(&watches, now());
+    let client = api.client();
+    let mut d = Descheduler::new(
+        settings(),
+        client.clone(),
+        Events::none(),
+        Metrics::default()
+            .with_descheduler()
+            .descheduler
+            .clone()
+            .unwrap(),
+    );
+    let mut cycle = d.cycle(&index, &Default::default(), now()).await;
+    cycle.evicted.sort();
+    assert_eq!(cycle.evicted, ["default/web-1", "default/web-2"]);
+    assert!(cycle.emptying.is_empty());
+    assert_eq!(evictions(&api), 2);
 }
