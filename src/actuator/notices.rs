@@ -30,12 +30,17 @@ impl<C: Cluster> Actuator<C> {
                 let kind = match d.reason {
                     DisruptionReason::Drift => "Drifted",
                     DisruptionReason::Consolidation => "Consolidated",
+                    DisruptionReason::Descheduled => "Descheduled",
                     _ => "Expired",
                 };
-                let note = format!(
-                    "replaced ({}): its replacement has joined; draining",
-                    d.reason
-                );
+                let note = if d.reason == DisruptionReason::Descheduled {
+                    "emptied by the descheduler (HighNodeUtilization); draining".to_string()
+                } else {
+                    format!(
+                        "replaced ({}): its replacement has joined; draining",
+                        d.reason
+                    )
+                };
                 self.cluster()
                     .event(regarding, EventKind::Normal, kind, note);
                 continue;

@@ -7,6 +7,9 @@
 //! later cycle). Each eviction gets an Event naming the strategy and the node the simulation placed the
 //! pod on, and the descheduler's metrics (`metrics::DeschedulerMetrics`). The moves made are remembered
 //! ([`History`]) for the cooldown.
+//! In `run` ([`Descheduler::hand_emptied_to_scale_down`]) the nodes `HighNodeUtilization` empties are not
+//! evicted pod by pod: they are handed to scale-down ([`Cycle::emptying`]), which taints, drains and
+//! deletes them; `ferroscale deschedule` evicts them and leaves the empty node to cluster-autoscaler.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -70,6 +73,8 @@ pub struct Cycle {
     pub gone: Vec<String>,
     /// Proposals the plan declined.
     pub declined: usize,
+    /// Nodes the plan empties, handed to scale-down instead of evicted (`run` only).
+    pub emptying: Vec<String>,
 }
 
 /// The descheduler between cycles: its settings, the moves it made, where it reports.
@@ -87,6 +92,8 @@ pub struct Descheduler {
     priority_classes: BTreeMap<String, i32>,
     /// The declined proposals last reported (their Events are not repeated while nothing changes).
     declined: declined::Reported,
+    /// Whether the nodes the plan empties are left to scale-down's removal (`run`).
+    hands_over_emptied: bool,
 }
 
 impl Descheduler {
@@ -106,7 +113,14 @@ impl Descheduler {
             last: None,
             priority_classes: BTreeMap::new(),
             declined: declined::Reported::default(),
+            hands_over_emptied: false,
         }
+    }
+
+    /// Leaves the nodes a plan empties to the engine's scale-down (`run`: `Memory::emptying`) rather
+    /// than evicting their pods: the drain evicts them once the node is tainted, so none lands back.
+    pub fn hand_emptied_to_scale_down(&mut self) {
+        self.hands_over_emptied = true;
     }
 
     /// Evicts only while the Lease's term runs.
@@ -150,7 +164,7 @@ impl Descheduler {
             priority_classes,
             now,
         };
-        let planned = plan(
+        let mut planned = plan(
             &self.settings.policy,
             &cluster,
             &self.history,
@@ -166,7 +180,16 @@ impl Descheduler {
                 r.seconds,
             );
         }
-        let out = self.carry_out(index, &planned, now).await;
+        let mut emptying = Vec::new();
+        if self.hands_over_emptied {
+            let handed = planned.hand_over_emptied();
+            if !planned.emptied.is_empty() {
+                tracing::info!(nodes = ?planned.emptied, pods = handed.len(), "emptied nodes handed to scale-down: tainted, drained and deleted when the rules allow");
+            }
+            emptying = planned.emptied.clone();
+        }
+        let mut out = self.carry_out(index, &planned, now).await;
+        out.emptying = emptying;
         self.metrics.cycle_done(started.elapsed());
         tracing::info!(
             evicted = out.evicted.len(),

@@ -334,6 +334,13 @@ fn decisions(
             &reason,
         );
     }
+    for n in &l.emptying {
+        row(
+            "empty (HighNodeUtilization)",
+            n,
+            "handed to scale-down: tainted, drained and deleted when its rules allow",
+        );
+    }
     let mut now = BTreeSet::new();
     for d in &l.descheduling_declined {
         let decision = format!("not evicted ({})", d.strategy);

@@ -108,7 +108,9 @@ impl Runner {
                 .descheduler
                 .clone()
                 .unwrap_or_else(DeschedulerMetrics::unregistered);
-            Descheduler::new(s, client.clone(), events.clone(), record)
+            let mut d = Descheduler::new(s, client.clone(), events.clone(), record);
+            d.hand_emptied_to_scale_down();
+            d
         });
         Runner {
             descheduler,
@@ -211,8 +213,8 @@ impl Runner {
     }
 
     /// A descheduling cycle when one is due, after the loop acted: not while what was read cannot be
-    /// trusted; nothing is planned onto the nodes being removed (those this loop started included) or
-    /// whose instance is going away.
+    /// trusted; nothing is planned onto the nodes being removed (those this loop started included), being
+    /// emptied, or whose instance is going away. The nodes the plan empties go to scale-down.
     async fn deschedule(&mut self, observed: &Observed, now: i64) {
         let Some(d) = self.descheduler.as_mut().filter(|d| d.due(now)) else {
             return;
@@ -226,8 +228,10 @@ impl Runner {
             .in_flight()
             .into_keys()
             .chain(observed.interrupted.keys().cloned())
+            .chain(self.decider.memory.emptying.keys().cloned())
             .collect();
-        d.cycle(&self.observer.index, &removing, now).await;
+        let cycle = d.cycle(&self.observer.index, &removing, now).await;
+        self.decider.memory.set_emptying(&cycle.emptying, now);
     }
 
     /// The decisions carried out (not in dry-run), and the notices acted on acknowledged; the first

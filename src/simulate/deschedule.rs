@@ -3,7 +3,9 @@
 //! cluster with the core's planner (`ferroscale_core::deschedule::plan`) as `run` plans them on the live
 //! one, and carries them out as the cluster would: a failed pod is deleted, a bare pod is gone, a
 //! controller's pod is recreated, pending, and bound where the plan's scheduling simulation placed it
-//! (the simulated kube-scheduler binds it on the next loop when that node no longer takes it).
+//! (the simulated kube-scheduler binds it on the next loop when that node no longer takes it). As in
+//! `run`, the nodes `HighNodeUtilization` empties are not evicted pod by pod: the plan names them
+//! (`Plan::emptied`) and the simulation hands them to scale-down, which taints, drains and deletes them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -44,7 +46,8 @@ impl SimDescheduler {
     }
 
     /// One cycle at `now`: plans on the cluster as it is (`removing`: the nodes the actuator is taking
-    /// out), carries the evictions out and remembers them for the cooldown. Returns the plan.
+    /// out or scale-down is emptying), carries the evictions out but those of the emptied nodes (left to
+    /// scale-down) and remembers them for the cooldown. Returns the plan, without the evictions left.
     pub fn cycle(
         &mut self,
         cluster: &SimCluster,
@@ -53,7 +56,7 @@ impl SimDescheduler {
         now: i64,
     ) -> Plan {
         self.last = Some(now);
-        let planned = {
+        let mut planned = {
             let state = cluster.state();
             let removing = removing_nodes(&state.nodes, removing);
             let priority_classes = BTreeMap::new();
@@ -75,6 +78,7 @@ impl SimDescheduler {
                 &crate::clock::FixedClock::default(),
             )
         };
+        planned.hand_over_emptied();
         cluster.deschedule(&planned.evictions, now);
         self.history.record(&planned, now);
         self.history

@@ -385,14 +385,17 @@ impl Simulation {
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
         if let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) {
-            // As `run`: nothing is planned onto nodes being removed or whose instance is going away.
+            // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
+            // going away; the nodes the plan empties go to scale-down.
             let removing = self
                 .actuator
                 .in_flight()
                 .into_keys()
                 .chain(interrupted.keys().cloned())
+                .chain(self.memory.emptying.keys().cloned())
                 .collect();
             let planned = desched.cycle(&self.cluster, &self.pdbs, &removing, now);
+            self.memory.set_emptying(&planned.emptied, now);
             report::add_descheduling(&mut report, &planned);
         }
         {

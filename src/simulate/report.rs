@@ -105,6 +105,10 @@ pub struct LoopReport {
     /// Why consolidation looked for no new plan this loop (only when some group has it on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consolidation_waits: Option<String>,
+    /// The nodes the descheduler emptied (`HighNodeUtilization`), handed to scale-down: removed by a
+    /// later loop (reason `descheduled`) when its rules allow; their pods are evicted by the drain.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emptying: Vec<String>,
 }
 
 /// New nodes of one group a consolidation asks for.
@@ -229,6 +233,7 @@ pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan)
             strategy: d.strategy.to_string(),
             reason: d.why.to_string(),
         }));
+    report.emptying.extend(plan.emptied.iter().cloned());
 }
 
 /// A node taken out of service.
@@ -236,7 +241,8 @@ pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan)
 pub struct DisruptionReport {
     pub node: String,
     pub group: String,
-    /// `spot-interruption`, `rebalance`, `scheduled-change`, `instance-stopping`, `drift`, `expired`.
+    /// `spot-interruption`, `rebalance`, `scheduled-change`, `instance-stopping`, `drift`, `expired`,
+    /// `consolidation`, `descheduled`.
     pub reason: String,
 }
 
@@ -300,6 +306,9 @@ pub fn summary(r: &LoopReport) -> String {
             moves.join(", "),
             r.descheduling_declined.len()
         ));
+    }
+    if !r.emptying.is_empty() {
+        line.push_str(&format!(", emptying [{}]", r.emptying.join(", ")));
     }
     line
 }
@@ -411,5 +420,6 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             })
             .collect(),
         consolidation_waits: d.consolidation_waits.as_ref().map(ToString::to_string),
+        emptying: Vec::new(),
     }
 }

@@ -174,7 +174,11 @@ pub fn blocking_rule(b: &Blocker) -> (&'static str, &'static str) {
         Blocker::MinReplicas { .. } => ("replicacount", "MinReplicasReached"),
         Blocker::NotReplicated { .. } => ("replicated", "NotReplicated"),
         Blocker::SystemPodWithoutBudget { .. } => ("system", "UnmovableKubeSystemPod"),
-        Blocker::NotSafeToEvict { .. } => ("notsafetoevict", "NotSafeToEvictAnnotation"),
+        // ferroscale's own annotation (a node the descheduler emptied), never from the drainability
+        // rules: upstream's nearest.
+        Blocker::NotSafeToEvict { .. } | Blocker::DoNotDisrupt { .. } => {
+            ("notsafetoevict", "NotSafeToEvictAnnotation")
+        }
         Blocker::LocalStorage { .. } => ("localstorage", "LocalStorageRequested"),
         Blocker::Budget { .. } => ("pdb", "NotEnoughPdb"),
     }

@@ -201,6 +201,7 @@ fn the_page_escapes_what_it_shows() {
             consolidations: vec![],
             consolidation_declined: vec![],
             consolidation_waits: None,
+            emptying: vec![],
         }],
     };
     let html = page("t & <t>", &[run]).unwrap();

@@ -1,6 +1,7 @@
 //! `simulate` predicts `run`'s descheduler: the same objects, read by `run`'s watches from the loopback
 //! Kubernetes API and by `simulate` from a dump, planned by one descheduling cycle each with the same
-//! policy, give the same evictions.
+//! policy, give the same evictions; with `HighNodeUtilization`, both hand the same emptied node to
+//! scale-down instead of evicting its pods.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -57,10 +58,11 @@ fn objects() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// One cycle of `run`'s descheduler on the objects in the loopback API: the pods it evicted.
-async fn through_run() -> Vec<String> {
+/// One cycle of `run`'s descheduler with `policy` on `objects` in the loopback API: the pods it evicted
+/// and the nodes it handed to scale-down.
+async fn through_run(policy: Policy, objects: Vec<(&str, Value)>) -> (Vec<String>, Vec<String>) {
     let api = KubeApi::start().await;
-    for (kind, o) in objects() {
+    for (kind, o) in objects {
         api.put(if kind == "Node" { NODES } else { PODS }, o);
     }
     let watches = Watches::start(&api.client(), false);
@@ -74,7 +76,7 @@ async fn through_run() -> Vec<String> {
     let client = api.client();
     let mut d = Descheduler::new(
         DeschedulerSettings {
-            policy: Arc::new(policy()),
+            policy: Arc::new(policy),
             interval: Duration::from_secs(300),
             plan: Settings::default(),
             dry_run: false,
@@ -83,14 +85,16 @@ async fn through_run() -> Vec<String> {
         Events::start(&client, "test-replica"),
         metrics.descheduler.clone().unwrap(),
     );
-    let mut evicted = d.cycle(&index, &HashSet::new(), now()).await.evicted;
-    evicted.sort();
-    evicted
+    d.hand_emptied_to_scale_down();
+    let mut cycle = d.cycle(&index, &HashSet::new(), now()).await;
+    cycle.evicted.sort();
+    (cycle.evicted, cycle.emptying)
 }
 
-/// One cycle of `simulate`'s descheduler on the objects as a dump: the pods it evicted.
-fn through_simulate() -> Vec<String> {
-    let items: Vec<Value> = objects()
+/// One cycle of `simulate`'s descheduler with `policy` on `objects` as a dump: the pods it evicted and
+/// the nodes it handed to scale-down.
+fn through_simulate(policy: Policy, objects: Vec<(&str, Value)>) -> (Vec<String>, Vec<String>) {
+    let items: Vec<Value> = objects
         .into_iter()
         .map(|(kind, mut o)| {
             o["kind"] = json!(kind);
@@ -102,20 +106,29 @@ fn through_simulate() -> Vec<String> {
     let objects = documents::parse(&dump, "twin.json").unwrap();
     let config = MemoryConfig::parse(POOL).unwrap();
     let sim = Simulation::new(&objects, &config, &PriceOverrides::default()).unwrap();
-    let mut d = SimDescheduler::new(policy(), Duration::from_secs(300), Settings::default());
+    let mut d = SimDescheduler::new(policy, Duration::from_secs(300), Settings::default());
     let plan = d.cycle(sim.cluster(), &[], &HashSet::new(), now());
     let mut evicted: Vec<String> = plan.evictions.iter().map(|e| e.pod.key()).collect();
     evicted.sort();
-    evicted
+    (evicted, plan.emptied)
 }
 
 #[tokio::test]
 async fn run_and_simulate_evict_the_same_pods_from_the_same_cluster() {
-    let simulated = through_simulate();
+    let (simulated, emptied) = through_simulate(policy(), objects());
+    assert!(emptied.is_empty());
     assert!(
         simulated.contains(&"default/job-1".to_string()),
         "{simulated:?}"
     );
     assert!(simulated.len() >= 2, "a duplicate moved too: {simulated:?}");
-    assert_eq!(through_run().await, simulated);
+    assert_eq!(through_run(policy(), objects()).await, (simulated, emptied));
+}
+
+#[tokio::test]
+async fn run_and_simulate_hand_the_same_emptied_node_to_scale_down() {
+    use crate::run_deschedule_emptied::{objects, pack};
+    let simulated = through_simulate(pack(), objects());
+    assert_eq!(simulated, (vec![], vec!["pool-a".to_string()]));
+    assert_eq!(through_run(pack(), objects()).await, simulated);
 }

@@ -132,12 +132,25 @@ pub struct Plan {
     pub evictions: Vec<Eviction>,
     pub declined: Vec<Declined>,
     /// Nodes `HighNodeUtilization` empties (every pod but DaemonSet and static ones planned away): `run`
-    /// removes them through scale-down's path (taint, drain, delete) rather than evicting pod by pod, so
-    /// nothing lands on them meanwhile.
+    /// and `simulate` remove them through scale-down's path (taint, drain, delete) rather than evicting
+    /// pod by pod ([`Plan::hand_over_emptied`]), so nothing lands on them meanwhile.
     pub emptied: Vec<String>,
     /// How long each profile's strategy took to propose and its proposals to be checked, in the order
     /// they ran (the descheduler's `strategy_duration_seconds`).
     pub durations: Vec<StrategyRun>,
+}
+
+impl Plan {
+    /// Takes the evictions from the emptied nodes out of the plan and returns them: `run` and
+    /// `simulate` hand those nodes to scale-down (`Memory::emptying`), whose drain evicts their pods
+    /// once the node carries the deletion taint, so none comes back meanwhile.
+    pub fn hand_over_emptied(&mut self) -> Vec<Eviction> {
+        let (handed, kept) = std::mem::take(&mut self.evictions)
+            .into_iter()
+            .partition(|e| self.emptied.contains(&e.node));
+        self.evictions = kept;
+        handed
+    }
 }
 
 /// One strategy's run in a cycle.

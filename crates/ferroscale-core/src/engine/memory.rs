@@ -2,9 +2,9 @@
 //! happened or failed, which groups back off and which instance types ran out of capacity where.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::time::Duration;
 
-use super::reasons::Pause;
 use super::settings::Settings;
 use super::templates::GroupTemplate;
 use crate::backoff::Exponential;
@@ -45,6 +45,9 @@ pub struct Memory {
     /// Nodes a consolidation took or gave up on, with when: not candidates again for their group's
     /// `after`.
     pub consolidated: HashMap<String, i64>,
+    /// Nodes the descheduler emptied (`HighNodeUtilization`, in `run` and `simulate`), with since when:
+    /// scale-down removes them through its path at once, under its rules and the disruption budgets.
+    pub emptying: HashMap<String, i64>,
 }
 
 /// A consolidation under way: `count` new nodes of `group` were asked for `since`; `nodes` go once
@@ -174,8 +177,42 @@ impl Memory {
                 .any(|c| c.nodes.iter().any(|n| n == node))
     }
 
+    /// Hands the nodes a descheduling cycle at `now` emptied to scale-down: they replace the last
+    /// cycle's, each keeping since when it was first asked for.
+    pub fn set_emptying(&mut self, nodes: &[String], now: i64) {
+        let old = std::mem::take(&mut self.emptying);
+        self.emptying = nodes
+            .iter()
+            .map(|n| (n.clone(), old.get(n).copied().unwrap_or(now)))
+            .collect();
+    }
+
     /// `group`'s backoff, while it lasts at `now`.
     pub fn backoff_of(&self, group: &str, now: i64) -> Option<&Backoff> {
         self.backoff.get(group).filter(|b| now < b.until)
+    }
+}
+
+/// Why scale-down waits although nodes are unneeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    AfterAdd,
+    AfterFailure,
+    AfterDelete,
+}
+
+impl fmt::Display for Pause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Pause::AfterAdd => {
+                "unneeded, but a scale-up happened within --scale-down-delay-after-add"
+            }
+            Pause::AfterFailure => {
+                "unneeded, but a removal failed within --scale-down-delay-after-failure"
+            }
+            Pause::AfterDelete => {
+                "unneeded, but a node was removed within --scale-down-delay-after-delete"
+            }
+        })
     }
 }

@@ -8,6 +8,8 @@ use super::predicates::Unfit;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::volumes::Wait;
 
+pub use super::memory::Pause;
+
 /// Why a pending pod gets no new node this loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pending {
@@ -299,6 +301,9 @@ pub enum Blocker {
     /// A local volume (emptyDir or hostPath) not named in `safe-to-evict-local-volumes`, with
     /// `--skip-nodes-with-local-storage`.
     LocalStorage { pod: String, volume: String },
+    /// Annotated `ferroscale.io/do-not-disrupt` or `karpenter.sh/do-not-disrupt` (kept by the removals
+    /// ferroscale starts itself: a node the descheduler emptied).
+    DoNotDisrupt { pod: String },
     /// A PodDisruptionBudget covering it allows no disruption.
     Budget {
         pod: String,
@@ -333,6 +338,7 @@ impl fmt::Display for Blocker {
                 f,
                 "kube-system pod {pod} has no PodDisruptionBudget (younger than --blocking-system-pod-distruption-timeout)"
             ),
+            Blocker::DoNotDisrupt { pod } => write!(f, "pod {pod} is annotated do-not-disrupt"),
             Blocker::NotSafeToEvict { pod } => {
                 write!(f, "pod {pod} is annotated safe-to-evict=false")
             }
@@ -348,30 +354,6 @@ impl fmt::Display for Blocker {
                 "pod {pod}: PodDisruptionBudget {namespace}/{name} allows no disruption"
             ),
         }
-    }
-}
-
-/// Why scale-down waits although nodes are unneeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pause {
-    AfterAdd,
-    AfterFailure,
-    AfterDelete,
-}
-
-impl fmt::Display for Pause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Pause::AfterAdd => {
-                "unneeded, but a scale-up happened within --scale-down-delay-after-add"
-            }
-            Pause::AfterFailure => {
-                "unneeded, but a removal failed within --scale-down-delay-after-failure"
-            }
-            Pause::AfterDelete => {
-                "unneeded, but a node was removed within --scale-down-delay-after-delete"
-            }
-        })
     }
 }
 
@@ -394,6 +376,9 @@ impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.disruption {
             Some(DisruptionReason::Consolidation) => return f.write_str("consolidated"),
+            Some(DisruptionReason::Descheduled) => {
+                return f.write_str("emptied by the descheduler")
+            }
             Some(reason) => return write!(f, "replaced ({reason}): its replacement has joined"),
             None => {}
         }

@@ -2,7 +2,9 @@
 //! group's threshold, GPU nodes by GPU: `utilization`) for the group's unneeded time, the drain of its
 //! pods is allowed (`drainability`) and every pod that moves fits on another node, its group stays at or
 //! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
-//! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop.
+//! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop. A node the
+//! descheduler emptied (`Memory::emptying`) is looked at first and goes at once, whatever its utilization,
+//! under the same rules, the group's disruption budget (or `--max-disruption`) and its do-not-disrupt pods.
 
 use std::collections::HashMap;
 
@@ -10,7 +12,7 @@ use foldhash::HashSet;
 use std::sync::Arc;
 
 use super::context::Ctx;
-use super::decisions::{Decisions, ScaleDown};
+use super::decisions::{Decisions, Disruption, ScaleDown};
 use super::drainability::{drainability, long_terminating, Drain};
 use super::health::NodeReadiness;
 use super::limits::{AboveMin, Amount};
@@ -19,6 +21,7 @@ use super::predicates::{repelling, NodeInfo, Repel};
 use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::{missing_allocatable, utilization, LeftOut};
 use crate::labels;
+use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::{Node, Pdb, Pod};
 use removal::{place_elsewhere, unneeded_limit, Cursors};
 
@@ -92,6 +95,10 @@ pub(super) fn scale_down(
 ) {
     let now = ctx.now;
     let settings = ctx.settings;
+    // Nodes gone (or going) are no longer the descheduler's to empty.
+    memory
+        .emptying
+        .retain(|n, _| infos[..existing].iter().any(|i| &i.node.name == n));
     let paused = memory.scale_down_paused(ctx.settings, ctx.now);
     // The loop's simulated snapshot: the pods of each node found unneeded are moved out of it as upstream's
     // planner moves them, so later candidates see them where they would go; those nodes receive none.
@@ -142,8 +149,12 @@ pub(super) fn scale_down(
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     let any_repelling = repelling(&infos[..existing]);
     let limit = unneeded_limit(settings, memory.unneeded_since.len());
-    for i in 0..existing {
-        if still_unneeded.len() >= limit {
+    // The nodes the descheduler emptied first: it moved their pods off already in its plan.
+    let mut order: Vec<usize> = (0..existing).collect();
+    order.sort_by_key(|&i| !memory.emptying.contains_key(&infos[i].node.name));
+    for i in order {
+        let emptying = memory.emptying.get(&infos[i].node.name).copied();
+        if still_unneeded.len() >= limit && emptying.is_none() {
             // Upstream's planner stops here too: more unneeded nodes than it could remove before they
             // are looked at again only cost time. The rest are looked at in a later loop.
             break;
@@ -203,7 +214,7 @@ pub(super) fn scale_down(
         // A node at or below the threshold is underutilized, ready or not (upstream's eligibility.go,
         // `isNodeAtOrBelowUtilizationThreshold`: only utilization > threshold is not); an unready one
         // then waits the unready time instead of the unneeded time.
-        if util.value > threshold {
+        if util.value > threshold && emptying.is_none() {
             keep(
                 d,
                 Unremovable::NotUnderutilized {
@@ -211,6 +222,17 @@ pub(super) fn scale_down(
                     threshold,
                     gpu: util.gpu,
                 },
+            );
+            continue;
+        }
+        if let Some(p) = snap[i]
+            .pods
+            .iter()
+            .find(|p| emptying.is_some() && p.meta.do_not_disrupt)
+        {
+            keep(
+                d,
+                Unremovable::Blocked(Blocker::DoNotDisrupt { pod: p.key() }),
             );
             continue;
         }
@@ -247,15 +269,17 @@ pub(super) fn scale_down(
             }
         }
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
-        still_unneeded.insert(node.name.clone(), since);
-        let waited = now - since;
+        if util.value <= threshold {
+            still_unneeded.insert(node.name.clone(), since);
+        }
+        let waited = now - emptying.unwrap_or(since);
         let needed = if node.ready {
             opts.scale_down_unneeded_time
         } else {
             opts.scale_down_unready_time
         }
         .as_secs() as i64;
-        if waited < needed {
+        if waited < needed && emptying.is_none() {
             keep(
                 d,
                 if node.ready {
@@ -332,10 +356,12 @@ pub(super) fn scale_down(
         }
         // Plain scale-down keeps upstream's caps (--max-scale-down-parallelism, --max-empty-bulk-delete,
         // --max-drain-parallelism); a group's own disruption budget limits it too, --max-disruption not.
-        let allowed = group
-            .lifecycle
-            .disruption_budget
-            .map(|b| b.allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0)));
+        // A descheduled node is a voluntary disruption as a replacement is: `--max-disruption` too.
+        let allowed = match emptying {
+            Some(_) => Some(settings.budget_of(group)),
+            None => group.lifecycle.disruption_budget,
+        }
+        .map(|b| b.allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0)));
         let out = going as usize
             + disrupted_per_group
                 .get(group.id.as_str())
@@ -360,6 +386,15 @@ pub(super) fn scale_down(
             }
         }
         *removed_per_group.entry(group.id.clone()).or_default() += 1;
+        let disruption = emptying.map(|_| DisruptionReason::Descheduled);
+        if let Some(reason) = disruption {
+            d.disruptions.push(Disruption {
+                node: node.name.clone(),
+                group: Some(group.id.clone()),
+                reason,
+                notice: None,
+            });
+        }
         d.scale_down.push(ScaleDown {
             node: node.name.clone(),
             group: group.id.clone(),
@@ -369,7 +404,7 @@ pub(super) fn scale_down(
                 waited,
                 empty,
                 unready: !node.ready,
-                disruption: None,
+                disruption,
             },
             evict: evict.iter().map(|p| p.key()).collect(),
             left,

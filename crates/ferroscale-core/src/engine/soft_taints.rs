@@ -2,7 +2,8 @@
 //! found unneeded get `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`, so the scheduler prefers
 //! other nodes and they empty before their unneeded time is up; nodes needed again lose it. Taints come
 //! off first, then go on, together at most `--max-bulk-soft-taint-count` per loop (0: none); nodes being
-//! removed are left alone (their deletion taint says more).
+//! removed are left alone (their deletion taint says more). A node the descheduler emptied and scale-down
+//! keeps for now (`Memory::emptying`) counts as unneeded: its pods are not to come back meanwhile.
 
 use super::context::Ctx;
 use super::decisions::Decisions;
@@ -23,8 +24,9 @@ pub(super) fn soft_taints(ctx: &Ctx, memory: &Memory, d: &mut Decisions) {
         .nodes
         .iter()
         .filter(|n| !ctx.world.removing.contains_key(&n.name));
-    let (unneeded, needed): (Vec<_>, Vec<_>) =
-        settled.partition(|n| memory.unneeded_since.contains_key(&n.name));
+    let (unneeded, needed): (Vec<_>, Vec<_>) = settled.partition(|n| {
+        memory.unneeded_since.contains_key(&n.name) || memory.emptying.contains_key(&n.name)
+    });
     for n in needed.into_iter().filter(|n| candidate(n)) {
         if budget == 0 {
             return;

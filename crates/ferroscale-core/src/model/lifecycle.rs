@@ -94,11 +94,13 @@ pub enum DisruptionReason {
     Expired,
     /// Replaced by cheaper capacity, or deleted, by consolidation.
     Consolidation,
+    /// Emptied by the descheduler (`HighNodeUtilization`): removed through scale-down's path.
+    Descheduled,
 }
 
 impl DisruptionReason {
     /// Every reason.
-    pub const ALL: [DisruptionReason; 7] = [
+    pub const ALL: [DisruptionReason; 8] = [
         DisruptionReason::SpotInterruption,
         DisruptionReason::Rebalance,
         DisruptionReason::ScheduledChange,
@@ -106,6 +108,7 @@ impl DisruptionReason {
         DisruptionReason::Drift,
         DisruptionReason::Expired,
         DisruptionReason::Consolidation,
+        DisruptionReason::Descheduled,
     ];
 
     /// The reason as `simulate`'s JSON, events and metrics name it.
@@ -118,6 +121,7 @@ impl DisruptionReason {
             DisruptionReason::Drift => "drift",
             DisruptionReason::Expired => "expired",
             DisruptionReason::Consolidation => "consolidation",
+            DisruptionReason::Descheduled => "descheduled",
         }
     }
 
@@ -128,7 +132,8 @@ impl DisruptionReason {
         match self {
             DisruptionReason::Drift
             | DisruptionReason::Expired
-            | DisruptionReason::Consolidation => 0,
+            | DisruptionReason::Consolidation
+            | DisruptionReason::Descheduled => 0,
             DisruptionReason::Rebalance => 1,
             DisruptionReason::ScheduledChange => 2,
             DisruptionReason::SpotInterruption => 3,
@@ -151,7 +156,10 @@ impl DisruptionReason {
     pub fn from_notice(self) -> bool {
         !matches!(
             self,
-            DisruptionReason::Drift | DisruptionReason::Expired | DisruptionReason::Consolidation
+            DisruptionReason::Drift
+                | DisruptionReason::Expired
+                | DisruptionReason::Consolidation
+                | DisruptionReason::Descheduled
         )
     }
 

@@ -267,6 +267,11 @@ fn a_node_high_node_utilization_moves_every_pod_off_is_handed_to_removal() {
         [("w1".into(), "b".into()), ("w2".into(), "b".into())]
     );
     assert_eq!(emptied(&plan, &view), ["a"]);
+    // Handed to scale-down, a's pods are left to its drain.
+    let mut handed = plan.clone();
+    handed.emptied = emptied(&plan, &view);
+    assert_eq!(handed.hand_over_emptied().len(), 2);
+    assert!(handed.evictions.is_empty());
     let plan = run(&f, &Policy::default(), &History::default(), props(&["w1"]));
     assert!(emptied(&plan, &view).is_empty());
 }

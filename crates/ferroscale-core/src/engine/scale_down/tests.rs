@@ -1,14 +1,14 @@
 //! Scale-down as an operator sees it: an underutilized node goes once it has been unneeded for the
 //! unneeded time and its pods have somewhere to go; busy nodes, min size, the disruption budget, a
 //! PodDisruptionBudget, a pod with nowhere to go and the drain parallelism keep nodes, each with its
-//! reason.
+//! reason. A node the descheduler emptied goes at once, under the same rules.
 
 use crate::engine::decisions::Decisions;
 use crate::engine::predicates::Unfit;
 use crate::engine::reasons::{Blocker, Pause, Unremovable};
 use crate::engine::{Memory, Settings};
 use crate::fixtures::{pdb, pool, TestWorld};
-use crate::model::lifecycle::Budget;
+use crate::model::lifecycle::{Budget, DisruptionReason};
 
 const T0: i64 = 10_000;
 /// Upstream's `--scale-down-unneeded-time`.
@@ -237,5 +237,90 @@ fn a_disruption_budget_is_used_up_across_the_nodes_of_one_loop() {
     assert!(
         matches!(kept(&d, "b"), Unremovable::Blocked(Blocker::Budget { .. })),
         "{d:?}"
+    );
+}
+
+/// `a` (its web pod at 62%, above the threshold) and `b` (a hog of `hog` millicores).
+fn emptied_a(hog: i64) -> TestWorld {
+    pool(
+        "pool",
+        0,
+        &[("a", &[("web", 2500)]), ("b", &[("hog", hog)])],
+    )
+}
+
+/// A loop at `T0` with the descheduler having emptied `a` (and a node since gone).
+fn descheduled(world: &TestWorld, s: &Settings) -> (Decisions, Memory) {
+    let mut memory = Memory::default();
+    memory.set_emptying(&["a".into(), "gone".into()], T0 - 5);
+    let d = world.run_once(s, &mut memory, T0);
+    (d, memory)
+}
+
+#[test]
+fn a_node_the_descheduler_emptied_goes_at_once_through_scale_down_with_its_reason() {
+    let world = emptied_a(1000);
+    // Ordinary scale-down keeps it: it is not underutilized.
+    let d = after_unneeded_time(&world, &Settings::upstream());
+    assert!(matches!(
+        kept(&d, "a"),
+        Unremovable::NotUnderutilized { .. }
+    ));
+    let (d, memory) = descheduled(&world, &Settings::upstream());
+    assert_eq!(removed(&d), ["a"], "{d:?}");
+    let a = &d.scale_down[0];
+    assert_eq!(a.evict, ["shop/web"]);
+    assert_eq!(a.reason.disruption, Some(DisruptionReason::Descheduled));
+    assert_eq!(a.reason.waited, 5);
+    assert_eq!(a.reason.to_string(), "emptied by the descheduler");
+    assert_eq!(d.disruptions.len(), 1);
+    assert_eq!(d.disruptions[0].node, "a");
+    assert_eq!(d.disruptions[0].reason, DisruptionReason::Descheduled);
+    assert!(d.disruptions[0].notice.is_none());
+    // The node gone is forgotten; `a` stays asked for until the next descheduling cycle says otherwise.
+    assert_eq!(memory.emptying.keys().collect::<Vec<_>>(), ["a"]);
+}
+
+#[test]
+fn a_budget_a_do_not_disrupt_pod_or_no_room_keeps_a_node_the_descheduler_emptied() {
+    // `--max-disruption` counts, as for any voluntary disruption.
+    let s = Settings {
+        max_disruption: Budget::Count(0),
+        ..Settings::upstream()
+    };
+    let (d, _) = descheduled(&emptied_a(1000), &s);
+    assert!(removed(&d).is_empty(), "{d:?}");
+    assert_eq!(
+        kept(&d, "a"),
+        &Unremovable::DisruptionBudget {
+            group: "pool".into(),
+            allowed: 0
+        }
+    );
+    assert!(d.disruptions.is_empty());
+    // Kept for now, it is soft-tainted so that the scheduler prefers the other nodes meanwhile.
+    assert!(d.soft_taint.contains(&"a".to_string()), "{d:?}");
+
+    let mut guarded = emptied_a(1000);
+    let web = guarded.pods.iter_mut().find(|p| p.name == "web").unwrap();
+    std::sync::Arc::make_mut(web).meta.do_not_disrupt = true;
+    let (d, _) = descheduled(&guarded, &Settings::upstream());
+    assert!(removed(&d).is_empty(), "{d:?}");
+    assert_eq!(
+        kept(&d, "a"),
+        &Unremovable::Blocked(Blocker::DoNotDisrupt {
+            pod: "shop/web".into()
+        })
+    );
+
+    // The hog grew since the plan: the web pod fits nowhere else now.
+    let (d, _) = descheduled(&emptied_a(2000), &Settings::upstream());
+    assert!(removed(&d).is_empty(), "{d:?}");
+    assert_eq!(
+        kept(&d, "a"),
+        &Unremovable::NoPlaceFor {
+            pod: "shop/web".into(),
+            why: Some(Unfit::Insufficient("cpu".into()))
+        }
     );
 }
