@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
+
 use super::scope::Scope;
 use crate::deschedule::args::{Namespaces, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
@@ -23,8 +26,10 @@ pub struct RemovePodsViolatingInterPodAntiAffinityArgs {
 
 impl RemovePodsViolatingInterPodAntiAffinityArgs {
     /// The descheduler's validation, naming the field at fault.
-    pub fn validate(&self) -> Result<(), String> {
-        super::validate::scope(&self.namespaces, &self.label_selector)
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 }
 

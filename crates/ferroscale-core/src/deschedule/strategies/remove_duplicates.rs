@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
+
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
 use crate::deschedule::args::{Namespaces, Strategy};
@@ -25,13 +28,10 @@ pub struct RemoveDuplicatesArgs {
 
 impl RemoveDuplicatesArgs {
     /// The descheduler's checks of these arguments.
-    pub fn validate(&self) -> Result<(), String> {
-        match &self.namespaces {
-            Some(n) if !n.include.is_empty() && !n.exclude.is_empty() => {
-                Err("namespaces: only one of include/exclude can be set".into())
-            }
-            _ => Ok(()),
-        }
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::namespaces(&self.namespaces, "namespaces", true, &mut out);
+        out.done()
     }
 }
 

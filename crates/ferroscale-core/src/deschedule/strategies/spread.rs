@@ -13,6 +13,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
+
 use super::fit::Fit;
 use super::scope::Scope;
 use crate::deschedule::args::{Namespaces, Selector, Strategy};
@@ -55,8 +58,10 @@ impl Default for RemovePodsViolatingTopologySpreadConstraintArgs {
 impl RemovePodsViolatingTopologySpreadConstraintArgs {
     /// The descheduler's validation, naming the field at fault (unknown `constraints` values are
     /// refused when the policy is read).
-    pub fn validate(&self) -> Result<(), String> {
-        super::validate::scope(&self.namespaces, &self.label_selector)
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 
     /// What a run will not do as the descheduler would: `ScheduleAnyway` constraints are not modelled.
