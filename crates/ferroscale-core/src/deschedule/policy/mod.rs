@@ -194,23 +194,24 @@ impl Configured {
     /// others).
     fn refusal(&self, plugin: &str, e: ArgsError) -> PolicyError {
         let first = e.first();
-        let mut why = first.why.clone();
-        if e.0.len() > 1 {
-            let rest: Vec<String> = e.0[1..].iter().map(ToString::to_string).collect();
-            why = format!("{why} (also: {})", rest.join("; "));
-        }
+        let also = match &e.0[1..] {
+            [] => String::new(),
+            rest => {
+                let rest: Vec<String> = rest.iter().map(ToString::to_string).collect();
+                format!(" (also: {})", rest.join("; "))
+            }
+        };
         if self.defaults_only {
             return PolicyError::field(
                 &self.at,
                 format!(
-                    "{plugin} has no pluginConfig entry, and its defaults are not enough: {}: {why}",
-                    first.field
+                    "{plugin} has no pluginConfig entry, and its defaults are not enough: {first}{also}"
                 ),
             );
         }
         PolicyError::field(
             format!("{}.{}", self.at, first.field),
-            format!("{plugin}: {why}"),
+            format!("{} (plugin {plugin}){also}", first.why),
         )
     }
 }
