@@ -5,12 +5,10 @@
 
 use serde::Deserialize;
 
-use super::validate;
-use crate::deschedule::args::{ArgsError, Problems};
-
 use super::low_utilization::thresholds;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
-use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::Pod;
 

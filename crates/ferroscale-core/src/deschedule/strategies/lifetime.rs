@@ -5,10 +5,9 @@
 
 use serde::Deserialize;
 
+use super::scope::Scope;
 use super::validate;
 use crate::deschedule::args::{ArgsError, Problems};
-
-use super::scope::Scope;
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::{ContainerState, Pod};
 

@@ -6,11 +6,9 @@
 
 use serde::Deserialize;
 
-use super::validate;
-use crate::deschedule::args::{ArgsError, Problems};
-
 use super::usage::{self, Loop, NodeFit, NodeUsage};
-use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::{Evictor, Proposal, View};
 
 /// `LowNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.

@@ -10,12 +10,10 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 
-use super::validate;
-use crate::deschedule::args::{ArgsError, Problems};
-
 use super::fit::Fit;
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::placement;
 

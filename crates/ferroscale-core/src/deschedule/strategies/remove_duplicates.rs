@@ -8,12 +8,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::validate;
-use crate::deschedule::args::{ArgsError, Problems};
-
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
-use crate::deschedule::args::{Namespaces, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
 

@@ -13,12 +13,10 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::validate;
-use crate::deschedule::args::{ArgsError, Problems};
-
 use super::fit::Fit;
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::spread_counts_node;
 use crate::model::workload::{Node, Pod, SpreadConstraint};
