@@ -1,10 +1,12 @@
-//! The strategies by their plugin names, their arguments as the descheduler's policy writes them, and
-//! the argument types several strategies share (`namespaces`, `labelSelector`, thresholds).
+//! The strategies by their plugin names, their arguments as the descheduler's policy writes them, the
+//! argument types several strategies share (`namespaces`, `labelSelector`, thresholds), and why
+//! arguments are refused ([`ArgsError`], naming each field).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 use super::strategies::{
     failed::RemoveFailedPodsArgs, high_utilization::HighNodeUtilizationArgs,
@@ -128,8 +130,9 @@ impl PluginArgs {
         }
     }
 
-    /// The strategy's arguments read from a policy's `pluginConfig` args, as `policy` checked and
-    /// defaulted them (the descheduler's validation and defaults are applied there, on the values).
+    /// The strategy's arguments read from a policy's `pluginConfig` args, as `policy` decoded and
+    /// defaulted them (their shape and the descheduler's defaults are applied there, on the values;
+    /// [`PluginArgs::validate`] then checks them).
     pub fn from_value(
         s: Strategy,
         args: serde_norway::Value,
@@ -159,6 +162,24 @@ impl PluginArgs {
         })
     }
 
+    /// The strategy's own checks of its arguments (its `validation.go`), and a refusal of what
+    /// ferroscale does not honour where ignoring it would evict more than the policy asks. Every
+    /// policy goes through it (`Policy::parse`).
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        match self {
+            PluginArgs::RemoveDuplicates(a) => a.validate(),
+            PluginArgs::LowNodeUtilization(a) => a.validate(),
+            PluginArgs::HighNodeUtilization(a) => a.validate(),
+            PluginArgs::RemovePodsViolatingInterPodAntiAffinity(a) => a.validate(),
+            PluginArgs::RemovePodsViolatingNodeAffinity(a) => a.validate(),
+            PluginArgs::RemovePodsViolatingNodeTaints(a) => a.validate(),
+            PluginArgs::RemovePodsViolatingTopologySpreadConstraint(a) => a.validate(),
+            PluginArgs::RemovePodsHavingTooManyRestarts(a) => a.validate(),
+            PluginArgs::PodLifeTime(a) => a.validate(),
+            PluginArgs::RemoveFailedPods(a) => a.validate(),
+        }
+    }
+
     /// The args struct's own defaults (tests and callers that build args in code). A policy that
     /// enables a plugin without a `pluginConfig` entry gets the descheduler's defaults instead,
     /// which `policy` applies to the values before `from_value`.
@@ -184,6 +205,61 @@ impl PluginArgs {
             }
             Strategy::PodLifeTime => PluginArgs::PodLifeTime(Default::default()),
             Strategy::RemoveFailedPods => PluginArgs::RemoveFailedPods(Default::default()),
+        }
+    }
+}
+
+/// One refused value of a plugin's arguments: the field's path under the args
+/// (`namespaces.exclude`, `thresholds.cpu`, `states[0]`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{field}: {why}")]
+pub struct ArgsProblem {
+    pub field: String,
+    pub why: String,
+}
+
+/// Why a plugin's arguments are refused: every problem found, in order (never empty), as the
+/// descheduler's validation aggregates them.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub struct ArgsError(pub Vec<ArgsProblem>);
+
+impl ArgsError {
+    /// The first problem, which a policy refusal names.
+    pub fn first(&self) -> &ArgsProblem {
+        &self.0[0]
+    }
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The problems found so far in a plugin's arguments.
+#[derive(Debug, Default)]
+pub struct Problems(Vec<ArgsProblem>);
+
+impl Problems {
+    pub fn add(&mut self, field: impl Into<String>, why: impl Into<String>) {
+        self.0.push(ArgsProblem {
+            field: field.into(),
+            why: why.into(),
+        });
+    }
+
+    /// Ok when none was found.
+    pub fn done(self) -> Result<(), ArgsError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ArgsError(self.0))
         }
     }
 }

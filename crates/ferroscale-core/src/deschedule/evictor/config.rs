@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use crate::deschedule::args::{PriorityThreshold, Selector};
+use crate::deschedule::args::{ArgsError, PriorityThreshold, Problems, Selector};
+use crate::deschedule::strategies::validate;
 use crate::model::parse_go_duration;
 use crate::model::workload::LabelSelector;
 
@@ -192,48 +193,66 @@ impl EvictorArgs {
         LabelSelector::parse(&self.node_selector).map_err(|e| format!("nodeSelector: {e}"))
     }
 
-    /// The descheduler's checks of these arguments, plus what ferroscale cannot honour; each message
-    /// names its field.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut errs = Vec::new();
+    /// The descheduler's checks of these arguments (`ValidateDefaultEvictorArgs`), plus a refusal of
+    /// the protections ferroscale cannot honour (`noEvictionPolicy: Mandatory`,
+    /// `PodsWithResourceClaims`): ignoring a protection would evict pods the policy protects.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
         if let Some(t) = &self.priority_threshold {
             if t.value.is_some() && !t.name.is_empty() {
-                errs.push("priorityThreshold: only one of value and name can be set".to_string());
+                out.add(
+                    "priorityThreshold.name",
+                    "only one of priorityThreshold's value and name can be set",
+                );
             }
             if t.value.is_some_and(|v| v > SYSTEM_CRITICAL_PRIORITY) {
-                errs.push(format!(
-                    "priorityThreshold.value: can't be greater than {SYSTEM_CRITICAL_PRIORITY}"
-                ));
+                out.add(
+                    "priorityThreshold.value",
+                    format!("priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}"),
+                );
             }
         }
         if self.no_eviction_policy == Some(NoEvictionPolicy::Mandatory) {
-            errs.push(
-                "noEvictionPolicy: Mandatory is not supported: ferroscale does not read the \
-                 descheduler.alpha.kubernetes.io/prefer-no-eviction annotation (annotate pods \
-                 ferroscale.io/do-not-disrupt: \"true\" instead)"
-                    .to_string(),
+            out.add(
+                "noEvictionPolicy",
+                "Mandatory is not supported: ferroscale does not read the \
+                 descheduler.alpha.kubernetes.io/prefer-no-eviction annotation, so the pods it \
+                 protects would be evicted (annotate them ferroscale.io/do-not-disrupt: \"true\" \
+                 instead)",
             );
+        }
+        if let Err(why) = validate::selector_string(&self.node_selector) {
+            out.add("nodeSelector", why);
         }
         for (field, sel) in [
             ("labelSelector", &self.label_selector),
             ("namespaceLabelSelector", &self.namespace_label_selector),
         ] {
-            if let Some(Err(e)) = sel.as_ref().map(Selector::to_selector) {
-                errs.push(format!("{field}: {e}"));
+            if let Some(s) = sel {
+                validate::label_selector(s, field, &mut out);
             }
         }
-        if let Err(e) = self.min_pod_age_secs() {
-            errs.push(e);
+        if let Some(d) = &self.min_pod_age {
+            if let Err(why) = parse_go_duration(d) {
+                out.add("minPodAge", why);
+            }
         }
-        if let Err(e) = self.node_selector() {
-            errs.push(e);
+        if self.protections_set() {
+            self.check_protections(&mut out);
         }
-        if self.deprecated_set() && self.protections_set() {
-            errs.push(
-                "podProtections: cannot be used alongside the deprecated evictLocalStoragePods, \
-                 evictDaemonSetPods, evictSystemCriticalPods, ignorePvcPods, evictFailedBarePods \
-                 or ignorePodsWithoutPDB"
-                    .to_string(),
+        out.done()
+    }
+
+    /// `podProtections`, when it names any: not with the deprecated booleans, each name from its
+    /// list and once, storage class names set; `PodsWithResourceClaims` refused.
+    fn check_protections(&self, out: &mut Problems) {
+        if self.deprecated_set() {
+            out.add(
+                "podProtections",
+                "cannot use the deprecated fields (evictLocalStoragePods, evictDaemonSetPods, \
+                 evictSystemCriticalPods, ignorePvcPods, evictFailedBarePods, \
+                 ignorePodsWithoutPDB) alongside podProtections.extraEnabled or \
+                 podProtections.defaultDisabled",
             );
         }
         let p = &self.pod_protections;
@@ -246,24 +265,26 @@ impl EvictorArgs {
             ),
         ] {
             for (i, x) in list.iter().enumerate() {
+                let at = format!("podProtections.{field}[{i}]");
                 if !valid.contains(x) {
-                    errs.push(format!(
-                        "podProtections.{field}: {x:?} is not one of {valid:?}"
-                    ));
-                }
-                if list[..i].contains(x) {
-                    errs.push(format!("podProtections.{field}: {x:?} is listed twice"));
+                    let names: Vec<String> = valid.iter().map(|v| format!("{v:?}")).collect();
+                    out.add(
+                        at,
+                        format!(
+                            "invalid pod protection \"{x:?}\" (valid: {})",
+                            names.join(", ")
+                        ),
+                    );
+                } else if list[..i].contains(x) {
+                    out.add(at, format!("\"{x:?}\" listed twice"));
+                } else if *x == Protection::PodsWithResourceClaims {
+                    out.add(
+                        at,
+                        "PodsWithResourceClaims is not supported: ferroscale's pod model does \
+                         not carry resource claims, so the pods it protects would be evicted",
+                    );
                 }
             }
-        }
-        if p.extra_enabled
-            .contains(&Protection::PodsWithResourceClaims)
-        {
-            errs.push(
-                "podProtections.extraEnabled: PodsWithResourceClaims is not supported: ferroscale's \
-                 pod model does not carry resource claims"
-                    .to_string(),
-            );
         }
         if p.extra_enabled.contains(&Protection::PodsWithPVC) {
             let config = p.config.as_ref().and_then(|c| c.pods_with_pvc.as_ref());
@@ -273,17 +294,14 @@ impl EvictorArgs {
                 .enumerate()
             {
                 if c.name.is_empty() {
-                    errs.push(format!(
-                        "podProtections.config.PodsWithPVC.protectedStorageClasses[{i}].name: \
-                         cannot be empty"
-                    ));
+                    out.add(
+                        format!(
+                            "podProtections.config.PodsWithPVC.protectedStorageClasses[{i}].name"
+                        ),
+                        "name cannot be empty",
+                    );
                 }
             }
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
         }
     }
 }

@@ -1,12 +1,12 @@
-//! Each strategy's arguments checked as the descheduler's plugin validates them (its
-//! `validation.go`), with its defaults (`defaults.go`), on the policy's own values: the result is
-//! what the strategy's typed arguments are read from.
+//! Each strategy's arguments decoded on the policy's own values (known fields, types, the values an
+//! enum can hold, each refusal naming its field), with the descheduler's defaults (`defaults.go`):
+//! the result is what the strategy's typed arguments are read from. The plugins' `validation.go`
+//! rules are the typed args' `validate` (one place per rule).
 
 use serde_norway::Value;
 
 use super::field::{cleaned, default, Field, Object};
-use super::selector::{label_key, value as label_value};
-use super::{PolicyError, Warning};
+use super::PolicyError;
 use crate::deschedule::args::Strategy;
 
 /// The fields each plugin's arguments have in the descheduler (`types.go`), besides the
@@ -76,51 +76,37 @@ pub(super) fn known_fields(s: Strategy) -> &'static [&'static str] {
     }
 }
 
-/// A strategy's `pluginConfig` args (null: none given), checked, with the descheduler's defaults.
-pub(super) fn strategy_args(
-    s: Strategy,
-    args: &Field,
-    warnings: &mut Vec<Warning>,
-) -> Result<Value, PolicyError> {
+/// A strategy's `pluginConfig` args (null: none given), decoded (known fields, types, the values
+/// an enum can hold), with the descheduler's defaults. The plugin's `validation.go` rules are the
+/// typed args' `validate`, which every policy then goes through.
+pub(super) fn strategy_args(s: Strategy, args: &Field) -> Result<Value, PolicyError> {
     let mut known = known_fields(s).to_vec();
     known.extend(["apiVersion", "kind"]);
     let o = args.object(&known)?;
     type_meta(&o, &format!("{s}Args"))?;
     match s {
         Strategy::RemoveDuplicates => {
-            namespaces(&o, "namespaces", true)?;
+            namespaces(&o, "namespaces")?;
             o.get("excludeOwnerKinds").strings()?;
         }
         Strategy::LowNodeUtilization => {
-            namespaces(&o, "evictableNamespaces", false)?;
-            let deviation = flag(&o, "useDeviationThresholds")?;
-            let low = thresholds(&o.get("thresholds"))?;
-            let high = thresholds(&o.get("targetThresholds"))?;
-            let same = low.len() == high.len()
-                && low.iter().all(|(r, _)| high.iter().any(|(h, _)| h == r));
-            if !same {
-                return Err(o
-                    .get("targetThresholds")
-                    .err("thresholds and targetThresholds configure different resources"));
-            }
-            for (r, v) in &low {
-                let target = high.iter().find(|(h, _)| h == r).map_or(*v, |(_, t)| *t);
-                if *v > target && !deviation {
-                    return Err(PolicyError::field(
-                        format!("{}.{r}", o.get("thresholds").path),
-                        format!("{v} is greater than targetThresholds' {target}"),
-                    ));
-                }
-            }
-            if let Some(n) = o.opt("numberOfNodes") {
-                n.int(0, i32::MAX.into())?;
-            }
+            namespaces(&o, "evictableNamespaces")?;
+            flag(&o, "useDeviationThresholds")?;
+            thresholds(&o.get("thresholds"))?;
+            thresholds(&o.get("targetThresholds"))?;
+            number_of_nodes(&o)?;
             if let Some(m) = o.opt("metricsUtilization") {
-                metrics_utilization(&m)?;
-                warnings.push(Warning::new(
-                    &m.path,
-                    "ignored: ferroscale measures utilization by requests, as the descheduler does without metrics",
-                ));
+                let m = m.object(&["metricsServer", "source", "prometheus"])?;
+                flag(&m, "metricsServer")?;
+                if let Some(s) = m.opt("source") {
+                    s.string()?;
+                }
+                if let Some(p) = m.opt("prometheus") {
+                    let p = p.object(&["query"])?;
+                    if let Some(q) = p.opt("query") {
+                        q.string()?;
+                    }
+                }
             }
             if let Some(l) = o.opt("evictionLimits") {
                 let l = l.object(&["node"])?;
@@ -130,11 +116,9 @@ pub(super) fn strategy_args(
             }
         }
         Strategy::HighNodeUtilization => {
-            namespaces(&o, "evictableNamespaces", false)?;
+            namespaces(&o, "evictableNamespaces")?;
             thresholds(&o.get("thresholds"))?;
-            if let Some(n) = o.opt("numberOfNodes") {
-                n.int(0, i32::MAX.into())?;
-            }
+            number_of_nodes(&o)?;
             for m in o.get("evictionModes").items()? {
                 if m.string()? != "OnlyThresholdingResources" {
                     return Err(m.err("invalid eviction mode (known: OnlyThresholdingResources)"));
@@ -144,34 +128,13 @@ pub(super) fn strategy_args(
         Strategy::RemovePodsViolatingInterPodAntiAffinity => scope(&o)?,
         Strategy::RemovePodsViolatingNodeAffinity => {
             scope(&o)?;
-            let kinds = o.get("nodeAffinityType");
-            let list = kinds.items()?;
-            if list.is_empty() {
-                return Err(kinds.err("nodeAffinityType needs to be set"));
-            }
-            for k in list {
-                let v = k.string()?;
-                if !matches!(
-                    v,
-                    "requiredDuringSchedulingIgnoredDuringExecution"
-                        | "preferredDuringSchedulingIgnoredDuringExecution"
-                ) {
-                    return Err(k.err(format!(
-                        "unknown node affinity type {v:?} (known: requiredDuringSchedulingIgnoredDuringExecution, preferredDuringSchedulingIgnoredDuringExecution)"
-                    )));
-                }
-            }
+            o.get("nodeAffinityType").strings()?;
         }
         Strategy::RemovePodsViolatingNodeTaints => {
             scope(&o)?;
             flag(&o, "includePreferNoSchedule")?;
-            let excluded = o.get("excludedTaints").strings()?;
-            let included = o.get("includedTaints").strings()?;
-            if !excluded.is_empty() && !included.is_empty() {
-                return Err(o
-                    .get("includedTaints")
-                    .err("either includedTaints or excludedTaints can be set, not both"));
-            }
+            o.get("excludedTaints").strings()?;
+            o.get("includedTaints").strings()?;
         }
         Strategy::RemovePodsViolatingTopologySpreadConstraint => {
             scope(&o)?;
@@ -188,12 +151,10 @@ pub(super) fn strategy_args(
         Strategy::RemovePodsHavingTooManyRestarts => {
             scope(&o)?;
             flag(&o, "includingInitContainers")?;
-            let t = o.get("podRestartThreshold");
-            if t.is_null() {
-                return Err(t.err("podRestartThreshold must be set, at least 1"));
+            if let Some(t) = o.opt("podRestartThreshold") {
+                t.int(i32::MIN.into(), i32::MAX.into())?;
             }
-            t.int(1, i32::MAX.into())?;
-            one_of(&o.get("states"), &["Running", "CrashLoopBackOff"])?;
+            o.get("states").strings()?;
         }
         Strategy::PodLifeTime => lifetime(&o)?,
         Strategy::RemoveFailedPods => {
@@ -228,200 +189,98 @@ pub(super) fn strategy_args(
     Ok(Value::Mapping(out))
 }
 
-/// `PodLifeTime`'s checks: at least one filter, known states, conditions that say something.
+/// `PodLifeTime`'s fields decoded.
 fn lifetime(o: &Object) -> Result<(), PolicyError> {
     scope(o)?;
     flag(o, "includingInitContainers")?;
     flag(o, "includingEphemeralContainers")?;
     if let Some(k) = o.opt("ownerKinds") {
         let k = k.object(&["include", "exclude"])?;
-        let (inc, exc) = (k.get("include").strings()?, k.get("exclude").strings()?);
-        if !inc.is_empty() && !exc.is_empty() {
-            return Err(k
-                .get("exclude")
-                .err("only one of include/exclude ownerKinds can be set"));
-        }
+        k.get("include").strings()?;
+        k.get("exclude").strings()?;
     }
-    let max = o.opt("maxPodLifeTimeSeconds");
-    if let Some(m) = &max {
+    if let Some(m) = o.opt("maxPodLifeTimeSeconds") {
         m.int(0, u32::MAX.into())?;
     }
-    let states = one_of(
-        &o.get("states"),
-        &crate::deschedule::strategies::lifetime::STATES,
-    )?;
-    let conditions = o.get("conditions").items()?;
-    for item in &conditions {
+    o.get("states").strings()?;
+    for item in o.get("conditions").items()? {
         let c = item.object(&[
             "type",
             "status",
             "reason",
             "minTimeSinceLastTransitionSeconds",
         ])?;
-        let mut set = false;
         for k in ["type", "status", "reason"] {
-            set |= !c.get(k).is_null() && !c.get(k).string()?.is_empty();
+            if let Some(v) = c.opt(k) {
+                v.string()?;
+            }
         }
         if let Some(t) = c.opt("minTimeSinceLastTransitionSeconds") {
             t.int(0, u32::MAX.into())?;
-            set = true;
-        }
-        if !set {
-            return Err(item.err(
-                "at least one of type, status, reason or minTimeSinceLastTransitionSeconds must be set",
-            ));
         }
     }
-    let codes = exit_codes(&o.get("exitCodes"))?;
-    if max.is_none() && states == 0 && conditions.is_empty() && codes == 0 {
-        return Err(o.get("maxPodLifeTimeSeconds").err(
-            "at least one filter must be set (maxPodLifeTimeSeconds, states, conditions or exitCodes)",
-        ));
-    }
+    exit_codes(&o.get("exitCodes"))?;
     Ok(())
 }
 
 /// `namespaces` and `labelSelector`, which most strategies take.
 fn scope(o: &Object) -> Result<(), PolicyError> {
-    namespaces(o, "namespaces", true)?;
+    namespaces(o, "namespaces")?;
     if let Some(s) = o.opt("labelSelector") {
         label_selector(&s)?;
     }
     Ok(())
 }
 
-/// `{include, exclude}`: not both; `include` only where the strategy has it.
-pub(super) fn namespaces(o: &Object, key: &str, include: bool) -> Result<(), PolicyError> {
+/// `{include, exclude}`: lists of names.
+fn namespaces(o: &Object, key: &str) -> Result<(), PolicyError> {
     let Some(f) = o.opt(key) else { return Ok(()) };
     let n = f.object(&["include", "exclude"])?;
-    let (inc, exc) = (n.get("include").strings()?, n.get("exclude").strings()?);
-    if !include && !inc.is_empty() {
-        return Err(n
-            .get("include")
-            .err("only exclude can be set, inclusion is not supported"));
-    }
-    if !inc.is_empty() && !exc.is_empty() {
-        return Err(n
-            .get("exclude")
-            .err("only one of include/exclude namespaces can be set"));
-    }
+    n.get("include").strings()?;
+    n.get("exclude").strings()?;
     Ok(())
 }
 
-/// A `metav1.LabelSelector`, as `LabelSelectorAsSelector` accepts it.
+/// A `metav1.LabelSelector`'s shape (its keys and values are checked by the typed args).
 pub(super) fn label_selector(f: &Field) -> Result<(), PolicyError> {
     let s = f.object(&["matchLabels", "matchExpressions"])?;
-    for (k, v) in s.get("matchLabels").entries()? {
-        label_key(k).map_err(|why| v.err(why))?;
-        label_value(v.string()?).map_err(|why| v.err(why))?;
+    for (_, v) in s.get("matchLabels").entries()? {
+        v.string()?;
     }
     for e in s.get("matchExpressions").items()? {
         let x = e.object(&["key", "operator", "values"])?;
-        let key = x.opt("key").map(|k| k.string()).transpose()?.unwrap_or("");
-        label_key(key).map_err(|why| x.get("key").err(why))?;
-        let values = x.get("values").strings()?;
-        for (i, v) in values.iter().enumerate() {
-            label_value(v)
-                .map_err(|why| PolicyError::field(format!("{}[{i}]", x.get("values").path), why))?;
-        }
-        let op = x.get("operator");
-        match op.string()? {
-            "In" | "NotIn" if values.is_empty() => {
-                return Err(x.get("values").err("must be set for In and NotIn"))
-            }
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Err(x
-                    .get("values")
-                    .err("must be empty for Exists and DoesNotExist"))
-            }
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => {
-                return Err(op.err(format!(
-                    "unknown operator {other:?} (known: In, NotIn, Exists, DoesNotExist)"
-                )))
+        for k in ["key", "operator"] {
+            if let Some(v) = x.opt(k) {
+                v.string()?;
             }
         }
+        x.get("values").strings()?;
     }
     Ok(())
 }
 
-/// Resource → percent, each in [0, 100], at least one.
-fn thresholds(f: &Field) -> Result<Vec<(String, f64)>, PolicyError> {
-    let entries = f.entries()?;
-    if entries.is_empty() {
-        return Err(f.err("no resource threshold is configured"));
+/// Resource → number (the typed args check the range).
+fn thresholds(f: &Field) -> Result<(), PolicyError> {
+    for (_, v) in f.entries()? {
+        v.number()?;
     }
-    entries
-        .into_iter()
-        .map(|(r, v)| {
-            let p = v.number()?;
-            if !(0.0..=100.0).contains(&p) {
-                return Err(v.err(format!("{p} not in [0, 100]")));
-            }
-            Ok((r.to_string(), p))
-        })
-        .collect()
+    Ok(())
 }
 
-/// `metricsUtilization`, as LowNodeUtilization's validation reads it.
-fn metrics_utilization(f: &Field) -> Result<(), PolicyError> {
-    let m = f.object(&["metricsServer", "source", "prometheus"])?;
-    let server = flag(&m, "metricsServer")?;
-    let source = match m.opt("source") {
-        Some(s) => s.string()?,
-        None => "",
-    };
-    let prometheus = match m.opt("prometheus") {
-        Some(p) => {
-            let p = p.object(&["query"])?;
-            Some(
-                p.opt("query")
-                    .map(|q| q.string())
-                    .transpose()?
-                    .unwrap_or(""),
-            )
-        }
-        None => None,
-    };
-    match source {
-        "KubernetesMetrics" if server => Err(m
-            .get("metricsServer")
-            .err("not allowed with source KubernetesMetrics")),
-        "KubernetesMetrics" if prometheus.is_some() => Err(m
-            .get("prometheus")
-            .err("not allowed with source KubernetesMetrics")),
-        "Prometheus" if prometheus.is_none_or(str::is_empty) => Err(m
-            .get("prometheus")
-            .err("prometheus query is required when source is Prometheus")),
-        "" | "KubernetesMetrics" | "Prometheus" => Ok(()),
-        other => Err(m.get("source").err(format!(
-            "unknown source {other:?} (known: KubernetesMetrics, Prometheus)"
-        ))),
+/// `numberOfNodes`: a count.
+fn number_of_nodes(o: &Object) -> Result<(), PolicyError> {
+    if let Some(n) = o.opt("numberOfNodes") {
+        n.int(0, i32::MAX.into())?;
     }
+    Ok(())
 }
 
-/// A list of strings each among `allowed`; its length.
-fn one_of(f: &Field, allowed: &[&str]) -> Result<usize, PolicyError> {
-    let items = f.items()?;
-    for i in &items {
-        let v = i.string()?;
-        if !allowed.contains(&v) {
-            return Err(i.err(format!(
-                "{v:?}: states must be one of {}",
-                allowed.join(", ")
-            )));
-        }
-    }
-    Ok(items.len())
-}
-
-/// Container exit codes (int32); how many.
-fn exit_codes(f: &Field) -> Result<usize, PolicyError> {
-    let items = f.items()?;
-    for i in &items {
+/// Container exit codes (int32).
+fn exit_codes(f: &Field) -> Result<(), PolicyError> {
+    for i in f.items()? {
         i.int(i32::MIN.into(), i32::MAX.into())?;
     }
-    Ok(items.len())
+    Ok(())
 }
 
 /// A boolean field (absent: false).

@@ -1,13 +1,13 @@
-//! `DefaultEvictor`'s arguments checked as its `validation.go` does, with the defaults the
-//! descheduler's policy loader gives them (`setDefaultEvictor`: the priority threshold is
-//! `system-cluster-critical`'s value unless set).
+//! `DefaultEvictor`'s arguments decoded, with the defaults the descheduler's policy loader gives
+//! them (`setDefaultEvictor`: the priority threshold is `system-cluster-critical`'s value unless
+//! set); its `validation.go` rules are `EvictorArgs::validate`.
 
 use serde_norway::Value;
 
 use super::check::{flag, label_selector, type_meta};
 use super::field::{cleaned, Field};
 use super::{PolicyError, Warning};
-use crate::model::parse_go_duration;
+use crate::deschedule::evictor::Protection;
 
 /// The plugin's name in policies.
 pub(super) const DEFAULT_EVICTOR: &str = "DefaultEvictor";
@@ -35,17 +35,6 @@ const KNOWN: [&str; 17] = [
     "evictFailedBarePods",
 ];
 
-/// The protections on by default, which `podProtections.defaultDisabled` may turn off.
-const DEFAULT_PROTECTIONS: [&str; 4] = [
-    "PodsWithLocalStorage",
-    "SystemCriticalPods",
-    "FailedBarePods",
-    "DaemonSetPods",
-];
-
-/// The protections off by default, which `podProtections.extraEnabled` may turn on.
-const EXTRA_PROTECTIONS: [&str; 3] = ["PodsWithPVC", "PodsWithoutPDB", "PodsWithResourceClaims"];
-
 /// The deprecated booleans `podProtections` replaces.
 const DEPRECATED: [&str; 6] = [
     "evictLocalStoragePods",
@@ -56,7 +45,9 @@ const DEPRECATED: [&str; 6] = [
     "ignorePodsWithoutPDB",
 ];
 
-/// `DefaultEvictor`'s args (null: none given), checked, with the descheduler's defaults.
+/// `DefaultEvictor`'s args (null: none given), decoded (known fields, types, the values an enum
+/// can hold), with the descheduler's defaults. Its `validation.go` rules are
+/// `EvictorArgs::validate`, which every policy then goes through.
 pub(super) fn evictor_args(
     args: &Field,
     warnings: &mut Vec<Warning>,
@@ -64,29 +55,23 @@ pub(super) fn evictor_args(
     let o = args.object(&KNOWN)?;
     type_meta(&o, "DefaultEvictorArgs")?;
     if let Some(s) = o.opt("nodeSelector") {
-        super::selector::checked_selector(s.string()?).map_err(|why| s.err(why))?;
+        s.string()?;
     }
     for key in ["labelSelector", "namespaceLabelSelector"] {
         if let Some(s) = o.opt(key) {
             label_selector(&s)?;
         }
     }
-    let mut deprecated = false;
     for key in ["nodeFit"].into_iter().chain(DEPRECATED) {
-        let set = flag(&o, key)?;
-        deprecated |= set && key != "nodeFit";
+        flag(&o, key)?;
     }
     if let Some(p) = o.opt("priorityThreshold") {
         let p = p.object(&["value", "name"])?;
-        let name = p.opt("name").map(|n| n.string()).transpose()?.unwrap_or("");
+        if let Some(n) = p.opt("name") {
+            n.string()?;
+        }
         if let Some(v) = p.opt("value") {
-            if !name.is_empty() {
-                return Err(p
-                    .get("name")
-                    .err("only one of priorityThreshold's value and name can be set"));
-            }
-            v.int(i32::MIN.into(), SYSTEM_CRITICAL_PRIORITY)
-                .map_err(|_| v.err(format!("priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}, nor below {}", i32::MIN)))?;
+            v.int(i32::MIN.into(), i32::MAX.into())?;
         }
     }
     if let Some(m) = o.opt("minReplicas") {
@@ -98,7 +83,7 @@ pub(super) fn evictor_args(
         }
     }
     if let Some(a) = o.opt("minPodAge") {
-        parse_go_duration(a.string()?).map_err(|why| a.err(why))?;
+        a.string()?;
     }
     if let Some(n) = o.opt("noEvictionPolicy") {
         let v = n.string()?;
@@ -109,7 +94,7 @@ pub(super) fn evictor_args(
         }
     }
     if let Some(p) = o.opt("podProtections") {
-        protections(&p, deprecated)?;
+        protections(&p)?;
     }
     let mut out = cleaned(args.value);
     if !out.contains_key("priorityThreshold") {
@@ -120,57 +105,35 @@ pub(super) fn evictor_args(
     Ok(Value::Mapping(out))
 }
 
-/// `podProtections`: known names, no duplicates, not with the deprecated booleans.
-fn protections(f: &Field, deprecated: bool) -> Result<(), PolicyError> {
+/// `podProtections`: lists of protection names (each a name the descheduler has; which list may
+/// hold it is the typed args' check), and `config`.
+fn protections(f: &Field) -> Result<(), PolicyError> {
     let p = f.object(&["extraEnabled", "defaultDisabled", "config"])?;
-    let extra = p.get("extraEnabled").strings()?;
-    let disabled = p.get("defaultDisabled").strings()?;
-    if extra.is_empty() && disabled.is_empty() {
-        if let Some(c) = p.opt("config") {
-            config(&c)?;
-        }
-        return Ok(());
-    }
-    if deprecated {
-        return Err(f.err(
-            "cannot use the deprecated fields (evictLocalStoragePods, ...) alongside podProtections.extraEnabled or podProtections.defaultDisabled",
-        ));
-    }
-    for (key, list, valid) in [
-        ("extraEnabled", &extra, &EXTRA_PROTECTIONS[..]),
-        ("defaultDisabled", &disabled, &DEFAULT_PROTECTIONS[..]),
+    let names = |list: &[Protection]| list.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>();
+    let all = names(&[&Protection::DEFAULT[..], &Protection::EXTRA[..]].concat());
+    for (key, valid) in [
+        ("extraEnabled", names(&Protection::EXTRA)),
+        ("defaultDisabled", names(&Protection::DEFAULT)),
     ] {
-        for (i, name) in list.iter().enumerate() {
-            let at = format!("{}.{key}[{i}]", f.path);
-            if !valid.contains(name) {
-                return Err(PolicyError::field(
-                    at,
-                    format!(
-                        "invalid pod protection {name:?} (valid: {})",
-                        valid.join(", ")
-                    ),
-                ));
-            }
-            if list[..i].contains(name) {
-                return Err(PolicyError::field(at, format!("{name:?} listed twice")));
+        for item in p.get(key).items()? {
+            let name = item.string()?;
+            if !all.iter().any(|n| n == name) {
+                return Err(item.err(format!(
+                    "invalid pod protection {name:?} (valid: {})",
+                    valid.join(", ")
+                )));
             }
         }
     }
     if let Some(c) = p.opt("config") {
-        config(&c)?;
-    }
-    Ok(())
-}
-
-/// `podProtections.config`: `PodsWithPVC.protectedStorageClasses[].name`, none empty.
-fn config(f: &Field) -> Result<(), PolicyError> {
-    let c = f.object(&["PodsWithPVC"])?;
-    if let Some(pvc) = c.opt("PodsWithPVC") {
-        let pvc = pvc.object(&["protectedStorageClasses"])?;
-        for sc in pvc.get("protectedStorageClasses").items()? {
-            let sc = sc.object(&["name"])?;
-            if sc.get("name").string()?.is_empty() {
-                return Err(sc.get("name").err("name cannot be empty"));
+        let c = c.object(&["PodsWithPVC"])?;
+        if let Some(pvc) = c.opt("PodsWithPVC") {
+            let pvc = pvc.object(&["protectedStorageClasses"])?;
+            for sc in pvc.get("protectedStorageClasses").items()? {
+                let sc = sc.object(&["name"])?;
+                if let Some(n) = sc.opt("name") {
+                    n.string()?;
+                }
             }
         }
     }

@@ -1,17 +1,18 @@
 //! A `DeschedulerPolicy` file read into profiles of configured strategies: `descheduler/v1alpha2` as
 //! the descheduler reads it (its profiles, `pluginConfig`, `plugins` and top-level limits), and
 //! `descheduler/v1alpha1` converted as the descheduler's conversion did (one profile per enabled
-//! strategy). Plugin arguments are checked and defaulted as each plugin's `validation.go` and
-//! `defaults.go` do, on the file's values (`check`, `evictor_args`), then read into the typed args.
-//! Anything refused names its field; what the descheduler accepts but means nothing here is
-//! accepted with a [`Warning`].
+//! strategy). Plugin arguments are decoded on the file's values (`check`, `evictor_args`: known
+//! fields, types, enum values, the descheduler's `defaults.go`), read into the typed args, then
+//! checked by the typed args' `validate` (each plugin's `validation.go`, and a refusal of what
+//! ferroscale does not honour where ignoring it would evict more than the policy asks). Anything
+//! refused names its field; what the descheduler itself ignores is accepted with a [`Warning`].
 
 use std::fmt;
 
 use serde_norway::Value;
 use thiserror::Error;
 
-use super::args::{PluginArgs, Strategy};
+use super::args::{ArgsError, PluginArgs, Strategy};
 use super::evictor::EvictorArgs;
 use crate::model::workload::LabelSelector;
 use field::{Field, Object};
@@ -19,7 +20,6 @@ use field::{Field, Object};
 mod check;
 mod evictor_args;
 mod field;
-mod selector;
 mod v1alpha1;
 mod v1alpha2;
 
@@ -27,6 +27,8 @@ mod v1alpha2;
 mod tests;
 #[cfg(test)]
 mod tests_readme;
+#[cfg(test)]
+mod tests_refused;
 #[cfg(test)]
 mod tests_typed;
 #[cfg(test)]
@@ -182,6 +184,36 @@ pub(crate) struct DraftProfile {
 pub(crate) struct Configured {
     pub args: Value,
     pub at: String,
+    /// The plugin has no `pluginConfig` entry: its args are the descheduler's defaults, and `at`
+    /// is where it is enabled.
+    pub defaults_only: bool,
+}
+
+impl Configured {
+    /// The refusal of these args, naming the plugin and the first problem's field (and listing the
+    /// others).
+    fn refusal(&self, plugin: &str, e: ArgsError) -> PolicyError {
+        let first = e.first();
+        let also = match &e.0[1..] {
+            [] => String::new(),
+            rest => {
+                let rest: Vec<String> = rest.iter().map(ToString::to_string).collect();
+                format!(" (also: {})", rest.join("; "))
+            }
+        };
+        if self.defaults_only {
+            return PolicyError::field(
+                &self.at,
+                format!(
+                    "{plugin} has no pluginConfig entry, and its defaults are not enough: {first}{also}"
+                ),
+            );
+        }
+        PolicyError::field(
+            format!("{}.{}", self.at, first.field),
+            format!("{} (plugin {plugin}){also}", first.why),
+        )
+    }
 }
 
 /// The file read and checked, before the typed args.
@@ -219,7 +251,7 @@ pub(crate) fn read(text: &str) -> Result<(Draft, Vec<Warning>), PolicyError> {
 fn limits(o: &Object, out: &mut Policy) -> Result<(), PolicyError> {
     if let Some(s) = o.opt("nodeSelector") {
         let text = s.string()?;
-        selector::checked_selector(text).map_err(|why| s.err(why))?;
+        crate::deschedule::strategies::validate::selector_string(text).map_err(|why| s.err(why))?;
         out.node_selector = Some(text.to_string());
     }
     let max = |key: &str| -> Result<Option<u32>, PolicyError> {
@@ -234,21 +266,27 @@ fn limits(o: &Object, out: &mut Policy) -> Result<(), PolicyError> {
 }
 
 impl Draft {
-    /// The typed policy: each plugin's args read into its strategy's arguments.
+    /// The typed policy: each plugin's args read into its strategy's arguments and validated there.
     pub(crate) fn typed(self) -> Result<Policy, PolicyError> {
         let mut policy = self.limits;
         for p in self.profiles {
             let in_profile = |e: PolicyError| e.in_profile(&p.name);
-            let evictor = serde_norway::from_value::<EvictorArgs>(p.evictor.args)
+            let evictor = serde_norway::from_value::<EvictorArgs>(p.evictor.args.clone())
                 .map_err(|e| in_profile(PolicyError::field(&p.evictor.at, e.to_string())))?;
+            evictor
+                .validate()
+                .map_err(|e| in_profile(p.evictor.refusal(evictor_args::DEFAULT_EVICTOR, e)))?;
             let strategies = p
                 .strategies
                 .into_iter()
                 .map(|(s, c)| {
-                    PluginArgs::from_value(s, c.args)
-                        .map_err(|e| in_profile(PolicyError::field(&c.at, e.to_string())))
+                    let args = PluginArgs::from_value(s, c.args.clone())
+                        .map_err(|e| in_profile(PolicyError::field(&c.at, e.to_string())))?;
+                    args.validate()
+                        .map_err(|e| in_profile(c.refusal(s.name(), e)))?;
+                    Ok(args)
                 })
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<_, PolicyError>>()?;
             policy.profiles.push(Profile {
                 name: p.name,
                 evictor,

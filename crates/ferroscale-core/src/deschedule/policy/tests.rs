@@ -16,9 +16,9 @@ pub(super) fn draft(text: &str) -> (Draft, Vec<Warning>) {
     (d, w)
 }
 
-/// The refusal of a policy, which must have one.
+/// The refusal of a policy (when read, or by the typed args' checks), which must have one.
 pub(super) fn refused(text: &str) -> PolicyError {
-    match read(text) {
+    match Policy::parse(text) {
         Ok(_) => panic!("accepted:\n{text}"),
         Err(e) => e,
     }

@@ -66,6 +66,7 @@ fn the_typed_refusal_names_the_field() {
             evictor: Configured {
                 args: serde_norway::from_str("{nodeFit: maybe}").expect("yaml"),
                 at: "profiles[0].pluginConfig[0].args".into(),
+                defaults_only: false,
             },
             strategies: Vec::new(),
         }],

@@ -143,12 +143,14 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
             evictor: Configured {
                 args: evictor_args(&Field::new(&ev, at.clone()), &mut warnings)?,
                 at: at.clone(),
+                defaults_only: false,
             },
             strategies: vec![(
                 s,
                 Configured {
-                    args: strategy_args(s, &Field::new(&args, at.clone()), &mut warnings)?,
+                    args: strategy_args(s, &Field::new(&args, at.clone()))?,
                     at,
+                    defaults_only: false,
                 },
             )],
         };

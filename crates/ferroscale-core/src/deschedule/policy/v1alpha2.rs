@@ -173,21 +173,24 @@ fn profile(
         Some(args) => Configured {
             args: evictor_args(&args, warnings)?,
             at: args.path.clone(),
+            defaults_only: false,
         },
         None => Configured {
             args: evictor_args(&Field::new(&NULL, f.sub("pluginConfig")), warnings)?,
             at: f.sub("pluginConfig"),
+            defaults_only: true,
         },
     };
     let mut strategies = Vec::new();
     for (s, at) in &enabled {
         let configured = match config(s.name()) {
             Some(args) => Configured {
-                args: strategy_args(*s, &args, warnings)?,
+                args: strategy_args(*s, &args)?,
                 at: args.path.clone(),
+                defaults_only: false,
             },
             None => Configured {
-                args: strategy_args(*s, &Field::new(&NULL, at.clone()), warnings).map_err(|e| {
+                args: strategy_args(*s, &Field::new(&NULL, at.clone())).map_err(|e| {
                     PolicyError::field(
                         at,
                         format!(
@@ -197,6 +200,7 @@ fn profile(
                     )
                 })?,
                 at: at.clone(),
+                defaults_only: true,
             },
         };
         strategies.push((*s, configured));

@@ -6,6 +6,8 @@ use serde::Deserialize;
 
 use super::lifetime::{owner_kinds, statuses};
 use super::scope::Scope;
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::{Pod, PodPhase};
 
@@ -40,23 +42,10 @@ impl Default for RemoveFailedPodsArgs {
 
 impl RemoveFailedPodsArgs {
     /// The descheduler's checks; each message names its field.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut errs = Vec::new();
-        if self
-            .namespaces
-            .as_ref()
-            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
-        {
-            errs.push("namespaces: only one of include and exclude can be set".to_string());
-        }
-        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
-            errs.push(format!("labelSelector: {e}"));
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 
     /// The descheduler's `validateCanEvict`: old enough, owner kind not excluded, reason and exit

@@ -5,9 +5,10 @@
 
 use serde::Deserialize;
 
-use super::low_utilization::validate_thresholds;
+use super::low_utilization::thresholds;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
-use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::Pod;
 
@@ -32,17 +33,16 @@ pub enum EvictionMode {
 
 impl HighNodeUtilizationArgs {
     /// The descheduler's checks of these arguments.
-    pub fn validate(&self) -> Result<(), String> {
-        if self
-            .evictable_namespaces
-            .as_ref()
-            .is_some_and(|n| !n.include.is_empty())
-        {
-            return Err(
-                "evictableNamespaces: only exclude can be set, inclusion is not supported".into(),
-            );
-        }
-        validate_thresholds(&self.thresholds).map_err(|e| format!("thresholds: {e}"))
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::namespaces(
+            &self.evictable_namespaces,
+            "evictableNamespaces",
+            false,
+            &mut out,
+        );
+        thresholds(&self.thresholds, "thresholds", &mut out);
+        out.done()
     }
 }
 

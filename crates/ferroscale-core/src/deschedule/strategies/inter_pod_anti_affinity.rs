@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodAffinityTerm, SelectorOp};
 
@@ -23,8 +24,10 @@ pub struct RemovePodsViolatingInterPodAntiAffinityArgs {
 
 impl RemovePodsViolatingInterPodAntiAffinityArgs {
     /// The descheduler's validation, naming the field at fault.
-    pub fn validate(&self) -> Result<(), String> {
-        super::validate::scope(&self.namespaces, &self.label_selector)
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 }
 

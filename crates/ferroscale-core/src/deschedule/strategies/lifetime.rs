@@ -6,6 +6,8 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::{ContainerState, Pod};
 
@@ -76,60 +78,62 @@ pub(crate) const STATES: [&str; 24] = [
 ];
 
 impl PodLifeTimeArgs {
-    /// The descheduler's checks, and what ferroscale cannot read; each message names its field.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut errs = Vec::new();
-        if self
-            .namespaces
-            .as_ref()
-            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
-        {
-            errs.push("namespaces: only one of include and exclude can be set".to_string());
-        }
+    /// The descheduler's checks (`ValidatePodLifeTimeArgs`), then a refusal of what ferroscale
+    /// cannot apply (the pod model carries neither pod conditions nor ephemeral containers'
+    /// statuses): `conditions` narrows which pods go, so ignoring it would evict pods the policy
+    /// spares; `includingEphemeralContainers` widens `states`, refused too so that a policy never
+    /// runs as something other than it says.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
         if self
             .owner_kinds
             .as_ref()
             .is_some_and(|k| !k.include.is_empty() && !k.exclude.is_empty())
         {
-            errs.push("ownerKinds: only one of include and exclude can be set".to_string());
+            out.add(
+                "ownerKinds.exclude",
+                "only one of include/exclude ownerKinds can be set",
+            );
         }
-        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
-            errs.push(format!("labelSelector: {e}"));
-        }
-        for s in &self.states {
-            if !STATES.contains(&s.as_str()) {
-                errs.push(format!("states: {s:?} is not a pod phase, pod reason or container reason the descheduler knows"));
+        validate::states(&self.states, &STATES, &mut out);
+        for (i, c) in self.conditions.iter().enumerate() {
+            let empty = c.kind.is_empty()
+                && c.status.is_empty()
+                && c.reason.is_empty()
+                && c.min_time_since_last_transition_seconds.is_none();
+            if empty {
+                out.add(
+                    format!("conditions[{i}]"),
+                    "at least one of type, status, reason or minTimeSinceLastTransitionSeconds must be set",
+                );
             }
-        }
-        if !self.conditions.is_empty() {
-            errs.push(
-                "conditions: not supported: ferroscale's pod model does not carry pod conditions"
-                    .to_string(),
-            );
-        }
-        if self.including_ephemeral_containers {
-            errs.push(
-                "includingEphemeralContainers: not supported: ferroscale's pod model does not \
-                 carry ephemeral containers' statuses"
-                    .to_string(),
-            );
         }
         if self.max_pod_life_time_seconds.is_none()
             && self.states.is_empty()
             && self.conditions.is_empty()
             && self.exit_codes.is_empty()
         {
-            errs.push(
-                "maxPodLifeTimeSeconds: at least one of maxPodLifeTimeSeconds, states, conditions \
-                 or exitCodes must be set"
-                    .to_string(),
+            out.add(
+                "maxPodLifeTimeSeconds",
+                "at least one filter must be set (maxPodLifeTimeSeconds, states, conditions or exitCodes)",
             );
         }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
+        if !self.conditions.is_empty() {
+            out.add(
+                "conditions",
+                "not supported: ferroscale's pod model does not carry pod conditions, and \
+                 ignoring this filter would evict pods it spares; remove conditions",
+            );
         }
+        if self.including_ephemeral_containers {
+            out.add(
+                "includingEphemeralContainers",
+                "not supported: ferroscale's pod model does not carry ephemeral containers' \
+                 statuses; remove includingEphemeralContainers",
+            );
+        }
+        out.done()
     }
 
     fn selects(&self, pod: &Pod, now: i64) -> bool {

@@ -4,10 +4,11 @@
 //! is back under its target or the underutilized nodes have no room left (up to their target).
 //! Usage is the sum of the pods' requests; actual usage (`metricsUtilization`) is refused.
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use super::usage::{self, Loop, NodeFit, NodeUsage};
-use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::{Evictor, Proposal, View};
 
 /// `LowNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.
@@ -20,9 +21,9 @@ pub struct LowNodeUtilizationArgs {
     pub target_thresholds: Thresholds,
     /// Do nothing unless more than this many nodes are underutilized.
     pub number_of_nodes: i64,
-    /// Refused when present: usage from metrics-server or Prometheus is not read.
-    #[serde(deserialize_with = "refuse_metrics")]
-    pub metrics_utilization: Option<()>,
+    /// Refused when present (after the descheduler's checks): usage from metrics-server or
+    /// Prometheus is not read.
+    pub metrics_utilization: Option<MetricsUtilization>,
     /// Only `exclude`: pods of these namespaces count toward usage but are not evicted.
     pub evictable_namespaces: Option<Namespaces>,
     pub eviction_limits: Option<EvictionLimits>,
@@ -36,62 +37,105 @@ pub struct EvictionLimits {
     pub node: Option<u32>,
 }
 
-fn refuse_metrics<'de, D: Deserializer<'de>>(_: D) -> Result<Option<()>, D::Error> {
-    Err(serde::de::Error::custom(
-        "metricsUtilization is not supported: ferroscale counts a node's usage from its pods' \
-         requests (the descheduler's default); remove metricsUtilization",
-    ))
+/// `metricsUtilization`: where the descheduler would read nodes' actual usage.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsUtilization {
+    pub metrics_server: bool,
+    pub source: String,
+    pub prometheus: Option<PrometheusQuery>,
+}
+
+/// `metricsUtilization.prometheus`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrometheusQuery {
+    pub query: String,
 }
 
 impl LowNodeUtilizationArgs {
     /// The descheduler's checks of these arguments.
-    pub fn validate(&self) -> Result<(), String> {
-        if self
-            .evictable_namespaces
-            .as_ref()
-            .is_some_and(|n| !n.include.is_empty())
-        {
-            return Err(
-                "evictableNamespaces: only exclude can be set, inclusion is not supported".into(),
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::namespaces(
+            &self.evictable_namespaces,
+            "evictableNamespaces",
+            false,
+            &mut out,
+        );
+        let (low, high) = (&self.thresholds, &self.target_thresholds);
+        let low_valid = thresholds(low, "thresholds", &mut out);
+        let valid = thresholds(high, "targetThresholds", &mut out) && low_valid;
+        if valid && (low.len() != high.len() || low.keys().any(|r| !high.contains_key(r))) {
+            out.add(
+                "targetThresholds",
+                "thresholds and targetThresholds configure different resources",
             );
-        }
-        validate_thresholds(&self.thresholds)
-            .map_err(|e| format!("thresholds config is not valid: {e}"))?;
-        validate_thresholds(&self.target_thresholds)
-            .map_err(|e| format!("targetThresholds config is not valid: {e}"))?;
-        if self.thresholds.len() != self.target_thresholds.len() {
-            return Err("thresholds and targetThresholds configured different resources".into());
-        }
-        for (name, value) in &self.thresholds {
-            match self.target_thresholds.get(name) {
-                None => {
-                    return Err(
-                        "thresholds and targetThresholds configured different resources".into(),
-                    )
+        } else if valid && !self.use_deviation_thresholds {
+            for (r, v) in low {
+                let target = high[r];
+                if *v > target {
+                    out.add(
+                        format!("thresholds.{r}"),
+                        format!("{v} is greater than targetThresholds' {target}"),
+                    );
                 }
-                Some(t) if value > t && !self.use_deviation_thresholds => {
-                    return Err(format!(
-                        "thresholds' {name} percentage is greater than targetThresholds'"
-                    ))
-                }
-                Some(_) => {}
             }
         }
-        Ok(())
+        if let Some(m) = &self.metrics_utilization {
+            m.validate(&mut out);
+            out.add(
+                "metricsUtilization",
+                "not supported: ferroscale counts a node's usage from its pods' requests (the \
+                 descheduler's default), so nodes would be classed by other numbers than the \
+                 policy asks; remove metricsUtilization",
+            );
+        }
+        out.done()
     }
 }
 
-/// Some thresholds, each within 0..100.
-pub(super) fn validate_thresholds(t: &Thresholds) -> Result<(), String> {
-    if t.is_empty() {
-        return Err("no resource threshold is configured".into());
-    }
-    for (name, pct) in t {
-        if !(0.0..=100.0).contains(pct) {
-            return Err(format!("{name} threshold not in [0, 100] range"));
+impl MetricsUtilization {
+    /// The descheduler's checks (`ValidateLowNodeUtilizationArgs`).
+    fn validate(&self, out: &mut Problems) {
+        let source = self.source.as_str();
+        let query = self.prometheus.as_ref().map(|p| p.query.as_str());
+        match source {
+            "KubernetesMetrics" if self.metrics_server => out.add(
+                "metricsUtilization.metricsServer",
+                "not allowed with source KubernetesMetrics",
+            ),
+            "KubernetesMetrics" if query.is_some() => out.add(
+                "metricsUtilization.prometheus",
+                "not allowed with source KubernetesMetrics",
+            ),
+            "Prometheus" if query.is_none_or(str::is_empty) => out.add(
+                "metricsUtilization.prometheus",
+                "prometheus query is required when source is Prometheus",
+            ),
+            "" | "KubernetesMetrics" | "Prometheus" => {}
+            other => out.add(
+                "metricsUtilization.source",
+                format!("unknown source {other:?} (known: KubernetesMetrics, Prometheus)"),
+            ),
         }
     }
-    Ok(())
+}
+
+/// Resource → percent at `field`, each in [0, 100], at least one; whether they are.
+pub(super) fn thresholds(t: &Thresholds, field: &str, out: &mut Problems) -> bool {
+    if t.is_empty() {
+        out.add(field, "no resource threshold is configured");
+        return false;
+    }
+    let mut valid = true;
+    for (name, pct) in t {
+        if !(0.0..=100.0).contains(pct) {
+            out.add(format!("{field}.{name}"), format!("{pct} not in [0, 100]"));
+            valid = false;
+        }
+    }
+    valid
 }
 
 /// The pods `LowNodeUtilization` would evict, in the order it would evict them; `onto`: the

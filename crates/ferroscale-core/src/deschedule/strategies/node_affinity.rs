@@ -12,7 +12,8 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::placement;
 
@@ -33,16 +34,21 @@ pub struct RemovePodsViolatingNodeAffinityArgs {
 
 impl RemovePodsViolatingNodeAffinityArgs {
     /// The descheduler's validation, naming the field at fault.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut problems = Vec::new();
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
         if self.node_affinity_type.is_empty() {
-            problems.push("nodeAffinityType: needs to be set".to_string());
+            out.add("nodeAffinityType", "nodeAffinityType needs to be set");
         }
-        problems.extend(super::validate::scope_problems(
-            &self.namespaces,
-            &self.label_selector,
-        ));
-        super::validate::joined(problems)
+        for (i, t) in self.node_affinity_type.iter().enumerate() {
+            if t != REQUIRED && t != PREFERRED {
+                out.add(
+                    format!("nodeAffinityType[{i}]"),
+                    format!("unknown node affinity type {t:?} (known: {REQUIRED}, {PREFERRED})"),
+                );
+            }
+        }
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 
     /// What a run will not do as the descheduler would: a type it does not know (it logs and skips

@@ -6,7 +6,8 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::{Taint, TaintEffect};
 
@@ -28,14 +29,17 @@ pub struct RemovePodsViolatingNodeTaintsArgs {
 
 impl RemovePodsViolatingNodeTaintsArgs {
     /// The descheduler's validation, naming the field at fault.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut problems = super::validate::scope_problems(&self.namespaces, &self.label_selector);
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
         let included = self.included_taints.as_ref().is_some_and(|i| !i.is_empty());
         if !self.excluded_taints.is_empty() && included {
-            problems
-                .push("excludedTaints, includedTaints: either may be set, not both".to_string());
+            out.add(
+                "includedTaints",
+                "either includedTaints or excludedTaints can be set, not both",
+            );
         }
-        super::validate::joined(problems)
+        out.done()
     }
 
     /// Whether a taint of the node counts (the descheduler's taint filter).

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
-use crate::deschedule::args::{Namespaces, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
 
@@ -25,13 +26,10 @@ pub struct RemoveDuplicatesArgs {
 
 impl RemoveDuplicatesArgs {
     /// The descheduler's checks of these arguments.
-    pub fn validate(&self) -> Result<(), String> {
-        match &self.namespaces {
-            Some(n) if !n.include.is_empty() && !n.exclude.is_empty() => {
-                Err("namespaces: only one of include/exclude can be set".into())
-            }
-            _ => Ok(()),
-        }
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::namespaces(&self.namespaces, "namespaces", true, &mut out);
+        out.done()
     }
 }
 

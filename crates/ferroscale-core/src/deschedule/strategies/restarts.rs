@@ -7,6 +7,8 @@ use serde::Deserialize;
 
 use super::lifetime::{statuses, waiting_in};
 use super::scope::Scope;
+use super::validate;
+use crate::deschedule::args::{ArgsError, Problems};
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::Pod;
 
@@ -23,38 +25,24 @@ pub struct RemovePodsHavingTooManyRestartsArgs {
 }
 
 /// The `states` the descheduler allows here.
-const STATES: [&str; 2] = ["CrashLoopBackOff", "Running"];
+const STATES: [&str; 2] = ["Running", "CrashLoopBackOff"];
 
 impl RemovePodsHavingTooManyRestartsArgs {
     /// The descheduler's checks; each message names its field.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut errs = Vec::new();
-        if self
-            .namespaces
-            .as_ref()
-            .is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
-        {
-            errs.push("namespaces: only one of include and exclude can be set".to_string());
-        }
-        if let Some(Err(e)) = self.label_selector.as_ref().map(Selector::to_selector) {
-            errs.push(format!("labelSelector: {e}"));
-        }
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
         if self.pod_restart_threshold < 1 {
-            errs.push(format!(
-                "podRestartThreshold: must be at least 1, got {}",
-                self.pod_restart_threshold
-            ));
+            out.add(
+                "podRestartThreshold",
+                format!(
+                    "must be set, at least 1 (got {})",
+                    self.pod_restart_threshold
+                ),
+            );
         }
-        for s in &self.states {
-            if !STATES.contains(&s.as_str()) {
-                errs.push(format!("states: {s:?} is not one of {STATES:?}"));
-            }
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
+        validate::states(&self.states, &STATES, &mut out);
+        out.done()
     }
 
     /// Its containers' restarts, with its init containers' when asked.

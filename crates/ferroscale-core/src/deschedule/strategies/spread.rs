@@ -15,7 +15,8 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
-use crate::deschedule::args::{Namespaces, Selector, Strategy};
+use super::validate;
+use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::spread_counts_node;
 use crate::model::workload::{Node, Pod, SpreadConstraint};
@@ -55,8 +56,10 @@ impl Default for RemovePodsViolatingTopologySpreadConstraintArgs {
 impl RemovePodsViolatingTopologySpreadConstraintArgs {
     /// The descheduler's validation, naming the field at fault (unknown `constraints` values are
     /// refused when the policy is read).
-    pub fn validate(&self) -> Result<(), String> {
-        super::validate::scope(&self.namespaces, &self.label_selector)
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let mut out = Problems::default();
+        validate::scope(&self.namespaces, &self.label_selector, &mut out);
+        out.done()
     }
 
     /// What a run will not do as the descheduler would: `ScheduleAnyway` constraints are not modelled.

@@ -88,7 +88,7 @@ fn arguments_read_and_checked_as_the_descheduler_does() {
 
     let bad = |yaml: &str, field: &str| {
         let args: EvictorArgs = serde_norway::from_str(yaml).unwrap();
-        let err = args.validate().unwrap_err();
+        let err = args.validate().unwrap_err().to_string();
         assert!(err.contains(field), "{yaml}: {err}");
     };
     bad(
@@ -163,28 +163,28 @@ fn validate_default_evictor_args() {
     // protection names are refused when read, naming the name.
     let cases: [(&str, &str, Option<&str>); 18] = [
         ("Invalid DefaultDisabled duplicate and Invalid ExtraEnabled duplicate and passing invalid no eviction policy", "noEvictionPolicy: invalid-no-eviction-policy\npodProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC], defaultDisabled: [PodsWithLocalStorage, PodsWithLocalStorage, PodsWithoutPDB]}", Some("invalid-no-eviction-policy")),
-        ("passing invalid priority", "priorityThreshold: {value: 1, name: priority-name}", Some("priorityThreshold: only one")),
+        ("passing invalid priority", "priorityThreshold: {value: 1, name: priority-name}", Some("priorityThreshold.name: only one of")),
         ("passing invalid no eviction policy", "noEvictionPolicy: invalid-no-eviction-policy", Some("invalid-no-eviction-policy")),
         ("Valid configuration with no deprecated fields", "podProtections: {defaultDisabled: [], extraEnabled: []}", None),
         ("Valid configuration: both Disabled and ExtraEnabled", "podProtections: {defaultDisabled: [PodsWithLocalStorage, DaemonSetPods], extraEnabled: [PodsWithPVC]}", None),
         ("Valid configuration with ExtraEnabled", "podProtections: {extraEnabled: [PodsWithPVC]}", None),
-        ("Invalid configuration: Deprecated field used with Disabled", "evictLocalStoragePods: true\npodProtections: {defaultDisabled: [DaemonSetPods]}", Some("cannot be used alongside the deprecated")),
-        ("Invalid configuration: Deprecated field used with ExtraPodProtections", "evictDaemonSetPods: true\npodProtections: {extraEnabled: [PodsWithPVC]}", Some("cannot be used alongside the deprecated")),
+        ("Invalid configuration: Deprecated field used with Disabled", "evictLocalStoragePods: true\npodProtections: {defaultDisabled: [DaemonSetPods]}", Some("podProtections: cannot use the deprecated fields")),
+        ("Invalid configuration: Deprecated field used with ExtraPodProtections", "evictDaemonSetPods: true\npodProtections: {extraEnabled: [PodsWithPVC]}", Some("podProtections: cannot use the deprecated fields")),
         ("MinReplicas warning logged but no error", "minReplicas: 1", None),
         ("Invalid ExtraEnabled: Unknown policy", "podProtections: {extraEnabled: [InvalidPolicy]}", Some("InvalidPolicy")),
         ("Invalid ExtraEnabled: Misspelled policy", "podProtections: {extraEnabled: [PodsWithPVCC]}", Some("PodsWithPVCC")),
-        ("Invalid ExtraEnabled: Policy from DefaultDisabled list", "podProtections: {extraEnabled: [DaemonSetPods]}", Some("podProtections.extraEnabled: DaemonSetPods is not one of")),
+        ("Invalid ExtraEnabled: Policy from DefaultDisabled list", "podProtections: {extraEnabled: [DaemonSetPods]}", Some("podProtections.extraEnabled[0]: invalid pod protection \"DaemonSetPods\"")),
         ("Invalid DefaultDisabled: Unknown policy", "podProtections: {defaultDisabled: [InvalidPolicy]}", Some("InvalidPolicy")),
         ("Invalid DefaultDisabled: Misspelled policy", "podProtections: {defaultDisabled: [PodsWithLocalStorag]}", Some("PodsWithLocalStorag")),
-        ("Invalid DefaultDisabled: Policy from ExtraEnabled list", "podProtections: {defaultDisabled: [PodsWithPVC]}", Some("podProtections.defaultDisabled: PodsWithPVC is not one of")),
-        ("Invalid ExtraEnabled duplicate", "podProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC]}", Some("podProtections.extraEnabled: PodsWithPVC is listed twice")),
-        ("Invalid DefaultDisabled duplicate", "podProtections: {defaultDisabled: [PodsWithLocalStorage, PodsWithLocalStorage]}", Some("podProtections.defaultDisabled: PodsWithLocalStorage is listed twice")),
-        ("Protected storage classes without storage class name", "podProtections: {extraEnabled: [PodsWithPVC], config: {PodsWithPVC: {protectedStorageClasses: [{name: \"\"}, {name: a}, {name: \"\"}, {name: b}]}}}", Some("protectedStorageClasses[0].name: cannot be empty; podProtections.config.PodsWithPVC.protectedStorageClasses[2].name")),
+        ("Invalid DefaultDisabled: Policy from ExtraEnabled list", "podProtections: {defaultDisabled: [PodsWithPVC]}", Some("podProtections.defaultDisabled[0]: invalid pod protection \"PodsWithPVC\"")),
+        ("Invalid ExtraEnabled duplicate", "podProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC]}", Some("podProtections.extraEnabled[1]: \"PodsWithPVC\" listed twice")),
+        ("Invalid DefaultDisabled duplicate", "podProtections: {defaultDisabled: [PodsWithLocalStorage, PodsWithLocalStorage]}", Some("podProtections.defaultDisabled[1]: \"PodsWithLocalStorage\" listed twice")),
+        ("Protected storage classes without storage class name", "podProtections: {extraEnabled: [PodsWithPVC], config: {PodsWithPVC: {protectedStorageClasses: [{name: \"\"}, {name: a}, {name: \"\"}, {name: b}]}}}", Some("protectedStorageClasses[0].name: name cannot be empty; podProtections.config.PodsWithPVC.protectedStorageClasses[2].name")),
     ];
     for (name, yaml, want) in cases {
         let got = serde_norway::from_str::<EvictorArgs>(yaml)
             .map_err(|e| e.to_string())
-            .and_then(|a| a.validate());
+            .and_then(|a| a.validate().map_err(|e| e.to_string()));
         match want {
             None => assert_eq!(got, Ok(()), "{name}"),
             Some(words) => {

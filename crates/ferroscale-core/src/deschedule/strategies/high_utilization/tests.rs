@@ -338,6 +338,7 @@ fn args_read_and_checked_as_the_descheduler_does() {
             .unwrap()
             .validate()
             .unwrap_err()
+            .to_string()
     };
     assert!(check("thresholds: {}").contains("thresholds"));
     assert!(check("thresholds: {cpu: 101}").contains("cpu"));

@@ -208,6 +208,7 @@ fn validation_and_defaults_as_the_descheduler() {
             label_selector,
         }
         .validate()
+        .map_err(|e| e.to_string())
     };
     assert_eq!(check(Some(validation_namespaces(false)), None), Ok(()));
     let e = check(Some(validation_namespaces(true)), None).unwrap_err();

@@ -400,13 +400,24 @@ fn args_read_as_the_descheduler_writes_them() {
     assert!(a.validate().is_ok());
 }
 
+/// Actual usage is not read: a policy asking for it is refused (after the descheduler's own checks
+/// of it), since requests would class the nodes by other numbers than the policy asks.
 #[test]
 fn metrics_utilization_is_refused_by_name() {
-    let e = serde_norway::from_str::<LowNodeUtilizationArgs>(
-        "thresholds: {cpu: 20}\ntargetThresholds: {cpu: 50}\nmetricsUtilization: {metricsServer: true}\n",
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("metricsUtilization"), "{e}");
+    let check = |m: &str| {
+        serde_norway::from_str::<LowNodeUtilizationArgs>(&format!(
+            "thresholds: {{cpu: 20}}\ntargetThresholds: {{cpu: 50}}\nmetricsUtilization: {m}\n"
+        ))
+        .unwrap()
+        .validate()
+        .unwrap_err()
+    };
+    let e = check("{metricsServer: true}");
+    assert_eq!(e.first().field, "metricsUtilization", "{e}");
+    assert!(e.first().why.contains("not supported"), "{e}");
+    let e = check("{source: Prometheus}");
+    assert_eq!(e.first().field, "metricsUtilization.prometheus", "{e}");
+    assert!(e.first().why.contains("query is required"), "{e}");
 }
 
 #[test]
@@ -416,6 +427,7 @@ fn bad_thresholds_are_refused_naming_them() {
             .unwrap()
             .validate()
             .unwrap_err()
+            .to_string()
     };
     assert!(check("thresholds: {cpu: -1}\ntargetThresholds: {cpu: 50}").contains("thresholds"));
     assert!(

@@ -204,7 +204,11 @@ fn a_node_being_removed_is_no_place_to_go() {
 #[test]
 fn validation_names_the_field() {
     let none = RemovePodsViolatingNodeAffinityArgs::default();
-    assert!(none.validate().unwrap_err().contains("nodeAffinityType"));
+    assert!(none
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("nodeAffinityType"));
     let both = RemovePodsViolatingNodeAffinityArgs {
         node_affinity_type: vec![REQUIRED.into()],
         namespaces: Some(crate::deschedule::args::Namespaces {
@@ -213,7 +217,11 @@ fn validation_names_the_field() {
         }),
         ..Default::default()
     };
-    assert!(both.validate().unwrap_err().contains("namespaces"));
+    assert!(both
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("namespaces"));
 }
 
 /// Upstream: the plugin's `validation_test.go`, `TestValidateRemovePodsViolatingNodeAffinityArgs`
@@ -227,6 +235,7 @@ fn validation_as_the_descheduler() {
             ..Default::default()
         }
         .validate()
+        .map_err(|e| e.to_string())
     };
     assert!(check(&[], false).unwrap_err().contains("nodeAffinityType"));
     assert_eq!(check(&[REQUIRED], false), Ok(()));

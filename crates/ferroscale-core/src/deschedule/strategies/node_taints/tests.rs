@@ -353,13 +353,19 @@ fn validation_as_the_descheduler() {
         ..base()
     };
     assert_eq!(ok(with_ns(false)), Ok(()));
-    assert!(ok(with_ns(true)).unwrap_err().contains("namespaces"));
+    assert!(ok(with_ns(true))
+        .unwrap_err()
+        .to_string()
+        .contains("namespaces"));
     let with_sel = |s| RemovePodsViolatingNodeTaintsArgs {
         label_selector: Some(s),
         ..base()
     };
     assert_eq!(ok(with_sel(valid)), Ok(()));
-    assert!(ok(with_sel(invalid)).unwrap_err().contains("labelSelector"));
+    assert!(ok(with_sel(invalid))
+        .unwrap_err()
+        .to_string()
+        .contains("labelSelector"));
     let excluded = RemovePodsViolatingNodeTaintsArgs {
         excluded_taints: vec!["testTaint1=test1".into()],
         ..base()
@@ -370,7 +376,7 @@ fn validation_as_the_descheduler() {
         included_taints: Some(vec!["testTaint1=test1".into()]),
         ..base()
     };
-    let e = ok(both).unwrap_err();
+    let e = ok(both).unwrap_err().to_string();
     assert!(
         e.contains("excludedTaints") && e.contains("includedTaints"),
         "{e}"

@@ -381,7 +381,11 @@ fn args_read_as_the_descheduler_writes_them() {
     assert!(a.validate().is_ok());
     let both: RemoveDuplicatesArgs =
         serde_norway::from_str("namespaces: {include: [a], exclude: [b]}").unwrap();
-    assert!(both.validate().unwrap_err().contains("namespaces"));
+    assert!(both
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("namespaces"));
     let unknown = serde_norway::from_str::<RemoveDuplicatesArgs>("excludeOwnerKind: [X]");
     assert!(unknown
         .unwrap_err()

@@ -293,7 +293,11 @@ fn validation_as_the_descheduler() {
         ..base()
     };
     assert_eq!(with_ns(false).validate(), Ok(()));
-    assert!(with_ns(true).validate().unwrap_err().contains("namespaces"));
+    assert!(with_ns(true)
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("namespaces"));
     let with_sel = |s| RemovePodsViolatingTopologySpreadConstraintArgs {
         label_selector: Some(s),
         ..base()
@@ -302,6 +306,7 @@ fn validation_as_the_descheduler() {
     assert!(with_sel(invalid)
         .validate()
         .unwrap_err()
+        .to_string()
         .contains("labelSelector"));
     let both: RemovePodsViolatingTopologySpreadConstraintArgs =
         serde_norway::from_str("constraints: [DoNotSchedule, ScheduleAnyway]\n").unwrap();
