@@ -157,10 +157,10 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         }
     }
     let file = flags.report.as_deref().map(report::create).transpose()?;
-    let inputs = crate::k8s::documents::inputs(
-        &read(cluster, "--cluster")?,
-        &cluster.display().to_string(),
-    )?;
+    let inputs =
+        crate::k8s::documents::inputs_of_file(cluster, &cluster.display().to_string(), || {
+            read(cluster, "--cluster")
+        })?;
     let groups = MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;
     let pacing = Pacing {

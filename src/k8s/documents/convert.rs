@@ -32,7 +32,7 @@ impl Sink for Converting {
             Object::Pod(p) if pod_terminal(&p) => {}
             Object::Pod(p) => {
                 let model = pod(&p)?;
-                if let Some(claims) = claims_of(p) {
+                if let Some(claims) = claims_of(*p) {
                     self.claims.push((self.pods.len(), claims));
                 }
                 self.pods.push(model);

@@ -5,6 +5,7 @@
 //! naming the document, the item, the object and the field. Each object read goes to a [`Sink`]: kept
 //! ([`parse`]: [`Objects`]) or converted to the model at once and dropped ([`inputs`]).
 
+mod chunks;
 mod convert;
 mod json;
 mod lean;
@@ -78,20 +79,20 @@ impl Objects {
     }
 }
 
-/// One object of a dump, in its Kubernetes type.
-#[allow(clippy::large_enum_variant)] // each lives from its read to its sink, one at a time
+/// One object of a dump, in its Kubernetes type (boxed: the types are kilobytes, and an object is moved
+/// from its read to its sink several times).
 enum Object {
-    Node(core::Node),
-    Pod(core::Pod),
-    Pdb(PodDisruptionBudget),
-    DaemonSet(DaemonSet),
-    Claim(core::PersistentVolumeClaim),
-    Volume(core::PersistentVolume),
-    Class(StorageClass),
-    CsiNode(CSINode),
-    ReplicaSet(ReplicaSet),
-    ReplicationController(core::ReplicationController),
-    Namespace(core::Namespace),
+    Node(Box<core::Node>),
+    Pod(Box<core::Pod>),
+    Pdb(Box<PodDisruptionBudget>),
+    DaemonSet(Box<DaemonSet>),
+    Claim(Box<core::PersistentVolumeClaim>),
+    Volume(Box<core::PersistentVolume>),
+    Class(Box<StorageClass>),
+    CsiNode(Box<CSINode>),
+    ReplicaSet(Box<ReplicaSet>),
+    ReplicationController(Box<core::ReplicationController>),
+    Namespace(Box<core::Namespace>),
 }
 
 impl Object {
@@ -125,17 +126,17 @@ trait Sink: Default {
 impl Sink for Objects {
     fn add(&mut self, object: Object) -> Result<()> {
         match object {
-            Object::Node(o) => self.nodes.push(o),
-            Object::Pod(o) => self.pods.push(o),
-            Object::Pdb(o) => self.pdbs.push(o),
-            Object::DaemonSet(o) => self.daemonsets.push(o),
-            Object::Claim(o) => self.claims.push(o),
-            Object::Volume(o) => self.volumes.push(o),
-            Object::Class(o) => self.classes.push(o),
-            Object::CsiNode(o) => self.csinodes.push(o),
-            Object::ReplicaSet(o) => self.replicasets.push(o),
-            Object::ReplicationController(o) => self.replication_controllers.push(o),
-            Object::Namespace(o) => self.namespaces.push(o),
+            Object::Node(o) => self.nodes.push(*o),
+            Object::Pod(o) => self.pods.push(*o),
+            Object::Pdb(o) => self.pdbs.push(*o),
+            Object::DaemonSet(o) => self.daemonsets.push(*o),
+            Object::Claim(o) => self.claims.push(*o),
+            Object::Volume(o) => self.volumes.push(*o),
+            Object::Class(o) => self.classes.push(*o),
+            Object::CsiNode(o) => self.csinodes.push(*o),
+            Object::ReplicaSet(o) => self.replicasets.push(*o),
+            Object::ReplicationController(o) => self.replication_controllers.push(*o),
+            Object::Namespace(o) => self.namespaces.push(*o),
         }
         Ok(())
     }
@@ -237,6 +238,25 @@ pub fn inputs(text: &str, source: &str) -> Result<Inputs> {
         None => read::<convert::Converting>(text, source)?,
     }
     .finish()
+}
+
+/// The model of the dump in the file `file` (as [`inputs`] gives for its text), read a few megabytes at
+/// a time: a `List` (what `kubectl get -o json` writes) is converted item by item as the file is read,
+/// so memory holds the model, never the file's text. Anything else, and any dump that is refused (then
+/// for its error), is read whole. `read_whole` reads the text (its error names the file).
+pub fn inputs_of_file(
+    file: &std::path::Path,
+    source: &str,
+    read_whole: impl FnOnce() -> Result<String>,
+) -> Result<Inputs> {
+    let converted = std::fs::File::open(file)
+        .and_then(chunks::read)
+        .ok()
+        .flatten();
+    match converted {
+        Some(converted) => converted.finish(),
+        None => inputs(&read_whole()?, source),
+    }
 }
 
 /// Reads every document of `text` into a new `S`.

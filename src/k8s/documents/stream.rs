@@ -36,10 +36,29 @@ pub(super) fn read(text: &str) -> Option<Converting> {
     }
 }
 
-/// Reads one object (or List) and adds it to the sink.
-struct Read<'s>(&'s mut Converting);
+/// The objects of one document or List item, read (not yet converted): what the chunked read
+/// (`chunks`) parses of its buffer at a time.
+pub(super) struct Batch(pub(super) Vec<Object>);
 
-impl<'de> DeserializeSeed<'de> for Read<'_> {
+impl<'de> Deserialize<'de> for Batch {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Batch, D::Error> {
+        let mut objects = Vec::new();
+        Read(&mut objects).deserialize(de)?;
+        Ok(Batch(objects))
+    }
+}
+
+impl Sink for Vec<Object> {
+    fn add(&mut self, object: Object) -> crate::error::Result<()> {
+        self.push(object);
+        Ok(())
+    }
+}
+
+/// Reads one object (or List) and adds it to the sink.
+struct Read<'s, S>(&'s mut S);
+
+impl<'de, S: Sink> DeserializeSeed<'de> for Read<'_, S> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
@@ -47,7 +66,7 @@ impl<'de> DeserializeSeed<'de> for Read<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Read<'_> {
+impl<'de, S: Sink> Visitor<'de> for Read<'_, S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -99,8 +118,8 @@ impl<'de> Visitor<'de> for Read<'_> {
 }
 
 /// Reads the object of `kind` from `de` (its keys after `kind`) into `sink`.
-fn add<'de, D: serde::Deserializer<'de>>(
-    sink: &mut Converting,
+fn add<'de, S: Sink, D: serde::Deserializer<'de>>(
+    sink: &mut S,
     kind: Kind,
     de: D,
 ) -> Result<(), D::Error> {
@@ -112,12 +131,12 @@ fn add<'de, D: serde::Deserializer<'de>>(
         Kind::Pod => {
             let p = lean::Pod::deserialize(de)?;
             v1(&p.api_version)?;
-            Object::Pod(p.into_core())
+            Object::Pod(Box::new(p.into_core()))
         }
         Kind::Node => {
             let n = lean::Node::deserialize(de)?;
             v1(&n.api_version)?;
-            Object::Node(n.into_core())
+            Object::Node(Box::new(n.into_core()))
         }
         kind => Object::read(kind, de)?,
     };
@@ -125,9 +144,9 @@ fn add<'de, D: serde::Deserializer<'de>>(
 }
 
 /// A List's items (null: none), each read into the sink where it stands.
-struct Items<'s>(&'s mut Converting);
+struct Items<'s, S>(&'s mut S);
 
-impl<'de> DeserializeSeed<'de> for Items<'_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for Items<'_, S> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
@@ -135,7 +154,7 @@ impl<'de> DeserializeSeed<'de> for Items<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Items<'_> {
+impl<'de, S: Sink> Visitor<'de> for Items<'_, S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {

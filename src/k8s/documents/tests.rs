@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1 as core;
 use serde_json::{json, Value};
 
 use super::convert::Converting;
-use super::{lean, stream};
+use super::{chunks, lean, stream};
 use crate::k8s::objects::{node, pod, pod_failed_bound, pod_terminal};
 use crate::k8s::volumes::claim_names;
 
@@ -235,6 +235,71 @@ fn a_dump_read_in_one_pass_is_the_dump_read_exactly() {
     );
     let (once, exact) = both_ways(&text);
     assert_eq!(once, exact);
+}
+
+/// The model of every item of the conformance cases that converts, as one List's text.
+fn a_big_list() -> String {
+    let mut items = nodes();
+    items.extend(pods().into_iter().filter(|p| {
+        let full: core::Pod = serde_json::from_value(p.clone()).unwrap();
+        pod(&full).is_ok()
+    }));
+    let text = json!({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}});
+    serde_json::to_string_pretty(&text).unwrap()
+}
+
+#[test]
+fn a_dump_read_a_few_bytes_at_a_time_is_the_dump_read_whole() {
+    let show = |c: Option<Converting>| format!("{:?}", c.expect("taken").finish().unwrap());
+    let pending = everything("Pending", None);
+    for text in [
+        a_big_list(),
+        // Kind first, concatenated Lists, empty and null items.
+        format!(
+            "{}\n{}{}",
+            json!({"kind": "List", "items": [everything("Running", Some("n1")), pending]}),
+            json!({"kind": "NodeList", "items": [], "metadata": {}}),
+            json!({"items": null, "kind": "PodList"})
+        ),
+    ] {
+        let whole = show(stream::read(&text));
+        for chunk in [1, 7, 100, 4096, 1 << 20] {
+            let chunked = chunks::read_sized(text.as_bytes(), chunk).unwrap();
+            assert_eq!(show(chunked), whole, "chunk {chunk}");
+        }
+    }
+}
+
+#[test]
+fn a_dump_the_chunked_read_refuses_is_read_whole_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, error) in [
+        (
+            r#"{"items": [{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}}], "kind": "List"}"#,
+            "pod default/p",
+        ),
+        (
+            r#"{"items": [{"kind": "Pod", "spec": {"containers": 3}}], "kind": "List"}"#,
+            "items[0] (Pod ): spec.containers",
+        ),
+        (
+            r#"{"items": [{"kind": "Pod"}, "kind": "List"}"#,
+            "dump.json",
+        ),
+    ] {
+        assert!(chunks::read_sized(text.as_bytes(), 5).unwrap().is_none());
+        let file = dir.path().join("dump.json");
+        std::fs::write(&file, text).unwrap();
+        let whole = || Ok(std::fs::read_to_string(&file).unwrap());
+        let e = super::inputs_of_file(&file, "dump.json", whole).unwrap_err();
+        assert!(e.to_string().contains(error), "{e}");
+    }
+    // A single object, no List, is read whole (and taken).
+    let file = dir.path().join("node.json");
+    std::fs::write(&file, nodes()[0].to_string()).unwrap();
+    let whole = || Ok(std::fs::read_to_string(&file).unwrap());
+    let read = super::inputs_of_file(&file, "node.json", whole).unwrap();
+    assert_eq!(read.nodes.len(), 1);
 }
 
 #[test]
