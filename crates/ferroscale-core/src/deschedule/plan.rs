@@ -17,7 +17,7 @@ use super::strategies;
 use super::view::{Cluster, Proposal, View};
 use super::Evictor;
 use crate::clock::Clock;
-use crate::engine::predicates::{Repel, Unfit};
+use crate::engine::predicates::Unfit;
 use crate::model::workload::{LabelSelector, Node, Pod, PodPhase};
 
 mod history;
@@ -388,26 +388,24 @@ impl<'a> Planner<'a> {
     /// a node being removed or (when another exists) the node an earlier cycle moved it from.
     fn destination(&mut self, p: &Proposal, undo: Option<&str>) -> Result<(String, usize), Why> {
         let candidates = self.candidates(p);
-        let sim = &self.sim;
         let mut pod = (*p.pod).clone();
         pod.node_name = None;
         let pack = p.strategy == Strategy::HighNodeUtilization;
+        let sim = &mut self.sim;
         let away: Vec<usize> = candidates
             .iter()
             .copied()
-            .filter(|&j| Some(sim.infos[j].node.name.as_str()) != undo)
+            .filter(|&j| Some(sim.node(j).name.as_str()) != undo)
             .collect();
         // Placed as the scheduler would see it once the pod has left its node (its own node restored
-        // after: only `commit` changes the simulation).
+        // after: only `commit` changes the simulation). A pod whose fit reads each node alone is
+        // never placed on its own node, so it need not leave it.
         let own = sim.index.get(&p.node).copied();
-        let saved = own.map(|i| {
-            let saved = self.sim.infos[i].clone();
-            self.sim.remove(&p.pod, i);
-            saved
-        });
-        let sim = &self.sim;
+        let lifted = own
+            .filter(|_| !sim.local(&pod))
+            .map(|i| sim.lift(&p.pod, i));
         let found = match sim.place(&pod, &away, pack) {
-            Ok(j) => Ok((sim.infos[j].node.name.clone(), j)),
+            Ok(j) => Ok((sim.node(j).name.clone(), j)),
             Err(why) => match undo {
                 Some(u)
                     if away.len() < candidates.len()
@@ -420,8 +418,8 @@ impl<'a> Planner<'a> {
                 _ => Err(Why::NoPlace(why)),
             },
         };
-        if let (Some(i), Some(saved)) = (own, saved) {
-            self.sim.infos[i] = saved;
+        if let Some(lifted) = lifted {
+            sim.put_back(lifted);
         }
         found
     }
@@ -439,18 +437,14 @@ impl<'a> Planner<'a> {
                 .onto
                 .as_ref()
                 .map(|o| o.iter().map(String::as_str).collect());
-            let all: Vec<usize> = self
-                .sim
-                .infos
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| {
-                    let n = &i.node;
+            let sim = &self.sim;
+            let all: Vec<usize> = (0..sim.len())
+                .filter(|&j| {
+                    let n = sim.node(j);
                     n.ready
                         && !self.cluster.removing.contains(&n.name)
                         && onto.as_ref().is_none_or(|o| o.contains(n.name.as_str()))
                 })
-                .map(|(j, _)| j)
                 .collect();
             self.onto_cache = Some((p.onto.clone(), all));
         }
@@ -479,10 +473,11 @@ impl<'a> Planner<'a> {
         }
         let mut moved = (*p.pod).clone();
         moved.node_name = Some(name.clone());
-        self.sim.repel = self.sim.repel.max(Repel::of(&moved));
-        self.sim.infos[*j].add(moved);
+        self.sim.add(moved, *j);
     }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_memo;

@@ -7,7 +7,9 @@ use std::hash::{Hash, Hasher};
 
 use crate::model::workload::Pod;
 
-fn shape_hash(p: &Pod) -> u64 {
+/// A hash of what `Pod::same_shape` compares (pods of one shape hash alike), to find a pod's shape
+/// among many without comparing it with each.
+pub(crate) fn shape_hash(p: &Pod) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     p.namespace.hash(&mut h);
     p.labels.hash(&mut h);

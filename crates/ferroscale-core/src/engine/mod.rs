@@ -13,7 +13,7 @@ mod context;
 pub mod decisions;
 mod disruption;
 pub mod drainability;
-mod equivalence;
+pub(crate) mod equivalence;
 pub mod estimator;
 pub mod expander;
 pub mod health;

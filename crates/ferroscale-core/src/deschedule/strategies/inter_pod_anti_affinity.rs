@@ -4,6 +4,7 @@
 //! repelled no longer count against the others.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -46,7 +47,6 @@ fn same_domain(a: &Node, b: &Node, key: &str) -> bool {
 }
 
 /// One domain of a topology key: its nodes and how many pods in scope they hold.
-#[derive(Clone)]
 struct Domain<'v> {
     nodes: Vec<&'v Node>,
     pods: usize,
@@ -59,7 +59,9 @@ struct Neighbours<'v> {
     /// (label, value) → the pods in scope carrying it, so a term whose selector names a label looks
     /// at those pods, not at every pod of a wide domain.
     by_label: HashMap<(String, String), Vec<Arc<Pod>>>,
-    domains: HashMap<(String, String), Domain<'v>>,
+    /// Topology key → each of its values' domain, made in one pass over the nodes when the key is
+    /// first asked for (a pass per domain would be quadratic in nodes for `kubernetes.io/hostname`).
+    domains: HashMap<String, HashMap<String, Rc<Domain<'v>>>>,
     /// The pods proposed already, by address.
     gone: HashSet<*const Pod>,
 }
@@ -85,7 +87,7 @@ impl<'v> Neighbours<'v> {
     }
 
     /// The domain of `node` under `key` (one node when it lacks the key).
-    fn domain(&mut self, node: &'v Node, key: &str) -> Domain<'v> {
+    fn domain(&mut self, node: &'v Node, key: &str) -> Rc<Domain<'v>> {
         let count = |scoped: &HashMap<&str, Vec<Arc<Pod>>>, nodes: &[&Node]| {
             nodes
                 .iter()
@@ -95,26 +97,38 @@ impl<'v> Neighbours<'v> {
         let Some(value) = node.labels.get(key) else {
             let nodes = vec![node];
             let pods = count(&self.scoped, &nodes);
-            return Domain { nodes, pods };
+            return Rc::new(Domain { nodes, pods });
         };
         let (view, scoped) = (self.view, &self.scoped);
-        self.domains
-            .entry((key.to_string(), value.clone()))
-            .or_insert_with(|| {
-                let nodes: Vec<&Node> = view
-                    .nodes()
-                    .iter()
-                    .filter(|n| same_domain(node, n, key))
-                    .collect();
-                let pods = count(scoped, &nodes);
-                Domain { nodes, pods }
+        if !self.domains.contains_key(key) {
+            let mut nodes: HashMap<&str, Vec<&Node>> = HashMap::new();
+            for n in view.nodes() {
+                if let Some(v) = n.labels.get(key) {
+                    nodes.entry(v.as_str()).or_default().push(n);
+                }
+            }
+            let by_value = nodes
+                .into_iter()
+                .map(|(v, nodes)| {
+                    let pods = count(scoped, &nodes);
+                    (v.to_string(), Rc::new(Domain { nodes, pods }))
+                })
+                .collect();
+            self.domains.insert(key.to_string(), by_value);
+        }
+        let by_value = &self.domains[key];
+        // `node` is among the view's nodes, so its value has a domain.
+        by_value.get(value).cloned().unwrap_or_else(|| {
+            Rc::new(Domain {
+                nodes: Vec::new(),
+                pods: 0,
             })
-            .clone()
+        })
     }
 
     /// The pods in scope a term can select at all, by a label its selector requires, when it names
-    /// one.
-    fn candidates(&self, term: &PodAffinityTerm) -> Option<Vec<&Arc<Pod>>> {
+    /// one: the lists of pods by each label value it admits.
+    fn candidates(&self, term: &PodAffinityTerm) -> Option<Vec<&Vec<Arc<Pod>>>> {
         let sel = &term.selector;
         let pairs: Vec<(String, String)> = match sel.match_labels.iter().next() {
             Some((k, v)) => vec![(k.clone(), v.clone())],
@@ -126,13 +140,7 @@ impl<'v> Neighbours<'v> {
                     .collect()
             }
         };
-        Some(
-            pairs
-                .iter()
-                .filter_map(|p| self.by_label.get(p))
-                .flatten()
-                .collect(),
-        )
+        Some(pairs.iter().filter_map(|p| self.by_label.get(p)).collect())
     }
 
     /// Whether a term of `pod`'s (on `node`) selects a pod still there in its domain.
@@ -142,8 +150,12 @@ impl<'v> Neighbours<'v> {
         };
         pod.anti_affinity.iter().any(|term| {
             let domain = self.domain(node, &term.topology_key);
-            if let Some(c) = self.candidates(term).filter(|c| c.len() < domain.pods) {
-                return c.into_iter().any(|other| {
+            // Whichever is fewer: the pods carrying the term's label, or the domain's pods.
+            if let Some(c) = self
+                .candidates(term)
+                .filter(|c| c.iter().map(|l| l.len()).sum::<usize>() < domain.pods)
+            {
+                return c.into_iter().flatten().any(|other| {
                     let there = other.node_name.as_deref().and_then(|n| self.view.node(n));
                     live(other, &self.gone)
                         && there.is_some_and(|t| same_domain(node, t, &term.topology_key))

@@ -111,9 +111,10 @@ pub struct SpreadMemo {
 }
 
 impl SpreadMemo {
-    /// Counts for callers whose candidate nodes are all among the cluster's own (`Cluster::base`), for
-    /// as long as no node changes: the descheduler's planner checks each proposed pod against every
-    /// node with one count per constraint instead of one per node.
+    /// Counts for callers whose candidate nodes are all among the cluster's own (`Cluster::base`), kept
+    /// as long as the caller reports each pod it places on or takes off a node
+    /// ([`SpreadMemo::pod_placed`], [`SpreadMemo::pod_removed`]): the descheduler's planner checks each
+    /// proposed pod against every node with one count per constraint for the whole cycle.
     pub fn over_base() -> Self {
         SpreadMemo {
             all_counted: true,
@@ -160,15 +161,26 @@ impl SpreadMemo {
         }
     }
 
-    /// The estimator placed `pod` on `node`, one of the nodes it added.
+    /// The estimator placed `pod` on `node`, one of the nodes it added (or, for a memo
+    /// [`SpreadMemo::over_base`], the caller placed it on one of the cluster's nodes).
     pub fn pod_placed(&self, node: &NodeInfo, pod: &Pod) {
+        self.moved(node, pod, 1);
+    }
+
+    /// `pod` left `node`, one of the nodes counted: the descheduler's planner keeps its memo
+    /// [`SpreadMemo::over_base`] as it moves pods off the cluster's nodes.
+    pub fn pod_removed(&self, node: &NodeInfo, pod: &Pod) {
+        self.moved(node, pod, -1);
+    }
+
+    fn moved(&self, node: &NodeInfo, pod: &Pod, k: i32) {
         for e in self.entries.borrow_mut().iter_mut() {
             let c = &e.key.constraint;
             if !selects(&e.pod, c, pod) || !counts_node(&e.pod, c, &node.node) {
                 continue;
             }
             if let Some(domain) = node.node.labels.get(&c.topology_key) {
-                e.totals.add(domain, 1);
+                e.totals.add(domain, k);
             }
         }
     }
