@@ -32,10 +32,16 @@ impl<C: Cluster> Actuator<C> {
                     DisruptionReason::Consolidation => "Consolidated",
                     _ => "Expired",
                 };
-                let note = format!(
-                    "replaced ({}): its replacement has joined; draining",
-                    d.reason
-                );
+                let note = match d.reason {
+                    // A deletion has no replacement: its pods fit on the other nodes.
+                    DisruptionReason::Consolidation => {
+                        "consolidated (see its ConsolidationPlanned event): draining".to_string()
+                    }
+                    _ => format!(
+                        "replaced ({}): its replacement has joined; draining",
+                        d.reason
+                    ),
+                };
                 self.cluster()
                     .event(regarding, EventKind::Normal, kind, note);
                 continue;

@@ -36,6 +36,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_clock;
+mod run_consolidation;
 mod run_deschedule;
 mod run_index;
 mod run_intake;
