@@ -33,13 +33,18 @@ impl<C: Cluster> Actuator<C> {
                     DisruptionReason::Descheduled => "Descheduled",
                     _ => "Expired",
                 };
-                let note = if d.reason == DisruptionReason::Descheduled {
-                    "emptied by the descheduler (HighNodeUtilization); draining".to_string()
-                } else {
-                    format!(
+                let note = match d.reason {
+                    DisruptionReason::Descheduled => {
+                        "emptied by the descheduler (HighNodeUtilization); draining".to_string()
+                    }
+                    // A deletion has no replacement: its pods fit on the other nodes.
+                    DisruptionReason::Consolidation => {
+                        "consolidated (see its ConsolidationPlanned event): draining".to_string()
+                    }
+                    _ => format!(
                         "replaced ({}): its replacement has joined; draining",
                         d.reason
-                    )
+                    ),
                 };
                 self.cluster()
                     .event(regarding, EventKind::Normal, kind, note);

@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::model::lifecycle::DisruptionReason;
 
 pub use crate::engine::status::{NodeCount, RegisteredCount, UnreadyCount};
+pub use consolidation::{ConsolidationStatus, DeclinedStatus, NewNodesStatus, PlanStatus};
+
+mod consolidation;
 
 /// A condition as stored: its status with its probe and transition times (RFC 3339), and the fields of
 /// whichever condition it is (upstream's health, scale-up and scale-down conditions share this shape).
@@ -87,6 +90,9 @@ pub struct Status {
     /// drift, expiry); upstream's readers ignore the field.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disruptions: Vec<DisruptionStatus>,
+    /// ferroscale's own: the last consolidation plan and the nodes the last loop declined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidation: Option<ConsolidationStatus>,
 }
 
 /// One node taken out of service, with why (`spot-interruption`, `drift`, ...).
@@ -201,6 +207,7 @@ impl From<&ClusterAutoscalerStatus> for Status {
                     reason: x.reason.to_string(),
                 })
                 .collect(),
+            consolidation: None,
         }
     }
 }
@@ -329,14 +336,19 @@ impl Status {
 }
 
 /// Writes the status ConfigMap: a merge patch of `data.status` and the annotation, or a create when it
-/// does not exist yet. Other keys and labels users put on it are kept.
+/// does not exist yet, with consolidation's part when there is one. Other keys and labels users put on
+/// it are kept.
 pub async fn write(
     client: &Client,
     namespace: &str,
     name: &str,
     status: &ClusterAutoscalerStatus,
+    consolidation: Option<&ConsolidationStatus>,
 ) -> Result<()> {
-    let status = Status::from(status);
+    let status = Status {
+        consolidation: consolidation.cloned(),
+        ..Status::from(status)
+    };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let annotations = BTreeMap::from([(labels::LAST_UPDATED.to_string(), status.time.clone())]);
     let data = BTreeMap::from([("status".to_string(), status.to_yaml())]);

@@ -1,8 +1,9 @@
 //! Prometheus metrics served on `/metrics`, under the names and labels of what operators already
 //! watch: go-grpc-prometheus's gRPC server metrics (`grpc`), upstream cluster-autoscaler's loop, cluster
 //! and per-group metrics (`run`, `totals`, `groups`), its AWS request histogram, and ferroscale's own
-//! cost and freshness gauges, and the descheduler's metrics under its names (`deschedule`).
+//! cost and freshness gauges, consolidation's (`consolidation`), and the descheduler's metrics under its names (`deschedule`).
 
+mod consolidation;
 mod deschedule;
 mod groups;
 mod grpc;
@@ -11,6 +12,7 @@ mod run;
 mod totals;
 mod untyped;
 
+pub use consolidation::{ActionLabels, ConsolidationMetrics, DeclinedLabel};
 pub use deschedule::{DeclinedLabels, DeschedulerMetrics, EvictedLabels, StrategyLabels};
 pub use groups::{GroupState, GroupStates};
 pub use lifecycle::LifecycleMetrics;

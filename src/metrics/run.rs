@@ -13,6 +13,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use super::consolidation::ConsolidationMetrics;
 use super::groups::GroupStates;
 use super::lifecycle::LifecycleMetrics;
 use super::totals::ClusterTotals;
@@ -115,6 +116,8 @@ pub struct LoopMetrics {
     pub groups: GroupStates,
     /// Disruptions and the interruption queue.
     pub lifecycle: LifecycleMetrics,
+    /// Consolidation's plans, saving and declined nodes.
+    pub consolidation: ConsolidationMetrics,
 }
 
 impl LoopMetrics {
@@ -290,6 +293,7 @@ impl LoopMetrics {
             totals: ClusterTotals::register(registry),
             groups: GroupStates::register(registry, lock),
             lifecycle: LifecycleMetrics::register(registry),
+            consolidation: ConsolidationMetrics::register(registry),
         };
         registry.register(
             "cluster_autoscaler_cluster_safe_to_autoscale",

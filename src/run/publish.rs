@@ -1,6 +1,6 @@
 //! The loop's last stage: what it decided and did, made visible. The status ConfigMap (upstream's
-//! schema), events on pods (NotTriggerScaleUp) and on the priority ConfigMap, metrics and logs
-//! (`report`).
+//! schema, with consolidation's part), events on pods (NotTriggerScaleUp), on the priority ConfigMap
+//! and on the nodes of a consolidation plan (ConsolidationPlanned), metrics and logs (`report`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,11 +11,11 @@ use crate::engine::reasons::Pending;
 use crate::engine::status::ClusterAutoscalerStatus;
 use crate::engine::{Decisions, Memory, Settings, World};
 use crate::error::Error;
-use crate::k8s::events::{pod_ref, Events};
+use crate::k8s::events::{node_ref, pod_ref, Events};
 use crate::k8s::index::Index;
 use crate::k8s::lease::Fence;
 use crate::k8s::priorities::Problem;
-use crate::k8s::status;
+use crate::k8s::status::{self, ConsolidationStatus};
 use crate::metrics::LoopMetrics;
 
 /// A pod's NotTriggerScaleUp event is repeated at most this often while its reason stays the same
@@ -35,6 +35,8 @@ pub struct Publisher {
     config_map: Option<String>,
     /// The last status written (or computed, in dry-run).
     pub(super) status: Option<ClusterAutoscalerStatus>,
+    /// Consolidation's part of the status: the last plan, the last loop's declined nodes.
+    pub(super) consolidation: Option<ConsolidationStatus>,
     /// Pod → (reason, when) of its last NotTriggerScaleUp event.
     not_triggered: HashMap<String, (Pending, i64)>,
 }
@@ -55,6 +57,7 @@ impl Publisher {
             namespace: run.namespace.clone(),
             config_map: run.status_config_map.clone(),
             status: None,
+            consolidation: None,
             not_triggered: HashMap::new(),
         }
     }
@@ -80,6 +83,8 @@ impl Publisher {
             );
         }
         self.not_triggered(d, index, now);
+        self.consolidation_planned(d, index);
+        self.consolidation = ConsolidationStatus::next(self.consolidation.as_ref(), d, now);
         let status =
             ClusterAutoscalerStatus::compute(world, d, memory, settings, now, self.status.as_ref());
         self.report(d, &status, world, memory, settings, now);
@@ -125,13 +130,63 @@ impl Publisher {
         self.not_triggered.retain(|k, _| seen.contains(k));
     }
 
+    /// ConsolidationPlanned on each node of each plan: what replaces it and what the plan saves.
+    fn consolidation_planned(&self, d: &Decisions, index: &Index) {
+        use crate::actuator::Lookup;
+        use crate::engine::ConsolidationAction;
+        for plan in &d.consolidations {
+            let what = match plan.action {
+                ConsolidationAction::Delete => {
+                    "deleted: its pods fit on the other nodes".to_string()
+                }
+                ConsolidationAction::Replace => {
+                    let into: Vec<String> = plan
+                        .into
+                        .iter()
+                        .map(|n| format!("{} node(s) of group {}", n.count, n.group))
+                        .collect();
+                    format!(
+                        "to be replaced by {}; drained once they are ready",
+                        into.join(" and ")
+                    )
+                }
+            };
+            let note = format!(
+                "consolidation: {what} (plan of {} node(s): {}), saving ${:.4}/h of ${:.4}/h, {} pod(s) evicted",
+                plan.nodes.len(),
+                plan.nodes.join(", "),
+                plan.savings_per_hour,
+                plan.price_per_hour,
+                plan.pods_evicted.len()
+            );
+            for name in &plan.nodes {
+                let uid = index.node(name).and_then(|n| n.uid);
+                self.events.send(
+                    node_ref(name, uid),
+                    EventType::Normal,
+                    "ConsolidationPlanned",
+                    note.clone(),
+                );
+            }
+        }
+    }
+
     /// Writes the status ConfigMap (not in dry-run, not after leadership was lost); a failure is logged.
     async fn write_status(&self, status: &ClusterAutoscalerStatus) {
         let (false, Some(name)) = (self.dry_run, &self.config_map) else {
             return;
         };
         let written = match self.fence.check("writing the status") {
-            Ok(()) => status::write(&self.client, &self.namespace, name, status).await,
+            Ok(()) => {
+                status::write(
+                    &self.client,
+                    &self.namespace,
+                    name,
+                    status,
+                    self.consolidation.as_ref(),
+                )
+                .await
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = written {

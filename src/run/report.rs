@@ -50,6 +50,10 @@ impl Publisher {
         for i in &d.delete_instances {
             tracing::info!(instance = %i.instance, group = %i.group, reason = %i.reason, "{verb} delete instance");
         }
+        for p in &d.consolidations {
+            tracing::info!(action = %p.action, nodes = ?p.nodes, saving_per_hour = p.savings_per_hour, pods = p.pods_evicted.len(), "{verb} consolidate");
+        }
+        self.record.consolidation.loop_done(d);
         for line in &d.expander {
             tracing::debug!("{line}");
         }

@@ -37,6 +37,7 @@ mod resize;
 mod run;
 mod run_aws;
 mod run_clock;
+mod run_consolidation;
 mod run_deschedule;
 mod run_deschedule_declined;
 mod run_deschedule_emptied;

@@ -2,6 +2,7 @@
 //! (the scheduler's filters, first fit), the rest binpacked onto new nodes of each group that may grow
 //! (the estimator), the cheapest group kept; the plan stands only if the saving is worth it.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 
 use super::candidates::Candidate;
@@ -76,8 +77,12 @@ pub(super) struct Evaluator<'a, 'c> {
     ctx: &'c Ctx<'a>,
     memory: &'c Memory,
     infos: &'c [NodeInfo],
-    /// Nodes that may receive pods (not going away, ready, no template).
-    usable: Vec<bool>,
+    /// Index into `infos` of each node that may receive pods (not going away, ready, no template).
+    usable: Vec<usize>,
+    /// Those nodes as they are, in that order: what an evaluation starts from. Each evaluation moves
+    /// them out of here and back, and copies back from `infos` only the few it placed pods on, so that
+    /// it does not clone the whole cluster.
+    work: RefCell<Vec<NodeInfo>>,
     targets: Vec<Target<'a>>,
     total: Amount,
     nodes: usize,
@@ -92,10 +97,13 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 || memory.disrupting(n)
                 || d.scale_down.iter().any(|s| s.node == n)
         };
-        let usable = infos
+        let usable: Vec<usize> = infos
             .iter()
-            .map(|i| i.node.ready && !i.node.template && !going(&i.node.name))
+            .enumerate()
+            .filter(|(_, i)| i.node.ready && !i.node.template && !going(&i.node.name))
+            .map(|(k, _)| k)
             .collect();
+        let work = RefCell::new(usable.iter().map(|&k| infos[k].clone()).collect());
         let mut total = Amount::default();
         for i in infos {
             total.add(Amount::of_node(&i.node), 1);
@@ -142,6 +150,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             memory,
             infos,
             usable,
+            work,
             targets,
             total,
             nodes: world.nodes.len(),
@@ -156,23 +165,55 @@ impl<'a, 'c> Evaluator<'a, 'c> {
 
     /// The plan for the candidates `set` (indices into `cands`), or why there is none worth taking.
     pub fn evaluate(&self, cands: &[Candidate], set: &[usize]) -> Result<Found, Declined> {
-        let s = self.ctx.settings;
         let taken: HashSet<usize> = set.iter().map(|&k| cands[k].index).collect();
-        let mut rest: Vec<NodeInfo> = self
-            .infos
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.usable[*i] && !taken.contains(i))
-            .map(|(_, n)| n.clone())
-            .collect();
+        // The usable nodes not taken, in order, moved out of `work` (the taken ones parked).
+        let mut work = self.work.borrow_mut();
+        let (mut rest, mut parked, mut at) =
+            (Vec::with_capacity(work.len()), Vec::new(), Vec::new());
+        for (p, info) in work.drain(..).enumerate() {
+            if taken.contains(&self.usable[p]) {
+                parked.push((p, info));
+            } else {
+                at.push(p);
+                rest.push(info);
+            }
+        }
         let pods: Vec<&Pod> = set
             .iter()
             .flat_map(|&k| cands[k].movable.iter().map(|p| p.as_ref()))
             .collect();
         let placed = first_fit(&pods, &mut rest, |_| true);
+        let found = self.judge(cands, set, &pods, &placed, &rest);
+        // Back as they were: the nodes that took pods copied afresh, the others moved back.
+        let touched: HashSet<usize> = placed.iter().flatten().copied().collect();
+        let mut parked = parked.into_iter().peekable();
+        for (r, info) in rest.into_iter().enumerate() {
+            while let Some((_, back)) = parked.next_if(|(p, _)| *p < at[r]) {
+                work.push(back);
+            }
+            if touched.contains(&r) {
+                work.push(self.infos[self.usable[at[r]]].clone());
+            } else {
+                work.push(info);
+            }
+        }
+        work.extend(parked.map(|(_, p)| p));
+        found
+    }
+
+    /// What taking `set` saves once `pods` (its pods) are `placed` on the `rest` of the cluster.
+    fn judge(
+        &self,
+        cands: &[Candidate],
+        set: &[usize],
+        pods: &[&Pod],
+        placed: &[Option<usize>],
+        rest: &[NodeInfo],
+    ) -> Result<Found, Declined> {
+        let s = self.ctx.settings;
         let left: Vec<&Pod> = pods
             .iter()
-            .zip(&placed)
+            .zip(placed)
             .filter(|(_, at)| at.is_none())
             .map(|(p, _)| *p)
             .collect();
@@ -192,7 +233,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         let mut best: Option<(f64, usize, &Target)> = None;
         if !left.is_empty() {
             let base: &[NodeInfo] = if left.iter().any(|p| p.inter_pod()) {
-                &rest
+                rest
             } else {
                 &[]
             };

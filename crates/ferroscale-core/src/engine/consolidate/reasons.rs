@@ -105,3 +105,37 @@ impl fmt::Display for Waits {
         }
     }
 }
+
+impl Declined {
+    /// Every [`Declined::label`], for series set to 0 before the first.
+    pub const LABELS: [&'static str; 11] = [
+        "saving_too_small",
+        "saving_per_pod_too_small",
+        "nothing_cheaper",
+        "cluster_limit",
+        "disruption_budget",
+        "min_size",
+        "window_closed",
+        "do_not_disrupt",
+        "blocked",
+        "on_completion",
+        "not_ready_in_time",
+    ];
+
+    /// A stable name of the reason, without its figures: a metric label, a summary's key.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Declined::SavingTooSmall { .. } => "saving_too_small",
+            Declined::SavingPerPodTooSmall { .. } => "saving_per_pod_too_small",
+            Declined::NothingCheaper => "nothing_cheaper",
+            Declined::ClusterLimit(_) => "cluster_limit",
+            Declined::DisruptionBudget { .. } => "disruption_budget",
+            Declined::AtMinSize { .. } => "min_size",
+            Declined::OutsideDisruptionWindow { .. } => "window_closed",
+            Declined::DoNotDisrupt { .. } => "do_not_disrupt",
+            Declined::Blocked(_) => "blocked",
+            Declined::OnCompletion { .. } => "on_completion",
+            Declined::NotReadyInTime { .. } => "not_ready_in_time",
+        }
+    }
+}
