@@ -197,7 +197,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Fields<'_, A> {
         let slot = match self.next {
             Field::Other => return self.inner.next_value_seed(seed),
             Field::Metadata => {
-                return self.inner.next_value_seed(Into {
+                return self.inner.next_value_seed(MetadataSeed {
                     inner: seed,
                     meta: &mut *self.meta,
                 })
@@ -246,12 +246,12 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// The metadata's value, read through the tee.
-struct Into<'m, S> {
+struct MetadataSeed<'m, S> {
     inner: S,
     meta: &'m mut ObjectMeta,
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Into<'_, S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<'_, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
