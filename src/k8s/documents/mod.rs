@@ -12,6 +12,7 @@ mod lean;
 mod stream;
 #[cfg(test)]
 mod tests;
+pub mod watched;
 mod yaml;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};

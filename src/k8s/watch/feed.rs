@@ -14,9 +14,9 @@ use super::{WatchHealth, Watched};
 
 pub use crate::k8s::converted::Converted;
 
-/// A conversion of one object: None when the object is not indexed (a pod that has finished), which the
-/// index treats as a deletion.
-pub type Convert<K, T> = fn(&K) -> Option<Converted<T>>;
+/// A conversion of one object, which it consumes: None when the object is not indexed (a pod that has
+/// finished), which the index treats as a deletion.
+pub type Convert<K, T> = fn(K) -> Option<Converted<T>>;
 
 /// What arrived since the loop last looked.
 pub struct Changes<T> {
@@ -128,7 +128,7 @@ pub fn start<K: Watched, T: Send + 'static>(
         watcher::Event::InitApply(o) => {
             feed.events.fetch_add(1, Ordering::Relaxed);
             let key = key_of(&o);
-            if let Some(v) = convert(&o) {
+            if let Some(v) = convert(o) {
                 listing.push((key.clone(), v));
             }
             listed.insert(key);
@@ -138,7 +138,7 @@ pub fn start<K: Watched, T: Send + 'static>(
         }
         watcher::Event::Apply(o) => {
             let key = key_of(&o);
-            let v = convert(&o);
+            let v = convert(o);
             feed.known().insert(key.clone());
             feed.push(key, v);
         }

@@ -3,12 +3,15 @@
 //!
 //! The big kinds (pods, nodes) and the ones the engine reads converted (PodDisruptionBudgets, DaemonSets)
 //! are [`feed`]s: each event is converted to the model when it arrives and only that is kept, for the
-//! loop's index (`k8s::index`). The small kinds read raw (PersistentVolumeClaims, PersistentVolumes,
+//! loop's index (`k8s::index`). Pods and nodes are read straight into the model through the dump
+//! reader's lean types ([`converting`]), never into whole Kubernetes objects. The small kinds read raw (PersistentVolumeClaims, PersistentVolumes,
 //! StorageClasses, CSINodes, and ReplicaSets / ReplicationControllers for `--min-replica-count`) are
 //! reflector stores without the fields nothing reads, each with a count of its changes so the index
 //! resolves claims and owners again only when they changed.
 
+pub mod converting;
 pub mod feed;
+mod tee;
 
 use crate::labels;
 use std::future::Future;
@@ -221,10 +224,18 @@ impl Watches {
         let h = |i: usize| health[i].1.clone();
         let c = || client.clone();
         Watches {
-            pods: feed::start(Api::all(c()), KINDS[0], h(0), converted::convert_pod),
-            nodes: feed::start(Api::all(c()), KINDS[1], h(1), converted::convert_node),
-            pdbs: feed::start(Api::all(c()), KINDS[2], h(2), converted::convert_pdb),
-            daemonsets: feed::start(Api::all(c()), KINDS[3], h(3), converted::convert_daemonset),
+            pods: feed::start(Api::all(c()), KINDS[0], h(0), |p: converting::Pod| {
+                p.converted
+            }),
+            nodes: feed::start(Api::all(c()), KINDS[1], h(1), |n: converting::Node| {
+                n.converted
+            }),
+            pdbs: feed::start(Api::all(c()), KINDS[2], h(2), |p| {
+                converted::convert_pdb(&p)
+            }),
+            daemonsets: feed::start(Api::all(c()), KINDS[3], h(3), |d| {
+                converted::convert_daemonset(&d)
+            }),
             claims: start(Api::all(c()), KINDS[4], h(4), keep_all),
             volumes: start(Api::all(c()), KINDS[5], h(5), keep_all),
             classes: start(Api::all(c()), KINDS[6], h(6), keep_all),
