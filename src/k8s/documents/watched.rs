@@ -10,9 +10,9 @@ use super::lean;
 /// A pod read with only the fields the model is made of.
 #[derive(Deserialize)]
 #[serde(transparent)]
-pub struct Pod(lean::Pod);
+pub struct LeanPod(lean::Pod);
 
-impl Pod {
+impl LeanPod {
     /// The sparse Kubernetes pod the model is converted from, as the dump reader makes it.
     pub fn into_core(self) -> core::Pod {
         self.0.into_core()
@@ -22,9 +22,9 @@ impl Pod {
 /// A node read with only the fields the model is made of.
 #[derive(Deserialize)]
 #[serde(transparent)]
-pub struct Node(lean::Node);
+pub struct LeanNode(lean::Node);
 
-impl Node {
+impl LeanNode {
     /// The sparse Kubernetes node the model is converted from, as the dump reader makes it.
     pub fn into_core(self) -> core::Node {
         self.0.into_core()

@@ -36,7 +36,7 @@ pub struct Node {
 
 impl<'de> Deserialize<'de> for Pod {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (pod, metadata) = tee::read::<watched::Pod, _>(d)?;
+        let (pod, metadata) = tee::read::<watched::LeanPod, _>(d)?;
         Ok(Pod {
             metadata,
             converted: converted::convert_pod(&pod.into_core()),
@@ -46,7 +46,7 @@ impl<'de> Deserialize<'de> for Pod {
 
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (node, metadata) = tee::read::<watched::Node, _>(d)?;
+        let (node, metadata) = tee::read::<watched::LeanNode, _>(d)?;
         Ok(Node {
             metadata,
             converted: converted::convert_node(&node.into_core()),

@@ -1,7 +1,7 @@
 //! The watch's bookkeeping read in passing: a deserializer in front of the real one that copies an
 //! object's `metadata.name`, `metadata.namespace` and `metadata.resourceVersion` as they go by while
 //! another type reads the object, so a pod read straight into the dump reader's lean type
-//! ([`super::converting`]) still tells kube's watcher where to resume and the feed its key, with no
+//! (`watch::converting`) still tells kube's watcher where to resume and the feed its key, with no
 //! second parse and no full object.
 
 use std::borrow::Cow;
