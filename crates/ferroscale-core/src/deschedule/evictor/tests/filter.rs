@@ -41,6 +41,12 @@ fn default_evictor_filter() {
             .args(|a| a.evict_failed_bare_pods = true),
         Case::new("Normal pod eviction with normal ownerRefs", vec![owned("p1")], Ok(())),
         Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/evict annotation", vec![evict_annotation(owned("p2"))], Ok(())),
+        Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/prefer-no-eviction annotation (preference)", vec![owned("p2").with(|p| p.meta.prefer_no_eviction = true)], Ok(())),
+        Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/prefer-no-eviction annotation (mandatory)", vec![owned("p2").with(|p| p.meta.prefer_no_eviction = true)], Err(Kept::PreferNoEviction))
+            .args(|a| a.no_eviction_policy = Some(NoEvictionPolicy::Mandatory)),
+        Case::new("Pod with ResourceClaims is not evicted because 'PodsWithResourceClaims' is in ExtraEnabled", vec![owned("p21").with(|p| p.meta.has_resource_claims = true)], Err(Kept::ResourceClaims))
+            .args(|a| a.pod_protections.extra_enabled = vec![Protection::PodsWithResourceClaims]),
+        Case::new("Pod with ResourceClaims is evicted without the protection (ferroscale)", vec![owned("p22").with(|p| p.meta.has_resource_claims = true)], Ok(())),
         Case::new("Normal pod eviction with replicaSet ownerRefs", vec![owned("p3")], Ok(())),
         Case::new("Normal pod eviction with replicaSet ownerRefs and evict annotation", vec![evict_annotation(tp("p4", 400, 0, "node1").owner("ReplicaSet", "replicaset-1"))], Ok(())),
         Case::new("Normal pod eviction with statefulSet ownerRefs", vec![owned("p18")], Ok(())),
