@@ -223,3 +223,27 @@ fn ferroscale_protections_and_priority_class_names() {
     ];
     run(cases, |e, p| e.filter(p));
 }
+
+/// `noEvictionPolicy: Preferred` (pods.go `SortPodsBasedOnPriorityLowToHigh`): among pods of one
+/// priority and class, those annotated prefer-no-eviction go last; priority still comes first.
+#[test]
+fn prefer_no_eviction_pods_go_last_in_their_class() {
+    use crate::deschedule::strategies::usage::sort_for_eviction;
+    use std::sync::Arc;
+    let build = |name: &str, priority: i32, prefer: bool| {
+        Arc::new(
+            owned(name)
+                .priority(priority)
+                .with(|p| p.meta.prefer_no_eviction = prefer)
+                .build(),
+        )
+    };
+    let mut pods = vec![
+        build("kept-low", 0, true),
+        build("plain-low", 0, false),
+        build("plain-high", 10, false),
+    ];
+    sort_for_eviction(&mut pods);
+    let names: Vec<&str> = pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["plain-low", "kept-low", "plain-high"]);
+}
