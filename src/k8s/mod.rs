@@ -14,6 +14,7 @@ pub mod lease;
 pub mod namespaces;
 pub mod objects;
 pub mod owners;
+pub mod pod_facts;
 pub mod pod_status;
 pub mod priorities;
 mod requests;

@@ -317,6 +317,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             do_not_disrupt: super::pod_status::do_not_disrupt(&annotations),
             deletion_cost: super::pod_status::deletion_cost(&annotations),
             evict_annotation: super::pod_status::evict_annotation(&annotations),
+            ..super::pod_facts::meta(p)
         },
         labels,
         namespace: super::shared::name(&namespace),

@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1 as core;
 use crate::labels;
 use crate::model::workload::{ContainerState, Owner, PodPhase};
 
-/// The pod's phase, status reason and container states (init containers first), from its status.
+/// The pod's phase, status reason and container states (init containers first, ephemeral ones
+/// last), from its status.
 pub(super) fn states(p: &core::Pod) -> (PodPhase, Option<String>, Vec<ContainerState>) {
     let Some(s) = p.status.as_ref() else {
         return (PodPhase::Pending, None, Vec::new());
@@ -18,8 +19,9 @@ pub(super) fn states(p: &core::Pod) -> (PodPhase, Option<String>, Vec<ContainerS
         .as_deref()
         .map(PodPhase::parse)
         .unwrap_or(PodPhase::Pending);
-    let state = |c: &core::ContainerStatus, init: bool| ContainerState {
+    let state = |c: &core::ContainerStatus, init: bool, ephemeral: bool| ContainerState {
         init,
+        ephemeral,
         restarts: c.restart_count,
         waiting: c
             .state
@@ -41,12 +43,18 @@ pub(super) fn states(p: &core::Pod) -> (PodPhase, Option<String>, Vec<ContainerS
         .init_container_statuses
         .iter()
         .flatten()
-        .map(|c| state(c, true))
+        .map(|c| state(c, true, false))
         .chain(
             s.container_statuses
                 .iter()
                 .flatten()
-                .map(|c| state(c, false)),
+                .map(|c| state(c, false, false)),
+        )
+        .chain(
+            s.ephemeral_container_statuses
+                .iter()
+                .flatten()
+                .map(|c| state(c, false, true)),
         )
         .collect();
     (phase, s.reason.clone(), containers)

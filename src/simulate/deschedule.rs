@@ -108,16 +108,18 @@ pub fn removing_nodes(
 }
 
 /// A controller's replacement of an evicted pod: the same spec, created at `now`, not yet bound, with
-/// fresh containers.
+/// fresh containers (no ephemeral ones, no conditions yet).
 fn replacement(pod: &Pod, now: i64) -> Pod {
     let mut p = pod.clone();
     p.node_name = None;
     p.meta.created = now;
     p.meta.unschedulable = false;
+    p.meta.conditions = Default::default();
     p.meta.containers = pod
         .meta
         .containers
         .iter()
+        .filter(|c| !c.ephemeral)
         .map(|c| ContainerState {
             init: c.init,
             ..ContainerState::default()

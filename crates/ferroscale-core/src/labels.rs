@@ -125,3 +125,7 @@ pub const KARPENTER_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 pub const DO_NOT_DISRUPT: &str = "ferroscale.io/do-not-disrupt";
 /// The descheduler's annotation making a pod evictable whatever else would keep it (present, any value).
 pub const DESCHEDULER_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
+/// The descheduler's soft no-eviction annotation (present, any value): honoured under the evictor's
+/// `noEvictionPolicy: Mandatory`, last in eviction order otherwise.
+pub const DESCHEDULER_PREFER_NO_EVICTION: &str =
+    "descheduler.alpha.kubernetes.io/prefer-no-eviction";

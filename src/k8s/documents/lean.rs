@@ -99,6 +99,8 @@ struct PodSpec {
     termination_grace_period_seconds: Option<i64>,
     resources: Option<core::ResourceRequirements>,
     overhead: Option<Quantities>,
+    /// Read for its presence (`pod_facts`).
+    resource_claims: Option<Vec<core::PodResourceClaim>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -130,6 +132,7 @@ struct PodStatus {
     conditions: Option<Vec<Condition>>,
     container_statuses: Option<Vec<ContainerStatus>>,
     init_container_statuses: Option<Vec<ContainerStatus>>,
+    ephemeral_container_statuses: Option<Vec<ContainerStatus>>,
     resources: Option<core::ResourceRequirements>,
     allocated_resources: Option<Quantities>,
 }
@@ -212,6 +215,7 @@ impl Pod {
                 termination_grace_period_seconds: s.termination_grace_period_seconds,
                 resources: s.resources,
                 overhead: s.overhead,
+                resource_claims: s.resource_claims,
                 ..Default::default()
             }),
             status: self.status.map(|s| core::PodStatus {
@@ -227,6 +231,10 @@ impl Pod {
                 container_statuses: each(s.container_statuses, ContainerStatus::into_core),
                 init_container_statuses: each(
                     s.init_container_statuses,
+                    ContainerStatus::into_core,
+                ),
+                ephemeral_container_statuses: each(
+                    s.ephemeral_container_statuses,
                     ContainerStatus::into_core,
                 ),
                 resources: s.resources,

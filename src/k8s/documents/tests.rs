@@ -24,7 +24,8 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
                 "cluster-autoscaler.kubernetes.io/daemonset-pod": "true",
                 "cluster-autoscaler.kubernetes.io/pod-scale-up-delay": "90s",
                 "karpenter.sh/do-not-disrupt": "true",
-                "descheduler.alpha.kubernetes.io/evict": ""
+                "descheduler.alpha.kubernetes.io/evict": "",
+                "descheduler.alpha.kubernetes.io/prefer-no-eviction": ""
             },
             "ownerReferences": [
                 {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "uid": "o-1", "controller": true},
@@ -35,6 +36,7 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
         "spec": {
             "nodeName": node_name, "priority": 1000, "schedulerName": "custom",
             "terminationGracePeriodSeconds": 45,
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}],
             "nodeSelector": {"kubernetes.io/os": "linux"},
             "tolerations": [
                 {"key": "a", "operator": "Exists", "effect": "NoSchedule"},
@@ -93,7 +95,8 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
             "phase": phase, "reason": "Evicted", "podIP": "10.1.0.1",
             "conditions": [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"},
-                {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
+                {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
+                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": "2026-11-01T10:06:00Z"}
             ],
             "resources": {"requests": {"cpu": "2"}},
             "allocatedResources": {"cpu": "2"},
@@ -108,6 +111,10 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
                  "allocatedResources": {"cpu": "750m"}, "resources": {"requests": {"cpu": "600m"}}},
                 {"name": "side", "image": "s", "imageID": "z", "ready": true, "restartCount": 1,
                  "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}
+            ],
+            "ephemeralContainerStatuses": [
+                {"name": "debug", "image": "busybox", "imageID": "d", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}
             ]
         }
     })
@@ -185,6 +192,14 @@ fn a_pod_read_lean_converts_to_the_model_the_full_object_gives() {
             .into_core();
         let model = |p: &core::Pod| pod(p).map_err(|e| e.to_string());
         assert_eq!(model(&lean), model(&full), "{text}");
+        if text.contains("prefer-no-eviction") {
+            // The descheduler's facts are read, not left at their defaults, both ways.
+            let m = model(&lean).unwrap().meta;
+            assert!(m.prefer_no_eviction && m.has_resource_claims, "{text}");
+            assert_eq!(m.conditions.len(), 3);
+            assert!(m.conditions[2].last_transition.is_some());
+            assert!(m.containers.last().is_some_and(|c| c.ephemeral));
+        }
         assert_eq!(claim_names(&lean), claim_names(&full), "{text}");
         assert_eq!(pod_terminal(&lean), pod_terminal(&full));
         assert_eq!(pod_failed_bound(&lean), pod_failed_bound(&full));

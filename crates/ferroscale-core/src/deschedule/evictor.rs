@@ -34,6 +34,11 @@ pub enum Kept {
     DoNotDisrupt,
     /// Annotated `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"` (or `"on-completion"`).
     NotSafeToEvict,
+    /// Annotated `descheduler.alpha.kubernetes.io/prefer-no-eviction`, under `noEvictionPolicy:
+    /// Mandatory`.
+    PreferNoEviction,
+    /// Has `spec.resourceClaims`, protected by `PodsWithResourceClaims`.
+    ResourceClaims,
     /// No owner: nothing would recreate it.
     BarePod,
     /// No owner and not failed (`evictFailedBarePods` lets failed bare pods go).
@@ -76,6 +81,10 @@ impl fmt::Display for Kept {
             Kept::Terminating => f.write_str("already terminating"),
             Kept::DoNotDisrupt => f.write_str("annotated do-not-disrupt"),
             Kept::NotSafeToEvict => f.write_str("annotated not safe to evict"),
+            Kept::PreferNoEviction => {
+                f.write_str("annotated prefer-no-eviction (noEvictionPolicy: Mandatory)")
+            }
+            Kept::ResourceClaims => f.write_str("has resource claims"),
             Kept::BarePod => f.write_str("has no owner to recreate it"),
             Kept::BarePodNotFailed => f.write_str("has no owner to recreate it and has not failed"),
             Kept::SystemCritical { priority } => {
@@ -204,6 +213,11 @@ impl<'a> Evictor<'a> {
         if pod.meta.evict_annotation {
             return Ok(());
         }
+        if self.args.no_eviction_policy == Some(NoEvictionPolicy::Mandatory)
+            && pod.meta.prefer_no_eviction
+        {
+            return Err(Kept::PreferNoEviction);
+        }
         if pod.meta.mirror {
             return Err(Kept::Mirror);
         }
@@ -244,6 +258,9 @@ impl<'a> Evictor<'a> {
         }
         if p.pvc {
             self.check_claims(pod)?;
+        }
+        if p.resource_claims && pod.meta.has_resource_claims {
+            return Err(Kept::ResourceClaims);
         }
         if p.without_pdb && !self.view.cluster.pdbs.iter().any(|b| b.covers(pod)) {
             return Err(Kept::WithoutPdb);

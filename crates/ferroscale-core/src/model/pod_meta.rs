@@ -1,7 +1,7 @@
 //! What rules other than the scheduler's filters read of a pod: autoscaling's (owner, priority,
 //! safe-to-evict, local volumes) and the descheduler's (phase, restarts, container states, owners, images).
 
-use super::shared::Shared;
+use super::shared::{Shared, SharedName};
 
 /// What autoscaling rules (not the scheduler's filters) read of a pod.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,6 +59,27 @@ pub struct PodMeta {
     /// `descheduler.alpha.kubernetes.io/evict` is set: the descheduler's evictor admits it whatever
     /// else would keep it.
     pub evict_annotation: bool,
+    /// `descheduler.alpha.kubernetes.io/prefer-no-eviction` is set (any value): the descheduler's
+    /// evictor keeps it under `noEvictionPolicy: Mandatory`.
+    pub prefer_no_eviction: bool,
+    /// `spec.resourceClaims` is not empty: kept by the evictor's `PodsWithResourceClaims` protection.
+    pub has_resource_claims: bool,
+    /// `status.conditions`, as the descheduler's `PodLifeTime` `conditions` filter reads them (empty
+    /// for most pods: nothing allocated).
+    pub conditions: Box<[PodCondition]>,
+}
+
+/// One of a pod's `status.conditions`. Strings are the shared copies (conditions repeat across pods).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodCondition {
+    /// `type` (`Ready`, `PodScheduled`, ...).
+    pub kind: SharedName,
+    /// `status` (`True`, `False`, `Unknown`).
+    pub status: SharedName,
+    /// `reason`, when set (empty otherwise, as the API's empty string).
+    pub reason: SharedName,
+    /// `lastTransitionTime`, seconds since the epoch; None when not set.
+    pub last_transition: Option<i64>,
 }
 
 /// `status.phase` of a pod.
@@ -102,6 +123,9 @@ impl PodPhase {
 pub struct ContainerState {
     /// An init container.
     pub init: bool,
+    /// An ephemeral (debug) container: counted only where a strategy's
+    /// `includingEphemeralContainers` asks.
+    pub ephemeral: bool,
     pub restarts: i32,
     /// `state.waiting.reason`, when waiting.
     pub waiting: Option<String>,

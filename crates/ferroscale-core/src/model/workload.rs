@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-pub use super::pod_meta::{ContainerState, Owner, PodMeta, PodPhase, SafeToEvict};
+pub use super::pod_meta::{ContainerState, Owner, PodCondition, PodMeta, PodPhase, SafeToEvict};
 pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
 use super::shared::{Labels, SharedName};
 use super::volumes::Claim;

@@ -120,6 +120,7 @@ pub struct Protections {
     pub failed_bare: bool,
     pub pvc: bool,
     pub without_pdb: bool,
+    pub resource_claims: bool,
 }
 
 impl EvictorArgs {
@@ -147,6 +148,7 @@ impl EvictorArgs {
                 failed_bare: !self.evict_failed_bare_pods,
                 pvc: self.ignore_pvc_pods,
                 without_pdb: self.ignore_pods_without_pdb,
+                resource_claims: false,
             };
         }
         let p = &self.pod_protections;
@@ -159,6 +161,7 @@ impl EvictorArgs {
             failed_bare: default_on(Protection::FailedBarePods),
             pvc: extra_on(Protection::PodsWithPVC),
             without_pdb: extra_on(Protection::PodsWithoutPDB),
+            resource_claims: extra_on(Protection::PodsWithResourceClaims),
         }
     }
 
@@ -193,9 +196,7 @@ impl EvictorArgs {
         LabelSelector::parse(&self.node_selector).map_err(|e| format!("nodeSelector: {e}"))
     }
 
-    /// The descheduler's checks of these arguments (`ValidateDefaultEvictorArgs`), plus a refusal of
-    /// the protections ferroscale cannot honour (`noEvictionPolicy: Mandatory`,
-    /// `PodsWithResourceClaims`): ignoring a protection would evict pods the policy protects.
+    /// The descheduler's checks of these arguments (`ValidateDefaultEvictorArgs`).
     pub fn validate(&self) -> Result<(), ArgsError> {
         let mut out = Problems::default();
         if let Some(t) = &self.priority_threshold {
@@ -211,15 +212,6 @@ impl EvictorArgs {
                     format!("priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}"),
                 );
             }
-        }
-        if self.no_eviction_policy == Some(NoEvictionPolicy::Mandatory) {
-            out.add(
-                "noEvictionPolicy",
-                "Mandatory is not supported: ferroscale does not read the \
-                 descheduler.alpha.kubernetes.io/prefer-no-eviction annotation, so the pods it \
-                 protects would be evicted (annotate them ferroscale.io/do-not-disrupt: \"true\" \
-                 instead)",
-            );
         }
         if let Err(why) = validate::selector_string(&self.node_selector) {
             out.add("nodeSelector", why);
@@ -244,7 +236,7 @@ impl EvictorArgs {
     }
 
     /// `podProtections`, when it names any: not with the deprecated booleans, each name from its
-    /// list and once, storage class names set; `PodsWithResourceClaims` refused.
+    /// list and once, storage class names set.
     fn check_protections(&self, out: &mut Problems) {
         if self.deprecated_set() {
             out.add(
@@ -277,12 +269,6 @@ impl EvictorArgs {
                     );
                 } else if list[..i].contains(x) {
                     out.add(at, format!("\"{x:?}\" listed twice"));
-                } else if *x == Protection::PodsWithResourceClaims {
-                    out.add(
-                        at,
-                        "PodsWithResourceClaims is not supported: ferroscale's pod model does \
-                         not carry resource claims, so the pods it protects would be evicted",
-                    );
                 }
             }
         }

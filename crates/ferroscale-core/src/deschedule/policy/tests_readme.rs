@@ -1,7 +1,7 @@
 //! The policies of the descheduler's README (kubernetes-sigs/descheduler README.md at 7d2b28bf),
 //! transcribed as written, read into the profiles and arguments the descheduler would run.
 
-use super::tests::{at, draft, names, refused};
+use super::tests::{at, draft, names};
 use crate::deschedule::args::Strategy;
 
 /// One profile `ProfileName` with a single strategy: its args (checked, defaulted).
@@ -216,21 +216,16 @@ fn readme_topology_spread_and_restarts() {
     assert_eq!(at(&args, "podRestartThreshold").as_u64(), Some(100));
 }
 
-/// README "PodLifeTime" examples. The descheduler accepts the first (`conditions`: pods whose
-/// condition last changed long ago); ferroscale refuses it, naming the field: its pod model carries
-/// no pod conditions, and ignoring that filter would evict every `Succeeded` pod, not only those
-/// the policy asks for.
+/// README "PodLifeTime" examples, each read unchanged (the first with `conditions`: pods whose
+/// condition last changed long ago).
 #[test]
 fn readme_pod_lifetime_examples() {
     let transitions = "      args:\n        states:\n        - \"Succeeded\"\n        conditions:\n        - reason: \"PodCompleted\"\n          status: \"True\"\n          minTimeSinceLastTransitionSeconds: 14400\n        ownerKinds:\n          exclude:\n          - \"Job\"\n";
-    let e = refused(&strategy_policy("PodLifeTime", transitions, "deschedule"));
-    assert_eq!(
-        e.path(),
-        Some("profiles[0].pluginConfig[0].args.conditions"),
-        "{e}"
+    let args = single(
+        &strategy_policy("PodLifeTime", transitions, "deschedule"),
+        Strategy::PodLifeTime,
     );
-    assert!(e.why().contains("not supported"), "{e}");
-    assert!(e.to_string().contains("profile \"ProfileName\""), "{e}");
+    assert_eq!(at(&args, "conditions").as_sequence().map(Vec::len), Some(1));
     let age = "      args:\n        maxPodLifeTimeSeconds: 86400\n        states:\n        - \"Pending\"\n        - \"PodInitializing\"\n";
     let args = single(
         &strategy_policy("PodLifeTime", age, "deschedule"),
@@ -298,17 +293,13 @@ fn readme_priority_and_node_fit_filtering() {
 }
 
 /// The descheduler's `examples/` policy files (at 7d2b28bf, copied unchanged into `examples/`): each
-/// reads unchanged, except `pod-life-time-transition.yml`, which the descheduler accepts and
-/// ferroscale refuses naming `conditions` (no pod conditions in its pod model; ignoring that filter
-/// would evict more pods than the file asks).
+/// reads unchanged.
 #[test]
 fn upstream_example_files_read_unchanged() {
     use Strategy::*;
-    let e = refused(include_str!("examples/pod-life-time-transition.yml"));
-    assert_eq!(
-        e.path(),
-        Some("profiles[0].pluginConfig[0].args.conditions"),
-        "{e}"
+    single(
+        include_str!("examples/pod-life-time-transition.yml"),
+        PodLifeTime,
     );
     let cases: [(&str, &str, Vec<Strategy>); 8] = [
         (

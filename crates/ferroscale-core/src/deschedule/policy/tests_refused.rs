@@ -19,74 +19,37 @@ fn assert_refused(e: &PolicyError, plugin: &str, field: &str, says: &str) {
     assert!(e.to_string().starts_with("policy: profile \"p\": "), "{e}");
 }
 
+/// What the descheduler accepts and the pod model now carries the facts for is accepted: pod
+/// `conditions`, `includingEphemeralContainers`, `noEvictionPolicy: Mandatory`,
+/// `PodsWithResourceClaims` (their behaviour: lifetime/tests/validation.rs, evictor/tests/filter.rs).
 #[test]
-fn pod_lifetime_conditions_are_refused() {
+fn pod_facts_options_are_accepted() {
     let lifetime = |args: &str| policy("PodLifeTime", args, "deschedule: {enabled: [PodLifeTime]}");
-    let e = refused(&lifetime(
+    draft(&lifetime(
         "{states: [Succeeded], conditions: [{reason: PodCompleted, status: 'True'}]}",
     ));
-    assert_refused(&e, "PodLifeTime", "conditions", "not supported");
-    // The only filter: ignoring it would leave none, and every pod would go.
-    let e = refused(&lifetime("{conditions: [{type: Ready}]}"));
-    assert_refused(&e, "PodLifeTime", "conditions", "pod conditions");
-    // The descheduler's own check of an entry comes first.
-    let e = refused(&lifetime("{maxPodLifeTimeSeconds: 60, conditions: [{}]}"));
-    assert_refused(&e, "PodLifeTime", "conditions[0]", "at least one of type");
-    assert!(e.why().contains("also: conditions: not supported"), "{e}");
-    draft(&lifetime("{maxPodLifeTimeSeconds: 60, conditions: []}"));
-}
-
-#[test]
-fn pod_lifetime_ephemeral_containers_are_refused() {
-    let lifetime = |args: &str| policy("PodLifeTime", args, "deschedule: {enabled: [PodLifeTime]}");
-    let e = refused(&lifetime(
+    draft(&lifetime("{conditions: [{type: Ready}]}"));
+    draft(&lifetime(
         "{states: [OOMKilled], includingEphemeralContainers: true}",
     ));
-    assert_refused(
-        &e,
-        "PodLifeTime",
-        "includingEphemeralContainers",
-        "not supported",
-    );
-    draft(&lifetime(
-        "{states: [OOMKilled], includingEphemeralContainers: false}",
-    ));
-}
-
-#[test]
-fn a_mandatory_no_eviction_policy_is_refused() {
-    let e = refused(&policy(
+    // The descheduler's own check of an entry still applies.
+    let e = refused(&lifetime("{maxPodLifeTimeSeconds: 60, conditions: [{}]}"));
+    assert_refused(&e, "PodLifeTime", "conditions[0]", "at least one of type");
+    draft(&policy(
         "DefaultEvictor",
         "{noEvictionPolicy: Mandatory}",
         "",
     ));
-    assert_refused(
-        &e,
-        "DefaultEvictor",
-        "noEvictionPolicy",
-        "prefer-no-eviction",
-    );
-    // Preferred: a preference the descheduler's evictor does not act on either.
     draft(&policy(
         "DefaultEvictor",
         "{noEvictionPolicy: Preferred}",
         "",
     ));
-}
-
-#[test]
-fn the_resource_claims_protection_is_refused() {
-    let e = refused(&policy(
+    draft(&policy(
         "DefaultEvictor",
         "{podProtections: {extraEnabled: [PodsWithPVC, PodsWithResourceClaims]}}",
         "",
     ));
-    assert_refused(
-        &e,
-        "DefaultEvictor",
-        "podProtections.extraEnabled[1]",
-        "PodsWithResourceClaims is not supported",
-    );
 }
 
 #[test]

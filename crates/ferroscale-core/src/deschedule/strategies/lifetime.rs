@@ -1,7 +1,7 @@
 //! `PodLifeTime`, as the descheduler's plugin of that name proposes evictions: pods older than
 //! `maxPodLifeTimeSeconds` and/or in one of `states`, of the `ownerKinds` asked, with a container that
-//! exited with one of `exitCodes`; oldest first over all nodes. Pod `conditions` and ephemeral
-//! containers are not in ferroscale's pod model: a policy asking for them is refused.
+//! exited with one of `exitCodes`, with a condition matching one of `conditions`; oldest first over
+//! all nodes. `includingEphemeralContainers` reads ephemeral containers for `states`.
 
 use serde::Deserialize;
 
@@ -21,11 +21,11 @@ pub struct PodLifeTimeArgs {
     pub max_pod_life_time_seconds: Option<u64>,
     /// Pod phases, pod status reasons, container waiting or terminated reasons.
     pub states: Vec<String>,
-    /// Refused: ferroscale does not read pod conditions.
+    /// A pod matches when one of its conditions matches one of these.
     pub conditions: Vec<PodConditionFilter>,
     pub exit_codes: Vec<i32>,
     pub including_init_containers: bool,
-    /// Refused when set: ferroscale does not read ephemeral containers' statuses.
+    /// `states` reads ephemeral containers' statuses too.
     pub including_ephemeral_containers: bool,
 }
 
@@ -37,7 +37,8 @@ pub struct OwnerKinds {
     pub exclude: Vec<String>,
 }
 
-/// One `conditions` entry, read so that a policy using it is refused by name, not as an unknown field.
+/// One `conditions` entry: the fields set must all match one condition (podlifetime's
+/// `matchesConditionFields`), and its last transition be at least that old.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodConditionFilter {
@@ -78,11 +79,7 @@ pub(crate) const STATES: [&str; 24] = [
 ];
 
 impl PodLifeTimeArgs {
-    /// The descheduler's checks (`ValidatePodLifeTimeArgs`), then a refusal of what ferroscale
-    /// cannot apply (the pod model carries neither pod conditions nor ephemeral containers'
-    /// statuses): `conditions` narrows which pods go, so ignoring it would evict pods the policy
-    /// spares; `includingEphemeralContainers` widens `states`, refused too so that a policy never
-    /// runs as something other than it says.
+    /// The descheduler's checks (`ValidatePodLifeTimeArgs`).
     pub fn validate(&self) -> Result<(), ArgsError> {
         let mut out = Problems::default();
         validate::scope(&self.namespaces, &self.label_selector, &mut out);
@@ -119,20 +116,6 @@ impl PodLifeTimeArgs {
                 "at least one filter must be set (maxPodLifeTimeSeconds, states, conditions or exitCodes)",
             );
         }
-        if !self.conditions.is_empty() {
-            out.add(
-                "conditions",
-                "not supported: ferroscale's pod model does not carry pod conditions, and \
-                 ignoring this filter would evict pods it spares; remove conditions",
-            );
-        }
-        if self.including_ephemeral_containers {
-            out.add(
-                "includingEphemeralContainers",
-                "not supported: ferroscale's pod model does not carry ephemeral containers' \
-                 statuses; remove includingEphemeralContainers",
-            );
-        }
         out.done()
     }
 
@@ -156,6 +139,9 @@ impl PodLifeTimeArgs {
                 return false;
             }
         }
+        if !self.conditions.is_empty() && !self.conditions.iter().any(|f| f.matches(pod, now)) {
+            return false;
+        }
         let codes = &self.exit_codes;
         codes.is_empty()
             || exited_with(pod, false, codes)
@@ -171,12 +157,47 @@ impl PodLifeTimeArgs {
             || terminated_in(pod, false, states)
             || (self.including_init_containers
                 && (waiting_in(pod, true, states) || terminated_in(pod, true, states)))
+            || (self.including_ephemeral_containers
+                && ephemeral(pod).any(|c| {
+                    c.waiting.as_ref().is_some_and(|w| states.contains(w))
+                        || c.terminated.as_ref().is_some_and(|t| states.contains(t))
+                }))
     }
 }
 
-/// A pod's container statuses: its init containers' or its containers'.
+impl PodConditionFilter {
+    /// Whether one of the pod's conditions matches (podlifetime's `matchesAnyPodConditionFilter`, for
+    /// one filter): a condition without a transition time, or one transitioned in the future, never
+    /// meets `minTimeSinceLastTransitionSeconds`.
+    fn matches(&self, pod: &Pod, now: i64) -> bool {
+        let set = |f: &str, v: &str| f.is_empty() || f == v;
+        pod.meta.conditions.iter().any(|c| {
+            set(&self.kind, &c.kind)
+                && set(&self.status, &c.status)
+                && set(&self.reason, &c.reason)
+                && self
+                    .min_time_since_last_transition_seconds
+                    .is_none_or(|min| {
+                        c.last_transition
+                            .filter(|t| *t > 0)
+                            .is_some_and(|t| now - t >= 0 && (now - t) as u64 >= min)
+                    })
+        })
+    }
+}
+
+/// A pod's container statuses: its init containers' or its containers' (never its ephemeral
+/// containers': only `includingEphemeralContainers` reads those, through [`ephemeral`]).
 pub(super) fn statuses(pod: &Pod, init: bool) -> impl Iterator<Item = &ContainerState> {
-    pod.meta.containers.iter().filter(move |c| c.init == init)
+    pod.meta
+        .containers
+        .iter()
+        .filter(move |c| c.init == init && !c.ephemeral)
+}
+
+/// A pod's ephemeral containers' statuses.
+fn ephemeral(pod: &Pod) -> impl Iterator<Item = &ContainerState> {
+    pod.meta.containers.iter().filter(|c| c.ephemeral)
 }
 
 /// Whether one of those containers waits for one of `reasons`.

@@ -181,9 +181,10 @@ pub fn sort_by_usage(nodes: &mut [NodeUsage], ascending: bool) {
 }
 
 /// The descheduler's order of eviction on a node: lowest priority first, then BestEffort before
-/// others. The model keeps no limits, so Burstable and Guaranteed pods rank alike.
+/// others. The model keeps no limits, so Burstable and Guaranteed pods rank alike. Within a
+/// class, pods annotated prefer-no-eviction go last (`noEvictionPolicy: Preferred`).
 pub fn sort_for_eviction(pods: &mut [Arc<Pod>]) {
-    pods.sort_by_key(|p| (p.meta.priority, !best_effort(p)));
+    pods.sort_by_key(|p| (p.meta.priority, !best_effort(p), p.meta.prefer_no_eviction));
 }
 
 /// No cpu or memory requested (the QoS class reads only those two).

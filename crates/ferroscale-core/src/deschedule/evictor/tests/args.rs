@@ -21,6 +21,7 @@ fn effective_pod_protections() {
         failed_bare: fb,
         pvc,
         without_pdb: pdb,
+        resource_claims: false,
     };
     let cases = [
         (
@@ -101,7 +102,6 @@ fn arguments_read_and_checked_as_the_descheduler_does() {
     );
     bad("minPodAge: soon", "minPodAge");
     bad("nodeSelector: \"a is b\"", "nodeSelector");
-    bad("noEvictionPolicy: Mandatory", "noEvictionPolicy");
     bad(
         "labelSelector: {matchExpressions: [{key: a, operator: Like}]}",
         "labelSelector",
@@ -117,10 +117,6 @@ fn arguments_read_and_checked_as_the_descheduler_does() {
     bad(
         "podProtections: {extraEnabled: [PodsWithPVC, PodsWithPVC]}",
         "twice",
-    );
-    bad(
-        "podProtections: {extraEnabled: [PodsWithResourceClaims]}",
-        "PodsWithResourceClaims",
     );
     bad(
         "podProtections: {extraEnabled: [PodsWithPVC], config: {PodsWithPVC: {protectedStorageClasses: [{name: \"\"}]}}}",

@@ -41,6 +41,12 @@ fn default_evictor_filter() {
             .args(|a| a.evict_failed_bare_pods = true),
         Case::new("Normal pod eviction with normal ownerRefs", vec![owned("p1")], Ok(())),
         Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/evict annotation", vec![evict_annotation(owned("p2"))], Ok(())),
+        Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/prefer-no-eviction annotation (preference)", vec![owned("p2").with(|p| p.meta.prefer_no_eviction = true)], Ok(())),
+        Case::new("Normal pod eviction with normal ownerRefs and descheduler.alpha.kubernetes.io/prefer-no-eviction annotation (mandatory)", vec![owned("p2").with(|p| p.meta.prefer_no_eviction = true)], Err(Kept::PreferNoEviction))
+            .args(|a| a.no_eviction_policy = Some(NoEvictionPolicy::Mandatory)),
+        Case::new("Pod with ResourceClaims is not evicted because 'PodsWithResourceClaims' is in ExtraEnabled", vec![owned("p21").with(|p| p.meta.has_resource_claims = true)], Err(Kept::ResourceClaims))
+            .args(|a| a.pod_protections.extra_enabled = vec![Protection::PodsWithResourceClaims]),
+        Case::new("Pod with ResourceClaims is evicted without the protection (ferroscale)", vec![owned("p22").with(|p| p.meta.has_resource_claims = true)], Ok(())),
         Case::new("Normal pod eviction with replicaSet ownerRefs", vec![owned("p3")], Ok(())),
         Case::new("Normal pod eviction with replicaSet ownerRefs and evict annotation", vec![evict_annotation(tp("p4", 400, 0, "node1").owner("ReplicaSet", "replicaset-1"))], Ok(())),
         Case::new("Normal pod eviction with statefulSet ownerRefs", vec![owned("p18")], Ok(())),
@@ -216,4 +222,28 @@ fn ferroscale_protections_and_priority_class_names() {
         .args(|a| a.min_pod_age = Some("5m".into())),
     ];
     run(cases, |e, p| e.filter(p));
+}
+
+/// `noEvictionPolicy: Preferred` (pods.go `SortPodsBasedOnPriorityLowToHigh`): among pods of one
+/// priority and class, those annotated prefer-no-eviction go last; priority still comes first.
+#[test]
+fn prefer_no_eviction_pods_go_last_in_their_class() {
+    use crate::deschedule::strategies::usage::sort_for_eviction;
+    use std::sync::Arc;
+    let build = |name: &str, priority: i32, prefer: bool| {
+        Arc::new(
+            owned(name)
+                .priority(priority)
+                .with(|p| p.meta.prefer_no_eviction = prefer)
+                .build(),
+        )
+    };
+    let mut pods = vec![
+        build("kept-low", 0, true),
+        build("plain-low", 0, false),
+        build("plain-high", 10, false),
+    ];
+    sort_for_eviction(&mut pods);
+    let names: Vec<&str> = pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["plain-low", "kept-low", "plain-high"]);
 }

@@ -1,10 +1,11 @@
-//! `TestValidation` and `TestValidatePodLifeTimeArgs`' cases, and the fields ferroscale refuses.
+//! `TestValidation` and `TestValidatePodLifeTimeArgs`' cases, and the condition and ephemeral
+//! container filters.
 
 use super::*;
 
 #[test]
-fn what_the_model_cannot_read_is_refused_by_name() {
-    // The cases on pod conditions and ephemeral containers: ferroscale refuses their arguments.
+fn conditions_and_ephemeral_containers_are_accepted() {
+    // The cases on pod conditions and ephemeral containers: accepted, but for the empty filter.
     let conditions = [
         ("TestConditionFiltering: evict pod with matching condition reason", "conditions: [{reason: PodCompleted, status: \"True\"}]"),
         ("TestConditionFiltering: evict pod matching condition type only", "conditions: [{type: Ready}]"),
@@ -22,20 +23,65 @@ fn what_the_model_cannot_read_is_refused_by_name() {
     ];
     for (name, yaml) in conditions {
         let a: PodLifeTimeArgs = serde_norway::from_str(yaml).unwrap();
-        let e = a.validate().unwrap_err().to_string();
-        assert!(e.contains("conditions: not supported"), "{name}: {e}");
+        match a.validate() {
+            Ok(()) => assert!(!name.contains("invalid"), "{name}"),
+            Err(e) => assert!(
+                name.contains("invalid") && e.to_string().contains("conditions[0]"),
+                "{name}: {e}"
+            ),
+        }
     }
     // TestStatesWithEphemeralContainers: "states matches terminated reason on ephemeral container".
     let a: PodLifeTimeArgs =
         serde_norway::from_str("states: [OOMKilled]\nincludingEphemeralContainers: true").unwrap();
-    assert!(a
-        .validate()
-        .unwrap_err()
-        .to_string()
-        .contains("includingEphemeralContainers"));
-    // ... and the same with the flag off: accepted (ephemeral containers are never read).
-    let a: PodLifeTimeArgs = serde_norway::from_str("states: [OOMKilled]").unwrap();
     assert_eq!(a.validate(), Ok(()));
+}
+
+/// podlifetime TestTransitionTimeFiltering / TestConditionFiltering / TestStatesWithEphemeralContainers:
+/// which pods the filters select.
+#[test]
+fn conditions_and_ephemeral_containers_select_as_the_descheduler() {
+    use crate::model::workload::{ContainerState, PodCondition};
+    let now = 100_000;
+    let cond = |kind: &str, status: &str, reason: &str, at: Option<i64>| PodCondition {
+        kind: kind.into(),
+        status: status.into(),
+        reason: reason.into(),
+        last_transition: at,
+    };
+    let pod = |conds: Vec<PodCondition>| {
+        let mut p = Pod::default();
+        p.meta.phase = crate::model::workload::PodPhase::Succeeded;
+        p.meta.conditions = conds.into();
+        p
+    };
+    let args = |yaml: &str| serde_norway::from_str::<PodLifeTimeArgs>(yaml).unwrap();
+    let completed_old = pod(vec![cond("Ready", "True", "PodCompleted", Some(now - 600))]);
+    let completed_new = pod(vec![cond("Ready", "True", "PodCompleted", Some(now - 60))]);
+    let bare = pod(vec![]);
+    // "evict pod with matching condition reason"
+    let a = args("conditions: [{reason: PodCompleted, status: \"True\"}]");
+    assert!(a.selects(&completed_old, now) && !a.selects(&bare, now));
+    // "no matching conditions, 0 evictions"
+    let a = args("conditions: [{reason: Other}]");
+    assert!(!a.selects(&completed_old, now));
+    // "evict pod with old transition time" / "do not evict pod with recent transition time"
+    let a = args("states: [Succeeded]\nconditions: [{reason: PodCompleted, status: \"True\", minTimeSinceLastTransitionSeconds: 300}]");
+    assert!(a.selects(&completed_old, now));
+    assert!(!a.selects(&completed_new, now));
+    // "no conditions on pod, transition time filter returns false"; no transition time: no match.
+    let a = args("conditions: [{minTimeSinceLastTransitionSeconds: 300}]");
+    assert!(!a.selects(&bare, now));
+    assert!(!a.selects(&pod(vec![cond("Ready", "True", "", None)]), now));
+    // "states matches terminated reason on ephemeral container": only with the flag.
+    let mut debug = Pod::default();
+    debug.meta.containers.push(ContainerState {
+        ephemeral: true,
+        terminated: Some("OOMKilled".into()),
+        ..ContainerState::default()
+    });
+    assert!(args("states: [OOMKilled]\nincludingEphemeralContainers: true").selects(&debug, now));
+    assert!(!args("states: [OOMKilled]").selects(&debug, now));
 }
 
 #[test]
