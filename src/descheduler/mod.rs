@@ -153,6 +153,7 @@ impl Descheduler {
                 })
                 .map(|n| n.name.clone()),
         );
+        self.history.settle(index.nodes.items(), now);
         self.read_priority_classes().await;
         let priority_classes = &self.priority_classes;
         let cluster = Cluster {
@@ -186,6 +187,7 @@ impl Descheduler {
             if !planned.emptied.is_empty() {
                 tracing::info!(nodes = ?planned.emptied, pods = handed.len(), "emptied nodes handed to scale-down: tainted, drained and deleted when the rules allow");
             }
+            self.history.hand_over(handed);
             emptying = planned.emptied.clone();
         }
         let mut out = self.carry_out(index, &planned, now).await;

@@ -58,6 +58,7 @@ impl SimDescheduler {
         self.last = Some(now);
         let mut planned = {
             let state = cluster.state();
+            self.history.settle(&state.nodes, now);
             let removing = removing_nodes(&state.nodes, removing);
             let priority_classes = BTreeMap::new();
             let view = Cluster {
@@ -78,7 +79,8 @@ impl SimDescheduler {
                 &crate::clock::FixedClock::default(),
             )
         };
-        planned.hand_over_emptied();
+        let handed = planned.hand_over_emptied();
+        self.history.hand_over(handed);
         cluster.deschedule(&planned.evictions, now);
         self.history.record(&planned, now);
         self.history

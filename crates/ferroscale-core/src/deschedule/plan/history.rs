@@ -1,11 +1,12 @@
 //! What planning remembers between cycles: the last move of each workload, for the cooldown and so
 //! that no cycle undoes an earlier one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use super::Plan;
+use super::{Eviction, Plan};
 use crate::deschedule::args::Strategy;
-use crate::model::workload::Pod;
+use crate::labels;
+use crate::model::workload::{Node, Pod};
 
 /// A workload's last move: when, from which node to which, by which strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +21,9 @@ pub struct Move {
 #[derive(Debug, Clone, Default)]
 pub struct History {
     moves: HashMap<String, Move>,
+    /// Moves of the nodes last handed to scale-down (`Plan::hand_over_emptied`): the drain makes
+    /// them, so they are remembered only once scale-down has taken their node ([`History::settle`]).
+    handed: Vec<Eviction>,
 }
 
 /// How a workload is known across cycles (a replacement pod has a new name): its namespace and
@@ -39,7 +43,33 @@ impl History {
 
     /// Remembers the evictions of a plan carried out at `now` (a failed pod's removal is no move).
     pub fn record(&mut self, plan: &Plan, now: i64) {
-        for e in plan.evictions.iter().filter(|e| !e.to.is_empty()) {
+        self.record_moves(&plan.evictions, now);
+    }
+
+    /// Keeps the moves of the nodes handed to scale-down until the next cycle's [`History::settle`].
+    pub fn hand_over(&mut self, handed: Vec<Eviction>) {
+        self.handed = handed;
+    }
+
+    /// At the start of a cycle at `now`: the handed-over moves whose node scale-down is taking (it
+    /// carries the deletion taint, the actuator's first step) or has taken (gone from `nodes`) are
+    /// remembered as made now, so the cooldown covers the pods the drain moved; those of a node
+    /// scale-down kept are forgotten (the plan decides anew).
+    pub fn settle(&mut self, nodes: &[Node], now: i64) {
+        let serving: HashSet<&str> = nodes
+            .iter()
+            .filter(|n| !n.taints.iter().any(|t| t.key == labels::TO_BE_DELETED))
+            .map(|n| n.name.as_str())
+            .collect();
+        let taken: Vec<Eviction> = std::mem::take(&mut self.handed)
+            .into_iter()
+            .filter(|e| !serving.contains(e.node.as_str()))
+            .collect();
+        self.record_moves(&taken, now);
+    }
+
+    fn record_moves(&mut self, evictions: &[Eviction], now: i64) {
+        for e in evictions.iter().filter(|e| !e.to.is_empty()) {
             self.moves.insert(
                 owner_key(&e.pod),
                 Move {

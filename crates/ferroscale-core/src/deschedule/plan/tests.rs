@@ -275,3 +275,37 @@ fn a_node_high_node_utilization_moves_every_pod_off_is_handed_to_removal() {
     let plan = run(&f, &Policy::default(), &History::default(), props(&["w1"]));
     assert!(emptied(&plan, &view).is_empty());
 }
+
+#[test]
+fn pods_the_drain_moves_off_a_handed_over_node_are_in_the_cooldown_once_it_goes() {
+    let handed = |node: &str| Eviction {
+        pod: Arc::new(web("w", node, 1000)),
+        node: node.into(),
+        strategy: Strategy::HighNodeUtilization,
+        profile: "default".into(),
+        to: "b".into(),
+    };
+    let owner = owner_key(&web("w", "a", 1000));
+    // Scale-down kept node a (no deletion taint): nothing is remembered, the next plan decides anew.
+    let mut kept = History::default();
+    kept.hand_over(vec![handed("a")]);
+    kept.settle(&[n("a"), n("b")], 2_000);
+    assert!(kept.last(&owner).is_none());
+    // Node a is tainted for deletion (being drained), or gone: the move counts from the next cycle.
+    let mut tainted_a = n("a");
+    tainted_a.taints.push(crate::model::Taint {
+        key: crate::labels::TO_BE_DELETED.into(),
+        value: String::new(),
+        effect: crate::model::TaintEffect::NoSchedule,
+    });
+    for nodes in [vec![tainted_a, n("b")], vec![n("b")]] {
+        let mut taken = History::default();
+        taken.hand_over(vec![handed("a")]);
+        taken.settle(&nodes, 2_000);
+        let m = taken.last(&owner).expect("remembered for the cooldown");
+        assert_eq!((m.at, m.from.as_str(), m.to.as_str()), (2_000, "a", "b"));
+        // Settled once: a later cycle does not count it again.
+        taken.settle(&nodes, 9_000);
+        assert_eq!(taken.last(&owner).unwrap().at, 2_000);
+    }
+}
