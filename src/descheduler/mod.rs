@@ -21,6 +21,7 @@ use kube::runtime::events::EventType;
 use kube::{Api, Client};
 
 use crate::actuator::Evictee;
+use crate::deschedule::view::removing_nodes;
 use crate::deschedule::{plan, Cluster, Declined, Eviction, History, Plan, Policy, Settings, Why};
 use crate::error::{Error, Result};
 use crate::k8s::drain::{evict_once, Attempt};
@@ -139,20 +140,9 @@ impl Descheduler {
     pub async fn cycle(&mut self, index: &Index, removing: &HashSet<String>, now: i64) -> Cycle {
         let started = Instant::now();
         self.last = Some(now);
-        let mut removing = removing.clone();
-        // Nodes another autoscaler (upstream cluster-autoscaler beside `ferroscale deschedule`) removes.
-        removing.extend(
-            index
-                .nodes
-                .items()
-                .iter()
-                .filter(|n| {
-                    n.taints
-                        .iter()
-                        .any(|t| t.key == crate::labels::TO_BE_DELETED)
-                })
-                .map(|n| n.name.clone()),
-        );
+        // With the nodes another autoscaler (upstream cluster-autoscaler beside `ferroscale deschedule`)
+        // removes.
+        let removing = removing_nodes(index.nodes.items(), removing);
         self.history.settle(index.nodes.items(), now);
         self.read_priority_classes().await;
         let priority_classes = &self.priority_classes;

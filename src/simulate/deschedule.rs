@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cluster::SimCluster;
+use crate::deschedule::view::removing_nodes;
 use crate::deschedule::{plan, Cluster, Eviction, History, Plan, Policy, Settings};
 use crate::engine::predicates::{fits, NodeInfo};
 use crate::model::workload::{ContainerState, Pdb, Pod, PodPhase};
@@ -87,26 +88,6 @@ impl SimDescheduler {
             .forget_before(now, self.settings.cooldown_secs.max(0));
         planned
     }
-}
-
-/// The nodes nothing is planned onto: those the actuator is removing, and any node carrying the
-/// deletion taint (another autoscaler's removal, as `run` reads it).
-pub fn removing_nodes(
-    nodes: &[crate::model::workload::Node],
-    removing: &HashSet<String>,
-) -> HashSet<String> {
-    let mut out = removing.clone();
-    out.extend(
-        nodes
-            .iter()
-            .filter(|n| {
-                n.taints
-                    .iter()
-                    .any(|t| t.key == crate::labels::TO_BE_DELETED)
-            })
-            .map(|n| n.name.clone()),
-    );
-    out
 }
 
 /// A controller's replacement of an evicted pod: the same spec, created at `now`, not yet bound, with

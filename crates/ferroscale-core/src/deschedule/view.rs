@@ -101,3 +101,24 @@ impl Proposal {
         }
     }
 }
+
+/// Whether scale-down (ours or another autoscaler's) is taking `node`: it carries the deletion taint,
+/// the first step of a removal.
+pub fn being_removed(node: &Node) -> bool {
+    node.taints
+        .iter()
+        .any(|t| t.key == crate::labels::TO_BE_DELETED)
+}
+
+/// The nodes nothing is planned onto: `removing` (what the caller is taking out) and every node
+/// [`being_removed`], as `run`, `deschedule` and `simulate` read them alike.
+pub fn removing_nodes(nodes: &[Node], removing: &HashSet<String>) -> HashSet<String> {
+    let mut out = removing.clone();
+    out.extend(
+        nodes
+            .iter()
+            .filter(|n| being_removed(n))
+            .map(|n| n.name.clone()),
+    );
+    out
+}

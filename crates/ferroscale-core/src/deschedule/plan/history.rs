@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Eviction, Plan};
 use crate::deschedule::args::Strategy;
-use crate::labels;
+use crate::deschedule::view::being_removed;
 use crate::model::workload::{Node, Pod};
 
 /// A workload's last move: when, from which node to which, by which strategy.
@@ -58,7 +58,7 @@ impl History {
     pub fn settle(&mut self, nodes: &[Node], now: i64) {
         let serving: HashSet<&str> = nodes
             .iter()
-            .filter(|n| !n.taints.iter().any(|t| t.key == labels::TO_BE_DELETED))
+            .filter(|n| !being_removed(n))
             .map(|n| n.name.as_str())
             .collect();
         let taken: Vec<Eviction> = std::mem::take(&mut self.handed)
