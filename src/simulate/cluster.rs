@@ -40,6 +40,23 @@ pub struct State {
     pub never_ready: HashSet<String>,
 }
 
+/// Each node with the pods bound to it (in `nodes`' order), and each node's index by name: what the
+/// scheduler and the descheduler's moves place pods on.
+pub fn bound<'a>(nodes: &'a [Node], pods: &[Arc<Pod>]) -> (Vec<NodeInfo>, HashMap<&'a str, usize>) {
+    let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    for p in pods {
+        if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
+            infos[i].add(Arc::clone(p));
+        }
+    }
+    (infos, index)
+}
+
 /// How nodes joining in one loop start: at `now`, Ready `ready_delay` seconds later, with the group's
 /// start-up taints (`taints` says which) until then.
 #[derive(Clone, Copy)]
@@ -158,18 +175,7 @@ impl SimCluster {
     pub fn schedule(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
-        let mut infos: Vec<NodeInfo> = state.nodes.iter().cloned().map(NodeInfo::new).collect();
-        let index: HashMap<&str, usize> = state
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
-        for p in &state.pods {
-            if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-                infos[i].add(Arc::clone(p));
-            }
-        }
+        let (mut infos, _) = bound(&state.nodes, &state.pods);
         let mut pending: Vec<usize> = (0..state.pods.len())
             .filter(|&i| state.pods[i].node_name.is_none())
             .collect();

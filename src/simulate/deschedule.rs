@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::cluster::SimCluster;
+use super::cluster::{bound, SimCluster};
 use crate::deschedule::view::removing_nodes;
 use crate::deschedule::{plan, Cluster, Eviction, History, Plan, Policy, Settings};
-use crate::engine::predicates::{fits, NodeInfo};
+use crate::engine::predicates::fits;
 use crate::model::workload::{ContainerState, Pdb, Pod, PodPhase};
 
 /// The descheduler between the simulation's loops: the policy, its cadence and the moves it made.
@@ -139,18 +139,7 @@ impl SimCluster {
         if moved.is_empty() {
             return;
         }
-        let mut infos: Vec<NodeInfo> = state.nodes.iter().cloned().map(NodeInfo::new).collect();
-        let index: HashMap<&str, usize> = state
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
-        for p in &state.pods {
-            if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-                infos[i].add(Arc::clone(p));
-            }
-        }
+        let (mut infos, index) = bound(&state.nodes, &state.pods);
         let at: HashMap<String, usize> = state
             .pods
             .iter()
