@@ -290,7 +290,7 @@ pub fn pod_requests(pod: &core::Pod) -> Result<Resources> {
     let default = core::PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default);
     Ok(crate::model::pod_requests(
-        "",
+        &"",
         quantity_texts(requests_map(spec.resources.as_ref())),
         spec.containers
             .iter()

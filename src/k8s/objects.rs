@@ -118,7 +118,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
     let at = |field: &str| format!("pod {namespace}/{name}: {field}");
     let default = core::PodSpec::default();
     let spec = p.spec.as_ref().unwrap_or(&default);
-    let requests = super::requests::of(p, &format!("pod {namespace}/{name}: "))?;
+    let requests = super::requests::of(p, &format_args!("pod {namespace}/{name}: "))?;
     let node_affinity = spec
         .affinity
         .as_ref()
@@ -215,7 +215,8 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             })
         })
         .collect::<Result<_>>()?;
-    let annotations = p.metadata.annotations.clone().unwrap_or_default();
+    let no_annotations = BTreeMap::new();
+    let annotations = p.metadata.annotations.as_ref().unwrap_or(&no_annotations);
     let unschedulable = p
         .status
         .as_ref()

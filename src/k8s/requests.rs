@@ -4,6 +4,7 @@
 //! (upstream's PodRequests with status resources, which the scheduler's NodeInfo counts).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -90,7 +91,7 @@ impl<'a> Status<'a> {
 /// The containers' aggregate (no pod-level requests, no overhead) with each container's requests
 /// taken by `pick`.
 fn aggregate<'a>(
-    at: &str,
+    at: &dyn fmt::Display,
     spec: &'a core::PodSpec,
     pick: impl Fn(&'a core::Container) -> Option<&'a List>,
 ) -> Result<Resources> {
@@ -107,15 +108,15 @@ fn aggregate<'a>(
 }
 
 /// Parses a resource list, `field` naming it in errors.
-fn parse(at: &str, field: &str, list: Option<&List>) -> Result<Resources> {
+fn parse(at: &dyn fmt::Display, field: &str, list: Option<&List>) -> Result<Resources> {
     Ok(Resources::from_quantities(
-        &format!("{at}{field}"),
+        format_args!("{at}{field}"),
         pairs(list),
     )?)
 }
 
 /// A pod's requests as the scheduler counts them; `at` prefixes field names in errors.
-pub fn of(p: &core::Pod, at: &str) -> Result<Resources> {
+pub fn of(p: &core::Pod, at: &dyn fmt::Display) -> Result<Resources> {
     let default = core::PodSpec::default();
     let spec = p.spec.as_ref().unwrap_or(&default);
     let Some(st) = Status::of(p) else {

@@ -28,7 +28,7 @@ pub struct Resources {
 impl Resources {
     /// Parses Kubernetes resource names and quantities; `field` prefixes error messages.
     pub fn from_quantities<'a>(
-        field: &str,
+        field: impl fmt::Display,
         entries: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self> {
         let mut r = Resources::default();
@@ -190,7 +190,7 @@ impl RequestParts {
 /// `init_containers` come with their `restartPolicy` (`Always` makes a sidecar). `at` prefixes the field
 /// names in errors (e.g. `"pod default/web: "`).
 pub fn pod_requests<'a, Q>(
-    at: &str,
+    at: &dyn fmt::Display,
     pod_level: Q,
     containers: impl IntoIterator<Item = Q>,
     init_containers: impl IntoIterator<Item = (Q, Option<&'a str>)>,
@@ -209,7 +209,7 @@ where
         pod_level: match names.is_empty() {
             true => None,
             false => Some((
-                Resources::from_quantities(&format!("{at}spec.resources.requests"), pod_level)?,
+                Resources::from_quantities(format_args!("{at}spec.resources.requests"), pod_level)?,
                 names,
             )),
         },
@@ -218,7 +218,7 @@ where
             .enumerate()
             .map(|(i, c)| {
                 Resources::from_quantities(
-                    &format!("{at}spec.containers[{i}].resources.requests"),
+                    format_args!("{at}spec.containers[{i}].resources.requests"),
                     c,
                 )
             })
@@ -228,13 +228,13 @@ where
             .enumerate()
             .map(|(i, (c, restart_policy))| {
                 let r = Resources::from_quantities(
-                    &format!("{at}spec.initContainers[{i}].resources.requests"),
+                    format_args!("{at}spec.initContainers[{i}].resources.requests"),
                     c,
                 )?;
                 Ok((r, restart_policy == Some("Always")))
             })
             .collect::<Result<_>>()?,
-        overhead: Resources::from_quantities(&format!("{at}spec.overhead"), overhead)?,
+        overhead: Resources::from_quantities(format_args!("{at}spec.overhead"), overhead)?,
     };
     Ok(parts.effective())
 }
