@@ -156,12 +156,13 @@ fn pod(i: usize, k: usize, nodes: usize) -> Pod {
     let small = i % 10 == 3;
     let mut meta = PodMeta {
         controller: Some("ReplicaSet".into()),
-        controller_name: Some(app.clone()),
+        controller_name: Some(app.as_str().into()),
         owners: vec![Owner {
             kind: "ReplicaSet".into(),
             name: app.clone(),
             controller: true,
-        }],
+        }]
+        .into(),
         images: Shared::new(vec![format!("registry/{app}:1")]),
         phase: PodPhase::Running,
         created: NOW - DAY - ((i * 50 + k) % 1000) as i64 * 60,

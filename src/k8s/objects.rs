@@ -253,6 +253,10 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .flatten()
         .find(|o| o.controller == Some(true));
     let (phase, status_reason, containers) = super::pod_status::states(p);
+    let shared = &mut super::shared::tables();
+    let text = |s: &Option<String>, shared: &mut super::shared::Tables| {
+        s.as_deref().map(|s| shared.name(s))
+    };
     Ok(Pod {
         requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
@@ -283,12 +287,12 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         // From the dump's Namespace objects (`namespaces::set_namespace_labels`).
         namespace_labels: Default::default(),
         meta: PodMeta {
-            controller: controller.map(|o| o.kind.clone()),
-            controller_name: controller.map(|o| o.name.clone()),
+            controller: controller.map(|o| shared.name(&o.kind)),
+            controller_name: controller.map(|o| shared.name(&o.name)),
             owner_replicas: None,
             priority: spec.priority.unwrap_or(0),
             unschedulable,
-            scheduler_name: spec.scheduler_name.clone(),
+            scheduler_name: text(&spec.scheduler_name, shared),
             created: time(&p.metadata.creation_timestamp),
             deleted: p
                 .metadata
@@ -311,17 +315,17 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 .and_then(|v| crate::model::parse_go_duration(v).ok())
                 .map(|d| d.as_secs() as i64),
             phase,
-            status_reason,
-            containers,
-            owners: super::pod_status::owners(p),
-            images: super::shared::images(super::pod_status::images(spec)),
+            status_reason: text(&status_reason, shared),
+            containers: shared.states(containers),
+            owners: shared.owners(super::pod_status::owners(p)),
+            images: shared.images(super::pod_status::images(spec)),
             do_not_disrupt: super::pod_status::do_not_disrupt(&annotations),
             deletion_cost: super::pod_status::deletion_cost(&annotations),
             evict_annotation: super::pod_status::evict_annotation(&annotations),
-            ..super::pod_facts::meta(p)
+            ..super::pod_facts::meta(p, shared)
         },
         labels,
-        namespace: super::shared::name(&namespace),
+        namespace: shared.name(&namespace),
         name,
     })
 }

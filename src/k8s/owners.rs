@@ -41,7 +41,7 @@ pub fn replicas<'a>(
 /// Sets a pod's `owner_replicas` from `replicas` (None when its controller is not among them).
 pub fn set_replicas(p: &mut Pod, replicas: &Replicas) {
     if let (Some(kind), Some(name)) = (&p.meta.controller, &p.meta.controller_name) {
-        let k = (p.namespace.to_string(), kind.clone(), name.clone());
+        let k = (p.namespace.to_string(), kind.to_string(), name.to_string());
         p.meta.owner_replicas = replicas.get(&k).copied();
     }
 }

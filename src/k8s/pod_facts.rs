@@ -4,17 +4,18 @@
 
 use k8s_openapi::api::core::v1 as core;
 
+use super::shared::Tables;
 use crate::labels;
 use crate::model::workload::{PodCondition, PodMeta};
 
 /// A `PodMeta` holding only these facts (every other field default), for the converter to complete.
-pub fn meta(p: &core::Pod) -> PodMeta {
+pub fn meta(p: &core::Pod, shared: &mut Tables) -> PodMeta {
     let annotations = p.metadata.annotations.as_ref();
     let conditions = p
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .map(|cs| cs.iter().map(condition).collect())
+        .map(|cs| cs.iter().map(|c| condition(c, shared)).collect())
         .unwrap_or_default();
     PodMeta {
         prefer_no_eviction: annotations
@@ -29,11 +30,11 @@ pub fn meta(p: &core::Pod) -> PodMeta {
     }
 }
 
-fn condition(c: &core::PodCondition) -> PodCondition {
+fn condition(c: &core::PodCondition, shared: &mut Tables) -> PodCondition {
     PodCondition {
-        kind: super::shared::name(&c.type_),
-        status: super::shared::name(&c.status),
-        reason: super::shared::name(c.reason.as_deref().unwrap_or("")),
+        kind: shared.name(&c.type_),
+        status: shared.name(&c.status),
+        reason: shared.name(c.reason.as_deref().unwrap_or("")),
         last_transition: c.last_transition_time.as_ref().map(|t| t.0.as_second()),
     }
 }

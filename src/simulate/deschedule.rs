@@ -107,7 +107,8 @@ fn replacement(pod: &Pod, now: i64) -> Pod {
             init: c.init,
             ..ContainerState::default()
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .into();
     p
 }
 

@@ -331,8 +331,12 @@ impl<'a> Evictor<'a> {
         let owner = match (&pod.meta.owners[..], &pod.meta.controller_name) {
             ([o], _) => (o.kind.clone(), o.name.clone()),
             ([], Some(name)) => (
-                pod.meta.controller.clone().unwrap_or_default(),
-                name.clone(),
+                pod.meta
+                    .controller
+                    .as_ref()
+                    .map(|k| k.to_string())
+                    .unwrap_or_default(),
+                name.to_string(),
             ),
             // No owner, or several: the descheduler skips the check.
             _ => return Ok(()),
@@ -423,7 +427,7 @@ fn owners_of(p: &Pod) -> Vec<(String, String)> {
             .collect();
     }
     match (&p.meta.controller, &p.meta.controller_name) {
-        (Some(k), Some(n)) => vec![(k.clone(), n.clone())],
+        (Some(k), Some(n)) => vec![(k.to_string(), n.to_string())],
         _ => Vec::new(),
     }
 }

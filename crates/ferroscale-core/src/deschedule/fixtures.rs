@@ -28,8 +28,8 @@ impl DeschedulerPod for PodBuilder {
     fn owner(self, kind: &str, name: &str) -> Self {
         let (kind, name) = (kind.to_string(), name.to_string());
         self.with(|p| {
-            p.meta.controller = Some(kind.clone());
-            p.meta.controller_name = Some(name.clone());
+            p.meta.controller = Some(kind.as_str().into());
+            p.meta.controller_name = Some(name.as_str().into());
             p.meta.owners.push(Owner {
                 kind,
                 name,

@@ -62,7 +62,7 @@ const REPLICATED_KINDS: [&str; 4] = ["ReplicationController", "Job", "ReplicaSet
 /// What the drain does with `p` at `now`.
 pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
     let pod = || p.key();
-    let owner = p.meta.controller.as_deref();
+    let owner = p.meta.controller.as_deref().map(String::as_str);
     if p.meta.mirror || long_terminating(p, now) {
         return Drain::Stay;
     }

@@ -172,7 +172,7 @@ mod tests {
         assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.5);
         assert_eq!(utilization(&n, DAEMONSETS, |_| true).value, 1.0 / 3.0);
         let none = utilization(&n, LeftOut::default(), |p| {
-            p.meta.controller.as_deref() != Some("ReplicaSet")
+            p.meta.controller.as_deref().map(String::as_str) != Some("ReplicaSet")
         });
         assert_eq!(none.value, 0.25, "a pod left out by the caller");
     }

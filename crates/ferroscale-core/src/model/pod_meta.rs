@@ -7,9 +7,10 @@ use super::shared::{Shared, SharedName};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodMeta {
     /// Kind of the controlling owner (`ReplicaSet`, `DaemonSet`, `StatefulSet`, `Job`, ...), if any.
-    pub controller: Option<String>,
+    /// Shared, as every name below: replicas repeat them.
+    pub controller: Option<SharedName>,
     /// Name of the controlling owner, if any.
-    pub controller_name: Option<String>,
+    pub controller_name: Option<SharedName>,
     /// `spec.replicas` of the controlling ReplicaSet or ReplicationController, when the adapter read it
     /// (None: not known).
     pub owner_replicas: Option<i32>,
@@ -18,7 +19,7 @@ pub struct PodMeta {
     pub unschedulable: bool,
     /// `spec.schedulerName`, when set: pods of a scheduler in `--bypassed-scheduler-names` count as
     /// pending without waiting for that mark.
-    pub scheduler_name: Option<String>,
+    pub scheduler_name: Option<SharedName>,
     /// Creation time, seconds since the epoch (0: not set).
     pub created: i64,
     /// `metadata.deletionTimestamp`, seconds since the epoch: the pod is being deleted.
@@ -42,11 +43,13 @@ pub struct PodMeta {
     /// `status.phase`.
     pub phase: PodPhase,
     /// `status.reason` (`Evicted`, `NodeLost`, ...), when set.
-    pub status_reason: Option<String>,
-    /// Its containers' and init containers' states, in the pod's order (init containers first).
-    pub containers: Vec<ContainerState>,
+    pub status_reason: Option<SharedName>,
+    /// Its containers' and init containers' states, in the pod's order (init containers first). Shared
+    /// by the pods converted alike (most running replicas' states are equal).
+    pub containers: Shared<Vec<ContainerState>>,
     /// Every owner reference (the controller among them), as the descheduler's duplicate check reads.
-    pub owners: Vec<Owner>,
+    /// Shared by the replicas converted together.
+    pub owners: Shared<Vec<Owner>>,
     /// Its containers' images, in order: with the owner, what makes two pods duplicates. Shared by the
     /// replicas converted together.
     pub images: Shared<Vec<String>>,
@@ -119,7 +122,7 @@ impl PodPhase {
 }
 
 /// One container's status, as the descheduler's restart and failure checks read it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct ContainerState {
     /// An init container.
     pub init: bool,

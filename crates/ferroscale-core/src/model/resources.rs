@@ -342,7 +342,7 @@ mod tests {
     #[test]
     fn pod_requests_count_init_containers_and_sidecars_like_the_scheduler() {
         let r = pod_requests(
-            "",
+            &"",
             vec![],
             [cpu_mem("500m", "1Gi"), cpu_mem("250m", "512Mi")],
             [
@@ -360,9 +360,9 @@ mod tests {
 
     #[test]
     fn pod_level_requests_win_over_containers_when_set() {
-        let r = pod_requests("", cpu_mem("1", "1Gi"), [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
+        let r = pod_requests(&"", cpu_mem("1", "1Gi"), [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
         assert_eq!((r.cpu_milli, r.memory), (1000, 1 << 30));
-        let r = pod_requests("", vec![], [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
+        let r = pod_requests(&"", vec![], [cpu_mem("3", "3Gi")], [], vec![]).unwrap();
         assert_eq!(r.cpu_milli, 3000, "empty pod-level requests are not set");
     }
 
@@ -371,11 +371,11 @@ mod tests {
         let mut c = cpu_mem("3", "3Gi");
         c.push(("nvidia.com/gpu", "1"));
         c.push(("ephemeral-storage", "1Gi"));
-        let r = pod_requests("", vec![("cpu", "1")], [c], [], vec![]).unwrap();
+        let r = pod_requests(&"", vec![("cpu", "1")], [c], [], vec![]).unwrap();
         assert_eq!((r.cpu_milli, r.memory, r.gpus()), (1000, 3 << 30, 1));
         assert_eq!(r.ephemeral_storage, 1 << 30);
         let r = pod_requests(
-            "",
+            &"",
             vec![("nvidia.com/gpu", "4")],
             [cpu_mem("3", "3Gi")],
             [],
@@ -391,7 +391,7 @@ mod tests {
     #[test]
     fn a_bad_quantity_is_named_by_its_field() {
         let err = pod_requests(
-            "pod default/web: ",
+            &"pod default/web: ",
             vec![],
             [cpu_mem("1", "1Gi")],
             [(cpu_mem("lots", "1Gi"), None)],
@@ -408,7 +408,7 @@ mod tests {
     #[test]
     fn a_quantity_too_large_is_an_error_naming_the_object_and_field_not_a_negative_request() {
         let err = pod_requests(
-            "pod default/huge: ",
+            &"pod default/huge: ",
             vec![],
             [cpu_mem("10000000000000000", "1Gi")],
             vec![],
@@ -423,7 +423,7 @@ mod tests {
         );
         // Two requests each below the limit add up to the limit, not below zero.
         let r = pod_requests(
-            "pod default/two: ",
+            &"pod default/two: ",
             vec![],
             [cpu_mem("9e15", "4Ei"), cpu_mem("9e15", "4Ei")],
             vec![],

@@ -131,6 +131,21 @@ impl<'a> IntoIterator for &'a Labels {
 /// A name many pods carry (their namespace).
 pub type SharedName = Shared<String>;
 
+impl SharedName {
+    /// The name's text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Shared<Vec<T>> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 impl From<&str> for SharedName {
     fn from(s: &str) -> Self {
         Shared::new(s.to_string())

@@ -213,7 +213,7 @@ impl Pod {
     /// Controlled by a DaemonSet, or annotated as one (upstream's `pod.IsDaemonSetPod`): it runs on
     /// every node that fits, so it is neither moved nor counted as workload that needs a node.
     pub fn is_daemon_set(&self) -> bool {
-        self.meta.controller.as_deref() == Some(DAEMON_SET) || self.meta.daemon_set_annotation
+        self.meta.controller.as_deref().map(String::as_str) == Some(DAEMON_SET) || self.meta.daemon_set_annotation
     }
 
     /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.
@@ -356,7 +356,7 @@ mod tests {
     fn daemon_set_pods_are_told_by_their_controller() {
         let pod = |controller: Option<&str>, mirror| Pod {
             meta: PodMeta {
-                controller: controller.map(str::to_string),
+                controller: controller.map(Into::into),
                 mirror,
                 ..PodMeta::default()
             },

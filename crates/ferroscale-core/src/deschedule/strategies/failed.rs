@@ -67,7 +67,7 @@ impl RemoveFailedPodsArgs {
             let mut reasons = containers
                 .flat_map(|c| [c.waiting.as_deref(), c.terminated.as_deref()])
                 .flatten()
-                .chain(pod.meta.status_reason.as_deref());
+                .chain(pod.meta.status_reason.as_deref().map(String::as_str));
             if !reasons.any(|r| !r.is_empty() && self.reasons.iter().any(|x| x == r)) {
                 return false;
             }
