@@ -165,7 +165,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                     .transpose()?,
             })
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<Vec<_>>>()?;
     // Containers' and sidecars' (restartable init containers') ports, as upstream's GetHostPorts.
     let host_ports = spec
         .containers
@@ -262,7 +262,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         node_affinity,
-        tolerations,
+        tolerations: shared.tolerations(tolerations),
         host_ports,
         affinity: affinity_terms(
             &pod_affinity.and_then(|a| {

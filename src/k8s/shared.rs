@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::shared::{Interner, Labels, Shared, SharedName};
-use crate::model::workload::{ContainerState, Owner};
+use crate::model::workload::{ContainerState, Owner, Toleration};
 
 /// The process's tables of shared copies; a conversion takes them once per pod ([`tables`]).
 #[derive(Default)]
@@ -19,6 +19,7 @@ pub struct Tables {
     images: Interner<Vec<String>>,
     owners: Interner<Vec<Owner>>,
     states: Interner<Vec<ContainerState>>,
+    tolerations: Interner<Vec<Toleration>>,
 }
 
 static TABLES: LazyLock<Mutex<Tables>> = LazyLock::new(Default::default);
@@ -52,6 +53,11 @@ impl Tables {
     /// The shared copy of a pod's owner references.
     pub fn owners(&mut self, v: Vec<Owner>) -> Shared<Vec<Owner>> {
         self.owners.intern(v)
+    }
+
+    /// The shared copy of a pod's tolerations.
+    pub fn tolerations(&mut self, v: Vec<Toleration>) -> Shared<Vec<Toleration>> {
+        self.tolerations.intern(v)
     }
 
     /// The shared copy of a pod's container states.
@@ -91,19 +97,34 @@ mod tests {
                 }]),
                 ..Default::default()
             },
+            spec: Some(core::PodSpec {
+                tolerations: Some(vec![core::Toleration {
+                    key: Some("node.kubernetes.io/not-ready".into()),
+                    operator: Some("Exists".into()),
+                    effect: Some("NoExecute".into()),
+                    toleration_seconds: Some(300),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
             ..Default::default()
         }
     }
 
     #[test]
-    fn replicas_converted_apart_hold_one_copy_of_their_labels_namespace_and_owners() {
+    fn replicas_converted_apart_hold_one_copy_of_their_labels_namespace_owners_and_tolerations() {
         let a = crate::k8s::objects::pod(&replica("cart-1")).unwrap();
         let b = crate::k8s::objects::pod(&replica("cart-2")).unwrap();
         assert!(Shared::same_copy(&a.labels, &b.labels));
         assert!(Shared::same_copy(&a.namespace, &b.namespace));
         assert!(Shared::same_copy(&a.meta.owners, &b.meta.owners));
         assert!(Shared::same_copy(&a.meta.containers, &b.meta.containers));
-        let (ca, cb) = (a.meta.controller_name.unwrap(), b.meta.controller_name.unwrap());
+        assert!(Shared::same_copy(&a.tolerations, &b.tolerations));
+        assert_eq!(a.tolerations[0].key, "node.kubernetes.io/not-ready");
+        let (ca, cb) = (
+            a.meta.controller_name.unwrap(),
+            b.meta.controller_name.unwrap(),
+        );
         assert!(Shared::same_copy(&ca, &cb));
         assert_eq!(ca, "cart-7d9f");
         assert_eq!(a.meta.owners[0].kind, "ReplicaSet");

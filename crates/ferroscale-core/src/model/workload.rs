@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 pub use super::pod_meta::{ContainerState, Owner, PodCondition, PodMeta, PodPhase, SafeToEvict};
 pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
-use super::shared::{Labels, SharedName};
+use super::shared::{Labels, Shared, SharedName};
 use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
 
@@ -19,7 +19,7 @@ pub fn pod_key(namespace: &str, name: &str) -> String {
 }
 
 /// A toleration, as in Kubernetes (`operator: Exists` when `value` is None).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty with `Exists` tolerates every taint.
     pub key: String,
@@ -30,7 +30,7 @@ pub struct Toleration {
 
 /// What a toleration asks of a taint's value: its operator with its value. `Gt` and `Lt` compare the
 /// taint's value, an integer, with the toleration's (the TaintTolerationComparisonOperators feature).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TolerationValue {
     /// `operator: Equal` (or none).
     Equal(String),
@@ -137,7 +137,8 @@ pub struct Pod {
     pub node_selector: BTreeMap<String, String>,
     /// Required node affinity: OR of terms, each an AND of requirements (empty: no constraint).
     pub node_affinity: Vec<Vec<Requirement>>,
-    pub tolerations: Vec<Toleration>,
+    /// Shared by the pods converted alike (admission gives most pods the same two).
+    pub tolerations: Shared<Vec<Toleration>>,
     pub host_ports: Vec<HostPort>,
     pub affinity: Vec<PodAffinityTerm>,
     pub anti_affinity: Vec<PodAffinityTerm>,
@@ -213,7 +214,8 @@ impl Pod {
     /// Controlled by a DaemonSet, or annotated as one (upstream's `pod.IsDaemonSetPod`): it runs on
     /// every node that fits, so it is neither moved nor counted as workload that needs a node.
     pub fn is_daemon_set(&self) -> bool {
-        self.meta.controller.as_deref().map(String::as_str) == Some(DAEMON_SET) || self.meta.daemon_set_annotation
+        self.meta.controller.as_deref().map(String::as_str) == Some(DAEMON_SET)
+            || self.meta.daemon_set_annotation
     }
 
     /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.

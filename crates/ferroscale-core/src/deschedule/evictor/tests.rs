@@ -149,7 +149,7 @@ fn default_evictor_pre_eviction_filter() {
         Case::new(
             "Pod with correct tolerations running on normal node, all other nodes tainted",
             vec![owned("p1").with(|p| {
-                p.tolerations = vec![Toleration {
+                *p.tolerations = vec![Toleration {
                     key: "hardware".into(),
                     value: Some(TolerationValue::Equal("gpu".into())),
                     effect: Some(TaintEffect::NoSchedule),

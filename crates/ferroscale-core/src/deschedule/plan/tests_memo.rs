@@ -86,7 +86,7 @@ fn build_pod(i: usize, nodes: usize, (on, app, cpu, kind, ns, prio): PodCase) ->
         }
         4 => p.affinity = vec![term(&app, zone)],
         5 => {
-            p.tolerations = vec![Toleration {
+            *p.tolerations = vec![Toleration {
                 key: "dedicated".into(),
                 value: None,
                 effect: None,
@@ -242,7 +242,7 @@ fn a_pod_goes_to_a_zone_a_moved_pod_no_longer_repels_it_from() {
         .owner("ReplicaSet", "guard")
         .with(|p| {
             p.anti_affinity = vec![term("web", zone)];
-            p.tolerations = vec![Toleration {
+            *p.tolerations = vec![Toleration {
                 key: "dedicated".into(),
                 value: None,
                 effect: None,

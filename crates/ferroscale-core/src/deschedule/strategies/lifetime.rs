@@ -152,7 +152,12 @@ impl PodLifeTimeArgs {
         let states = &self.states;
         let has = |s: &str| states.iter().any(|x| x == s);
         has(pod.meta.phase.as_str())
-            || pod.meta.status_reason.as_deref().map(String::as_str).is_some_and(has)
+            || pod
+                .meta
+                .status_reason
+                .as_deref()
+                .map(String::as_str)
+                .is_some_and(has)
             || waiting_in(pod, false, states)
             || terminated_in(pod, false, states)
             || (self.including_init_containers

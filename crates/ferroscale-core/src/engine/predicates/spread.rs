@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{placement, Cluster, NodeInfo, Unfit};
+use crate::model::shared::Shared;
 use crate::model::workload::{Node, Pod, Requirement, SpreadConstraint, Toleration};
 use crate::model::TaintEffect;
 
@@ -19,7 +20,7 @@ struct Key {
     keys: Vec<String>,
     node_selector: BTreeMap<String, String>,
     node_affinity: Vec<Vec<Requirement>>,
-    tolerations: Vec<Toleration>,
+    tolerations: Shared<Vec<Toleration>>,
 }
 
 impl Key {

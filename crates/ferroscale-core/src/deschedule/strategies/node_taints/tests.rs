@@ -26,7 +26,7 @@ fn tainted(name: &str) -> Node {
 
 fn tolerant(name: &str, node: &str) -> Pod {
     owned_pod(name, node)
-        .with(|p| p.tolerations = vec![toleration("testTaint1", "test1", NoSchedule)])
+        .with(|p| *p.tolerations = vec![toleration("testTaint1", "test1", NoSchedule)])
         .build()
 }
 
@@ -80,7 +80,7 @@ fn pods_not_tolerating_node_taint_should_be_evicted() {
 #[test]
 fn pods_with_tolerations_but_not_tolerating_node_taint_should_be_evicted() {
     let x = owned_pod("p4", "n1")
-        .with(|p| p.tolerations = vec![toleration("testTaintX1", "testX1", NoSchedule)])
+        .with(|p| *p.tolerations = vec![toleration("testTaintX1", "testX1", NoSchedule)])
         .build();
     let pods = vec![tolerant("p1", "n1"), tolerant("p3", "n1"), x];
     assert_eq!(evict(vec![tainted("n1")], pods), ["p4"]);
@@ -212,7 +212,7 @@ fn pod_p2_does_not_tolerate_taint_on_its_node_but_other_nodes_are_unschedulable(
 
 fn prefer_case(include: bool) -> Vec<String> {
     let p13 = owned_pod("p13", "n5")
-        .with(|p| p.tolerations = vec![toleration("testTaint0", "test0", PreferNoSchedule)])
+        .with(|p| *p.tolerations = vec![toleration("testTaint0", "test0", PreferNoSchedule)])
         .build();
     let n5 = n("n5")
         .taint(taint("testTaint1", "test1", PreferNoSchedule))
@@ -304,7 +304,7 @@ fn pods_tolerating_included_taints_should_not_get_evicted_even_with_other_taints
 #[test]
 fn pods_not_tolerating_not_included_taints_should_not_get_evicted() {
     let x = owned_pod("p4", "n1")
-        .with(|p| p.tolerations = vec![toleration("testTaintX1", "testX1", NoSchedule)])
+        .with(|p| *p.tolerations = vec![toleration("testTaintX1", "testX1", NoSchedule)])
         .build();
     let pods = vec![tolerant("p1", "n1"), plain("p2", "n1"), x];
     assert!(included(&["testTaint2=test2"], vec![tainted("n1")], pods).is_empty());
@@ -328,7 +328,7 @@ fn pods_tolerating_included_taint_should_not_get_evicted_pods_not_tolerating_sho
 #[test]
 fn pods_not_tolerating_all_taints_are_evicted_when_included_taints_is_empty() {
     let p15 = owned_pod("p15", "n7")
-        .with(|p| p.tolerations = vec![toleration("testingTaint1", "testing1", NoSchedule)])
+        .with(|p| *p.tolerations = vec![toleration("testingTaint1", "testing1", NoSchedule)])
         .build();
     let pods = vec![tolerant("p14", "n7"), p15];
     assert_eq!(evict(vec![both_taints("n7")], pods), ["p15"]);

@@ -91,7 +91,7 @@ fn create(groups: &[G]) -> Vec<Pod> {
                     p.spread = gr.spread.clone();
                     p.node_selector = labels(&gr.node_selector);
                     p.node_affinity = gr.node_affinity.clone();
-                    p.tolerations = gr.tolerations.clone();
+                    *p.tolerations = gr.tolerations.clone();
                     p.meta.deleted = gr.deleted.then_some(0);
                 })
                 .build(),
