@@ -202,7 +202,7 @@ fn pod(i: usize, k: usize, nodes: usize) -> Pod {
         }
         // One per node.
         2 => {
-            p.anti_affinity = vec![PodAffinityTerm {
+            p.anti_affinity = ferroscale::model::thin_vec![PodAffinityTerm {
                 selector: LabelSelector {
                     match_labels: BTreeMap::from([("app".to_string(), app.clone())]),
                     requirements: vec![],
@@ -213,7 +213,7 @@ fn pod(i: usize, k: usize, nodes: usize) -> Pod {
         }
         // Spread over zones, but placed mostly in the first nodes.
         3 if i < nodes / 2 => {
-            p.spread = vec![SpreadConstraint {
+            p.spread = ferroscale::model::thin_vec![SpreadConstraint {
                 max_skew: 1,
                 topology_key: "topology.kubernetes.io/zone".into(),
                 selector: LabelSelector {

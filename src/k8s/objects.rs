@@ -15,6 +15,7 @@ pub use super::pod_status::{pod_failed_bound, pod_terminal};
 use super::selectors::{node_selector_terms, requirements};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
+use crate::model::ThinVec;
 use crate::model::workload::{
     HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
     SelectorOp, SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
@@ -75,13 +76,14 @@ fn merge_label_keys(
     }
 }
 
+/// A pod's required (anti-)affinity terms; `field` names them in errors (formatted only then).
 fn affinity_terms(
-    terms: &Option<Vec<core::PodAffinityTerm>>,
+    terms: Option<&Vec<core::PodAffinityTerm>>,
     labels: &BTreeMap<String, String>,
-    field: &str,
-) -> Result<Vec<PodAffinityTerm>> {
+    field: &dyn std::fmt::Display,
+) -> Result<ThinVec<PodAffinityTerm>> {
     terms
-        .iter()
+        .into_iter()
         .flatten()
         .enumerate()
         .map(|(i, t)| {
@@ -265,25 +267,25 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         tolerations: shared.tolerations(tolerations),
         host_ports,
         affinity: affinity_terms(
-            &pod_affinity.and_then(|a| {
+            pod_affinity.and_then(|a| {
                 a.required_during_scheduling_ignored_during_execution
-                    .clone()
+                    .as_ref()
             }),
             &labels,
-            &at("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+            &format_args!("pod {namespace}/{name}: spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         anti_affinity: affinity_terms(
-            &pod_anti.and_then(|a| {
+            pod_anti.and_then(|a| {
                 a.required_during_scheduling_ignored_during_execution
-                    .clone()
+                    .as_ref()
             }),
             &labels,
-            &at("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+            &format_args!("pod {namespace}/{name}: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         spread,
         // Resolved with the cluster's storage objects (`Inputs::convert`).
         claims: Vec::new(),
-        inline_volumes: super::volumes::inline_volumes(spec),
+        inline_volumes: super::volumes::inline_volumes(spec).into(),
         // From the dump's Namespace objects (`namespaces::set_namespace_labels`).
         namespace_labels: Default::default(),
         meta: PodMeta {

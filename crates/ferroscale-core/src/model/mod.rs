@@ -19,6 +19,8 @@ pub mod volumes;
 pub mod workload;
 
 pub use duration::parse_go_duration;
+/// The short list type of the model's rarely set pod fields, for the adapters that build pods.
+pub use thin_vec::{thin_vec, ThinVec};
 pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup};
 pub use options::{AutoscalingOptions, OptionValues};
 pub use provider_id::instance_id;

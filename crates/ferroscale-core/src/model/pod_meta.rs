@@ -1,6 +1,8 @@
 //! What rules other than the scheduler's filters read of a pod: autoscaling's (owner, priority,
 //! safe-to-evict, local volumes) and the descheduler's (phase, restarts, container states, owners, images).
 
+use thin_vec::ThinVec;
+
 use super::shared::{Shared, SharedName};
 
 /// What autoscaling rules (not the scheduler's filters) read of a pod.
@@ -29,10 +31,10 @@ pub struct PodMeta {
     /// `cluster-autoscaler.kubernetes.io/safe-to-evict`, when set to a value it knows.
     pub safe_to_evict: Option<SafeToEvict>,
     /// Names of its local volumes: emptyDir not in memory, hostPath.
-    pub local_volumes: Vec<String>,
+    pub local_volumes: ThinVec<String>,
     /// `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`: local volumes that do not keep
     /// its node.
-    pub safe_local_volumes: Vec<String>,
+    pub safe_local_volumes: ThinVec<String>,
     /// A static pod's mirror (`kubernetes.io/config.mirror`).
     pub mirror: bool,
     /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 pub use super::pod_meta::{ContainerState, Owner, PodCondition, PodMeta, PodPhase, SafeToEvict};
 pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
+use thin_vec::ThinVec;
+
 use super::shared::{Labels, Shared, SharedName};
 use super::volumes::Claim;
 use super::{Resources, Taint, TaintEffect};
@@ -139,15 +141,15 @@ pub struct Pod {
     pub node_affinity: Vec<Vec<Requirement>>,
     /// Shared by the pods converted alike (admission gives most pods the same two).
     pub tolerations: Shared<Vec<Toleration>>,
-    pub host_ports: Vec<HostPort>,
-    pub affinity: Vec<PodAffinityTerm>,
-    pub anti_affinity: Vec<PodAffinityTerm>,
-    pub spread: Vec<SpreadConstraint>,
+    pub host_ports: ThinVec<HostPort>,
+    pub affinity: ThinVec<PodAffinityTerm>,
+    pub anti_affinity: ThinVec<PodAffinityTerm>,
+    pub spread: ThinVec<SpreadConstraint>,
     /// The PersistentVolumeClaims it mounts, resolved to where their volumes can be used.
     pub claims: Vec<Claim>,
     /// In-tree volumes written in the pod itself (`awsElasticBlockStore`), as the CSI driver that
     /// attaches them and the volume id: they count toward attach limits as claims' volumes do.
-    pub inline_volumes: Vec<(String, String)>,
+    pub inline_volumes: ThinVec<(String, String)>,
     /// Labels of its namespace (from the dump's Namespace objects; empty when not known), which the
     /// `namespaceSelector` of affinity terms reads.
     pub namespace_labels: Labels,

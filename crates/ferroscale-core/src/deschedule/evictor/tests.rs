@@ -91,7 +91,7 @@ fn evict_annotation(b: PodBuilder) -> PodBuilder {
 }
 
 fn local_storage(b: PodBuilder) -> PodBuilder {
-    b.with(|p| p.meta.local_volumes = vec!["sample".into()])
+    b.with(|p| p.meta.local_volumes = thin_vec::thin_vec!["sample".into()])
 }
 
 fn claim(key: &str, state: ClaimState) -> Claim {
@@ -306,7 +306,7 @@ fn node_fit_does_not_count_the_pod_where_it_leaves() {
     let zoned = |name: &str| tn(name, 1000, 2000, 13).label("zone", "a").build();
     let repels = |b: PodBuilder| {
         b.label("app", "x").with(|p| {
-            p.anti_affinity = vec![PodAffinityTerm {
+            p.anti_affinity = thin_vec::thin_vec![PodAffinityTerm {
                 selector: crate::fixtures::selector(&[("app", "x")]),
                 namespaces: vec![],
                 namespace_selector: None,

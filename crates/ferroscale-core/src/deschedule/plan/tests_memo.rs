@@ -67,10 +67,10 @@ fn build_pod(i: usize, nodes: usize, (on, app, cpu, kind, ns, prio): PodCase) ->
     .priority(i32::from(prio % 3))
     .with(|p| match kind % 10 {
         // Away from app-0's pods, whatever its own app: many pods are kept off many nodes.
-        0 => p.anti_affinity = vec![term("app-0", labels::HOSTNAME)],
-        1 => p.anti_affinity = vec![term("app-0", zone)],
+        0 => p.anti_affinity = thin_vec::thin_vec![term("app-0", labels::HOSTNAME)],
+        1 => p.anti_affinity = thin_vec::thin_vec![term("app-0", zone)],
         2 => {
-            p.spread = vec![SpreadConstraint {
+            p.spread = thin_vec::thin_vec![SpreadConstraint {
                 max_skew: 1,
                 topology_key: zone.into(),
                 selector: term(&app, zone).selector,
@@ -84,7 +84,7 @@ fn build_pod(i: usize, nodes: usize, (on, app, cpu, kind, ns, prio): PodCase) ->
                 values: vec!["a".into(), "b".into()],
             }]]
         }
-        4 => p.affinity = vec![term(&app, zone)],
+        4 => p.affinity = thin_vec::thin_vec![term(&app, zone)],
         5 => {
             *p.tolerations = vec![Toleration {
                 key: "dedicated".into(),
@@ -93,7 +93,7 @@ fn build_pod(i: usize, nodes: usize, (on, app, cpu, kind, ns, prio): PodCase) ->
             }]
         }
         6 => {
-            p.host_ports = vec![HostPort {
+            p.host_ports = thin_vec::thin_vec![HostPort {
                 protocol: "TCP".into(),
                 ip: String::new(),
                 port: 80,
@@ -241,7 +241,7 @@ fn a_pod_goes_to_a_zone_a_moved_pod_no_longer_repels_it_from() {
         .on("n1")
         .owner("ReplicaSet", "guard")
         .with(|p| {
-            p.anti_affinity = vec![term("web", zone)];
+            p.anti_affinity = thin_vec::thin_vec![term("web", zone)];
             *p.tolerations = vec![Toleration {
                 key: "dedicated".into(),
                 value: None,

@@ -23,7 +23,7 @@ fn blocked(d: Drain) -> Blocker {
 fn safe_to_evict_wins_over_every_blocking_rule_and_false_blocks() {
     let s = Settings::upstream();
     let mut p = recent("kube-system").build();
-    p.meta.local_volumes = vec!["scratch".into()];
+    p.meta.local_volumes = thin_vec::thin_vec!["scratch".into()];
     p.meta.safe_to_evict = Some(SafeToEvict::Yes);
     assert_eq!(
         drainability(&p, &[pdb("kube-system", "guard", "p", 0)], &s, NOW),
@@ -127,7 +127,7 @@ fn system_pods_block_until_the_timeout_after_their_creation() {
     // Past the timeout the system rule finds the pod drainable and the rules after it are not asked
     // (upstream: the system rule's drainable status ends the chain).
     p.meta.created = NOW - 7200;
-    p.meta.local_volumes = vec!["v".into()];
+    p.meta.local_volumes = thin_vec::thin_vec!["v".into()];
     assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
     p.meta.safe_to_evict = Some(SafeToEvict::No);
     assert_eq!(drainability(&p, &[], &s, NOW), Drain::Move);
@@ -159,8 +159,8 @@ fn system_pods_block_until_the_timeout_after_their_creation() {
 fn local_volumes_named_safe_do_not_block() {
     let s = Settings::upstream();
     let mut p = recent("a").controller("StatefulSet").build();
-    p.meta.local_volumes = vec!["cache".into(), "tmp".into()];
-    p.meta.safe_local_volumes = vec!["cache".into()];
+    p.meta.local_volumes = thin_vec::thin_vec!["cache".into(), "tmp".into()];
+    p.meta.safe_local_volumes = thin_vec::thin_vec!["cache".into()];
     assert_eq!(
         blocked(drainability(&p, &[], &s, NOW)),
         Blocker::LocalStorage {

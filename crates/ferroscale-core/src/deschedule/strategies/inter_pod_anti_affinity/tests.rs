@@ -32,7 +32,7 @@ fn repels(key: &str, value: &str) -> PodAffinityTerm {
 /// `buildTestPodWithAntiAffinityForNode1`.
 fn anti(name: &str) -> Pod {
     owned_pod(name, "n1")
-        .with(|p| p.anti_affinity = vec![repels("foo", "bar")])
+        .with(|p| p.anti_affinity = thin_vec::thin_vec![repels("foo", "bar")])
         .build()
 }
 
@@ -82,7 +82,7 @@ fn evict_only_1_pod_after_sorting() {
     let p = |name: &str, labels: (&str, &str), repel: (&str, &str), priority| {
         owned_pod(name, "n1")
             .label(labels.0, labels.1)
-            .with(|p| p.anti_affinity = vec![repels(repel.0, repel.1)])
+            .with(|p| p.anti_affinity = thin_vec::thin_vec![repels(repel.0, repel.1)])
             .priority(priority)
             .build()
     };
@@ -137,7 +137,7 @@ fn no_pod_to_evicted_since_all_pod_terminating() {
     let dying = |name: &str| {
         owned_pod(name, "n1")
             .with(|p| {
-                p.anti_affinity = vec![repels("foo", "bar")];
+                p.anti_affinity = thin_vec::thin_vec![repels("foo", "bar")];
                 p.meta.deleted = Some(0);
             })
             .build()
@@ -238,7 +238,7 @@ fn terms_with_and_without_label_values_find_the_same_pods() {
     };
     let by = |term: PodAffinityTerm| {
         let p1 = owned_pod("p1", "n1")
-            .with(move |p| p.anti_affinity = vec![term])
+            .with(move |p| p.anti_affinity = thin_vec::thin_vec![term])
             .build();
         let far = owned_pod("p11", "n5").label("foo", "bar").build();
         let n5 = test_node("n5", 2000, 3000, 10)

@@ -296,9 +296,9 @@ fn a_pod_whose_only_place_has_its_host_port_taken_is_not_proposed() {
         port: 8080,
     };
     let mut pods = pods_on(BARE, true, false);
-    pods[0].host_ports = vec![port.clone()];
+    pods[0].host_ports = thin_vec::thin_vec![port.clone()];
     let mut holder = owned_pod("holder", LABELLED).build();
-    holder.host_ports = vec![port];
+    holder.host_ports = thin_vec::thin_vec![port];
     pods.push(holder);
     assert!(evict(&[REQUIRED], vec![bare(), labelled()], pods).is_empty());
 }

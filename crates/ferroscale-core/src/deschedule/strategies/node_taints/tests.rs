@@ -45,7 +45,7 @@ fn critical(name: &str, node: &str) -> Pod {
 /// `withLocalStorageVolume` (a hostPath + emptyDir volume).
 fn local_storage(name: &str, node: &str) -> Pod {
     owned_pod(name, node)
-        .with(|p| p.meta.local_volumes = vec!["sample".into()])
+        .with(|p| p.meta.local_volumes = thin_vec::thin_vec!["sample".into()])
         .build()
 }
 

@@ -36,7 +36,7 @@ fn init_pods(apply: fn(PodBuilder) -> PodBuilder) -> Vec<Pod> {
                 6 => b.owner("DaemonSet", ""),
                 7 => b
                     .owner("Pod", "")
-                    .with(|p| p.meta.local_volumes = vec!["sample".into()]),
+                    .with(|p| p.meta.local_volumes = thin_vec::thin_vec!["sample".into()]),
                 8 => b.mirror(),
                 _ => b.owner("Pod", ""),
             };

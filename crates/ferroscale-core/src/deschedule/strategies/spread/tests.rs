@@ -88,7 +88,7 @@ fn create(groups: &[G]) -> Vec<Pod> {
             out.push(
                 b.with(move |p| {
                     p.labels = labels(&gr.labels).into();
-                    p.spread = gr.spread.clone();
+                    p.spread = gr.spread.clone().into();
                     p.node_selector = labels(&gr.node_selector);
                     p.node_affinity = gr.node_affinity.clone();
                     *p.tolerations = gr.tolerations.clone();

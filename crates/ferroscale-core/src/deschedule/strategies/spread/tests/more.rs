@@ -479,7 +479,7 @@ fn pods_bound_by_pod_affinity_to_their_zone_are_not_moved() {
     };
     let mut pods = create(&[g(4, "n1").spread(zone(1))]);
     for p in &mut pods {
-        p.affinity = vec![near_cache.clone()];
+        p.affinity = thin_vec::thin_vec![near_cache.clone()];
     }
     pods.push(cache);
     let p = run(default(), two_zones(), pods, EvictorArgs::default());
