@@ -57,6 +57,7 @@ mod run_volumes;
 mod simulate;
 mod simulate_consolidation;
 mod simulate_consolidation_report;
+mod simulate_consolidation_stability;
 mod simulate_deschedule;
 mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;
