@@ -125,8 +125,8 @@ fn progress(
                     && i.node.seen > plan.since
                     && !memory.surge_claimed.contains(name)
                     && !memory.disrupting(name)
-                    // A new node on its way out (scale-down took it this loop, while still empty)
-                    // is no room for the old nodes' pods.
+                    // A new node on its way out is no room for the old nodes' pods (scale-down
+                    // waits while a replacement is under way, but a removal may be in flight).
                     && !world.removing.contains_key(name)
                     && !d.scale_down.iter().any(|s| s.node == name)
             })
@@ -136,7 +136,7 @@ fn progress(
         let joined = fresh.len() >= plan.count as usize;
         fresh.truncate(plan.count as usize);
         if joined && !still_fits(ctx, memory, infos, &plan, &fresh, d) {
-            // Scale-down (or new pods) took the room the plan counted on: the old nodes stay.
+            // New pods (bound since) took the room the plan counted on: the old nodes stay.
             for old in &plan.nodes {
                 memory.consolidated.insert(old.clone(), ctx.now);
                 d.consolidation_declined.push((
