@@ -1,7 +1,8 @@
 //! Consolidation through `simulate` when things do not go to plan or there is nothing to gain: new
 //! nodes that never become ready leave the old ones in place, an optimal cluster is left alone for a
-//! hundred loops, and on random small clusters every pod keeps a place, every group stays within its
-//! bounds and the hourly cost only goes down (during a surge, by no more than the plan's new nodes).
+//! hundred loops, a replacement completes without scale-down's waits, and on random small clusters
+//! every pod keeps a place, every group stays within its bounds and the hourly cost only goes down
+//! (during a surge it is up by the plan's new nodes at most).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
