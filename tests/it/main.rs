@@ -58,6 +58,7 @@ mod simulate;
 mod simulate_consolidation;
 mod simulate_consolidation_report;
 mod simulate_consolidation_safety;
+mod simulate_consolidation_stability;
 mod simulate_deschedule;
 mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;

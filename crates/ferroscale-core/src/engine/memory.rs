@@ -148,7 +148,8 @@ impl Memory {
     }
 
     /// Why scale-down waits at `now` (`--scale-down-delay-after-add`, `-after-failure`,
-    /// `-after-delete`), if it does: upstream's scale-down cooldown.
+    /// `-after-delete`), if it does: upstream's scale-down cooldown; and while a consolidation's new
+    /// nodes are on their way, whose plan counts on the other nodes as they are.
     pub fn scale_down_paused(&self, s: &Settings, now: i64) -> Option<Pause> {
         let within = |t: Option<i64>, d: std::time::Duration| {
             t.is_some_and(|t| now - t < d.as_secs() as i64)
@@ -162,6 +163,8 @@ impl Memory {
             Some(Pause::AfterFailure)
         } else if within(self.last_scale_down_delete, s.scale_down_delay_after_delete) {
             Some(Pause::AfterDelete)
+        } else if !self.consolidating.is_empty() {
+            Some(Pause::Consolidating)
         } else {
             None
         }
@@ -199,6 +202,9 @@ pub enum Pause {
     AfterAdd,
     AfterFailure,
     AfterDelete,
+    /// A consolidation's new nodes are on their way: its plan places the old nodes' pods on the
+    /// other nodes as they are.
+    Consolidating,
 }
 
 impl fmt::Display for Pause {
@@ -212,6 +218,9 @@ impl fmt::Display for Pause {
             }
             Pause::AfterDelete => {
                 "unneeded, but a node was removed within --scale-down-delay-after-delete"
+            }
+            Pause::Consolidating => {
+                "unneeded, but a consolidation's new nodes are on their way and its plan counts on this node"
             }
         })
     }

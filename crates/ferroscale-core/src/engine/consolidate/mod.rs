@@ -29,10 +29,12 @@ use super::decisions::{
     ConsolidationAction, ConsolidationPlan, Decisions, NewNodes, Replacement, ScaleUp,
 };
 use super::memory::{Consolidating, Memory};
-use super::predicates::NodeInfo;
+use super::predicates::{first_fit, NodeInfo};
 use super::replace::retire;
+use super::scale_down::drain;
 use crate::clock::Deadline;
 use crate::model::lifecycle::DisruptionReason;
+use crate::model::workload::Pod;
 use candidates::{candidates, room, Candidate};
 use evaluate::{Evaluator, Found};
 
@@ -48,7 +50,7 @@ pub(super) fn consolidate(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d:
     memory
         .consolidated
         .retain(|n, _| present.contains_key(n.as_str()));
-    progress(ctx, memory, &present, d);
+    progress(ctx, memory, infos, &present, d);
     let settings = ctx.settings;
     if !ctx
         .world
@@ -90,14 +92,24 @@ fn waits(ctx: &Ctx, memory: &Memory, d: &Decisions) -> Option<Waits> {
     if !d.scale_up.is_empty() {
         return Some(Waits::ScalingUp);
     }
-    memory
-        .scale_down_paused(ctx.settings, ctx.now)
-        .map(Waits::Paused)
+    if let Some(p) = memory.scale_down_paused(ctx.settings, ctx.now) {
+        return Some(Waits::Paused(p));
+    }
+    d.scale_down
+        .iter()
+        .any(|s| s.reason.disruption.is_some())
+        .then_some(Waits::Retiring)
 }
 
 /// The consolidations under way: the old nodes go once the new ones have joined, or stay if they have
 /// not in time.
-fn progress(ctx: &Ctx, memory: &mut Memory, present: &HashMap<&str, &NodeInfo>, d: &mut Decisions) {
+fn progress(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    infos: &[NodeInfo],
+    present: &HashMap<&str, &NodeInfo>,
+    d: &mut Decisions,
+) {
     let world = ctx.world;
     let plans = std::mem::take(&mut memory.consolidating);
     for plan in plans {
@@ -113,12 +125,29 @@ fn progress(ctx: &Ctx, memory: &mut Memory, present: &HashMap<&str, &NodeInfo>, 
                     && i.node.seen > plan.since
                     && !memory.surge_claimed.contains(name)
                     && !memory.disrupting(name)
+                    // A new node on its way out is no room for the old nodes' pods (scale-down
+                    // waits while a replacement is under way, but a removal may be in flight).
+                    && !world.removing.contains_key(name)
+                    && !d.scale_down.iter().any(|s| s.node == name)
             })
             .map(|i| i.node.name.as_str())
             .collect();
-        if fresh.len() >= plan.count as usize {
-            fresh.sort();
-            for new in fresh.into_iter().take(plan.count as usize) {
+        fresh.sort();
+        let joined = fresh.len() >= plan.count as usize;
+        fresh.truncate(plan.count as usize);
+        if joined && !still_fits(ctx, memory, infos, &plan, &fresh, d) {
+            // New pods (bound since) took the room the plan counted on: the old nodes stay.
+            for old in &plan.nodes {
+                memory.consolidated.insert(old.clone(), ctx.now);
+                d.consolidation_declined.push((
+                    old.clone(),
+                    Declined::RoomTaken {
+                        group: g.id.clone(),
+                    },
+                ));
+            }
+        } else if joined {
+            for new in fresh {
                 memory.surge_claimed.insert(new.to_string());
             }
             for old in &plan.nodes {
@@ -157,6 +186,60 @@ fn progress(ctx: &Ctx, memory: &mut Memory, present: &HashMap<&str, &NodeInfo>, 
             memory.consolidating.push(plan);
         }
     }
+}
+
+/// Whether the pods `plan` evicts still fit on the rest of the cluster as this loop leaves it
+/// (scale-down's removals and moves applied), as the plan placed them: first fit on the other nodes
+/// in order, the rest, largest first, on the new nodes `fresh`.
+fn still_fits(
+    ctx: &Ctx,
+    memory: &Memory,
+    infos: &[NodeInfo],
+    plan: &Consolidating,
+    fresh: &[&str],
+    d: &Decisions,
+) -> bool {
+    let world = ctx.world;
+    let going = |n: &str| {
+        plan.nodes.iter().any(|x| x == n)
+            || world.removing.contains_key(n)
+            || world.interrupted.contains_key(n)
+            || memory.disrupting(n)
+            || d.scale_down.iter().any(|s| s.node == n)
+    };
+    let usable = |i: &&NodeInfo| i.node.ready && !i.node.template && !going(&i.node.name);
+    let is_new = |i: &&NodeInfo| fresh.contains(&i.node.name.as_str());
+    let mut others: Vec<NodeInfo> = infos
+        .iter()
+        .filter(usable)
+        .filter(|i| !is_new(i))
+        .cloned()
+        .collect();
+    let mut new: Vec<NodeInfo> = infos
+        .iter()
+        .filter(usable)
+        .filter(is_new)
+        .cloned()
+        .collect();
+    // A node whose drain is refused is kept by `retire`: only the pods that would move count.
+    let movable: Vec<_> = infos
+        .iter()
+        .filter(|i| plan.nodes.contains(&i.node.name))
+        .filter_map(|i| drain(&i.pods, ctx).ok())
+        .flat_map(|x| x.movable)
+        .collect();
+    let pods: Vec<&Pod> = movable.iter().map(|p| p.as_ref()).collect();
+    let placed = first_fit(&pods, &mut others, |_| true);
+    let mut left: Vec<&Pod> = pods
+        .iter()
+        .zip(&placed)
+        .filter(|(_, at)| at.is_none())
+        .map(|(p, _)| *p)
+        .collect();
+    left.sort_by_key(|p| std::cmp::Reverse((p.requests.cpu_milli, p.requests.memory)));
+    first_fit(&left, &mut new, |_| true)
+        .iter()
+        .all(Option::is_some)
 }
 
 /// The best plan among single candidates and prefixes of the candidates' order, within the bounds.

@@ -39,6 +39,10 @@ pub enum Declined {
     /// The new nodes of its replacement were not ready within the group's `maxNodeProvisionTime`: the
     /// node stays, and is no candidate again for its group's `after`.
     NotReadyInTime { group: String },
+    /// When the new nodes of its replacement joined, its pods no longer fit on them and the rest of
+    /// the cluster (scale-down or new pods took the room meanwhile): the node stays, and is no
+    /// candidate again for its group's `after`.
+    RoomTaken { group: String },
 }
 
 impl fmt::Display for Declined {
@@ -78,6 +82,10 @@ impl fmt::Display for Declined {
                 f,
                 "the new nodes of group {group} were not ready within maxNodeProvisionTime: kept"
             ),
+            Declined::RoomTaken { group } => write!(
+                f,
+                "its pods no longer fit with the new nodes of group {group} (the room was taken meanwhile): kept"
+            ),
         }
     }
 }
@@ -93,6 +101,9 @@ pub enum Waits {
     Paused(Pause),
     /// An earlier consolidation's new nodes are on their way: one at a time.
     InProgress,
+    /// Nodes are retired this loop (a replacement's old nodes, drift, a notice): where their pods
+    /// will run is not known yet, and a new plan could count on the same room.
+    Retiring,
 }
 
 impl fmt::Display for Waits {
@@ -102,13 +113,14 @@ impl fmt::Display for Waits {
             Waits::ScalingUp => f.write_str("the cluster scales up"),
             Waits::Paused(p) => write!(f, "{p}"),
             Waits::InProgress => f.write_str("a consolidation is under way"),
+            Waits::Retiring => f.write_str("nodes are retired this loop; their pods move first"),
         }
     }
 }
 
 impl Declined {
     /// Every [`Declined::label`], for series set to 0 before the first.
-    pub const LABELS: [&'static str; 11] = [
+    pub const LABELS: [&'static str; 12] = [
         "saving_too_small",
         "saving_per_pod_too_small",
         "nothing_cheaper",
@@ -120,6 +132,7 @@ impl Declined {
         "blocked",
         "on_completion",
         "not_ready_in_time",
+        "room_taken",
     ];
 
     /// A stable name of the reason, without its figures: a metric label, a summary's key.
@@ -136,6 +149,7 @@ impl Declined {
             Declined::Blocked(_) => "blocked",
             Declined::OnCompletion { .. } => "on_completion",
             Declined::NotReadyInTime { .. } => "not_ready_in_time",
+            Declined::RoomTaken { .. } => "room_taken",
         }
     }
 }

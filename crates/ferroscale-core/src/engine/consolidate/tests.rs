@@ -10,6 +10,8 @@ use crate::model::workload::Pod;
 use crate::model::NodeGroup;
 
 use super::Declined;
+use crate::engine::memory::Pause;
+use crate::engine::reasons::Unremovable;
 
 pub(super) const NOW: i64 = 100_000;
 
@@ -132,6 +134,97 @@ fn three_half_empty_nodes_are_replaced_by_one_cheaper_node_new_capacity_first() 
         .iter()
         .all(|x| x.reason == DisruptionReason::Consolidation));
     assert!(memory.consolidating.is_empty());
+}
+
+/// Without scale-down's waits, scale-down still waits while a replacement's new nodes are on their
+/// way: its plan counts on the other nodes as they are. Here it would take the new node (empty when
+/// it joins) and m-4 (half used), whose pod fits only on the new node.
+#[test]
+fn scale_down_waits_while_a_replacement_is_under_way() {
+    let mut world = three_half_empty()
+        .node_of("m5", machine("m-4", "m5.4xlarge", 16))
+        .pod(app("half", "m-4", 8));
+    world.group_mut("m5").target_size = 4;
+    let mut settings = consolidating();
+    settings.defaults.scale_down_unneeded_time = Duration::ZERO;
+    settings.scale_down_delay_after_add = Duration::ZERO;
+    settings.consolidation_max_set = 3;
+    let mut memory = Memory::default();
+    let d = world.run_once(&settings, &mut memory, NOW);
+    assert_eq!(d.consolidations[0].nodes, ["m-1", "m-2", "m-3"], "{d:#?}");
+    world.group_mut("c6a8").target_size = 1;
+    let mut new = machine("c-1", "c6a.8xlarge", 32);
+    new.seen = NOW + 60;
+    world = world.node_of("c6a8", new);
+    let d = world.run_once(&settings, &mut memory, NOW + 60);
+    let mut gone: Vec<&str> = d.scale_down.iter().map(|s| s.node.as_str()).collect();
+    gone.sort();
+    assert_eq!(gone, ["m-1", "m-2", "m-3"], "{d:#?}");
+    let m4 = d
+        .unremovable
+        .iter()
+        .find(|(n, _)| n == "m-4")
+        .map(|(_, why)| why);
+    assert_eq!(
+        m4,
+        Some(&Unremovable::Paused(Pause::Consolidating)),
+        "{d:#?}"
+    );
+    assert!(memory.consolidating.is_empty());
+}
+
+/// In the loop a replacement's old nodes are retired, their pods are not yet where they will run:
+/// no new plan is made that could count on the same room (here, deleting the fourth node onto the
+/// new one), even with scale-down's cooldown off.
+#[test]
+fn no_new_plan_while_old_nodes_are_retired() {
+    let mut world = three_half_empty()
+        .node_of("m5", machine("m-4", "m5.4xlarge", 16))
+        .pod(app("web-4", "m-4", 9));
+    world.group_mut("m5").target_size = 4;
+    let mut settings = consolidating();
+    settings.scale_down_delay_after_add = Duration::ZERO;
+    settings.consolidation_max_set = 3;
+    let mut memory = Memory::default();
+    let d = world.run_once(&settings, &mut memory, NOW);
+    assert_eq!(d.consolidations[0].nodes, ["m-1", "m-2", "m-3"], "{d:#?}");
+    world.group_mut("c6a8").target_size = 1;
+    let mut new = machine("c-1", "c6a.8xlarge", 32);
+    new.seen = NOW + 60;
+    world = world.node_of("c6a8", new);
+    let d = world.run_once(&settings, &mut memory, NOW + 120);
+    assert_eq!(d.scale_down.len(), 3, "{d:#?}");
+    assert!(d.consolidations.is_empty(), "{d:#?}");
+    assert_eq!(d.consolidation_waits, Some(super::Waits::Retiring));
+}
+
+/// The new node joins with most of its room taken meanwhile (a pod bound there first): the old
+/// nodes' pods no longer fit, so they stay, declined, and are no candidates again for `after`.
+#[test]
+fn a_new_node_whose_room_was_taken_does_not_free_the_old_ones() {
+    let mut world = three_half_empty();
+    let settings = consolidating();
+    let mut memory = Memory::default();
+    let d = world.run_once(&settings, &mut memory, NOW);
+    assert_eq!(d.consolidations.len(), 1, "{d:#?}");
+    world.group_mut("c6a8").target_size = 1;
+    let mut new = machine("c-1", "c6a.8xlarge", 32);
+    new.seen = NOW + 60;
+    world = world.node_of("c6a8", new).pod(app("hog", "c-1", 20));
+    let d = world.run_once(&settings, &mut memory, NOW + 120);
+    assert!(
+        d.scale_down.is_empty() && d.disruptions.is_empty(),
+        "{d:#?}"
+    );
+    assert_eq!(
+        declined(&d, "m-1"),
+        [&Declined::RoomTaken {
+            group: "c6a8".into()
+        }]
+    );
+    assert!(memory.consolidating.is_empty() && memory.surge_claimed.is_empty());
+    let d = world.run_once(&settings, &mut memory, NOW + 180);
+    assert!(d.consolidations.is_empty(), "{d:#?}");
 }
 
 /// One node at $1/h with a 9-core pod, and a group whose 16-core nodes cost `price`.
