@@ -12,13 +12,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::namespace_of;
 pub use super::pod_status::{pod_failed_bound, pod_terminal};
-use super::selectors::{node_selector_terms, requirements};
+use super::selectors::{affinity_terms, label_selector, merge_label_keys, node_selector_terms};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
-use crate::model::ThinVec;
 use crate::model::workload::{
-    HostPort, LabelSelector, Node, Pdb, Pod, PodAffinityTerm, PodMeta, Requirement, SafeToEvict,
-    SelectorOp, SpreadConstraint, Toleration, TolerationValue, DAEMON_SET,
+    HostPort, LabelSelector, Node, Pdb, Pod, PodMeta, SafeToEvict, SelectorOp, SpreadConstraint,
+    Toleration, TolerationValue, DAEMON_SET,
 };
 use crate::model::{Resources, Taint, TaintEffect, UnknownTaintEffect};
 
@@ -40,77 +39,6 @@ fn resources(map: &Option<BTreeMap<String, Quantity>>, field: &str) -> Result<Re
 fn effect(e: &str, field: &str) -> Result<TaintEffect> {
     e.parse()
         .map_err(|e: UnknownTaintEffect| Error::invalid(field, e.to_string()))
-}
-
-/// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
-pub fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelector> {
-    Ok(LabelSelector {
-        match_labels: s.match_labels.clone().unwrap_or_default(),
-        requirements: requirements(
-            s.match_expressions
-                .iter()
-                .flatten()
-                .map(|e| (&e.key, &e.operator, &e.values)),
-            field,
-        )?,
-    })
-}
-
-/// Adds to `selector`, for each key of `keys` the pod has a label of, a requirement that the label be
-/// (`op` In) or not be (`op` NotIn) the pod's value: what `matchLabelKeys` and `mismatchLabelKeys` mean
-/// (a key the pod lacks is ignored, as upstream does).
-fn merge_label_keys(
-    selector: &mut LabelSelector,
-    keys: &Option<Vec<String>>,
-    op: SelectorOp,
-    labels: &BTreeMap<String, String>,
-) {
-    for key in keys.iter().flatten() {
-        if let Some(v) = labels.get(key) {
-            selector.requirements.push(Requirement {
-                key: key.clone(),
-                op,
-                values: vec![v.clone()],
-            });
-        }
-    }
-}
-
-/// A pod's required (anti-)affinity terms; `field` names them in errors (formatted only then).
-fn affinity_terms(
-    terms: Option<&Vec<core::PodAffinityTerm>>,
-    labels: &BTreeMap<String, String>,
-    field: &dyn std::fmt::Display,
-) -> Result<ThinVec<PodAffinityTerm>> {
-    terms
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, t)| {
-            let mut selector = match &t.label_selector {
-                Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
-                // No selector matches no pod.
-                None => LabelSelector::nothing(),
-            };
-            merge_label_keys(&mut selector, &t.match_label_keys, SelectorOp::In, labels);
-            merge_label_keys(
-                &mut selector,
-                &t.mismatch_label_keys,
-                SelectorOp::NotIn,
-                labels,
-            );
-            Ok(PodAffinityTerm {
-                selector,
-                namespaces: t.namespaces.clone().unwrap_or_default(),
-                namespace_selector: t
-                    .namespace_selector
-                    .as_ref()
-                    .map(|s| label_selector(s, &format!("{field}[{i}].namespaceSelector")))
-                    .transpose()?,
-                topology_key: t.topology_key.clone(),
-            })
-        })
-        .collect()
 }
 
 /// A pod as the engine sees it.
@@ -321,9 +249,9 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             containers: shared.states(containers),
             owners: shared.owners(super::pod_status::owners(p)),
             images: shared.images(super::pod_status::images(spec)),
-            do_not_disrupt: super::pod_status::do_not_disrupt(&annotations),
-            deletion_cost: super::pod_status::deletion_cost(&annotations),
-            evict_annotation: super::pod_status::evict_annotation(&annotations),
+            do_not_disrupt: super::pod_status::do_not_disrupt(annotations),
+            deletion_cost: super::pod_status::deletion_cost(annotations),
+            evict_annotation: super::pod_status::evict_annotation(annotations),
             ..super::pod_facts::meta(p, shared)
         },
         labels,

@@ -1,10 +1,16 @@
 //! Label and node selector requirements from Kubernetes objects (pods' affinity, volumes' node
 //! affinity), below both converters so neither imports the other.
 
-use k8s_openapi::api::core::v1::NodeSelector;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{self as core, NodeSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::error::{Error, Result};
-use crate::model::workload::{Requirement, SelectorOp, FIELD_NODE_NAME};
+use crate::model::workload::{
+    LabelSelector, PodAffinityTerm, Requirement, SelectorOp, FIELD_NODE_NAME,
+};
+use crate::model::ThinVec;
 
 fn op(o: &str, field: &str) -> Result<SelectorOp> {
     Ok(match o {
@@ -140,6 +146,77 @@ pub(crate) fn requirements<'a>(
                 values,
                 &format!("{field}.matchExpressions[{i}].operator"),
             )
+        })
+        .collect()
+}
+
+/// A metav1 LabelSelector (None selects nothing in PDBs, everything in spreads: callers decide).
+pub(super) fn label_selector(s: &meta::LabelSelector, field: &str) -> Result<LabelSelector> {
+    Ok(LabelSelector {
+        match_labels: s.match_labels.clone().unwrap_or_default(),
+        requirements: requirements(
+            s.match_expressions
+                .iter()
+                .flatten()
+                .map(|e| (&e.key, &e.operator, &e.values)),
+            field,
+        )?,
+    })
+}
+
+/// Adds to `selector`, for each key of `keys` the pod has a label of, a requirement that the label be
+/// (`op` In) or not be (`op` NotIn) the pod's value: what `matchLabelKeys` and `mismatchLabelKeys` mean
+/// (a key the pod lacks is ignored, as upstream does).
+pub(super) fn merge_label_keys(
+    selector: &mut LabelSelector,
+    keys: &Option<Vec<String>>,
+    op: SelectorOp,
+    labels: &BTreeMap<String, String>,
+) {
+    for key in keys.iter().flatten() {
+        if let Some(v) = labels.get(key) {
+            selector.requirements.push(Requirement {
+                key: key.clone(),
+                op,
+                values: vec![v.clone()],
+            });
+        }
+    }
+}
+
+/// A pod's required (anti-)affinity terms; `field` names them in errors (formatted only then).
+pub(super) fn affinity_terms(
+    terms: Option<&Vec<core::PodAffinityTerm>>,
+    labels: &BTreeMap<String, String>,
+    field: &dyn std::fmt::Display,
+) -> Result<ThinVec<PodAffinityTerm>> {
+    terms
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut selector = match &t.label_selector {
+                Some(s) => label_selector(s, &format!("{field}[{i}].labelSelector"))?,
+                // No selector matches no pod.
+                None => LabelSelector::nothing(),
+            };
+            merge_label_keys(&mut selector, &t.match_label_keys, SelectorOp::In, labels);
+            merge_label_keys(
+                &mut selector,
+                &t.mismatch_label_keys,
+                SelectorOp::NotIn,
+                labels,
+            );
+            Ok(PodAffinityTerm {
+                selector,
+                namespaces: t.namespaces.clone().unwrap_or_default(),
+                namespace_selector: t
+                    .namespace_selector
+                    .as_ref()
+                    .map(|s| label_selector(s, &format!("{field}[{i}].namespaceSelector")))
+                    .transpose()?,
+                topology_key: t.topology_key.clone(),
+            })
         })
         .collect()
 }

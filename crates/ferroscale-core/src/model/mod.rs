@@ -19,8 +19,6 @@ pub mod volumes;
 pub mod workload;
 
 pub use duration::parse_go_duration;
-/// The short list type of the model's rarely set pod fields, for the adapters that build pods.
-pub use thin_vec::{thin_vec, ThinVec};
 pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup};
 pub use options::{AutoscalingOptions, OptionValues};
 pub use provider_id::instance_id;
@@ -29,3 +27,5 @@ pub use resources::{
     UnknownTaintEffect,
 };
 pub use snapshot::Snapshot;
+/// The short list type of the model's rarely set pod fields, for the adapters that build pods.
+pub use thin_vec::{thin_vec, ThinVec};
