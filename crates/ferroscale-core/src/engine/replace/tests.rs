@@ -191,3 +191,37 @@ fn a_surge_counts_when_it_joins_whatever_the_api_servers_clock_says_of_its_creat
         assert_eq!(gone, ["old"], "skew {skew}");
     }
 }
+
+/// With scale-down's waits off, the surge node joins empty, so scale-down could take it in the loop
+/// the old node goes: it does not, since the drifted node's pod needs it (replacement is decided before
+/// scale-down, which sees the old node going).
+#[test]
+fn a_surge_node_that_joined_empty_is_kept_for_the_old_nodes_pods() {
+    let mut s = Settings::upstream();
+    s.defaults.scale_down_unneeded_time = Duration::ZERO;
+    s.scale_down_delay_after_add = Duration::ZERO;
+    let mut memory = Memory::default();
+    let mut world = drifted();
+    let d = world.run_once(&s, &mut memory, T0);
+    assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
+    let g = world.group_mut("pool");
+    g.target_size = 2;
+    g.instances.push(crate::model::Instance {
+        id: "aws:///z/new".into(),
+        state: InstanceState::Running,
+        error: None,
+    });
+    g.lifecycle
+        .instance_revisions
+        .insert("aws:///z/new".into(), "lt-1:2".into());
+    let mut new = worker("new").created(T0 + 5).build();
+    new.seen = T0 + 5;
+    let world = world.node_of("pool", new);
+    let d = world.run_once(&s, &mut memory, T0 + 10);
+    let gone: Vec<&str> = d.scale_down.iter().map(|x| x.node.as_str()).collect();
+    assert_eq!(gone, ["old"], "{d:#?}");
+    assert!(
+        d.unremovable.iter().any(|(n, _)| n == "new"),
+        "the new node holds the old node's pod: {d:#?}"
+    );
+}
