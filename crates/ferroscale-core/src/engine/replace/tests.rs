@@ -23,6 +23,22 @@ fn drifted() -> TestWorld {
     world
 }
 
+/// The cloud grew `pool` by the surge and its node `new` joined, ready, launched from the current
+/// revision: created at `created` by the API server's clock, first seen by the loop at `seen`.
+fn surge_joined(mut world: TestWorld, created: i64, seen: i64) -> TestWorld {
+    let g = world.group_mut("pool");
+    g.target_size = 2;
+    g.instances.push(crate::model::Instance {
+        id: "aws:///z/new".into(),
+        state: InstanceState::Running,
+        error: None,
+    });
+    g.lifecycle
+        .instance_revisions
+        .insert("aws:///z/new".into(), "lt-1:2".into());
+    world.node_of("pool", worker("new").created(created).seen(seen).build())
+}
+
 fn surges(d: &Decisions) -> Vec<(&str, i32, Vec<&str>)> {
     d.replacements
         .iter()
@@ -37,7 +53,7 @@ fn surges(d: &Decisions) -> Vec<(&str, i32, Vec<&str>)> {
 fn a_drifted_node_is_surged_first_and_goes_once_the_new_node_has_joined() {
     let s = Settings::upstream();
     let mut memory = Memory::default();
-    let mut world = drifted();
+    let world = drifted();
     let d = world.run_once(&s, &mut memory, T0);
     assert_eq!(
         d.scale_up,
@@ -70,17 +86,7 @@ fn a_drifted_node_is_surged_first_and_goes_once_the_new_node_has_joined() {
     assert!(d.scale_up.is_empty() && d.scale_down.is_empty(), "{d:?}");
 
     // The cloud grew the group and the new node joined, ready, launched from the current revision.
-    let g = world.group_mut("pool");
-    g.target_size = 2;
-    g.instances.push(crate::model::Instance {
-        id: "aws:///z/new".into(),
-        state: InstanceState::Running,
-        error: None,
-    });
-    g.lifecycle
-        .instance_revisions
-        .insert("aws:///z/new".into(), "lt-1:2".into());
-    let world = world.node_of("pool", worker("new").created(T0 + 5).build());
+    let world = surge_joined(world, T0 + 5, T0 + 5);
     let d = world.run_once(&s, &mut memory, T0 + 10);
     assert!(d.scale_up.is_empty(), "{d:?}");
     assert_eq!(d.scale_down.len(), 1, "{d:?}");
@@ -168,21 +174,10 @@ fn a_surge_counts_when_it_joins_whatever_the_api_servers_clock_says_of_its_creat
     // new node was created before the surge was asked, or far after; the loop saw it join after.
     for skew in [-3600, 3600] {
         let mut memory = Memory::default();
-        let mut world = drifted();
+        let world = drifted();
         let d = world.run_once(&s, &mut memory, T0);
         assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
-        let g = world.group_mut("pool");
-        g.target_size = 2;
-        g.instances.push(crate::model::Instance {
-            id: "aws:///z/new".into(),
-            state: InstanceState::Running,
-            error: None,
-        });
-        g.lifecycle
-            .instance_revisions
-            .insert("aws:///z/new".into(), "lt-1:2".into());
-        let new = worker("new").created(T0 + 5 + skew).seen(T0 + 5).build();
-        let world = world.node_of("pool", new);
+        let world = surge_joined(world, T0 + 5 + skew, T0 + 5);
         // Past the provision time: a surge that had not joined would be asked for again.
         let d = world.run_once(&s, &mut memory, T0 + 1000);
         assert!(d.replacements.is_empty(), "skew {skew}: {d:?}");
@@ -201,22 +196,10 @@ fn a_surge_node_that_joined_empty_is_kept_for_the_old_nodes_pods() {
     s.defaults.scale_down_unneeded_time = Duration::ZERO;
     s.scale_down_delay_after_add = Duration::ZERO;
     let mut memory = Memory::default();
-    let mut world = drifted();
+    let world = drifted();
     let d = world.run_once(&s, &mut memory, T0);
     assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
-    let g = world.group_mut("pool");
-    g.target_size = 2;
-    g.instances.push(crate::model::Instance {
-        id: "aws:///z/new".into(),
-        state: InstanceState::Running,
-        error: None,
-    });
-    g.lifecycle
-        .instance_revisions
-        .insert("aws:///z/new".into(), "lt-1:2".into());
-    let mut new = worker("new").created(T0 + 5).build();
-    new.seen = T0 + 5;
-    let world = world.node_of("pool", new);
+    let world = surge_joined(world, T0 + 5, T0 + 5);
     let d = world.run_once(&s, &mut memory, T0 + 10);
     let gone: Vec<&str> = d.scale_down.iter().map(|x| x.node.as_str()).collect();
     assert_eq!(gone, ["old"], "{d:#?}");
