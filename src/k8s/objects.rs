@@ -41,14 +41,25 @@ fn effect(e: &str, field: &str) -> Result<TaintEffect> {
         .map_err(|e: UnknownTaintEffect| Error::invalid(field, e.to_string()))
 }
 
+/// `pod NAMESPACE/NAME: `, what a pod's field names start with in errors; written out only for an
+/// error, not for every pod read.
+struct PodAt<'a>(&'a str, &'a str);
+
+impl std::fmt::Display for PodAt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pod {}/{}: ", self.0, self.1)
+    }
+}
+
 /// A pod as the engine sees it.
 pub fn pod(p: &core::Pod) -> Result<Pod> {
     let namespace = namespace_of(&p.metadata).to_string();
     let name = p.metadata.name.clone().unwrap_or_default();
-    let at = |field: &str| format!("pod {namespace}/{name}: {field}");
+    let pod_at = PodAt(&namespace, &name);
+    let at = |field: &str| format!("{pod_at}{field}");
     let default = core::PodSpec::default();
     let spec = p.spec.as_ref().unwrap_or(&default);
-    let requests = super::requests::of(p, &format_args!("pod {namespace}/{name}: "))?;
+    let requests = super::requests::of(p, &pod_at)?;
     let node_affinity = spec
         .affinity
         .as_ref()
@@ -184,9 +195,6 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .find(|o| o.controller == Some(true));
     let (phase, status_reason, containers) = super::pod_status::states(p);
     let shared = &mut super::shared::tables();
-    let text = |s: &Option<String>, shared: &mut super::shared::Tables| {
-        s.as_deref().map(|s| shared.name(s))
-    };
     Ok(Pod {
         requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
@@ -200,7 +208,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                     .as_ref()
             }),
             &labels,
-            &format_args!("pod {namespace}/{name}: spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+            &format_args!("{pod_at}spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         anti_affinity: affinity_terms(
             pod_anti.and_then(|a| {
@@ -208,7 +216,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                     .as_ref()
             }),
             &labels,
-            &format_args!("pod {namespace}/{name}: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+            &format_args!("{pod_at}spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         )?,
         spread,
         // Resolved with the cluster's storage objects (`Inputs::convert`).
@@ -222,7 +230,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             owner_replicas: None,
             priority: spec.priority.unwrap_or(0),
             unschedulable,
-            scheduler_name: text(&spec.scheduler_name, shared),
+            scheduler_name: spec.scheduler_name.as_deref().map(|s| shared.name(s)),
             created: time(&p.metadata.creation_timestamp),
             deleted: p
                 .metadata
@@ -245,7 +253,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
                 .and_then(|v| crate::model::parse_go_duration(v).ok())
                 .map(|d| d.as_secs() as i64),
             phase,
-            status_reason: text(&status_reason, shared),
+            status_reason: status_reason.as_deref().map(|s| shared.name(s)),
             containers: shared.states(containers),
             owners: shared.owners(super::pod_status::owners(p)),
             images: shared.images(super::pod_status::images(spec)),
