@@ -5,21 +5,31 @@
 //! the buffer's end is parsed again once the buffer holds it whole (the buffer grows when one item is
 //! bigger than it).
 //!
+//! Parsing and converting run on two threads at once: this one parses the text and hands the objects
+//! read, a batch at a time, to one that converts them in order (`convert::Converting`), so a dump is
+//! read at about the parser's own speed on two cores.
+//!
 //! Like `stream`, this read names nothing in errors: anything it does not take (a syntax error, an object
 //! that does not convert, a dump that is no List) gives None, and the caller reads the whole text the
 //! exact way for its error.
 
 use std::io::{self, Read};
+use std::sync::mpsc::{sync_channel, SyncSender};
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Deserializer;
 
 use super::convert::Converting;
 use super::stream::Batch;
-use super::{Kind, Sink};
+use super::{Kind, Object, Sink};
 
 /// How much of the file is held at once (more only for an item that does not fit).
 const CHUNK: usize = 8 << 20;
+
+/// Objects handed to the converting thread at a time, and batches that may wait for it: a few
+/// megabytes of objects at most between the two threads.
+const BATCH: usize = 256;
+const QUEUE: usize = 8;
 
 /// Converts every document of `reader` in one pass; `Ok(None)` when anything is refused.
 pub(super) fn read(reader: impl Read) -> io::Result<Option<Converting>> {
@@ -28,6 +38,36 @@ pub(super) fn read(reader: impl Read) -> io::Result<Option<Converting>> {
 
 /// [`read`] with a buffer of `chunk` bytes to begin with.
 pub(super) fn read_sized(reader: impl Read, chunk: usize) -> io::Result<Option<Converting>> {
+    let (to, from) = sync_channel::<Vec<Object>>(QUEUE);
+    std::thread::scope(|scope| {
+        // Stops at the first object it refuses: the channel then closes and the parsing stops too.
+        let converting = scope.spawn(move || {
+            let mut sink = Converting::default();
+            for batch in from {
+                for object in batch {
+                    sink.add(object).ok()?;
+                }
+            }
+            Some(sink)
+        });
+        let mut forward = Forward {
+            batch: Vec::with_capacity(BATCH),
+            to,
+        };
+        let parsed = parse(reader, chunk, &mut forward).map(|taken| taken && forward.flush());
+        drop(forward);
+        let converted = converting
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match parsed? {
+            true => Ok(converted),
+            false => Ok(None),
+        }
+    })
+}
+
+/// Parses every document of `reader` into `forward`; false when anything is refused.
+fn parse(reader: impl Read, chunk: usize, forward: &mut Forward) -> io::Result<bool> {
     let mut chunks = Chunks {
         reader,
         buf: vec![0; chunk.max(1)],
@@ -35,23 +75,45 @@ pub(super) fn read_sized(reader: impl Read, chunk: usize) -> io::Result<Option<C
         end: 0,
         eof: false,
     };
-    let mut sink = Converting::default();
     loop {
         match chunks.skip_blanks()? {
-            None => return Ok(Some(sink)),
+            None => return Ok(true),
             Some(b'{') => {
-                if !list(&mut chunks, &mut sink)? {
-                    return Ok(None);
+                if !list(&mut chunks, forward)? {
+                    return Ok(false);
                 }
             }
-            Some(_) => return Ok(None),
+            Some(_) => return Ok(false),
         }
+    }
+}
+
+/// The objects parsed, on their way to the converting thread.
+struct Forward {
+    batch: Vec<Object>,
+    to: SyncSender<Vec<Object>>,
+}
+
+impl Forward {
+    /// Takes one object; false once the converting thread has stopped (it refused an object).
+    fn add(&mut self, object: Object) -> bool {
+        self.batch.push(object);
+        self.batch.len() < BATCH || self.flush()
+    }
+
+    /// Hands the batch over; false once the converting thread has stopped.
+    fn flush(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        self.to.send(batch).is_ok()
     }
 }
 
 /// Reads the document at the reader (its `{` next) as a List, each item into `sink`; false when it is
 /// refused (no List, or anything that does not read or convert).
-fn list<R: Read>(chunks: &mut Chunks<R>, sink: &mut Converting) -> io::Result<bool> {
+fn list<R: Read>(chunks: &mut Chunks<R>, sink: &mut Forward) -> io::Result<bool> {
     chunks.pos += 1;
     let (mut list, mut items_read) = (false, false);
     loop {
@@ -99,7 +161,7 @@ fn list<R: Read>(chunks: &mut Chunks<R>, sink: &mut Converting) -> io::Result<bo
 }
 
 /// A List's `items` (null: none), each converted into `sink`; false when refused.
-fn items<R: Read>(chunks: &mut Chunks<R>, sink: &mut Converting) -> io::Result<bool> {
+fn items<R: Read>(chunks: &mut Chunks<R>, sink: &mut Forward) -> io::Result<bool> {
     match chunks.skip_blanks()? {
         Some(b'[') => chunks.pos += 1,
         Some(b'n') => return Ok(chunks.value::<()>()?.is_some()),
@@ -114,7 +176,7 @@ fn items<R: Read>(chunks: &mut Chunks<R>, sink: &mut Converting) -> io::Result<b
             return Ok(false);
         };
         for object in objects {
-            if sink.add(object).is_err() {
+            if !sink.add(object) {
                 return Ok(false);
             }
         }
