@@ -127,7 +127,9 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             })
         })
         .collect();
-    let labels = super::shared::labels(p.metadata.labels.as_ref());
+    // One lock of the shared tables for all of this pod's shared values.
+    let shared = &mut super::shared::tables();
+    let labels = shared.labels(p.metadata.labels.as_ref());
     let spread = spec
         .topology_spread_constraints
         .iter()
@@ -194,7 +196,6 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
         .flatten()
         .find(|o| o.controller == Some(true));
     let (phase, status_reason, containers) = super::pod_status::states(p);
-    let shared = &mut super::shared::tables();
     Ok(Pod {
         requests,
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),

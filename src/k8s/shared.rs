@@ -1,4 +1,5 @@
-//! One table of shared label maps and namespace names for every conversion of this process, so that
+//! One set of tables of shared pod values (labels, names, images, owners, tolerations, container
+//! states) for every conversion of this process, so that
 //! replicas converted apart (each watch event is one pod) still hold one copy between them
 //! (`model::shared`). A process-wide table rather than one per caller because the watches convert with
 //! free functions, one object at a time; it is swept of copies no pod holds any more as it grows.
@@ -24,8 +25,8 @@ pub struct Tables {
 
 static TABLES: LazyLock<Mutex<Tables>> = LazyLock::new(Default::default);
 
-/// The tables, locked: one lock for all of a pod's shared values rather than one per value. Never call
-/// the free functions of this module while holding it (the lock is not reentrant).
+/// The tables, locked: one lock for all of a pod's shared values rather than one per value (the lock is
+/// not reentrant: take it once per pod).
 pub fn tables() -> MutexGuard<'static, Tables> {
     TABLES.lock()
 }
@@ -64,16 +65,6 @@ impl Tables {
     pub fn states(&mut self, v: Vec<ContainerState>) -> Shared<Vec<ContainerState>> {
         self.states.intern(v)
     }
-}
-
-/// The shared copy of a label map (absent: empty).
-pub fn labels(m: Option<&BTreeMap<String, String>>) -> Labels {
-    tables().labels(m)
-}
-
-/// The shared copy of a namespace's name.
-pub fn name(s: &str) -> SharedName {
-    tables().name(s)
 }
 
 #[cfg(test)]
