@@ -167,6 +167,14 @@ pub struct Decisions {
     pub consolidation_declined: Vec<(String, Declined)>,
     /// Why consolidation looked for nothing this loop, when it did not.
     pub consolidation_waits: Option<Waits>,
+    /// Nodes no pod is to be moved onto after this loop (the descheduler's destinations leave them
+    /// out): every node any method is removing, replacing, consolidating or emptying, and every node
+    /// scale-down holds unneeded. Sorted.
+    pub not_destinations: Vec<String>,
+    /// The loop's PodDisruptionBudgets with what they still allow once every eviction the loop
+    /// admitted (and those of removals in flight) is counted: what a later method of the same loop
+    /// (the descheduler) may still take.
+    pub pdbs_left: Vec<crate::model::workload::Pdb>,
 }
 
 impl Decisions {

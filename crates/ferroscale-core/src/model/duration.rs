@@ -39,6 +39,13 @@ pub fn parse_go_duration(text: &str) -> std::result::Result<Duration, String> {
     Duration::try_from_secs_f64(total).map_err(|e| format!("{text:?}: {e}"))
 }
 
+/// `d` in whole seconds as the engine's clock counts them (`i64`), saturating: a duration past
+/// `i64::MAX` seconds (refused at parsing, see `parse_go_duration`) can never wrap to a negative time.
+/// The one conversion from a `Duration` to engine seconds: no `as` cast elsewhere.
+pub fn secs(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +63,11 @@ mod tests {
         );
         assert!(parse_go_duration("10").is_err());
         assert!(parse_go_duration("5 minutes").is_err());
+    }
+
+    #[test]
+    fn seconds_saturate_instead_of_wrapping() {
+        assert_eq!(secs(Duration::from_secs(600)), 600);
+        assert_eq!(secs(Duration::from_secs(u64::MAX)), i64::MAX);
     }
 }
