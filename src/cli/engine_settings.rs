@@ -64,6 +64,7 @@ impl LoopFlags {
             scale_down_unready_enabled: self.scale_down_unready_enabled,
             max_scale_down_parallelism: self.max_scale_down_parallelism,
             max_drain_parallelism: self.max_drain_parallelism,
+            max_evictions_per_loop: self.max_evictions_per_loop,
             force_delete_unregistered_nodes: self.force_delete_unregistered_nodes,
             node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
             max_disruption: Budget::parse(&self.max_disruption)

@@ -385,6 +385,10 @@ pub struct LoopFlags {
     /// Most drains of nodes with pods in flight at once, across loops.
     #[arg(long, default_value_t = UPSTREAM.max_drain_parallelism)]
     pub max_drain_parallelism: usize,
+    /// Most pods one loop's disruption methods (scale-down, notices, replacements, consolidation) may
+    /// plan to evict together (0: no limit; involuntary notices are counted, never held).
+    #[arg(long, default_value_t = UPSTREAM.max_evictions_per_loop)]
+    pub max_evictions_per_loop: usize,
     /// Delete instances that never became nodes even when their group is at min size.
     #[arg(long, default_value_t = UPSTREAM.force_delete_unregistered_nodes, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub force_delete_unregistered_nodes: bool,

@@ -7,19 +7,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::cleanup::cleanup_instances;
-use super::consolidate::consolidate;
 use super::context::{group_templates, new_node, Ctx, World};
 use super::decisions::Decisions;
-use super::disruption::{displace, replacements};
+use super::disruption::replacements;
 use super::health::{unhealthy, NodeReadiness};
+use super::ledger::Ledger;
+use super::limits::Amount;
 use super::memory::Memory;
+use super::methods::{after_scale_up, Method, Notices, Turn};
 use super::predicates::{first_fit, NodeInfo};
 use super::reasons::Pending;
-use super::replace::replace;
-use super::scale_down::scale_down;
 use super::scale_up::scale_up;
 use super::settings::Settings;
-use super::soft_taints::soft_taints;
 use crate::clock::Clock;
 use crate::labels;
 use crate::model::volumes::ClaimState;
@@ -56,13 +55,12 @@ pub fn run_once(
     // Cluster state: instances that failed or never registered go, and their group backs off; capacity
     // that will not come is given up.
     cleanup_instances(&ctx, memory, &mut d);
-    let mut deleting: HashMap<&str, i32> =
-        d.delete_instances.iter().fold(HashMap::new(), |mut m, x| {
-            *m.entry(x.group.as_str()).or_default() += 1;
-            m
-        });
+    let mut deleting: HashMap<String, i32> = HashMap::new();
+    for x in &d.delete_instances {
+        *deleting.entry(x.group.clone()).or_default() += 1;
+    }
     for c in &d.cancel {
-        *deleting.entry(c.group.as_str()).or_default() += c.count;
+        *deleting.entry(c.group.clone()).or_default() += c.count;
     }
 
     // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
@@ -87,8 +85,23 @@ pub fn run_once(
         }
     }
     let existing = infos.len();
-    let (mut disruptions, mut kept) = (Vec::new(), Vec::new());
-    let displaced = displace(&ctx, &infos, memory, &mut disruptions, &mut kept);
+    // One ledger for every method of the loop; the notices go first (the involuntary ones whatever
+    // it says), their pods placed again by this loop's scale-up.
+    let mut ledger = Ledger::new(&ctx, memory);
+    let mut notices = Notices::default();
+    notices.run(&mut Turn {
+        ctx: &ctx,
+        memory,
+        ledger: &mut ledger,
+        infos: &mut infos,
+        existing,
+        d: &mut d,
+    });
+    let Notices {
+        displaced,
+        disruptions,
+        mut kept,
+    } = notices;
     let leaving: std::collections::HashSet<String> = world
         .interrupted
         .keys()
@@ -124,6 +137,11 @@ pub fn run_once(
             infos.push(new_node(&ctx, g, &format!("{}-upcoming-{k}", g.id)));
         }
     }
+    let mut upcoming = Amount::default();
+    for i in &infos[existing..] {
+        upcoming.add(Amount::of_node(&i.node), 1);
+    }
+    ledger.count_upcoming(infos.len() - existing, upcoming);
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
     // DaemonSet pods never do: a new node would start its own copy (upstream's filter_out_daemon_sets).
@@ -185,6 +203,11 @@ pub fn run_once(
     }
 
     scale_up(&ctx, memory, &candidates, &infos, existing, &mut d);
+    for s in &d.scale_up {
+        if let Some(g) = ctx.groups.get(s.group.as_str()).copied() {
+            ledger.count_scale_up(&ctx, g, s.delta);
+        }
+    }
     for (i, p) in expendable {
         infos[i].add(Arc::clone(p));
     }
@@ -194,13 +217,19 @@ pub fn run_once(
     if !world.doubts.is_empty() {
         d.held_back = world.doubts.to_vec();
     } else {
-        if settings.scale_down_enabled && d.scale_up.is_empty() {
-            scale_down(&ctx, memory, &mut infos, existing, &mut d);
-            soft_taints(&ctx, memory, &mut d);
+        for mut method in after_scale_up() {
+            method.run(&mut Turn {
+                ctx: &ctx,
+                memory,
+                ledger: &mut ledger,
+                infos: &mut infos,
+                existing,
+                d: &mut d,
+            });
         }
-        replace(&ctx, memory, &infos[..existing], &mut d);
-        consolidate(&ctx, memory, &infos[..existing], &mut d);
     }
+    d.not_destinations = ledger.not_destinations(memory);
+    d.pdbs_left = ledger.into_pdbs();
     d
 }
 

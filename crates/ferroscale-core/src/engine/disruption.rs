@@ -7,19 +7,20 @@ use std::sync::Arc;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, NoticeDrain, Replacement};
+use super::drainability::drain;
+use super::ledger::{Kind, Ledger};
 use super::memory::Memory;
 use super::predicates::NodeInfo;
 use super::reasons::Unremovable;
-use super::scale_down::drain;
 use crate::labels;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::Pod;
-use crate::model::InstanceState;
+use crate::model::{InstanceState, NodeGroup};
 
 /// The nodes whose instance is going away. Each is a disruption; a spot interruption also marks its
 /// instance type in its zone short of capacity. An involuntary notice (within
-/// `--max-interruptions-per-minute`) takes its node out whatever its pods; any other drains as a
-/// scale-down would, under the drainability rules and the group's disruption budget, or keeps the node
+/// `--max-interruptions-per-minute`) takes its node out whatever its pods (the ledger records it); any
+/// other drains as a scale-down would, under the drainability rules and the ledger, or keeps the node
 /// (in `kept`, with why) until a later loop. A node whose instance is already gone is done: its
 /// pods are placed again, nothing is drained or counted. Returns the pods of the nodes taken out that a
 /// controller recreates (not DaemonSet or mirror pods, not those already terminating), unbound, to be
@@ -28,6 +29,7 @@ pub(super) fn displace(
     ctx: &Ctx,
     infos: &[NodeInfo],
     memory: &mut Memory,
+    ledger: &mut Ledger,
     disruptions: &mut Vec<Disruption>,
     kept: &mut Vec<(String, Unremovable)>,
 ) -> Vec<(Arc<Pod>, String)> {
@@ -44,15 +46,6 @@ pub(super) fn displace(
         .collect();
     if noticed.is_empty() {
         return displaced;
-    }
-    // What each group has on its way out (removals in flight, replacements), and its size.
-    let mut out: HashMap<&str, usize> = HashMap::new();
-    let mut size: HashMap<&str, usize> = HashMap::new();
-    for (node, g) in world.node_groups {
-        *size.entry(g.as_str()).or_default() += 1;
-        if world.removing.contains_key(node) || memory.disrupting(node) {
-            *out.entry(g.as_str()).or_default() += 1;
-        }
     }
     let cap = ctx.settings.max_interruptions_per_minute;
     let mut recent = memory
@@ -87,14 +80,20 @@ pub(super) fn displace(
     for (info, reason, gone, involuntary) in order {
         let name = &info.node.name;
         let group = world.node_groups.get(name);
+        let g = group.and_then(|g| ctx.groups.get(g.as_str()).copied());
         if !gone {
             let notice = if involuntary {
-                if let (Some(g), false) = (group, world.removing.contains_key(name)) {
-                    *out.entry(g.as_str()).or_default() += 1;
-                }
+                let evict: Vec<Arc<Pod>> = info
+                    .pods
+                    .iter()
+                    .filter(|p| !p.node_bound())
+                    .cloned()
+                    .collect();
+                // Never declined: the cloud takes the instance whatever the ledger says.
+                let _ = ledger.take_removal(ctx, &info.node, g, &evict, Kind::Involuntary);
                 NoticeDrain::Involuntary
             } else {
-                match voluntary(ctx, info, &mut out, &size) {
+                match voluntary(ctx, info, g, ledger) {
                     Ok(drain) => drain,
                     Err(why) => {
                         kept.push((name.clone(), why));
@@ -130,35 +129,20 @@ pub(super) fn displace(
 }
 
 /// A voluntary notice's drain of `info`, as a scale-down's: not while a pod may not be evicted or runs
-/// to completion, nor while its group has its disruption budget's worth of nodes `out` already (a node
-/// already being removed has its place); the node then counts as out.
-fn voluntary<'a>(
-    ctx: &Ctx<'a>,
+/// to completion, nor unless the ledger admits it (the group's budget, the caps, the PDBs); a node
+/// already being removed has its place.
+fn voluntary(
+    ctx: &Ctx,
     info: &NodeInfo,
-    out: &mut HashMap<&'a str, usize>,
-    size: &HashMap<&'a str, usize>,
+    group: Option<&NodeGroup>,
+    ledger: &mut Ledger,
 ) -> Result<NoticeDrain, Unremovable> {
-    let drained = drain(&info.pods, ctx).map_err(Unremovable::Blocked)?;
+    let drained = drain(&info.pods, ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
     if let Some(pod) = drained.waits_for {
         return Err(Unremovable::OnCompletion { pod });
     }
-    let name = info.node.name.as_str();
-    let world: &'a super::context::World<'a> = ctx.world;
-    let group = world.node_groups.get(name).map(String::as_str);
-    if let (Some(g), false) = (group, world.removing.contains_key(name)) {
-        let allowed = ctx.groups.get(g).map_or(usize::MAX, |grp| {
-            ctx.settings
-                .budget_of(grp)
-                .allowed(size.get(g).copied().unwrap_or(0))
-        });
-        let gone = out.entry(g).or_default();
-        if *gone >= allowed {
-            return Err(Unremovable::DisruptionBudget {
-                group: g.to_string(),
-                allowed,
-            });
-        }
-        *gone += 1;
+    if !ctx.world.removing.contains_key(&info.node.name) {
+        ledger.take_removal(ctx, &info.node, group, &drained.movable, Kind::Notice)?;
     }
     Ok(NoticeDrain::Voluntary {
         evict: drained.movable.iter().map(|p| p.key()).collect(),

@@ -22,6 +22,9 @@
 //! Expendable pods (priority below `--expendable-pods-priority-cutoff`) never get here either: upstream
 //! leaves them out of the scale-down simulation, they go down with the node.
 
+use std::sync::Arc;
+
+use super::context::Ctx;
 use super::reasons::Blocker;
 use super::settings::Settings;
 use crate::model::workload::{Pdb, Pod, SafeToEvict};
@@ -129,6 +132,46 @@ pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
         });
     }
     Drain::Move
+}
+
+/// What draining a node would do with its pods: the one drain every disruption method plans with.
+#[derive(Default)]
+pub(super) struct Drained {
+    /// Pods to evict and place elsewhere, unbound from the node (shared: a pod the loop's simulation
+    /// already moved is not copied again).
+    pub(super) movable: Vec<Arc<Pod>>,
+    /// Pods that go down with the node unevicted (besides DaemonSet and mirror pods).
+    pub(super) left: Vec<String>,
+    /// A pod the node waits for (`safe-to-evict: "on-completion"`).
+    pub(super) waits_for: Option<String>,
+}
+
+/// The drain of `pods` against `pdbs` (the ledger's: what the loop's earlier actions left of them), or
+/// the pod that forbids it. Expendable pods are left out of the drain as upstream leaves them out of
+/// its simulation: they go down with the node.
+pub(super) fn drain(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
+    let s = ctx.settings;
+    let mut d = Drained::default();
+    for p in pods {
+        if p.meta.priority < s.expendable_pods_priority_cutoff {
+            d.left.push(p.key());
+            continue;
+        }
+        match drainability(p, pdbs, s, ctx.now) {
+            Drain::Move if p.node_name.is_none() => d.movable.push(Arc::clone(p)),
+            Drain::Move => d.movable.push(Arc::new(Pod {
+                node_name: None,
+                ..(**p).clone()
+            })),
+            Drain::Stay if !p.node_bound() => d.left.push(p.key()),
+            Drain::Stay => {}
+            Drain::Wait => {
+                d.waits_for.get_or_insert_with(|| p.key());
+            }
+            Drain::Block(b) => return Err(b),
+        }
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

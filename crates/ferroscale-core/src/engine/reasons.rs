@@ -219,6 +219,10 @@ pub enum Unremovable {
     /// Its utilization cannot be measured: it has no allocatable `resource` (cpu or memory), as
     /// upstream's `UnexpectedError` when it cannot calculate utilization.
     UtilizationUnknown { resource: &'static str },
+    /// `--max-evictions-per-loop` is reached this loop.
+    EvictionLimit { max: usize },
+    /// Due for replacement (drift, expiry), but its surge may not be asked for (what scale-up obeys).
+    SurgeRefused(Refusal),
 }
 
 impl fmt::Display for Unremovable {
@@ -254,6 +258,8 @@ impl fmt::Display for Unremovable {
                 "unneeded, but pod {pod} (safe-to-evict: on-completion) runs until it is done"
             ),
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
+            Unremovable::EvictionLimit { max } => write!(f, "--max-evictions-per-loop ({max}) reached"),
+            Unremovable::SurgeRefused(r) => write!(f, "due for replacement, no new node now: {r}"),
             Unremovable::UnreadyKept => {
                 write!(f, "unready, and --scale-down-unready-enabled is false")
             }

@@ -7,12 +7,15 @@
 
 use std::collections::HashMap;
 
+use super::cleanup::TIMEOUT;
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, Replacement, ScaleDown, ScaleUp};
+use super::drainability::drain;
+use super::ledger::{Kind, Ledger};
 use super::memory::{Memory, Replacing};
 use super::predicates::NodeInfo;
-use super::reasons::Removal;
-use super::scale_down::drain;
+use super::reasons::{Removal, Unremovable};
+use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::NodeGroup;
 
@@ -27,11 +30,18 @@ fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {
         return Some(DisruptionReason::Drift);
     }
     let lifetime = ctx.settings.lifetime_of(g)?;
-    (ctx.now - n.created >= lifetime.as_secs() as i64).then_some(DisruptionReason::Expired)
+    (ctx.now - n.created >= secs(lifetime)).then_some(DisruptionReason::Expired)
 }
 
-/// Adds this loop's surges and retirements to `d`.
-pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mut Decisions) {
+/// Adds this loop's surges and retirements to `d`, each admitted by the `ledger`. `infos` are the
+/// loop's existing nodes (a retirement evicts only what is bound to its node now).
+pub(super) fn replace(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    ledger: &mut Ledger,
+    infos: &[NodeInfo],
+    d: &mut Decisions,
+) {
     let world = ctx.world;
     // Nothing to replace without revisions or lifetimes: the common case costs nothing.
     let any = world
@@ -50,8 +60,7 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         .surge_claimed
         .retain(|node| present.contains_key(node.as_str()));
     let group_of = |node: &str| world.node_groups.get(node).map(String::as_str);
-    // What each group has on its way out, and how many nodes it has.
-    let mut out: HashMap<&str, usize> = HashMap::new();
+    // How many nodes each group has, and whether all are ready.
     let mut size: HashMap<&str, usize> = HashMap::new();
     let mut ready: HashMap<&str, bool> = HashMap::new();
     for info in infos {
@@ -61,14 +70,6 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         *size.entry(g).or_default() += 1;
         let r = ready.entry(g).or_insert(true);
         *r &= info.node.ready;
-        let name = info.node.name.as_str();
-        if world.removing.contains_key(name)
-            || world.interrupted.contains_key(name)
-            || memory.disrupting(name)
-            || d.scale_down.iter().any(|s| s.node == name)
-        {
-            *out.entry(g).or_default() += 1;
-        }
     }
     let mut surges: HashMap<String, (i32, Vec<String>)> = HashMap::new();
     // Oldest first.
@@ -79,14 +80,10 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
         let Some(g) = group_of(name).and_then(|id| ctx.groups.get(id).copied()) else {
             continue;
         };
-        if world.removing.contains_key(name)
-            || world.interrupted.contains_key(name)
-            || d.scale_down.iter().any(|s| s.node == name)
-            || (memory.disrupting(name) && !memory.replacing.contains_key(name))
-        {
-            continue;
-        }
         if let Some(r) = memory.replacing.get(name).cloned() {
+            if !ledger.may_retire(name) {
+                continue;
+            }
             // The surge has joined when the group has every node it asked for, all ready, one of them
             // registered since the surge was asked for: a surge the cloud refused or never delivered
             // leaves the old node in place.
@@ -103,47 +100,43 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
             });
             if let (true, Some(new)) = (registered as i32 >= g.target_size && all_ready, fresh) {
                 let new = new.node.name.clone();
-                if retire(ctx, info, g, r.reason, d) {
+                if retire(ctx, ledger, info, g, r.reason, d).is_ok() {
                     memory.surge_claimed.insert(new);
                 }
             } else if fresh.is_none()
-                && ctx.now - r.since
-                    > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
+                && ctx.now - r.since > secs(ctx.settings.options_of(g).max_node_provision_time)
             {
-                // Not delivered in time: given up; a later loop asks again. A surge that did join is
-                // never asked again: the old node waits for its group instead of adding nodes.
+                // Not delivered in time: the group backs off as after a failed scale-up, and the
+                // replacement is not asked for again while it does. A surge that did join is never
+                // asked again: the old node waits for its group instead of adding nodes.
                 memory.replacing.remove(name);
+                memory.scale_up_failed(&g.id, TIMEOUT, ctx.now);
             }
+            continue;
+        }
+        if !ledger.available(name) || world.interrupted.contains_key(name) {
             continue;
         }
         let Some(reason) = due(ctx, g, info) else {
             continue;
         };
-        if !ctx.settings.disruption_allowed(g, ctx.now) {
+        if !ctx.settings.disruption_allowed(g, ctx.now)
+            || ledger.budget_left(ctx, g, Kind::Voluntary) == 0
+        {
             continue;
         }
-        let allowed = ctx
-            .settings
-            .budget_of(g)
-            .allowed(size.get(g.id.as_str()).copied().unwrap_or(0));
-        let gone = out.entry(g.id.as_str()).or_default();
-        let surge = surges.entry(g.id.clone()).or_default();
-        // Room for the surge above the target and this loop's other scale-ups of the group.
-        let asked: i32 = d
-            .scale_up
-            .iter()
-            .filter(|u| u.group == g.id)
-            .map(|u| u.delta)
-            .sum();
-        if *gone >= allowed || g.target_size + asked + surge.0 >= g.max_size {
-            continue;
-        }
-        if !drain(&info.pods, ctx).is_ok_and(|x| x.waits_for.is_none()) {
+        if !drain(&info.bound(), ledger.pdbs(), ctx).is_ok_and(|x| x.waits_for.is_none()) {
             // A pod that may not be evicted (or that runs to completion) keeps the node, as it keeps it
             // from scale-down.
             continue;
         }
-        *gone += 1;
+        if let Err(why) = ledger.take_surge(ctx, memory, g, 1) {
+            d.unremovable
+                .push((name.to_string(), Unremovable::SurgeRefused(why)));
+            continue;
+        }
+        ledger.hold(name, &g.id);
+        let surge = surges.entry(g.id.clone()).or_default();
         surge.0 += 1;
         surge.1.push(name.to_string());
         memory.replacing.insert(
@@ -176,21 +169,22 @@ pub(super) fn replace(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mu
     }
 }
 
-/// The old node goes, drained through the same rules as a scale-down, and deleted; not while one of
-/// its pods may not be evicted or runs to completion. Whether it goes.
+/// The old node goes, drained through the same rules as a scale-down and admitted by the ledger, and
+/// deleted; not while one of its pods may not be evicted or runs to completion, nor while the ledger
+/// declines it (it waits for a later loop). Whether it goes, or why not.
 pub(super) fn retire(
     ctx: &Ctx,
+    ledger: &mut Ledger,
     info: &NodeInfo,
     g: &NodeGroup,
     reason: DisruptionReason,
     d: &mut Decisions,
-) -> bool {
-    let Ok(drained) = drain(&info.pods, ctx) else {
-        return false;
-    };
-    if drained.waits_for.is_some() {
-        return false;
+) -> Result<(), Unremovable> {
+    let drained = drain(&info.bound(), ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
+    if let Some(pod) = drained.waits_for {
+        return Err(Unremovable::OnCompletion { pod });
     }
+    ledger.take_removal(ctx, &info.node, Some(g), &drained.movable, Kind::Voluntary)?;
     d.disruptions.push(Disruption {
         node: info.node.name.clone(),
         group: Some(g.id.clone()),
@@ -211,7 +205,7 @@ pub(super) fn retire(
         evict: drained.movable.iter().map(|p| p.key()).collect(),
         left: drained.left,
     });
-    true
+    Ok(())
 }
 
 #[cfg(test)]

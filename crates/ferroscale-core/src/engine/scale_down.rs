@@ -13,14 +13,16 @@ use std::sync::Arc;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, ScaleDown};
-use super::drainability::{drainability, long_terminating, Drain};
+use super::drainability::{drain, long_terminating, Drained};
 use super::health::NodeReadiness;
+use super::ledger::{Kind, Ledger};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{repelling, NodeInfo, Repel};
 use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::{missing_allocatable, utilization, LeftOut};
 use crate::labels;
+use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::{Node, Pdb, Pod};
 use removal::{place_elsewhere, unneeded_limit, Cursors};
@@ -40,61 +42,23 @@ fn being_deleted(node: &Node, now: i64) -> bool {
     })
 }
 
-/// What draining a node would do with its pods.
-#[derive(Default)]
-pub(super) struct Drained {
-    /// Pods to evict and place elsewhere, unbound from the node (shared: a pod the loop's simulation
-    /// already moved is not copied again).
-    pub(super) movable: Vec<Arc<Pod>>,
-    /// Pods that go down with the node unevicted (besides DaemonSet and mirror pods).
-    pub(super) left: Vec<String>,
-    /// A pod the node waits for (`safe-to-evict: "on-completion"`).
-    pub(super) waits_for: Option<String>,
-}
+/// A pod an admitted removal moves, and the index of the node it goes to.
+pub(super) type Move = (usize, Arc<Pod>);
 
-/// The drain of `pods`, or the pod that forbids it. Expendable pods are left out of the drain as
-/// upstream leaves them out of its simulation: they go down with the node.
-pub(super) fn drain(pods: &[Arc<Pod>], ctx: &Ctx) -> Result<Drained, Blocker> {
-    drain_with(pods, ctx.world.pdbs, ctx)
-}
-
-/// [`drain`] against `pdbs` (the loop's, less the disruptions its earlier unneeded nodes used).
-fn drain_with(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
-    let s = ctx.settings;
-    let mut d = Drained::default();
-    for p in pods {
-        if p.meta.priority < s.expendable_pods_priority_cutoff {
-            d.left.push(p.key());
-            continue;
-        }
-        match drainability(p, pdbs, s, ctx.now) {
-            Drain::Move if p.node_name.is_none() => d.movable.push(Arc::clone(p)),
-            Drain::Move => d.movable.push(Arc::new(Pod {
-                node_name: None,
-                ..(**p).clone()
-            })),
-            Drain::Stay if !p.node_bound() => d.left.push(p.key()),
-            Drain::Stay => {}
-            Drain::Wait => {
-                d.waits_for.get_or_insert_with(|| p.key());
-            }
-            Drain::Block(b) => return Err(b),
-        }
-    }
-    Ok(d)
-}
-
-/// Decides which of the `existing` nodes go (their pods placed on the others in `infos`), and why the
-/// others stay.
+/// Decides which of the `existing` nodes go (their pods placed on the others in `infos`), each removal
+/// admitted by the `ledger`, and why the others stay. Returns the moves of the removals admitted: the
+/// what-if placements of the nodes found unneeded and kept never leave this function.
 pub(super) fn scale_down(
     ctx: &Ctx,
     memory: &mut Memory,
-    infos: &mut [NodeInfo],
+    ledger: &mut Ledger,
+    infos: &[NodeInfo],
     existing: usize,
     d: &mut Decisions,
-) {
+) -> Vec<Move> {
     let now = ctx.now;
     let settings = ctx.settings;
+    let mut moves = Vec::new();
     // Nodes gone (or going) are no longer the descheduler's to empty.
     memory
         .emptying
@@ -106,38 +70,8 @@ pub(super) fn scale_down(
     let mut no_dest: HashSet<usize> = HashSet::default();
     let mut cursors = Cursors::default();
     // Upstream's RemainingPdbTracker: the disruptions each unneeded node's evictions would use are
-    // taken from its budgets for the candidates after it.
-    let mut pdbs: Vec<Pdb> = ctx.world.pdbs.to_vec();
-    // Nodes going away count against their group's min size: those removed this loop and those being
-    // removed in the background.
-    let mut removed_per_group: HashMap<String, i32> = HashMap::new();
-    for node in ctx.world.removing.keys() {
-        if let Some(g) = ctx.world.node_groups.get(node) {
-            *removed_per_group.entry(g.clone()).or_default() += 1;
-        }
-    }
-    // The disruption budget also counts nodes interrupted or being replaced, and every node of a group
-    // makes its size.
-    let mut disrupted_per_group: HashMap<&str, usize> = HashMap::new();
-    let mut group_size: HashMap<&str, usize> = HashMap::new();
-    for (node, g) in ctx.world.node_groups.iter() {
-        *group_size.entry(g.as_str()).or_default() += 1;
-        // Removals in flight are counted above already.
-        if !ctx.world.removing.contains_key(node)
-            && (ctx.world.interrupted.contains_key(node) || memory.disrupting(node))
-        {
-            *disrupted_per_group.entry(g.as_str()).or_default() += 1;
-        }
-    }
-    // Upstream's parallelism caps count removals in flight across loops.
-    let in_flight = ctx.world.removing.len();
-    let drains_in_flight = ctx.world.removing.values().filter(|d| **d).count();
-    let mut removals_left = settings
-        .max_scale_down_parallelism
-        .saturating_sub(in_flight);
-    let mut drains_left = settings
-        .max_drain_parallelism
-        .saturating_sub(drains_in_flight);
+    // taken from its budgets for the candidates after it, starting from what the ledger still allows.
+    let mut pdbs: Vec<Pdb> = ledger.pdbs().to_vec();
     // Room above the cluster's minima, without the nodes already on their way out.
     let mut total = Amount::default();
     for info in &infos[..existing] {
@@ -149,20 +83,28 @@ pub(super) fn scale_down(
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     let any_repelling = repelling(&infos[..existing]);
     let limit = unneeded_limit(settings, memory.unneeded_since.len());
-    // The nodes the descheduler emptied first: it moved their pods off already in its plan.
+    // The nodes held for a replacement first: they go once their new nodes join, so their pods'
+    // room is reserved before any other node is found unneeded (a surge node is not taken away from
+    // the pods it came for). Then the nodes the descheduler emptied: it moved their pods off already.
     let mut order: Vec<usize> = (0..existing).collect();
-    order.sort_by_key(|&i| !memory.emptying.contains_key(&infos[i].node.name));
+    order.sort_by_key(|&i| {
+        let name = infos[i].node.name.as_str();
+        (!ledger.held(name), !memory.emptying.contains_key(name))
+    });
     for i in order {
         let emptying = memory.emptying.get(&infos[i].node.name).copied();
-        if still_unneeded.len() >= limit && emptying.is_none() {
+        let held = ledger.held(&infos[i].node.name);
+        if still_unneeded.len() >= limit && emptying.is_none() && !held {
             // Upstream's planner stops here too: more unneeded nodes than it could remove before they
             // are looked at again only cost time. The rest are looked at in a later loop.
             break;
         }
         let node = infos[i].node.clone();
-        if ctx.world.removing.contains_key(&node.name)
-            || ctx.world.interrupted.contains_key(&node.name)
-        {
+        if held {
+            reserve(ctx, &mut snap, i, &mut no_dest, &mut pdbs, any_repelling, &mut cursors);
+            continue;
+        }
+        if ledger.out_of_service(&node.name) || ctx.world.interrupted.contains_key(&node.name) {
             continue;
         }
         let Some(group) = ctx
@@ -186,8 +128,20 @@ pub(super) fn scale_down(
             keep(d, Unremovable::BeingDeleted);
             continue;
         }
+        // Upstream's pre-filtering (`pre_filtering_processor.go`): a node that can never go now (the
+        // annotation, its group at min size) is no candidate: it is not simulated as removed, so it
+        // stays a destination for the others' pods, and it gets no soft taint.
         if node.scale_down_disabled {
             keep(d, Unremovable::ScaleDownDisabled);
+            continue;
+        }
+        if ledger.above_min(group) == 0 {
+            keep(
+                d,
+                Unremovable::AtMinSize {
+                    group: group.id.clone(),
+                },
+            );
             continue;
         }
         if let Some(resource) = missing_allocatable(&node) {
@@ -240,7 +194,7 @@ pub(super) fn scale_down(
             movable,
             left,
             waits_for,
-        } = match drain_with(&snap[i].pods, &pdbs, ctx) {
+        } = match drain(&snap[i].pods, &pdbs, ctx) {
             Ok(drained) => drained,
             Err(b) => {
                 keep(d, Unremovable::Blocked(b));
@@ -251,14 +205,14 @@ pub(super) fn scale_down(
             .iter()
             .map(|p| Repel::of(p))
             .fold(any_repelling, Repel::max);
-        let changed = match place_elsewhere(&movable, i, &snap, &no_dest, repels, &mut cursors) {
-            Ok(c) => c,
-            Err(why) => {
-                keep(d, why);
-                continue;
-            }
-        };
-        let receivers: Vec<usize> = changed.keys().copied().filter(|&j| j != i).collect();
+        let (changed, placed) =
+            match place_elsewhere(&movable, i, &snap, &no_dest, repels, &mut cursors) {
+                Ok(c) => c,
+                Err(why) => {
+                    keep(d, why);
+                    continue;
+                }
+            };
         for (j, n) in changed {
             snap[j] = n;
         }
@@ -273,12 +227,11 @@ pub(super) fn scale_down(
             still_unneeded.insert(node.name.clone(), since);
         }
         let waited = now - emptying.unwrap_or(since);
-        let needed = if node.ready {
+        let needed = secs(if node.ready {
             opts.scale_down_unneeded_time
         } else {
             opts.scale_down_unready_time
-        }
-        .as_secs() as i64;
+        });
         if waited < needed && emptying.is_none() {
             keep(
                 d,
@@ -294,16 +247,6 @@ pub(super) fn scale_down(
             keep(d, Unremovable::Paused(why));
             continue;
         }
-        let going = removed_per_group.get(&group.id).copied().unwrap_or(0);
-        if group.target_size - going <= group.min_size {
-            keep(
-                d,
-                Unremovable::AtMinSize {
-                    group: group.id.clone(),
-                },
-            );
-            continue;
-        }
         let mut room = above_min;
         if let Err(resource) = room.take(Amount::of_node(&node)) {
             keep(d, Unremovable::MinimalResourceLimit { resource });
@@ -313,79 +256,39 @@ pub(super) fn scale_down(
             keep(d, Unremovable::OnCompletion { pod });
             continue;
         }
-        // The simulation moved pods of earlier unneeded nodes here; only those really here are evicted.
-        let evict: Vec<&Arc<Pod>> = {
-            let here: HashSet<(&str, &str)> = infos[i]
-                .pods
-                .iter()
-                .map(|p| (p.namespace.as_str(), p.name.as_str()))
-                .collect();
-            movable
-                .iter()
-                .filter(|p| here.contains(&(p.namespace.as_str(), p.name.as_str())))
-                .collect()
-        };
+        // The simulation moved pods of earlier unneeded nodes here (and pending pods that will fit);
+        // only those bound here now are evicted.
+        let bound = infos[i].bound();
+        let here: HashSet<(&str, &str)> = bound
+            .iter()
+            .map(|p| (p.namespace.as_str(), p.name.as_str()))
+            .collect();
+        let really = |p: &Arc<Pod>| here.contains(&(p.namespace.as_str(), p.name.as_str()));
+        let evict: Vec<Arc<Pod>> = movable.iter().filter(|p| really(p)).cloned().collect();
         let empty = evict.is_empty();
         let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
-        if removals_left == 0 || (!empty && drains_left == 0) {
-            // Full because of removals still in flight from earlier loops, or because of this loop's.
-            let by_earlier = in_flight >= settings.max_scale_down_parallelism
-                || (!empty && drains_in_flight >= settings.max_drain_parallelism);
-            keep(
-                d,
-                if by_earlier {
-                    Unremovable::ParallelismReached
-                } else {
-                    Unremovable::WaitsForNextLoop
-                },
-            );
-            continue;
-        }
         if empty && empties >= settings.max_empty_bulk_delete {
             keep(d, Unremovable::WaitsForNextLoop);
-            continue;
-        }
-        if !settings.disruption_allowed(group, now) {
-            keep(
-                d,
-                Unremovable::OutsideDisruptionWindow {
-                    group: group.id.clone(),
-                },
-            );
             continue;
         }
         // Plain scale-down keeps upstream's caps (--max-scale-down-parallelism, --max-empty-bulk-delete,
         // --max-drain-parallelism); a group's own disruption budget limits it too, --max-disruption not.
         // A descheduled node is a voluntary disruption as a replacement is: `--max-disruption` too.
-        let allowed = match emptying {
-            Some(_) => Some(settings.budget_of(group)),
-            None => group.lifecycle.disruption_budget,
-        }
-        .map(|b| b.allowed(group_size.get(group.id.as_str()).copied().unwrap_or(0)));
-        let out = going as usize
-            + disrupted_per_group
-                .get(group.id.as_str())
-                .copied()
-                .unwrap_or(0);
-        if let Some(allowed) = allowed.filter(|&a| out >= a) {
-            keep(
-                d,
-                Unremovable::DisruptionBudget {
-                    group: group.id.clone(),
-                    allowed,
-                },
-            );
+        let kind = match emptying {
+            Some(_) => Kind::Voluntary,
+            None => Kind::ScaleDown,
+        };
+        if let Err(why) = ledger.take_removal(ctx, &node, Some(group), &evict, kind) {
+            keep(d, why.into());
             continue;
         }
-        removals_left -= 1;
         above_min = room;
-        if !empty {
-            drains_left -= 1;
-            for j in receivers {
-                infos[j] = snap[j].clone();
+        for (p, j) in movable.iter().zip(&placed) {
+            if really(p) {
+                ledger.receive(&infos[*j].node.name);
+                moves.push((*j, Arc::clone(p)));
             }
         }
-        *removed_per_group.entry(group.id.clone()).or_default() += 1;
         let disruption = emptying.map(|_| DisruptionReason::Descheduled);
         if let Some(reason) = disruption {
             d.disruptions.push(Disruption {
@@ -411,6 +314,38 @@ pub(super) fn scale_down(
         });
     }
     memory.unneeded_since = still_unneeded;
+    moves
+}
+
+/// Moves the pods of node `i`, held for a replacement, out of the loop's simulated snapshot onto the
+/// others (when they all fit), as if it were removed: the room they take is no longer found unneeded.
+fn reserve(
+    ctx: &Ctx,
+    snap: &mut [NodeInfo],
+    i: usize,
+    no_dest: &mut HashSet<usize>,
+    pdbs: &mut [Pdb],
+    any_repelling: Repel,
+    cursors: &mut Cursors,
+) {
+    no_dest.insert(i);
+    let Ok(Drained { movable, .. }) = drain(&snap[i].pods, pdbs, ctx) else {
+        return;
+    };
+    let repels = movable
+        .iter()
+        .map(|p| Repel::of(p))
+        .fold(any_repelling, Repel::max);
+    if let Ok((changed, _)) = place_elsewhere(&movable, i, snap, no_dest, repels, cursors) {
+        for (j, n) in changed {
+            snap[j] = n;
+        }
+        for p in &movable {
+            for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
+                b.disruptions_allowed -= 1;
+            }
+        }
+    }
 }
 
 mod removal;

@@ -171,7 +171,7 @@ pub(super) fn scale_up(
 /// Upstream's IsNodeGroupHealthy for scale-up: each group's registered nodes by readiness (with its
 /// `maxNodeStartupTime`), the instances asked for and not registered yet counting as on their way.
 /// The unhealthy groups, each with its unready node count.
-fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
+pub(super) fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
     let mut by_group: HashMap<&str, Vec<&Node>> = HashMap::new();
     for n in ctx.world.nodes {
         if let Some(g) = ctx.world.node_groups.get(&n.name) {

@@ -70,6 +70,9 @@ pub struct Settings {
     pub max_scale_down_parallelism: usize,
     /// `--max-drain-parallelism`: drains of nodes with pods in flight at once, across loops.
     pub max_drain_parallelism: usize,
+    /// `--max-evictions-per-loop`: pods one loop's disruption methods may plan to evict together,
+    /// every method counted (0: no limit). Involuntary notices are counted, never held.
+    pub max_evictions_per_loop: usize,
     /// `--force-delete-unregistered-nodes`: delete instances without a node even in a group at min size.
     pub force_delete_unregistered_nodes: bool,
     /// `--node-max-lifetime`: nodes older than this are replaced (None: never; groups may set their own).
@@ -178,6 +181,7 @@ impl Settings {
             scale_down_unready_enabled: true,
             max_scale_down_parallelism: 10,
             max_drain_parallelism: 1,
+            max_evictions_per_loop: 0,
             force_delete_unregistered_nodes: false,
             node_max_lifetime: None,
             max_disruption: Budget::default(),

@@ -48,7 +48,9 @@ impl Unremovable {
             | Unremovable::WaitsForNextLoop
             | Unremovable::ParallelismReached
             | Unremovable::DisruptionBudget { .. }
-            | Unremovable::OutsideDisruptionWindow { .. } => "NotUnneededOtherReason",
+            | Unremovable::OutsideDisruptionWindow { .. }
+            | Unremovable::EvictionLimit { .. }
+            | Unremovable::SurgeRefused(_) => "NotUnneededOtherReason",
         }
     }
 }

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use super::reasons::Declined;
 use crate::engine::context::Ctx;
 use crate::engine::decisions::Decisions;
+use crate::engine::drainability::drain;
+use crate::engine::ledger::{Kind, Ledger};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::NodeInfo;
-use crate::engine::scale_down::drain;
+use crate::model::duration::secs;
 use crate::model::consolidation::ConsolidationPolicy;
 use crate::model::workload::Pod;
 use crate::model::NodeGroup;
@@ -52,48 +54,20 @@ pub fn eviction_cost(p: &Pod) -> f64 {
 /// The time of a node's last pod change, approximated by the newest creation among its pods (and the
 /// node's own): a pod deleted since leaves no trace in the snapshot.
 fn last_change(info: &NodeInfo) -> i64 {
-    info.pods
+    info.bound()
         .iter()
         .map(|p| p.meta.created)
         .fold(info.node.created, i64::max)
 }
 
-/// How many more nodes consolidation may take of each group: its disruption budget less the nodes out
-/// of service already (removing, interrupted, being replaced or consolidated, removed this loop), and
-/// no more than keeps it at its min size; with which of the two binds.
-pub(super) fn room<'a>(
-    ctx: &Ctx<'a>,
-    memory: &Memory,
-    d: &Decisions,
-) -> HashMap<&'a str, (usize, Declined)> {
-    let world = ctx.world;
-    let (mut size, mut out, mut going) = (
-        HashMap::<&str, usize>::new(),
-        HashMap::<&str, usize>::new(),
-        HashMap::<&str, i32>::new(),
-    );
-    for (node, g) in world.node_groups.iter() {
-        let g = g.as_str();
-        *size.entry(g).or_default() += 1;
-        let removed =
-            world.removing.contains_key(node) || d.scale_down.iter().any(|s| &s.node == node);
-        if removed {
-            *going.entry(g).or_default() += 1;
-        }
-        if removed || world.interrupted.contains_key(node) || memory.disrupting(node) {
-            *out.entry(g).or_default() += 1;
-        }
-    }
+/// How many more nodes consolidation may take of each group: what the ledger's budget (the group's, or
+/// `--max-disruption`) and its min size leave; with which of the two binds.
+pub(super) fn room<'a>(ctx: &Ctx<'a>, ledger: &Ledger) -> HashMap<&'a str, (usize, Declined)> {
     ctx.groups
         .iter()
         .map(|(&id, g)| {
-            let allowed = ctx
-                .settings
-                .budget_of(g)
-                .allowed(size.get(id).copied().unwrap_or(0));
-            let by_budget = allowed.saturating_sub(out.get(id).copied().unwrap_or(0));
-            let by_min =
-                (g.target_size - going.get(id).copied().unwrap_or(0) - g.min_size).max(0) as usize;
+            let by_budget = ledger.budget_left(ctx, g, Kind::Voluntary);
+            let by_min = ledger.above_min(g);
             let r = if by_min < by_budget {
                 (
                     by_min,
@@ -102,6 +76,7 @@ pub(super) fn room<'a>(
                     },
                 )
             } else {
+                let allowed = ctx.settings.budget_of(g).allowed(ledger.size_of(id));
                 (
                     by_budget,
                     Declined::DisruptionBudget {
@@ -120,12 +95,13 @@ pub(super) fn room<'a>(
 pub(super) fn candidates<'a>(
     ctx: &Ctx<'a>,
     memory: &Memory,
+    ledger: &Ledger,
     infos: &[NodeInfo],
     d: &mut Decisions,
 ) -> Vec<Candidate<'a>> {
     let world = ctx.world;
     let now = ctx.now;
-    let room = room(ctx, memory, d);
+    let room = room(ctx, ledger);
     let mut found = Vec::new();
     for (index, info) in infos.iter().enumerate() {
         let n = &info.node;
@@ -145,15 +121,13 @@ pub(super) fn candidates<'a>(
             || !n.ready
             || n.template
             || n.scale_down_disabled
-            || world.removing.contains_key(name)
+            || !ledger.available(name)
             || world.interrupted.contains_key(name)
-            || memory.disrupting(name)
             || memory.surge_claimed.contains(name)
-            || d.scale_down.iter().any(|s| s.node == name)
         {
             continue;
         }
-        let after = policy.after.as_secs() as i64;
+        let after = secs(policy.after);
         let recent = memory
             .consolidated
             .get(name)
@@ -168,11 +142,12 @@ pub(super) fn candidates<'a>(
             });
             continue;
         }
-        if let Some(p) = info.pods.iter().find(|p| p.meta.do_not_disrupt) {
+        let bound = info.bound();
+        if let Some(p) = bound.iter().find(|p| p.meta.do_not_disrupt) {
             decline(Declined::DoNotDisrupt { pod: p.key() });
             continue;
         }
-        let drained = match drain(&info.pods, ctx) {
+        let drained = match drain(&bound, ledger.pdbs(), ctx) {
             Ok(x) => x,
             Err(b) => {
                 decline(Declined::Blocked(b));

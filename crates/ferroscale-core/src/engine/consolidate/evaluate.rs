@@ -10,6 +10,7 @@ use super::reasons::Declined;
 use crate::engine::context::{new_node, Ctx};
 use crate::engine::decisions::Decisions;
 use crate::engine::estimator::estimate_within;
+use crate::engine::ledger::Ledger;
 use crate::engine::limits::{gib, Amount, Resource};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::{first_fit, NodeInfo};
@@ -76,6 +77,9 @@ fn pool(l: &std::collections::BTreeMap<String, String>) -> Option<(String, Strin
 pub(super) struct Evaluator<'a, 'c> {
     ctx: &'c Ctx<'a>,
     memory: &'c Memory,
+    /// The cluster the maxima count (with what is on its way and asked for), from the ledger.
+    max_nodes: usize,
+    max_amount: Amount,
     infos: &'c [NodeInfo],
     /// Index into `infos` of each node that may receive pods (not going away, ready, no template).
     usable: Vec<usize>,
@@ -85,18 +89,18 @@ pub(super) struct Evaluator<'a, 'c> {
     work: RefCell<Vec<NodeInfo>>,
     targets: Vec<Target<'a>>,
     total: Amount,
-    nodes: usize,
 }
 
 impl<'a, 'c> Evaluator<'a, 'c> {
-    pub fn new(ctx: &'c Ctx<'a>, memory: &'c Memory, infos: &'c [NodeInfo], d: &Decisions) -> Self {
+    pub fn new(
+        ctx: &'c Ctx<'a>,
+        memory: &'c Memory,
+        ledger: &Ledger,
+        infos: &'c [NodeInfo],
+        _d: &Decisions,
+    ) -> Self {
         let world = ctx.world;
-        let going = |n: &str| {
-            world.removing.contains_key(n)
-                || world.interrupted.contains_key(n)
-                || memory.disrupting(n)
-                || d.scale_down.iter().any(|s| s.node == n)
-        };
+        let going = |n: &str| ledger.out_of_service(n) || world.interrupted.contains_key(n);
         let usable: Vec<usize> = infos
             .iter()
             .enumerate()
@@ -113,23 +117,12 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             let Some(price) = g.price_per_hour.filter(|p| p.is_finite() && *p >= 0.0) else {
                 continue;
             };
-            if memory.backed_off(&g.id, ctx.now).is_some() {
+            // What scale-up obeys: group health, backoff, capacity, max size, the cluster's maxima.
+            if ledger.surge_refusal(ctx, memory, g, 1).is_some() {
                 continue;
             }
             let t = ctx.template(g);
-            if memory.capacity_out(&t.node, ctx.now).is_some() {
-                continue;
-            }
-            let asked: i32 = d
-                .scale_up
-                .iter()
-                .filter(|u| u.group == g.id)
-                .map(|u| u.delta)
-                .sum();
-            let room = (g.max_size - g.target_size - asked).max(0) as usize;
-            if room == 0 {
-                continue;
-            }
+            let room = (g.max_size - g.target_size - ledger.asked(&g.id)).max(0) as usize;
             let info = new_node(ctx, g, &format!("{}-consolidation", g.id));
             let mut node = info.node.clone();
             node.allocatable.cpu_milli -= info.requested.cpu_milli;
@@ -145,15 +138,17 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 room,
             });
         }
+        let (max_nodes, max_amount) = ledger.cluster();
         Evaluator {
             ctx,
             memory,
+            max_nodes,
+            max_amount,
             infos,
             usable,
             work,
             targets,
             total,
-            nodes: world.nodes.len(),
         }
     }
 
@@ -250,11 +245,12 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                     continue;
                 }
                 let n = e.nodes;
-                if s.max_nodes_total > 0 && self.nodes - set.len() + n > s.max_nodes_total {
+                if s.max_nodes_total > 0 && self.max_nodes + n > s.max_nodes_total {
                     continue;
                 }
-                let mut after = self.total;
-                after.add(taken_amount, -1);
+                // The old nodes still run while the new ones come up (surge first): the maxima
+                // count both.
+                let mut after = self.max_amount;
                 after.add(t.amount, n as i64);
                 if after.cores > s.cores_total.1 || after.memory > gib(s.memory_total_gib.1) {
                     continue;

@@ -24,15 +24,19 @@ pub mod reasons;
 
 use std::collections::HashMap;
 
+use super::cleanup::TIMEOUT;
 use super::context::Ctx;
 use super::decisions::{
     ConsolidationAction, ConsolidationPlan, Decisions, NewNodes, Replacement, ScaleUp,
 };
+use super::drainability::drain;
+use super::ledger::Ledger;
 use super::memory::{Consolidating, Memory};
 use super::predicates::{first_fit, NodeInfo};
+use super::reasons::{Blocker, Unremovable};
 use super::replace::retire;
-use super::scale_down::drain;
 use crate::clock::Deadline;
+use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::Pod;
 use candidates::{candidates, room, Candidate};
@@ -41,16 +45,23 @@ use evaluate::{Evaluator, Found};
 pub use candidates::eviction_cost;
 pub use reasons::{Declined, Waits};
 
-/// Adds this loop's consolidations to `d`: the old nodes of those under way whose new nodes have
-/// joined, and at most one new plan. `infos` are the loop's existing nodes, with the pods scale-down
-/// moved onto them.
-pub(super) fn consolidate(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d: &mut Decisions) {
+/// Adds this loop's consolidations to `d`, each admitted by the `ledger`: the old nodes of those under
+/// way whose new nodes have joined, and at most one new plan. `infos` are the loop's existing nodes with
+/// the moves of the actions admitted before (where pods go); what a removal evicts is only what is bound
+/// to its node now ([`NodeInfo::bound`]).
+pub(super) fn consolidate(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    ledger: &mut Ledger,
+    infos: &[NodeInfo],
+    d: &mut Decisions,
+) {
     let present: HashMap<&str, &NodeInfo> =
         infos.iter().map(|i| (i.node.name.as_str(), i)).collect();
     memory
         .consolidated
         .retain(|n, _| present.contains_key(n.as_str()));
-    progress(ctx, memory, infos, &present, d);
+    progress(ctx, memory, ledger, infos, &present, d);
     let settings = ctx.settings;
     if !ctx
         .world
@@ -64,14 +75,14 @@ pub(super) fn consolidate(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo], d:
         d.consolidation_waits = Some(why);
         return;
     }
-    let cands = candidates(ctx, memory, infos, d);
+    let cands = candidates(ctx, memory, ledger, infos, d);
     if cands.is_empty() {
         return;
     }
-    let Some(best) = search(ctx, memory, infos, &cands, d) else {
+    let Some(best) = search(ctx, memory, ledger, infos, &cands, d) else {
         return;
     };
-    carry_out(ctx, memory, infos, &cands, best, d);
+    carry_out(ctx, memory, ledger, infos, &cands, best, d);
 }
 
 /// Why no new plan is looked for this loop, if none is.
@@ -101,11 +112,13 @@ fn waits(ctx: &Ctx, memory: &Memory, d: &Decisions) -> Option<Waits> {
         .then_some(Waits::Retiring)
 }
 
-/// The consolidations under way: the old nodes go once the new ones have joined, or stay if they have
-/// not in time.
+/// The consolidations under way: the old nodes go once the new ones have joined (each admitted by the
+/// ledger; one it declines for now waits for a later loop), or stay if they have not in time, and the
+/// new nodes' group then backs off as after a failed scale-up.
 fn progress(
     ctx: &Ctx,
     memory: &mut Memory,
+    ledger: &mut Ledger,
     infos: &[NodeInfo],
     present: &HashMap<&str, &NodeInfo>,
     d: &mut Decisions,
@@ -116,6 +129,7 @@ fn progress(
         let Some(g) = ctx.groups.get(plan.group.as_str()).copied() else {
             continue;
         };
+        let provision = secs(ctx.settings.options_of(g).max_node_provision_time);
         let mut fresh: Vec<&str> = present
             .values()
             .filter(|i| {
@@ -124,18 +138,16 @@ fn progress(
                     && i.node.ready
                     && i.node.seen > plan.since
                     && !memory.surge_claimed.contains(name)
-                    && !memory.disrupting(name)
                     // A new node on its way out is no room for the old nodes' pods (scale-down
                     // waits while a replacement is under way, but a removal may be in flight).
-                    && !world.removing.contains_key(name)
-                    && !d.scale_down.iter().any(|s| s.node == name)
+                    && !ledger.out_of_service(name)
             })
             .map(|i| i.node.name.as_str())
             .collect();
         fresh.sort();
         let joined = fresh.len() >= plan.count as usize;
         fresh.truncate(plan.count as usize);
-        if joined && !still_fits(ctx, memory, infos, &plan, &fresh, d) {
+        if joined && !still_fits(ctx, ledger, infos, &plan, &fresh) {
             // New pods (bound since) took the room the plan counted on: the old nodes stay.
             for old in &plan.nodes {
                 memory.consolidated.insert(old.clone(), ctx.now);
@@ -150,6 +162,7 @@ fn progress(
             for new in fresh {
                 memory.surge_claimed.insert(new.to_string());
             }
+            let mut waiting = Vec::new();
             for old in &plan.nodes {
                 let Some(info) = present.get(old.as_str()) else {
                     continue;
@@ -163,16 +176,42 @@ fn progress(
                 };
                 // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
                 // its node, as it keeps it from scale-down.
-                if let Some(p) = info.pods.iter().find(|p| p.meta.do_not_disrupt) {
+                if let Some(p) = info.bound().iter().find(|p| p.meta.do_not_disrupt) {
                     d.consolidation_declined
                         .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
                     continue;
                 }
-                retire(ctx, info, og, DisruptionReason::Consolidation, d);
+                match retire(ctx, ledger, info, og, DisruptionReason::Consolidation, d) {
+                    Ok(()) => {}
+                    // Held by the caps or a PodDisruptionBudget for now: a later loop retires it,
+                    // within the group's provision time from now.
+                    Err(
+                        why @ (Unremovable::ParallelismReached
+                        | Unremovable::WaitsForNextLoop
+                        | Unremovable::EvictionLimit { .. }
+                        | Unremovable::Blocked(Blocker::Budget { .. })),
+                    ) if plan.count > 0 || ctx.now - plan.since <= provision => {
+                        note_kept(&mut d.consolidation_declined, old, why);
+                        waiting.push(old.clone());
+                    }
+                    Err(why) => {
+                        memory.consolidated.insert(old.clone(), ctx.now);
+                        note_kept(&mut d.consolidation_declined, old, why);
+                    }
+                }
             }
-        } else if ctx.now - plan.since
-            > ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64
-        {
+            if !waiting.is_empty() {
+                memory.consolidating.push(Consolidating {
+                    nodes: waiting,
+                    group: plan.group.clone(),
+                    count: 0,
+                    since: if plan.count > 0 { ctx.now } else { plan.since },
+                });
+            }
+        } else if ctx.now - plan.since > provision {
+            // The new nodes did not come: their group backs off as after a failed scale-up, so the
+            // plan is not made again while it does (consolidation waits while a group backs off).
+            memory.scale_up_failed(&g.id, TIMEOUT, ctx.now);
             for old in &plan.nodes {
                 memory.consolidated.insert(old.clone(), ctx.now);
                 d.consolidation_declined.push((
@@ -188,24 +227,40 @@ fn progress(
     }
 }
 
+/// Reports why an old node of a consolidation stays this loop, in consolidation's terms.
+fn note_kept(declined: &mut Vec<(String, Declined)>, node: &str, why: Unremovable) {
+    let why = match why {
+        Unremovable::Blocked(b) => Declined::Blocked(b),
+        Unremovable::OnCompletion { pod } => Declined::OnCompletion { pod },
+        Unremovable::ParallelismReached | Unremovable::WaitsForNextLoop => Declined::Parallelism,
+        Unremovable::EvictionLimit { max } => Declined::EvictionLimit { max },
+        Unremovable::AtMinSize { group } => Declined::AtMinSize { group },
+        Unremovable::DisruptionBudget { group, allowed } => {
+            Declined::DisruptionBudget { group, allowed }
+        }
+        Unremovable::OutsideDisruptionWindow { group } => {
+            Declined::OutsideDisruptionWindow { group }
+        }
+        _ => Declined::Parallelism,
+    };
+    declined.push((node.to_string(), why));
+}
+
 /// Whether the pods `plan` evicts still fit on the rest of the cluster as this loop leaves it
 /// (scale-down's removals and moves applied), as the plan placed them: first fit on the other nodes
 /// in order, the rest, largest first, on the new nodes `fresh`.
 fn still_fits(
     ctx: &Ctx,
-    memory: &Memory,
+    ledger: &Ledger,
     infos: &[NodeInfo],
     plan: &Consolidating,
     fresh: &[&str],
-    d: &Decisions,
 ) -> bool {
     let world = ctx.world;
     let going = |n: &str| {
         plan.nodes.iter().any(|x| x == n)
-            || world.removing.contains_key(n)
+            || ledger.out_of_service(n)
             || world.interrupted.contains_key(n)
-            || memory.disrupting(n)
-            || d.scale_down.iter().any(|s| s.node == n)
     };
     let usable = |i: &&NodeInfo| i.node.ready && !i.node.template && !going(&i.node.name);
     let is_new = |i: &&NodeInfo| fresh.contains(&i.node.name.as_str());
@@ -225,7 +280,7 @@ fn still_fits(
     let movable: Vec<_> = infos
         .iter()
         .filter(|i| plan.nodes.contains(&i.node.name))
-        .filter_map(|i| drain(&i.pods, ctx).ok())
+        .filter_map(|i| drain(&i.bound(), ledger.pdbs(), ctx).ok())
         .flat_map(|x| x.movable)
         .collect();
     let pods: Vec<&Pod> = movable.iter().map(|p| p.as_ref()).collect();
@@ -246,13 +301,14 @@ fn still_fits(
 fn search(
     ctx: &Ctx,
     memory: &Memory,
+    ledger: &Ledger,
     infos: &[NodeInfo],
     cands: &[Candidate],
     d: &mut Decisions,
 ) -> Option<Found> {
     let s = ctx.settings;
     let deadline = Deadline::after(ctx.clock, s.consolidation_search_time);
-    let eval = Evaluator::new(ctx, memory, infos, d);
+    let eval = Evaluator::new(ctx, memory, ledger, infos, d);
     let mut best: Option<Found> = None;
     let mut consider = |f: Found| {
         let better = best.as_ref().is_none_or(|b| {
@@ -267,7 +323,10 @@ fn search(
         if deadline.passed() {
             break;
         }
-        match eval.evaluate(cands, &[k]) {
+        match eval
+            .evaluate(cands, &[k])
+            .and_then(|f| admissible(ctx, ledger, cands, f))
+        {
             Ok(f) => consider(f),
             // No cheaper placement is the common case, not worth reporting each loop.
             Err(Declined::NothingCheaper) => {}
@@ -277,7 +336,7 @@ fn search(
         }
     }
     // Prefixes of the order as sets, each group kept within its budget and min size.
-    let mut room: HashMap<&str, usize> = room(ctx, memory, d)
+    let mut room: HashMap<&str, usize> = room(ctx, ledger)
         .into_iter()
         .map(|(g, (n, _))| (g, n))
         .collect();
@@ -293,7 +352,10 @@ fn search(
         *left -= 1;
         set.push(k);
         if set.len() >= 2 {
-            if let Ok(f) = eval.evaluate(cands, &set) {
+            if let Ok(f) = eval
+                .evaluate(cands, &set)
+                .and_then(|f| admissible(ctx, ledger, cands, f))
+            {
                 consider(f);
             }
         }
@@ -301,10 +363,33 @@ fn search(
     best
 }
 
-/// Carries the chosen plan out: a deletion at once, a replacement's new nodes first.
+/// `f` if the ledger would admit it now: its evictions within every PodDisruptionBudget, node after
+/// node; for a deletion (carried out this loop) also within the caps.
+fn admissible(ctx: &Ctx, ledger: &Ledger, cands: &[Candidate], f: Found) -> Result<Found, Declined> {
+    let pods: Vec<&[std::sync::Arc<Pod>]> =
+        f.set.iter().map(|&k| cands[k].movable.as_slice()).collect();
+    ledger.pdb_check_all(&pods).map_err(Declined::Blocked)?;
+    if f.into.is_none() {
+        let drains = pods.iter().filter(|p| !p.is_empty()).count();
+        if drains > ledger.drains_left(ctx) {
+            return Err(Declined::Parallelism);
+        }
+        let evictions: usize = pods.iter().map(|p| p.len()).sum();
+        if !ledger.evictions_allowed(ctx, evictions) {
+            return Err(Declined::EvictionLimit {
+                max: ctx.settings.max_evictions_per_loop,
+            });
+        }
+    }
+    Ok(f)
+}
+
+/// Carries the chosen plan out, through the ledger: a deletion at once, a replacement's new nodes
+/// first (its old nodes are held out of service until they join).
 fn carry_out(
     ctx: &Ctx,
     memory: &mut Memory,
+    ledger: &mut Ledger,
     infos: &[NodeInfo],
     cands: &[Candidate],
     f: Found,
@@ -327,17 +412,28 @@ fn carry_out(
         None => {
             for &k in &f.set {
                 let c = &cands[k];
-                retire(
-                    ctx,
-                    &infos[c.index],
-                    c.group,
-                    DisruptionReason::Consolidation,
-                    d,
-                );
+                let info = &infos[c.index];
+                if let Err(why) = retire(ctx, ledger, info, c.group, DisruptionReason::Consolidation, d)
+                {
+                    note_kept(&mut d.consolidation_declined, &info.node.name, why);
+                }
             }
             ConsolidationAction::Delete
         }
         Some((group, count)) => {
+            let Some(g) = ctx.groups.get(group.as_str()).copied() else {
+                return;
+            };
+            if let Err(why) = ledger.take_surge(ctx, memory, g, *count) {
+                for n in &nodes {
+                    d.consolidation_declined
+                        .push((n.clone(), Declined::NoNewNodes(why.clone())));
+                }
+                return;
+            }
+            for &k in &f.set {
+                ledger.hold(&infos[cands[k].index].node.name, &cands[k].group.id);
+            }
             d.scale_up.push(ScaleUp {
                 group: group.clone(),
                 delta: *count,

@@ -43,6 +43,13 @@ pub enum Declined {
     /// the cluster (scale-down or new pods took the room meanwhile): the node stays, and is no
     /// candidate again for its group's `after`.
     RoomTaken { group: String },
+    /// `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are under way.
+    Parallelism,
+    /// `--max-evictions-per-loop` is reached this loop.
+    EvictionLimit { max: usize },
+    /// The new nodes it needs may not be asked for now (group health, backoff, capacity, max size,
+    /// the cluster's maxima).
+    NoNewNodes(crate::engine::reasons::Refusal),
 }
 
 impl fmt::Display for Declined {
@@ -86,6 +93,13 @@ impl fmt::Display for Declined {
                 f,
                 "its pods no longer fit with the new nodes of group {group} (the room was taken meanwhile): kept"
             ),
+            Declined::Parallelism => f.write_str(
+                "--max-scale-down-parallelism or --max-drain-parallelism removals under way",
+            ),
+            Declined::EvictionLimit { max } => {
+                write!(f, "--max-evictions-per-loop ({max}) reached this loop")
+            }
+            Declined::NoNewNodes(r) => write!(f, "no new nodes may be asked for: {r}"),
         }
     }
 }
@@ -120,7 +134,7 @@ impl fmt::Display for Waits {
 
 impl Declined {
     /// Every [`Declined::label`], for series set to 0 before the first.
-    pub const LABELS: [&'static str; 12] = [
+    pub const LABELS: [&'static str; 15] = [
         "saving_too_small",
         "saving_per_pod_too_small",
         "nothing_cheaper",
@@ -133,6 +147,9 @@ impl Declined {
         "on_completion",
         "not_ready_in_time",
         "room_taken",
+        "parallelism",
+        "eviction_limit",
+        "no_new_nodes",
     ];
 
     /// A stable name of the reason, without its figures: a metric label, a summary's key.
@@ -150,6 +167,9 @@ impl Declined {
             Declined::OnCompletion { .. } => "on_completion",
             Declined::NotReadyInTime { .. } => "not_ready_in_time",
             Declined::RoomTaken { .. } => "room_taken",
+            Declined::Parallelism => "parallelism",
+            Declined::EvictionLimit { .. } => "eviction_limit",
+            Declined::NoNewNodes(_) => "no_new_nodes",
         }
     }
 }

@@ -42,7 +42,16 @@ impl NodeInfo {
         }
     }
 
-    /// Places a pod (no checks: call [`fits`] first).
+    /// The pods bound to this node now: the ones a removal of it evicts. The loop's simulations also
+    /// place pods here (pending pods that will fit, pods an admitted removal moves), unbound.
+    pub fn bound(&self) -> Vec<Arc<Pod>> {
+        self.pods
+            .iter()
+            .filter(|p| p.node_name.as_deref() == Some(self.node.name.as_str()))
+            .cloned()
+            .collect()
+    }
+
     /// Whether the pod's requests fit what the node has left (the other predicates unchecked).
     pub fn has_room_for(&self, pod: &Pod) -> bool {
         has_room(&pod.requests, &self.requested, &self.node.allocatable)

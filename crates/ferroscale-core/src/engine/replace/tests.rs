@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::engine::decisions::{Decisions, Replacement, ScaleUp};
+use crate::engine::reasons::{Refusal, Unremovable};
 use crate::engine::{Memory, Settings};
 use crate::fixtures::{pool, worker, TestWorld};
 use crate::model::lifecycle::{Budget, DisruptionReason};
@@ -129,8 +130,11 @@ fn expired_nodes_are_replaced_oldest_first_within_the_budget_and_below_max() {
     assert!(d.replacements.is_empty(), "no room for a surge: {d:?}");
 }
 
+/// A surge never delivered backs its group off as a failed scale-up does (upstream's
+/// `RegisterFailedScaleUp` for capacity that never came): it is asked for again only once the backoff
+/// is over, not every provision time forever.
 #[test]
-fn a_surge_never_delivered_is_given_up_after_the_provision_time_then_asked_again() {
+fn a_surge_never_delivered_backs_its_group_off_then_is_asked_again() {
     let s = Settings::upstream();
     let mut memory = Memory::default();
     let world = drifted();
@@ -141,7 +145,15 @@ fn a_surge_never_delivered_is_given_up_after_the_provision_time_then_asked_again
     let d = world.run_once(&s, &mut memory, T0 + 901);
     assert!(d.scale_up.is_empty(), "{d:?}");
     assert!(memory.replacing.is_empty(), "given up");
+    assert_eq!(memory.backed_off("pool", T0 + 901), Some(T0 + 901 + 300));
     let d = world.run_once(&s, &mut memory, T0 + 902);
+    assert!(d.scale_up.is_empty(), "not while the group backs off: {d:?}");
+    assert!(
+        d.unremovable.iter().any(|(n, why)| n == "old"
+            && matches!(why, Unremovable::SurgeRefused(Refusal::BackedOff { .. }))),
+        "{d:?}"
+    );
+    let d = world.run_once(&s, &mut memory, T0 + 901 + 300);
     assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
     assert!(d.scale_down.is_empty(), "the old node stays meanwhile");
 }

@@ -68,8 +68,8 @@ impl Cursors {
     }
 }
 
-/// Where the pods of node `i` would go (the nodes that receive them, changed, and `i` without them), or
-/// why one cannot move. As upstream's removal simulation (`simulator/cluster.go`): the pods leave node `i`
+/// Where the pods of node `i` would go (the nodes that receive them, changed, and `i` without them; and
+/// each pod's node, in `movable`'s order), or why one cannot move. As upstream's removal simulation (`simulator/cluster.go`): the pods leave node `i`
 /// first (the node stays, empty of them and with the deletion taint, so its topology domain still counts
 /// unless a spread constraint honours taints), then they are placed one
 /// by one on the nodes that are no `i` and not in `no_dest` (nodes already found unneeded), each seeing
@@ -82,7 +82,7 @@ pub(super) fn place_elsewhere(
     no_dest: &HashSet<usize>,
     repels: Repel,
     committed: &mut Cursors,
-) -> Result<FastMap<usize, NodeInfo>, Unremovable> {
+) -> Result<(FastMap<usize, NodeInfo>, Vec<usize>), Unremovable> {
     // Moved only if every pod finds a place: a failed simulation's placements are undone.
     let mut cursors = committed.clone();
     let moving: HashSet<(&str, &str)> = movable
@@ -105,6 +105,7 @@ pub(super) fn place_elsewhere(
     }
     let mut sim = Overlay::default();
     sim.changed.insert(i, emptied);
+    let mut placed = Vec::with_capacity(movable.len());
     for p in movable {
         let mut last: Option<Unfit> = None;
         let target = {
@@ -128,6 +129,7 @@ pub(super) fn place_elsewhere(
         };
         match target {
             Some(j) => {
+                placed.push(j);
                 cursors.set(p, j, None);
                 sim.changed
                     .entry(j)
@@ -158,5 +160,5 @@ pub(super) fn place_elsewhere(
         }
     }
     *committed = cursors;
-    Ok(sim.changed)
+    Ok((sim.changed, placed))
 }
