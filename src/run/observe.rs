@@ -147,11 +147,7 @@ impl Observer {
             .nodes
             .items()
             .iter()
-            .filter(|n| {
-                n.taints
-                    .iter()
-                    .any(|t| t.key == crate::labels::TO_BE_DELETED)
-            })
+            .filter(|n| n.marked_for_deletion())
             .map(|n| n.name.clone())
             .collect()
     }

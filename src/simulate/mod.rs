@@ -332,6 +332,12 @@ impl Simulation {
         self.now
     }
 
+    /// What the engine remembers between loops (backoffs, replacements under way): what tests check
+    /// the loop's decisions against.
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
     /// Moves the virtual clock to `now` without running a loop.
     pub fn set_now(&mut self, now: i64) {
         self.now = now;

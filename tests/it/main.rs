@@ -55,6 +55,8 @@ mod run_priorities;
 mod run_safety;
 mod run_volumes;
 mod simulate;
+mod simulate_conductor;
+mod simulate_conductor_props;
 mod simulate_consolidation;
 mod simulate_consolidation_report;
 mod simulate_consolidation_safety;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use super::View;
 use crate::engine::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel};
 use crate::model::volumes::ClaimState;
-use crate::model::workload::{LabelSelector, Pod, PodPhase, SafeToEvict, DAEMON_SET};
+use crate::model::workload::{LabelSelector, Pod, PodPhase, SafeToEvict};
 
 mod config;
 #[cfg(test)]
@@ -251,9 +251,7 @@ impl<'a> Evictor<'a> {
         if p.local_storage && !pod.meta.local_volumes.is_empty() {
             return Err(Kept::LocalStorage);
         }
-        if p.daemon_set
-            && (pod.is_daemon_set() || pod.meta.owners.iter().any(|o| o.kind == DAEMON_SET))
-        {
+        if p.daemon_set && pod.owned_by_daemon_set() {
             return Err(Kept::DaemonSet);
         }
         if p.pvc {

@@ -105,9 +105,7 @@ impl Proposal {
 /// Whether scale-down (ours or another autoscaler's) is taking `node`: it carries the deletion taint,
 /// the first step of a removal.
 pub fn being_removed(node: &Node) -> bool {
-    node.taints
-        .iter()
-        .any(|t| t.key == crate::labels::TO_BE_DELETED)
+    node.marked_for_deletion()
 }
 
 /// The nodes nothing is planned onto: `removing` (what the caller is taking out) and every node

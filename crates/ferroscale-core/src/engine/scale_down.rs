@@ -15,32 +15,16 @@ use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, ScaleDown};
 use super::drainability::{drain, long_terminating, Drained};
 use super::health::NodeReadiness;
-use super::ledger::{Kind, Ledger};
+use super::ledger::{pdb_counts, Kind, Ledger};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{repelling, NodeInfo, Repel};
 use super::reasons::{Blocker, Removal, Unremovable};
 use super::utilization::{missing_allocatable, utilization, LeftOut};
-use crate::labels;
 use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
-use crate::model::workload::{Node, Pdb, Pod};
+use crate::model::workload::{Pdb, Pod};
 use removal::{place_elsewhere, unneeded_limit, Cursors};
-
-/// Upstream's `MaxCloudProviderNodeDeletionTime`: how long after its deletion taint was set a node
-/// counts as being deleted.
-const BEING_DELETED_SECS: i64 = 300;
-
-/// Whether `node` carries a deletion taint set less than [`BEING_DELETED_SECS`] before `now` (upstream's
-/// `IsNodeBeingDeleted`; the taint's value is the unix time it was set).
-fn being_deleted(node: &Node, now: i64) -> bool {
-    node.taints.iter().any(|t| {
-        t.key == labels::TO_BE_DELETED
-            && t.value
-                .parse::<i64>()
-                .is_ok_and(|at| now - at < BEING_DELETED_SECS)
-    })
-}
 
 /// A pod an admitted removal moves, and the index of the node it goes to.
 pub(super) type Move = (usize, Arc<Pod>);
@@ -124,7 +108,7 @@ pub(super) fn scale_down(
             continue;
         }
         let keep = |d: &mut Decisions, why| d.unremovable.push((node.name.clone(), why));
-        if being_deleted(&node, now) {
+        if node.being_deleted(now) {
             keep(d, Unremovable::BeingDeleted);
             continue;
         }
@@ -217,11 +201,7 @@ pub(super) fn scale_down(
             snap[j] = n;
         }
         no_dest.insert(i);
-        for p in &movable {
-            for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
-                b.disruptions_allowed -= 1;
-            }
-        }
+        count_down(&mut pdbs, &movable);
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
         if util.value <= threshold {
             still_unneeded.insert(node.name.clone(), since);
@@ -340,10 +320,15 @@ fn reserve(
         for (j, n) in changed {
             snap[j] = n;
         }
-        for p in &movable {
-            for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
-                b.disruptions_allowed -= 1;
-            }
+        count_down(pdbs, &movable);
+    }
+}
+
+/// Takes the evictions of `pods` from `pdbs` (those the eviction API checks against them).
+fn count_down(pdbs: &mut [Pdb], pods: &[Arc<Pod>]) {
+    for p in pods.iter().filter(|p| pdb_counts(p)) {
+        for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
+            b.disruptions_allowed -= 1;
         }
     }
 }

@@ -119,10 +119,8 @@ pub fn good_candidate(node: &Node, now: i64, being_removed: bool, taints: &Taint
         && node.ready_since + STABILIZATION_DELAY < now
         && !node.unschedulable
         && !being_removed
-        && !node
-            .taints
-            .iter()
-            .any(|t| t.key == labels::TO_BE_DELETED || taints.is_startup(t))
+        && !node.marked_for_deletion()
+        && !node.taints.iter().any(|t| taints.is_startup(t))
 }
 
 #[cfg(test)]

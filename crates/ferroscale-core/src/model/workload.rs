@@ -220,6 +220,12 @@ impl Pod {
             || self.meta.daemon_set_annotation
     }
 
+    /// Any of its owners is a DaemonSet, controller or not (the descheduler's `IsDaemonsetPod`, which
+    /// reads every owner reference where cluster-autoscaler reads the controller only).
+    pub fn owned_by_daemon_set(&self) -> bool {
+        self.is_daemon_set() || self.meta.owners.iter().any(|o| o.kind == DAEMON_SET)
+    }
+
     /// Managed by a DaemonSet (or a mirror pod): it stays with its node and is not moved.
     pub fn node_bound(&self) -> bool {
         self.meta.mirror || self.is_daemon_set()
@@ -259,10 +265,35 @@ pub struct Node {
     pub template: bool,
 }
 
+/// Upstream's `MaxCloudProviderNodeDeletionTime`: how long after its deletion taint was set a node
+/// counts as being deleted.
+pub const BEING_DELETED_SECS: i64 = 300;
+
 impl Node {
     /// Its name, as node affinity's `matchFields` reads it: None for a template.
     pub fn field_name(&self) -> Option<&str> {
         (!self.template).then_some(self.name.as_str())
+    }
+
+    /// Whether it carries the deletion taint (`ToBeDeletedByClusterAutoscaler`, the first step of a
+    /// removal): some autoscaler, ours or another, is taking it. The one definition of "being removed"
+    /// every reader of the taint uses.
+    pub fn marked_for_deletion(&self) -> bool {
+        self.taints
+            .iter()
+            .any(|t| t.key == crate::labels::TO_BE_DELETED)
+    }
+
+    /// Whether it is being deleted at `now`: its deletion taint was set (its value is the unix time)
+    /// less than [`BEING_DELETED_SECS`] ago (upstream's `IsNodeBeingDeleted`); an older or unreadable
+    /// one is stale, left by a removal that stopped.
+    pub fn being_deleted(&self, now: i64) -> bool {
+        self.taints.iter().any(|t| {
+            t.key == crate::labels::TO_BE_DELETED
+                && t.value
+                    .parse::<i64>()
+                    .is_ok_and(|at| now.saturating_sub(at) < BEING_DELETED_SECS)
+        })
     }
 }
 

@@ -1,1 +1,133 @@
-//! The ledger's own rules; the methods' use of it is tested through the loop.
+//! The ledger as the loop uses it: one count of PDBs, caps and out-of-service nodes shared by every
+//! method, what it leaves for the descheduler, and the rules of what counts.
+
+use std::time::Duration;
+
+use crate::engine::reasons::{Blocker, Unremovable};
+use crate::engine::{Memory, Settings};
+use crate::fixtures::{pdb, pool, TestWorld};
+use crate::model::lifecycle::DisruptionReason;
+use crate::model::workload::PodPhase;
+
+const T0: i64 = 10_000;
+
+/// Scale-down at once, every node of the pool allowed out.
+fn quick() -> Settings {
+    let mut s = Settings::upstream();
+    s.defaults.scale_down_unneeded_time = Duration::ZERO;
+    s.max_drain_parallelism = 10;
+    s
+}
+
+/// `big` (busy, with room for every web pod), `a`, `b` and `c` with one web pod each: every web pod is
+/// covered by one PDB allowing `allowed`.
+fn world(allowed: i32) -> TestWorld {
+    let mut w = pool(
+        "pool",
+        0,
+        &[
+            ("big", &[("hog", 2500)]),
+            ("a", &[("web-a", 500)]),
+            ("b", &[("web-b", 500)]),
+            ("c", &[("web-c", 500)]),
+        ],
+    )
+    .pdb(pdb("shop", "web", "web", allowed));
+    // `hog` is no web pod.
+    let hog = w.pods.iter_mut().find(|p| p.name == "hog").unwrap();
+    std::sync::Arc::make_mut(hog)
+        .labels
+        .insert("app".into(), "other".into());
+    w
+}
+
+fn removed(d: &crate::engine::Decisions) -> Vec<&str> {
+    d.scale_down.iter().map(|s| s.node.as_str()).collect()
+}
+
+#[test]
+fn a_pdb_is_counted_down_across_nodes_and_left_for_the_descheduler() {
+    let d = world(2).run_once(&quick(), &mut Memory::default(), T0);
+    // Two of the three web nodes go (the PDB allows two), the third is kept by it.
+    assert_eq!(removed(&d), ["a", "b"], "{d:#?}");
+    assert!(
+        d.unremovable.iter().any(|(n, why)| n == "c"
+            && matches!(why, Unremovable::Blocked(Blocker::Budget { .. }))),
+        "{d:#?}"
+    );
+    assert_eq!(d.pdbs_left[0].disruptions_allowed, 0);
+    // `a` and `b` go: no pod is to be moved onto them.
+    assert!(d.not_destinations.contains(&"a".to_string()));
+    assert!(!d.not_destinations.contains(&"big".to_string()));
+}
+
+#[test]
+fn an_involuntary_notice_takes_from_the_pdb_before_scale_down() {
+    let mut w = world(1);
+    w.interrupted
+        .insert("c".into(), DisruptionReason::SpotInterruption);
+    let d = w.run_once(&quick(), &mut Memory::default(), T0);
+    assert_eq!(d.disruptions.len(), 1, "{d:#?}");
+    // The spot warning's eviction used the one disruption the PDB allows: scale-down takes none.
+    assert!(d.scale_down.is_empty(), "{d:#?}");
+    assert_eq!(d.pdbs_left[0].disruptions_allowed, 0);
+    // The contrast: without the warning, scale-down takes one web node.
+    let d = world(1).run_once(&quick(), &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["a"], "{d:#?}");
+}
+
+#[test]
+fn pods_not_running_do_not_use_a_pdb() {
+    let mut w = world(1);
+    for p in w.pods.iter_mut().filter(|p| p.name != "hog") {
+        std::sync::Arc::make_mut(p).meta.phase = PodPhase::Pending;
+    }
+    let d = w.run_once(&quick(), &mut Memory::default(), T0);
+    // The eviction API ignores PDBs for pods that are not running: each of the three may go.
+    assert_eq!(removed(&d), ["a", "b", "c"], "{d:#?}");
+    assert_eq!(d.pdbs_left[0].disruptions_allowed, 1);
+}
+
+#[test]
+fn the_evictions_of_removals_in_flight_are_taken_from_their_pdbs() {
+    let mut w = world(1);
+    w.removing.insert("c".into(), true);
+    let d = w.run_once(&quick(), &mut Memory::default(), T0);
+    assert!(d.scale_down.is_empty(), "c's drain will take the one disruption: {d:#?}");
+    assert!(d.not_destinations.contains(&"c".to_string()));
+    // The drain's node empty of PDB pods: the disruption is free again.
+    let mut w = world(1);
+    w.removing.insert("big".into(), true);
+    let d = w.run_once(&quick(), &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["a"], "{d:#?}");
+}
+
+#[test]
+fn max_evictions_per_loop_holds_the_rest_for_a_later_loop() {
+    let mut s = quick();
+    s.max_evictions_per_loop = 1;
+    let d = world(10).run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["a"], "{d:#?}");
+    assert!(
+        d.unremovable
+            .iter()
+            .any(|(n, why)| n == "b" && *why == Unremovable::EvictionLimit { max: 1 }),
+        "{d:#?}"
+    );
+    // 0: no limit.
+    s.max_evictions_per_loop = 0;
+    let d = world(10).run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["a", "b", "c"], "{d:#?}");
+}
+
+#[test]
+fn unneeded_nodes_are_no_destinations() {
+    // Default unneeded time: `a`, `b` and `c` are unneeded, not yet removed.
+    let mut s = Settings::upstream();
+    s.max_drain_parallelism = 10;
+    let d = world(10).run_once(&s, &mut Memory::default(), T0);
+    assert!(d.scale_down.is_empty());
+    for n in ["a", "b", "c"] {
+        assert!(d.not_destinations.contains(&n.to_string()), "{d:#?}");
+    }
+}
