@@ -47,13 +47,11 @@ async fn three_half_empty_nodes_are_replaced_by_one_cheaper_node_new_capacity_fi
         // 9 of 16 cores: fits on no other m5 node, and above scale-down's threshold.
         api.put(PODS, pod(&format!("web-{k}"), "9", Some(name), "web"));
     }
-    let mut h = Harness::new(
-        api,
-        GROUPS,
-        ferroscale::cli::flags::default_engine(),
-        run_settings(),
-    )
-    .await;
+    // Three drains at once (the default `--max-drain-parallelism` of 1 holds consolidation too, and
+    // retires the old nodes one at a time: simulate_conductor shows that).
+    let mut settings = ferroscale::cli::flags::default_engine();
+    settings.max_drain_parallelism = 3;
+    let mut h = Harness::new(api, GROUPS, settings, run_settings()).await;
     h.synced(3, 3).await;
     let t0 = now();
 

@@ -6,15 +6,16 @@
 
 use std::collections::HashMap;
 
-use crate::support::simulate_harness::{flags, pacing, quick_scale_down, sim};
+use crate::support::simulate_harness::{flags, pacing, sim};
 use ferroscale::simulate::{parse_events, LoopReport, Pacing, Simulation};
 
-/// A ready node `name` of `group` with `cpu` cores, on instance `memory:///{group}/{id}`.
-fn node(name: &str, group: &str, id: &str, cpu: u32) -> String {
+/// A ready node `name` of `group` with `cpu` cores, on instance `memory:///{group}/{name}` (instance
+/// ids are unique across groups).
+fn node(name: &str, group: &str, cpu: u32) -> String {
     format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  creationTimestamp: \"2026-01-01T00:00:00Z\"\n  \
          labels: {{ferroscale.io/node-group: {group}, kubernetes.io/hostname: {name}}}\n\
-         spec: {{providerID: \"memory:///{group}/{id}\"}}\n\
+         spec: {{providerID: \"memory:///{group}/{name}\"}}\n\
          status:\n  allocatable: {{cpu: \"{cpu}\", memory: 64Gi, pods: \"110\"}}\n  conditions: [{{type: Ready, status: \"True\"}}]\n"
     )
 }
@@ -38,8 +39,9 @@ fn pdb(tier: &str, allowed: i32) -> String {
     )
 }
 
-/// Where each pod is bound now.
+/// Where each pod is bound as the next loop's engine sees it (the kubelet and the scheduler run first).
 fn placement(s: &Simulation) -> HashMap<String, String> {
+    s.cluster_moves(s.memory(), &pacing(), &Default::default());
     s.cluster()
         .state()
         .pods
@@ -83,23 +85,23 @@ fn evicts_only_its_own(before: &HashMap<String, String>, r: &LoopReport) {
 const PHANTOM_GROUPS: &str = r#"
 nodeGroups:
   - {name: ca, minSize: 0, maxSize: 4, capacity: {cpu: 8, memory: 64Gi, pods: 110}, pricePerHour: 0.4,
-     instances: [{id: i-0}]}
+     instances: [{id: ca-0}]}
   - {name: pin, minSize: 1, maxSize: 4, capacity: {cpu: 8, memory: 64Gi, pods: 110}, pricePerHour: 0.4,
-     instances: [{id: i-0}]}
+     instances: [{id: pin-0}]}
   - {name: cons, minSize: 0, maxSize: 4, capacity: {cpu: 8, memory: 64Gi, pods: 110}, pricePerHour: 0.4,
      disruptionBudget: "100%", consolidation: {policy: WhenEmptyOrUnderutilized, after: 0s},
-     instances: [{id: i-0}, {id: i-1}]}
+     instances: [{id: cons-0}, {id: cons-1}]}
 "#;
 
 fn phantom_cluster() -> Vec<String> {
     vec![
-        node("ca-0", "ca", "i-0", 8),
+        node("ca-0", "ca", 8),
         pod("ca-web-0", "ca-0", "1", "ca"),
-        node("pin-0", "pin", "i-0", 8),
+        node("pin-0", "pin", 8),
         pod("pin-web-0", "pin-0", "1", "pin"),
-        node("cons-0", "cons", "i-0", 8),
+        node("cons-0", "cons", 8),
         pod("cons-web-0", "cons-0", "1", "cons"),
-        node("cons-1", "cons", "i-1", 8),
+        node("cons-1", "cons", 8),
         pod("cons-web-1", "cons-1", "5", "cons"),
     ]
 }
@@ -107,20 +109,27 @@ fn phantom_cluster() -> Vec<String> {
 #[test]
 fn a_consolidation_beside_a_scale_down_evicts_only_the_pods_of_its_own_node() {
     let mut s = sim(&phantom_cluster(), PHANTOM_GROUPS);
-    let settings = quick_scale_down();
+    // Scale-down at once, drains in parallel: both methods act in the first loop.
+    let settings = flags(&["--max-drain-parallelism=10"]);
     let before = placement(&s);
     let r = s.step(&settings, &pacing());
     evicts_only_its_own(&before, &r);
-    // The contrast: in that very loop, scale-down does remove a node and consolidation does delete one.
-    assert!(!r.scale_down.is_empty(), "{r:#?}");
-    let deleted: Vec<&String> = r
-        .consolidations
-        .iter()
-        .filter(|c| c.action == "delete")
-        .flat_map(|c| &c.nodes)
-        .collect();
-    assert_eq!(deleted, ["cons-0"], "{r:#?}");
-    assert_eq!(r.consolidations[0].pods_evicted, ["shop/cons-web-0"]);
+    // The contrast: in that very loop, scale-down does remove nodes and consolidation does delete one,
+    // and no pod is evicted by two of them.
+    assert!(
+        r.scale_down.iter().any(|d| d.reason != "consolidated"),
+        "{r:#?}"
+    );
+    assert!(
+        r.consolidations.iter().any(|c| c.action == "delete"),
+        "{r:#?}"
+    );
+    let mut evicted: Vec<&String> = r.scale_down.iter().flat_map(|d| &d.evicted).collect();
+    let all = evicted.len();
+    evicted.sort();
+    evicted.dedup();
+    assert_eq!(evicted.len(), all, "a pod evicted twice: {r:#?}");
+    assert!(!evicted.contains(&&"shop/pin-web-0".to_string()), "{r:#?}");
     // The min-size group's node is never a candidate: its pod stays where it is, loop after loop.
     for _ in 0..6 {
         let before = placement(&s);
@@ -136,19 +145,22 @@ fn a_consolidation_beside_a_scale_down_evicts_only_the_pods_of_its_own_node() {
 
 /// Three opted-in nodes whose pods (one each, of tier `web`) all fit on `keep`, and the PDB over them.
 fn pdb_cluster(allowed: i32) -> (Vec<String>, &'static str) {
-    let mut c = vec![node("keep-0", "keep", "i-0", 32)];
+    let mut c = vec![
+        node("keep-0", "keep", 32),
+        pod("db-0", "keep-0", "20", "db"),
+    ];
     for k in 0..3 {
-        c.push(node(&format!("m-{k}"), "m", &format!("i-{k}"), 8));
+        c.push(node(&format!("m-{k}"), "m", 8));
         c.push(pod(&format!("web-{k}"), &format!("m-{k}"), "2", "web"));
     }
     c.push(pdb("web", allowed));
     let groups = r#"
 nodeGroups:
   - {name: keep, minSize: 1, maxSize: 1, capacity: {cpu: 32, memory: 64Gi, pods: 110}, pricePerHour: 1.0,
-     instances: [{id: i-0}]}
+     instances: [{id: keep-0}]}
   - {name: m, minSize: 0, maxSize: 4, capacity: {cpu: 8, memory: 64Gi, pods: 110}, pricePerHour: 0.4,
      disruptionBudget: "100%", consolidation: {policy: WhenEmptyOrUnderutilized, after: 0s},
-     instances: [{id: i-0}, {id: i-1}, {id: i-2}]}
+     instances: [{id: m-0}, {id: m-1}, {id: m-2}]}
 "#;
     (c, groups)
 }
@@ -188,15 +200,15 @@ fn a_pdb_allowing_one_loses_one_pod_a_loop_over_three_consolidatable_nodes() {
 /// `pool` at `max` nodes of which every one is drifted, and `--max-nodes-total` of `total`.
 fn drifted(total: u32) -> (Vec<String>, String, ferroscale::engine::Settings) {
     let c = vec![
-        node("pool-0", "pool", "i-0", 4),
+        node("pool-0", "pool", 4),
         pod("web-0", "pool-0", "3", "web"),
-        node("pool-1", "pool", "i-1", 4),
+        node("pool-1", "pool", 4),
         pod("web-1", "pool-1", "3", "web"),
     ];
     let groups = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 6, capacity: {cpu: 4, memory: 16Gi, pods: 20}, revision: "lt:2",
-     disruptionBudget: "100%", instances: [{id: i-0, revision: "lt:1"}, {id: i-1, revision: "lt:1"}]}
+     disruptionBudget: "100%", instances: [{id: pool-0, revision: "lt:1"}, {id: pool-1, revision: "lt:1"}]}
 "#
     .to_string();
     (c, groups, flags(&[&format!("--max-nodes-total={total}")]))
@@ -217,8 +229,8 @@ fn drift_at_max_nodes_total_asks_for_no_node_past_it() {
             .map(|n| n.reason.as_str())
             .collect();
         assert!(
-            why.iter().any(|w| w.contains("due for replacement")
-                && w.contains("max-nodes-total")),
+            why.iter()
+                .any(|w| w.contains("due for replacement") && w.contains("max-nodes-total")),
             "{why:?}"
         );
     }
@@ -254,22 +266,19 @@ fn a_drift_surge_that_never_joins_backs_its_group_off() {
     assert!(surges.len() <= 4, "{surges:?}");
     assert!(surges[1] - surges[0] >= 15 * 60 + 300, "{surges:?}");
     if surges.len() >= 3 {
-        assert!(
-            surges[2] - surges[1] > surges[1] - surges[0],
-            "{surges:?}"
-        );
+        assert!(surges[2] - surges[1] > surges[1] - surges[0], "{surges:?}");
     }
 }
 
 /// Two nodes of `pool` (min size `min`), one of them idle.
 fn soft_taint_cluster(min: u32) -> (Vec<String>, String) {
     let c = vec![
-        node("pool-0", "pool", "i-0", 8),
+        node("pool-0", "pool", 8),
         pod("web-0", "pool-0", "6", "web"),
-        node("pool-1", "pool", "i-1", 8),
+        node("pool-1", "pool", 8),
     ];
     let groups = format!(
-        "nodeGroups:\n  - {{name: pool, minSize: {min}, maxSize: 4, capacity: {{cpu: 8, memory: 64Gi, pods: 110}},\n     instances: [{{id: i-0}}, {{id: i-1}}]}}\n"
+        "nodeGroups:\n  - {{name: pool, minSize: {min}, maxSize: 4, capacity: {{cpu: 8, memory: 64Gi, pods: 110}},\n     instances: [{{id: pool-0}}, {{id: pool-1}}]}}\n"
     );
     (c, groups)
 }

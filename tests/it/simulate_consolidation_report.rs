@@ -40,7 +40,10 @@ nodeGroups:
 #[test]
 fn each_loop_shows_its_consolidations_in_dollars_and_pods() {
     let mut s = sim(&cluster(), &groups(OPTED_IN));
-    let settings = ferroscale::cli::flags::default_engine();
+    // The three old nodes drain at once (the default `--max-drain-parallelism` of 1 takes them one a
+    // loop, as it holds scale-down).
+    let mut settings = ferroscale::cli::flags::default_engine();
+    settings.max_drain_parallelism = 3;
     let r = serde_json::to_value(s.step(&settings, &pacing())).unwrap();
     let plans = r["consolidations"]
         .as_array()
@@ -134,7 +137,15 @@ fn compare_consolidation_gives_each_policys_dollars_and_disruption() {
     let (c, g) = files(dir.path(), BUDGET);
     let page = dir.path().join("compare.html");
     // The policies replace the groups' (none here) and --consolidation's; its `after` stays.
-    let common = ["--loops", "6", "--consolidation", "WhenEmpty,after=0s"];
+    // The old nodes drain at once, as in the loop test above.
+    let common = [
+        "--loops",
+        "6",
+        "--consolidation",
+        "WhenEmpty,after=0s",
+        "--max-drain-parallelism",
+        "3",
+    ];
     let out = simulate(
         &c,
         &g,
@@ -195,6 +206,8 @@ fn compare_consolidation_gives_each_policys_dollars_and_disruption() {
                 "6",
                 "--consolidation",
                 &format!("{policy},after=0s"),
+                "--max-drain-parallelism",
+                "3",
             ],
         )));
         assert!(close(&o["totalCost"], total(&alone)), "{policy}: {o:#}");

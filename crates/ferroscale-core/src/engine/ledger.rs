@@ -17,14 +17,18 @@
 //! An involuntary notice is recorded but never declined: the cloud takes its instance whatever the
 //! ledger says, and what it takes is no longer there for the others.
 
+mod declined;
+mod surge;
+
+pub use declined::Declined;
+
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::Arc;
 
 use super::context::Ctx;
-use super::limits::{gib, Amount, Resource};
+use super::limits::Amount;
 use super::memory::Memory;
-use super::reasons::{Blocker, Refusal};
+use super::reasons::Blocker;
 use super::scale_up::unhealthy_groups;
 use crate::model::workload::{Node, Pdb, Pod, PodPhase};
 use crate::model::NodeGroup;
@@ -42,73 +46,6 @@ pub(super) enum Kind {
     /// A voluntary notice: as [`Kind::Voluntary`] but for the group's min size, as the instance goes
     /// whatever happens and its pods' new node is asked for in the same loop.
     Notice,
-}
-
-/// Why the ledger declined a removal.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Declined {
-    /// The group's disruption window is closed.
-    Window { group: String },
-    /// The group would go below its min size.
-    MinSize { group: String },
-    /// The group has `allowed` nodes out of service already.
-    Budget { group: String, allowed: usize },
-    /// `--max-scale-down-parallelism` or `--max-drain-parallelism` is reached; `earlier`: by removals
-    /// still in flight from earlier loops, else by this loop's.
-    Parallelism { earlier: bool },
-    /// `--max-evictions-per-loop` would be passed.
-    EvictionLimit { max: usize },
-    /// A PodDisruptionBudget covering one of the pods allows no more disruption this loop.
-    Pdb(Blocker),
-}
-
-impl fmt::Display for Declined {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Declined::Window { group } => write!(f, "group {group}'s disruption window is closed"),
-            Declined::MinSize { group } => write!(f, "group {group} at min size"),
-            Declined::Budget { group, allowed } => write!(
-                f,
-                "group {group} has its disruption budget ({allowed}) of nodes out"
-            ),
-            Declined::Parallelism { .. } => f.write_str(
-                "--max-scale-down-parallelism or --max-drain-parallelism removals under way",
-            ),
-            Declined::EvictionLimit { max } => {
-                write!(f, "--max-evictions-per-loop ({max}) reached this loop")
-            }
-            Declined::Pdb(b) => write!(f, "{b}"),
-        }
-    }
-}
-
-impl From<Declined> for super::reasons::Unremovable {
-    fn from(d: Declined) -> Self {
-        use super::reasons::Unremovable as U;
-        match d {
-            Declined::Window { group } => U::OutsideDisruptionWindow { group },
-            Declined::MinSize { group } => U::AtMinSize { group },
-            Declined::Budget { group, allowed } => U::DisruptionBudget { group, allowed },
-            Declined::Parallelism { earlier: true } => U::ParallelismReached,
-            Declined::Parallelism { earlier: false } => U::WaitsForNextLoop,
-            Declined::EvictionLimit { max } => U::EvictionLimit { max },
-            Declined::Pdb(b) => U::Blocked(b),
-        }
-    }
-}
-
-impl From<Declined> for super::consolidate::Declined {
-    fn from(d: Declined) -> Self {
-        use super::consolidate::Declined as C;
-        match d {
-            Declined::Window { group } => C::OutsideDisruptionWindow { group },
-            Declined::MinSize { group } => C::AtMinSize { group },
-            Declined::Budget { group, allowed } => C::DisruptionBudget { group, allowed },
-            Declined::Parallelism { .. } => C::Parallelism,
-            Declined::EvictionLimit { max } => C::EvictionLimit { max },
-            Declined::Pdb(b) => C::Blocked(b),
-        }
-    }
 }
 
 /// A group's account.
@@ -181,9 +118,7 @@ impl Ledger {
             .collect();
         if !draining.is_empty() && !pdbs.is_empty() {
             for p in world.pods.iter().filter(|p| {
-                p.node_name
-                    .as_deref()
-                    .is_some_and(|n| draining.contains(n))
+                p.node_name.as_deref().is_some_and(|n| draining.contains(n))
                     && pdb_counts(p)
                     && !p.node_bound()
             }) {
@@ -255,12 +190,6 @@ impl Ledger {
         self.books.get(g).map_or(0, |b| b.asked)
     }
 
-    /// The cluster's nodes and capacity with what is on its way and asked for: what the maxima
-    /// (`--max-nodes-total`, `--cores-total`, `--memory-total`) count.
-    pub fn cluster(&self) -> (usize, Amount) {
-        (self.nodes, self.amount)
-    }
-
     /// Whether the drains of `nodes` (each its pods to evict, in order) stay within every
     /// PodDisruptionBudget, each node counted down before the next, as [`Ledger::take_removal`]
     /// would admit them one after another.
@@ -271,7 +200,10 @@ impl Ledger {
             for (k, b) in self.pdbs.iter().enumerate() {
                 let n = counted.iter().filter(|p| b.covers(p)).count() as i32;
                 if n > 0 && left[k] < 1 {
-                    let p = counted.iter().find(|p| b.covers(p)).map_or(String::new(), |p| p.key());
+                    let p = counted
+                        .iter()
+                        .find(|p| b.covers(p))
+                        .map_or(String::new(), |p| p.key());
                     return Err(Blocker::Budget {
                         pod: p,
                         namespace: b.namespace.clone(),
@@ -370,7 +302,9 @@ impl Ledger {
         let held = self.out.contains(node);
         if let Some(g) = group.filter(|_| !held) {
             if !s.disruption_allowed(g, ctx.now) {
-                return Err(Declined::Window { group: g.id.clone() });
+                return Err(Declined::Window {
+                    group: g.id.clone(),
+                });
             }
             if let Some((allowed, _)) = self.allowed(ctx, g, kind) {
                 if self.out_of(&g.id) >= allowed {
@@ -383,7 +317,9 @@ impl Ledger {
         }
         if let Some(g) = group.filter(|_| kind != Kind::Notice) {
             if self.above_min(g) == 0 {
-                return Err(Declined::MinSize { group: g.id.clone() });
+                return Err(Declined::MinSize {
+                    group: g.id.clone(),
+                });
             }
         }
         let removals = self.removals_in_flight + self.removals;
@@ -457,91 +393,6 @@ impl Ledger {
     /// Notes that `node` receives pods of an action admitted this loop.
     pub fn receive(&mut self, node: &str) {
         self.receiving.insert(node.to_string());
-    }
-
-    /// Counts nodes on their way (upcoming) against the cluster maxima.
-    pub fn count_upcoming(&mut self, nodes: usize, amount: Amount) {
-        self.nodes += nodes;
-        self.amount.add(amount, 1);
-    }
-
-    /// Counts a scale-up of `count` nodes of `g` decided outside the ledger (scale-up's own limits).
-    pub fn count_scale_up(&mut self, ctx: &Ctx, g: &NodeGroup, count: i32) {
-        self.books.entry(g.id.clone()).or_default().asked += count;
-        self.nodes += count.max(0) as usize;
-        self.amount.add(
-            Amount::of_template(&ctx.template(g).node),
-            i64::from(count.max(0)),
-        );
-    }
-
-    /// Why `count` new nodes of `g` may not be asked for now, if they may not: what scale-up obeys
-    /// (group health, backoff, out-of-capacity marks, max size) and the cluster maxima.
-    pub fn surge_refusal(
-        &self,
-        ctx: &Ctx,
-        memory: &Memory,
-        g: &NodeGroup,
-        count: i32,
-    ) -> Option<Refusal> {
-        let now = ctx.now;
-        let s = ctx.settings;
-        if let Some(&unready) = self.unhealthy.get(g.id.as_str()) {
-            return Some(Refusal::Unhealthy {
-                group: g.id.clone(),
-                unready,
-            });
-        }
-        if let Some(until) = memory.backed_off(&g.id, now) {
-            return Some(Refusal::BackedOff {
-                group: g.id.clone(),
-                seconds: until - now,
-            });
-        }
-        if let Some((instance_type, zone, until)) = memory.capacity_out(&g.template, now) {
-            return Some(Refusal::OutOfCapacity {
-                group: g.id.clone(),
-                instance_type,
-                zone,
-                seconds: until - now,
-            });
-        }
-        let asked = self.books.get(g.id.as_str()).map_or(0, |b| b.asked);
-        if g.target_size + asked + count > g.max_size {
-            return Some(Refusal::AtMaxSize {
-                group: g.id.clone(),
-            });
-        }
-        let n = count.max(0) as usize;
-        if s.max_nodes_total > 0 && self.nodes + n > s.max_nodes_total {
-            return Some(Refusal::MaxNodesTotal);
-        }
-        let mut after = self.amount;
-        after.add(Amount::of_template(&ctx.template(g).node), n as i64);
-        let exceeded: Vec<Resource> = [
-            (after.cores > s.cores_total.1, Resource::Cores),
-            (after.memory > gib(s.memory_total_gib.1), Resource::Memory),
-        ]
-        .into_iter()
-        .filter(|(over, _)| *over)
-        .map(|(_, r)| r)
-        .collect();
-        (!exceeded.is_empty()).then_some(Refusal::ResourceLimits { exceeded })
-    }
-
-    /// Admits `count` new nodes of `g` for a surge (drift, expiry, consolidation), or says why not.
-    pub fn take_surge(
-        &mut self,
-        ctx: &Ctx,
-        memory: &Memory,
-        g: &NodeGroup,
-        count: i32,
-    ) -> Result<(), Refusal> {
-        if let Some(why) = self.surge_refusal(ctx, memory, g, count) {
-            return Err(why);
-        }
-        self.count_scale_up(ctx, g, count);
-        Ok(())
     }
 
     /// The nodes no pod is to be moved onto after this loop: every node out of service, and those

@@ -78,7 +78,14 @@ impl Method for ScaleDownMethod {
         if !t.ctx.settings.scale_down_enabled || !t.d.scale_up.is_empty() {
             return;
         }
-        let moves = scale_down(t.ctx, t.memory, t.ledger, t.infos.as_slice(), t.existing, t.d);
+        let moves = scale_down(
+            t.ctx,
+            t.memory,
+            t.ledger,
+            t.infos.as_slice(),
+            t.existing,
+            t.d,
+        );
         for (j, p) in moves {
             t.infos[j].add(p);
         }

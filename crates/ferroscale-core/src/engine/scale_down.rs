@@ -85,7 +85,15 @@ pub(super) fn scale_down(
         }
         let node = infos[i].node.clone();
         if held {
-            reserve(ctx, &mut snap, i, &mut no_dest, &mut pdbs, any_repelling, &mut cursors);
+            reserve(
+                ctx,
+                &mut snap,
+                i,
+                &mut no_dest,
+                &mut pdbs,
+                any_repelling,
+                &mut cursors,
+            );
             continue;
         }
         if ledger.out_of_service(&node.name) || ctx.world.interrupted.contains_key(&node.name) {

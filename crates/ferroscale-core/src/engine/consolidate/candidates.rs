@@ -12,8 +12,8 @@ use crate::engine::drainability::drain;
 use crate::engine::ledger::{Kind, Ledger};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::NodeInfo;
-use crate::model::duration::secs;
 use crate::model::consolidation::ConsolidationPolicy;
+use crate::model::duration::secs;
 use crate::model::workload::Pod;
 use crate::model::NodeGroup;
 

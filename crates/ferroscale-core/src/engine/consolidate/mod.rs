@@ -365,7 +365,12 @@ fn search(
 
 /// `f` if the ledger would admit it now: its evictions within every PodDisruptionBudget, node after
 /// node; for a deletion (carried out this loop) also within the caps.
-fn admissible(ctx: &Ctx, ledger: &Ledger, cands: &[Candidate], f: Found) -> Result<Found, Declined> {
+fn admissible(
+    ctx: &Ctx,
+    ledger: &Ledger,
+    cands: &[Candidate],
+    f: Found,
+) -> Result<Found, Declined> {
     let pods: Vec<&[std::sync::Arc<Pod>]> =
         f.set.iter().map(|&k| cands[k].movable.as_slice()).collect();
     ledger.pdb_check_all(&pods).map_err(Declined::Blocked)?;
@@ -413,8 +418,14 @@ fn carry_out(
             for &k in &f.set {
                 let c = &cands[k];
                 let info = &infos[c.index];
-                if let Err(why) = retire(ctx, ledger, info, c.group, DisruptionReason::Consolidation, d)
-                {
+                if let Err(why) = retire(
+                    ctx,
+                    ledger,
+                    info,
+                    c.group,
+                    DisruptionReason::Consolidation,
+                    d,
+                ) {
                     note_kept(&mut d.consolidation_declined, &info.node.name, why);
                 }
             }
@@ -466,6 +477,20 @@ fn carry_out(
         savings_per_hour: f.saving,
         pods_evicted,
     });
+}
+
+impl From<crate::engine::ledger::Declined> for Declined {
+    fn from(d: crate::engine::ledger::Declined) -> Self {
+        use crate::engine::ledger::Declined as L;
+        match d {
+            L::Window { group } => Declined::OutsideDisruptionWindow { group },
+            L::MinSize { group } => Declined::AtMinSize { group },
+            L::Budget { group, allowed } => Declined::DisruptionBudget { group, allowed },
+            L::Parallelism { .. } => Declined::Parallelism,
+            L::EvictionLimit { max } => Declined::EvictionLimit { max },
+            L::Pdb(b) => Declined::Blocked(b),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -93,7 +93,10 @@ fn the_evictions_of_removals_in_flight_are_taken_from_their_pdbs() {
     let mut w = world(1);
     w.removing.insert("c".into(), true);
     let d = w.run_once(&quick(), &mut Memory::default(), T0);
-    assert!(d.scale_down.is_empty(), "c's drain will take the one disruption: {d:#?}");
+    assert!(
+        d.scale_down.is_empty(),
+        "c's drain will take the one disruption: {d:#?}"
+    );
     assert!(d.not_destinations.contains(&"c".to_string()));
     // The drain's node empty of PDB pods: the disruption is free again.
     let mut w = world(1);

@@ -147,7 +147,10 @@ fn a_surge_never_delivered_backs_its_group_off_then_is_asked_again() {
     assert!(memory.replacing.is_empty(), "given up");
     assert_eq!(memory.backed_off("pool", T0 + 901), Some(T0 + 901 + 300));
     let d = world.run_once(&s, &mut memory, T0 + 902);
-    assert!(d.scale_up.is_empty(), "not while the group backs off: {d:?}");
+    assert!(
+        d.scale_up.is_empty(),
+        "not while the group backs off: {d:?}"
+    );
     assert!(
         d.unremovable.iter().any(|(n, why)| n == "old"
             && matches!(why, Unremovable::SurgeRefused(Refusal::BackedOff { .. }))),
