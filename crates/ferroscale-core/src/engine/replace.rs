@@ -11,6 +11,7 @@ use super::cleanup::TIMEOUT;
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, Replacement, ScaleDown, ScaleUp};
 use super::drainability::drain;
+use super::health::is_ready;
 use super::ledger::{Kind, Ledger};
 use super::memory::{Memory, Replacing};
 use super::predicates::NodeInfo;
@@ -69,7 +70,7 @@ pub(super) fn replace(
         };
         *size.entry(g).or_default() += 1;
         let r = ready.entry(g).or_insert(true);
-        *r &= info.node.ready;
+        *r &= is_ready(&info.node, &ctx.settings.taints);
     }
     let mut surges: HashMap<String, (i32, Vec<String>)> = HashMap::new();
     // Oldest first.
@@ -93,7 +94,7 @@ pub(super) fn replace(
             // not itself being replaced, and not already counted for another old node.
             let fresh = infos.iter().find(|i| {
                 group_of(&i.node.name) == Some(g.id.as_str())
-                    && i.node.ready
+                    && is_ready(&i.node, &ctx.settings.taints)
                     && i.node.seen > r.since
                     && !memory.replacing.contains_key(&i.node.name)
                     && !memory.surge_claimed.contains(&i.node.name)

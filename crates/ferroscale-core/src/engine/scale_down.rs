@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, ScaleDown};
 use super::drainability::{drain, long_terminating, Drained};
-use super::health::NodeReadiness;
+use super::health::{is_ready, NodeReadiness};
 use super::ledger::{pdb_counts, Kind, Ledger};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
@@ -140,7 +140,8 @@ pub(super) fn scale_down(
             keep(d, Unremovable::UtilizationUnknown { resource });
             continue;
         }
-        if !node.ready && !settings.scale_down_unready_enabled {
+        let ready = is_ready(&node, &settings.taints);
+        if !ready && !settings.scale_down_unready_enabled {
             keep(d, Unremovable::UnreadyKept);
             continue;
         }
@@ -215,7 +216,7 @@ pub(super) fn scale_down(
             still_unneeded.insert(node.name.clone(), since);
         }
         let waited = now - emptying.unwrap_or(since);
-        let needed = secs(if node.ready {
+        let needed = secs(if ready {
             opts.scale_down_unneeded_time
         } else {
             opts.scale_down_unready_time
@@ -223,7 +224,7 @@ pub(super) fn scale_down(
         if waited < needed && emptying.is_none() {
             keep(
                 d,
-                if node.ready {
+                if ready {
                     Unremovable::NotUnneededLongEnough { waited, needed }
                 } else {
                     Unremovable::NotUnreadyLongEnough { waited, needed }
@@ -294,7 +295,7 @@ pub(super) fn scale_down(
                 threshold,
                 waited,
                 empty,
-                unready: !node.ready,
+                unready: !ready,
                 disruption,
             },
             evict: evict.iter().map(|p| p.key()).collect(),

@@ -9,6 +9,7 @@ use super::reasons::Declined;
 use crate::engine::context::Ctx;
 use crate::engine::decisions::Decisions;
 use crate::engine::drainability::drain;
+use crate::engine::health::is_ready;
 use crate::engine::ledger::{Kind, Ledger};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::NodeInfo;
@@ -118,7 +119,7 @@ pub(super) fn candidates<'a>(
             continue;
         };
         if !policy.enabled()
-            || !n.ready
+            || !is_ready(n, &ctx.settings.taints)
             || n.template
             || n.scale_down_disabled
             || !ledger.available(name)

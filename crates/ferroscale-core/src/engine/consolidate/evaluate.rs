@@ -10,6 +10,7 @@ use super::reasons::Declined;
 use crate::engine::context::{new_node, Ctx};
 use crate::engine::decisions::Decisions;
 use crate::engine::estimator::estimate_within;
+use crate::engine::health::is_ready;
 use crate::engine::ledger::Ledger;
 use crate::engine::limits::{gib, Amount, Resource};
 use crate::engine::memory::Memory;
@@ -104,7 +105,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         let usable: Vec<usize> = infos
             .iter()
             .enumerate()
-            .filter(|(_, i)| i.node.ready && !i.node.template && !going(&i.node.name))
+            .filter(|(_, i)| {
+                is_ready(&i.node, &ctx.settings.taints) && !i.node.template && !going(&i.node.name)
+            })
             .map(|(k, _)| k)
             .collect();
         let work = RefCell::new(usable.iter().map(|&k| infos[k].clone()).collect());

@@ -30,6 +30,7 @@ use super::decisions::{
     ConsolidationAction, ConsolidationPlan, Decisions, NewNodes, Replacement, ScaleUp,
 };
 use super::drainability::drain;
+use super::health::is_ready;
 use super::ledger::Ledger;
 use super::memory::{Consolidating, Memory};
 use super::predicates::{first_fit, NodeInfo};
@@ -135,7 +136,7 @@ fn progress(
             .filter(|i| {
                 let name = i.node.name.as_str();
                 world.node_groups.get(name) == Some(&g.id)
-                    && i.node.ready
+                    && is_ready(&i.node, &ctx.settings.taints)
                     && i.node.seen > plan.since
                     && !memory.surge_claimed.contains(name)
                     // A new node on its way out is no room for the old nodes' pods (scale-down
@@ -262,7 +263,9 @@ fn still_fits(
             || ledger.out_of_service(n)
             || world.interrupted.contains_key(n)
     };
-    let usable = |i: &&NodeInfo| i.node.ready && !i.node.template && !going(&i.node.name);
+    let usable = |i: &&NodeInfo| {
+        is_ready(&i.node, &ctx.settings.taints) && !i.node.template && !going(&i.node.name)
+    };
     let is_new = |i: &&NodeInfo| fresh.contains(&i.node.name.as_str());
     let mut others: Vec<NodeInfo> = infos
         .iter()
