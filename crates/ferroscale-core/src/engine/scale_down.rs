@@ -65,6 +65,10 @@ pub(super) fn scale_down(
     }
     let mut above_min = AboveMin::new(total, settings.cores_total.0, settings.memory_total_gib.0);
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
+    // Pods that will land elsewhere whatever scale-down decides: those an admitted removal evicts and
+    // those of nodes held for a replacement. Where the snapshot moves them again (their destination
+    // found unneeded too), the new destination receives them.
+    let mut landing: HashSet<String> = HashSet::default();
     let any_repelling = repelling(&infos[..existing]);
     let limit = unneeded_limit(settings, memory.unneeded_since.len());
     // The nodes held for a replacement first: they go once their new nodes join, so their pods'
@@ -85,7 +89,7 @@ pub(super) fn scale_down(
         }
         let node = infos[i].node.clone();
         if held {
-            reserve(
+            landing.extend(reserve(
                 ctx,
                 &mut snap,
                 i,
@@ -93,7 +97,7 @@ pub(super) fn scale_down(
                 &mut pdbs,
                 any_repelling,
                 &mut cursors,
-            );
+            ));
             continue;
         }
         if ledger.out_of_service(&node.name) || ctx.world.interrupted.contains_key(&node.name) {
@@ -273,9 +277,10 @@ pub(super) fn scale_down(
         }
         above_min = room;
         for (p, j) in movable.iter().zip(&placed) {
-            if really(p) {
+            if really(p) || landing.contains(&p.key()) {
                 ledger.receive(&infos[*j].node.name);
                 moves.push((*j, Arc::clone(p)));
+                landing.insert(p.key());
             }
         }
         let disruption = emptying.map(|_| DisruptionReason::Descheduled);
@@ -308,6 +313,7 @@ pub(super) fn scale_down(
 
 /// Moves the pods of node `i`, held for a replacement, out of the loop's simulated snapshot onto the
 /// others (when they all fit), as if it were removed: the room they take is no longer found unneeded.
+/// Returns the pods moved (their keys).
 fn reserve(
     ctx: &Ctx,
     snap: &mut [NodeInfo],
@@ -316,10 +322,10 @@ fn reserve(
     pdbs: &mut [Pdb],
     any_repelling: Repel,
     cursors: &mut Cursors,
-) {
+) -> Vec<String> {
     no_dest.insert(i);
     let Ok(Drained { movable, .. }) = drain(&snap[i].pods, pdbs, ctx) else {
-        return;
+        return Vec::new();
     };
     let repels = movable
         .iter()
@@ -330,7 +336,9 @@ fn reserve(
             snap[j] = n;
         }
         count_down(pdbs, &movable);
+        return movable.iter().map(|p| p.key()).collect();
     }
+    Vec::new()
 }
 
 /// Takes the evictions of `pods` from `pdbs` (those the eviction API checks against them).

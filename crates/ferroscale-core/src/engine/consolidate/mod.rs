@@ -192,12 +192,12 @@ fn progress(
                         | Unremovable::EvictionLimit { .. }
                         | Unremovable::Blocked(Blocker::Budget { .. })),
                     ) if plan.count > 0 || ctx.now - plan.since <= provision => {
-                        note_kept(&mut d.consolidation_declined, old, why);
+                        d.consolidation_declined.push((old.clone(), why.into()));
                         waiting.push(old.clone());
                     }
                     Err(why) => {
                         memory.consolidated.insert(old.clone(), ctx.now);
-                        note_kept(&mut d.consolidation_declined, old, why);
+                        d.consolidation_declined.push((old.clone(), why.into()));
                     }
                 }
             }
@@ -226,25 +226,6 @@ fn progress(
             memory.consolidating.push(plan);
         }
     }
-}
-
-/// Reports why an old node of a consolidation stays this loop, in consolidation's terms.
-fn note_kept(declined: &mut Vec<(String, Declined)>, node: &str, why: Unremovable) {
-    let why = match why {
-        Unremovable::Blocked(b) => Declined::Blocked(b),
-        Unremovable::OnCompletion { pod } => Declined::OnCompletion { pod },
-        Unremovable::ParallelismReached | Unremovable::WaitsForNextLoop => Declined::Parallelism,
-        Unremovable::EvictionLimit { max } => Declined::EvictionLimit { max },
-        Unremovable::AtMinSize { group } => Declined::AtMinSize { group },
-        Unremovable::DisruptionBudget { group, allowed } => {
-            Declined::DisruptionBudget { group, allowed }
-        }
-        Unremovable::OutsideDisruptionWindow { group } => {
-            Declined::OutsideDisruptionWindow { group }
-        }
-        _ => Declined::Parallelism,
-    };
-    declined.push((node.to_string(), why));
 }
 
 /// Whether the pods `plan` evicts still fit on the rest of the cluster as this loop leaves it
@@ -429,7 +410,8 @@ fn carry_out(
                     DisruptionReason::Consolidation,
                     d,
                 ) {
-                    note_kept(&mut d.consolidation_declined, &info.node.name, why);
+                    d.consolidation_declined
+                        .push((info.node.name.clone(), why.into()));
                 }
             }
             ConsolidationAction::Delete

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::engine::limits::Resource;
-use crate::engine::reasons::{Blocker, Pause};
+use crate::engine::reasons::{Blocker, Pause, Unremovable};
 
 /// Why a node consolidation would have taken stays.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,6 +170,26 @@ impl Declined {
             Declined::Parallelism => "parallelism",
             Declined::EvictionLimit { .. } => "eviction_limit",
             Declined::NoNewNodes(_) => "no_new_nodes",
+        }
+    }
+}
+
+impl From<Unremovable> for Declined {
+    /// Why an old node of a consolidation stays this loop (the drain or the ledger said so), in
+    /// consolidation's terms.
+    fn from(why: Unremovable) -> Self {
+        match why {
+            Unremovable::Blocked(b) => Declined::Blocked(b),
+            Unremovable::OnCompletion { pod } => Declined::OnCompletion { pod },
+            Unremovable::EvictionLimit { max } => Declined::EvictionLimit { max },
+            Unremovable::AtMinSize { group } => Declined::AtMinSize { group },
+            Unremovable::DisruptionBudget { group, allowed } => {
+                Declined::DisruptionBudget { group, allowed }
+            }
+            Unremovable::OutsideDisruptionWindow { group } => {
+                Declined::OutsideDisruptionWindow { group }
+            }
+            _ => Declined::Parallelism,
         }
     }
 }

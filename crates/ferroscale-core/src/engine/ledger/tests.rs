@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::engine::reasons::{Blocker, Unremovable};
 use crate::engine::{Memory, Settings};
-use crate::fixtures::{pdb, pool, TestWorld};
-use crate::model::lifecycle::DisruptionReason;
+use crate::fixtures::{pdb, pool, resources, web, worker, TestWorld, GIB};
+use crate::model::consolidation::{Consolidation, ConsolidationPolicy};
+use crate::model::lifecycle::{Budget, DisruptionReason};
 use crate::model::workload::PodPhase;
 
 const T0: i64 = 10_000;
@@ -133,4 +134,35 @@ fn unneeded_nodes_are_no_destinations() {
     for n in ["a", "b", "c"] {
         assert!(d.not_destinations.contains(&n.to_string()), "{d:#?}");
     }
+}
+
+/// Found by the consolidation property test: scale-down removes `src` (its pod planned onto `mid`) and
+/// then `mid` (empty now, the pod planned further, onto `far`); `far`, empty as the cluster stands,
+/// receives that pod, so consolidation may not delete it in the same loop.
+#[test]
+fn a_node_receiving_a_pod_moved_twice_is_taken_by_no_later_method() {
+    let node = |name: &str, cpu: i64| worker(name).sized(resources(cpu, 16 * GIB, 110)).build();
+    let mut w = pool("pool", 0, &[]);
+    {
+        let g = w.group_mut("pool");
+        g.target_size = 3;
+        g.price_per_hour = Some(0.1);
+    }
+    let w = w
+        .node_of("pool", node("src", 4000))
+        .node_of("pool", node("mid", 8000))
+        .node_of("pool", node("far", 4000))
+        .pod(web("p", 1500).on("src").build());
+    let mut s = quick();
+    s.consolidation = Consolidation {
+        policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,
+        after: Duration::ZERO,
+    };
+    s.max_disruption = Budget::Percent(100.0);
+    let d = w.run_once(&s, &mut Memory::default(), T0);
+    let mut taken: Vec<&str> = removed(&d);
+    taken.sort();
+    assert_eq!(taken, ["mid", "src"], "{d:#?}");
+    assert!(d.consolidations.is_empty(), "{d:#?}");
+    assert!(d.not_destinations.iter().all(|n| n != "far"), "{d:#?}");
 }
