@@ -12,8 +12,9 @@ use std::fmt;
 use serde_norway::Value;
 use thiserror::Error;
 
-use super::args::{ArgsError, PluginArgs, Strategy};
+use super::args::{ArgsError, Strategy};
 use super::evictor::EvictorArgs;
+use super::strategies::PluginArgs;
 use crate::model::workload::LabelSelector;
 use field::{Field, Object};
 
