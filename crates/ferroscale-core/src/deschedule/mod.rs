@@ -12,6 +12,7 @@ pub(crate) mod fixtures;
 pub mod plan;
 pub mod policy;
 pub mod strategies;
+pub mod validate;
 pub mod view;
 
 pub use args::{Namespaces, Selector, Strategy};

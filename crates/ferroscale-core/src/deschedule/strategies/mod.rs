@@ -30,7 +30,6 @@ pub mod spread;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod usage;
-pub mod validate;
 
 /// A strategy with its arguments.
 #[derive(Debug, Clone, PartialEq)]
