@@ -78,11 +78,14 @@ fn a_nested_import_with_self_and_renames_is_read_to_its_leaves() {
 }
 
 #[test]
-fn super_and_self_are_relative_to_the_files_module() {
+fn super_and_self_are_relative_to_the_module_they_are_written_in() {
     let e = edges(&[
         ("lib.rs", "mod a; mod x;"),
         ("a/mod.rs", A),
-        ("a/b.rs", "use super::{c::e, d}; use super::super::x::Y;"),
+        (
+            "a/b.rs",
+            "use super::{c::e}; use super::super::x::Y; mod inner { use super::super::d::Z; }",
+        ),
         ("a/c.rs", "pub mod e; use self::e::Z;"),
         ("a/c/e.rs", "use super::super::b;"),
         ("a/d.rs", ""),
