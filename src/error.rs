@@ -141,7 +141,7 @@ pub enum Error {
     },
 }
 
-/// Why a caller may no longer start a write on the cloud (the write guard of `cloud::guard`).
+/// Why a caller may no longer start a write on the cloud (the write guard of `guard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum Revoked {
     /// The caller's deadline (gRPC `grpc-timeout`) passed, or too little of it was left to answer.

@@ -3,10 +3,9 @@
 //! cluster-autoscaler never wait on a cloud API; writes are validated by the model's `plan_*` checks.
 
 pub mod aws;
-pub mod guard;
 pub mod memory;
 
-pub use guard::WriteGuard;
+pub use crate::guard::WriteGuard;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

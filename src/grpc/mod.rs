@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use tonic::metadata::MetadataMap;
 use tonic::{Response, Status};
 
-use crate::cloud::guard::{Caller, WriteGuard};
 use crate::error::Result;
+use crate::guard::{Caller, WriteGuard};
 use crate::metrics::Metrics;
 
 /// Longest time one RPC may take: tonic answers CANCELLED after it (CA's own deadline is shorter).

@@ -10,12 +10,12 @@ use kube::Client;
 use super::drain;
 use super::events::{event_type, reference, Events};
 use super::index::Index;
-use super::lease::Fence;
 use crate::actuator::{
     Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
-use crate::cloud::WriteGuard;
 use crate::error::{Error, Result};
+use crate::guard::WriteGuard;
+use crate::leadership::Fence;
 
 /// The cluster behind the Kubernetes API.
 #[derive(Clone)]

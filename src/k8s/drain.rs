@@ -14,9 +14,9 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
 
-use super::lease::Fence;
 use super::status_code;
 use crate::error::{Error, Result};
+use crate::leadership::Fence;
 use crate::model::workload::DAEMON_SET;
 
 /// Time the API server may take to delete a pod after its grace period.

@@ -1,9 +1,16 @@
 //! The house rules, checked: the core crate depends on no protocol, cluster, cloud or command-line crate
 //! (through anything it pulls in), no source file is over 500 lines, and no module imports another that
-//! imports it back.
+//! imports it back, neither a file (through any number of others) nor a layer (a crate's top-level
+//! module: `cloud`, `k8s`, `engine`, …). `imports` reads the imports as Rust resolves them.
+
+mod imports;
+mod imports_tests;
+mod lex;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use imports::{circles, describe, Crate, Edges};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -99,125 +106,84 @@ fn no_source_file_is_over_500_lines() {
     assert!(long.is_empty(), "split these by job: {long:?}");
 }
 
-/// The module path of a source file under `root` (`mod.rs` and `lib.rs` name their folder).
-fn module_of(root: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(root).unwrap().with_extension("");
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if matches!(
-        parts.last().map(String::as_str),
-        Some("mod" | "lib" | "main")
-    ) {
-        parts.pop();
-    }
-    parts
-}
-
-/// The longest prefix of `path` that is a module.
-fn resolve(modules: &BTreeSet<Vec<String>>, path: &[String]) -> Option<Vec<String>> {
-    (1..=path.len())
-        .rev()
-        .map(|n| path[..n].to_vec())
-        .find(|p| modules.contains(p))
-}
-
-/// Module → modules it names (`crate::a::b`, `super::c`), ancestors left out (a child may use its
-/// parent's items).
-fn imports(root: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+/// A crate's source files by their path under `dir` (`a/b.rs`), with their text.
+fn sources(dir: &str) -> BTreeMap<String, String> {
+    let root = Path::new(ROOT).join(dir);
     let mut files = Vec::new();
-    rust_files(root, &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(root, f)).collect();
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut edges = BTreeMap::new();
-    for f in &files {
-        let me = module_of(root, f);
-        let text = std::fs::read_to_string(f).unwrap();
-        let text = text.split("#[cfg(test)]").next().unwrap();
-        let mut targets = BTreeSet::new();
-        for (start, kw) in text
-            .match_indices("crate::")
-            .chain(text.match_indices("super::"))
-        {
-            if start > 0 && text[..start].ends_with(|c: char| word(c) || c == ':') {
-                continue;
-            }
-            let rest = &text[start + kw.len()..];
-            let mut path: Vec<String> = Vec::new();
-            let mut base = if kw == "crate::" {
-                Vec::new()
-            } else {
-                me[..me.len().saturating_sub(1)].to_vec()
-            };
-            let mut r = rest;
-            loop {
-                let name: String = r.chars().take_while(|&c| word(c)).collect();
-                if name.is_empty() {
-                    break;
-                }
-                if name == "super" {
-                    base.pop();
-                } else {
-                    path.push(name.clone());
-                }
-                r = &r[name.len()..];
-                match r.strip_prefix("::") {
-                    Some(next) => r = next,
-                    None => break,
-                }
-            }
-            let full: Vec<String> = base.into_iter().chain(path).collect();
-            if let Some(t) = resolve(&modules, &full) {
-                let ancestor = t.len() < me.len() && me[..t.len()] == t[..];
-                if t != me && !ancestor {
-                    targets.insert(t);
-                }
-            }
-        }
-        edges.insert(me, targets);
-    }
-    edges
+    rust_files(&root, &mut files);
+    files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&root).unwrap().to_string_lossy();
+            (rel.replace('\\', "/"), std::fs::read_to_string(f).unwrap())
+        })
+        .collect()
 }
 
-fn cycle(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
-    fn visit(
-        m: &Vec<String>,
-        edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
-        path: &mut Vec<Vec<String>>,
-        done: &mut BTreeSet<Vec<String>>,
-    ) -> Option<Vec<Vec<String>>> {
-        if let Some(at) = path.iter().position(|p| p == m) {
-            return Some(path[at..].to_vec());
-        }
-        if done.contains(m) {
-            return None;
-        }
-        path.push(m.clone());
-        for t in edges.get(m).into_iter().flatten() {
-            if let Some(c) = visit(t, edges, path, done) {
-                return Some(c);
+/// The library crates whose imports are checked: the binary's and the core's.
+const CRATES: [&str; 2] = ["src", "crates/ferroscale-core/src"];
+
+#[test]
+fn no_file_imports_one_that_imports_it_back() {
+    for dir in CRATES {
+        let krate = Crate::new(&sources(dir), "lib.rs");
+        assert!(krate.modules.len() > 50, "{dir}: modules found");
+        let edges = krate.edges();
+        let found: Vec<String> = circles(&edges)
+            .iter()
+            .map(|c| describe(c, &edges))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{dir}: files that import each other in a circle:\n{}",
+            found.join("\n")
+        );
+    }
+}
+
+/// The imports between a crate's top-level modules (its layers: `cloud`, `k8s`, `engine`, …), each
+/// with the file imports that make it.
+fn layer_edges(krate: &Crate) -> Edges {
+    let layer: BTreeMap<&String, &String> = krate
+        .modules
+        .iter()
+        .filter_map(|(m, (file, _))| Some((file, m.first()?)))
+        .collect();
+    let mut out = Edges::new();
+    for (from, imports) in krate.edges() {
+        for (to, names) in imports {
+            let (Some(a), Some(b)) = (layer.get(&from), layer.get(&to)) else {
+                continue;
+            };
+            if a != b {
+                let names: Vec<String> = names.into_iter().collect();
+                let tie = format!("{from} -> {to} ({})", names.join(", "));
+                out.entry(a.to_string())
+                    .or_default()
+                    .entry(b.to_string())
+                    .or_default()
+                    .insert(tie);
             }
         }
-        path.pop();
-        done.insert(m.clone());
-        None
     }
-    let mut done = BTreeSet::new();
-    edges
-        .keys()
-        .find_map(|m| visit(m, edges, &mut Vec::new(), &mut done))
+    out
 }
 
 #[test]
-fn no_module_imports_one_that_imports_it_back() {
-    for root in ["src", "crates/ferroscale-core/src"] {
-        let edges = imports(&Path::new(ROOT).join(root));
-        assert!(edges.len() > 10, "{root}: modules found");
-        if let Some(c) = cycle(&edges) {
-            let names: Vec<String> = c.iter().map(|m| m.join("::")).collect();
-            panic!("{root}: import cycle {}", names.join(" -> "));
-        }
+fn no_layer_imports_one_that_imports_it_back() {
+    for dir in CRATES {
+        let krate = Crate::new(&sources(dir), "lib.rs");
+        let edges = layer_edges(&krate);
+        assert!(edges.len() > 3, "{dir}: layers found: {:?}", edges.keys());
+        let found: Vec<String> = circles(&edges)
+            .iter()
+            .map(|c| describe(c, &edges))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{dir}: top-level modules that import each other in a circle:\n{}",
+            found.join("\n")
+        );
     }
 }
 

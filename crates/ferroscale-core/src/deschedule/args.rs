@@ -1,6 +1,7 @@
-//! The strategies by their plugin names, their arguments as the descheduler's policy writes them, the
-//! argument types several strategies share (`namespaces`, `labelSelector`, thresholds), and why
-//! arguments are refused ([`ArgsError`], naming each field).
+//! The strategies by their plugin names, the argument types several strategies and the evictor share
+//! (`namespaces`, `labelSelector`, thresholds, `priorityThreshold`), and why arguments are refused
+//! ([`ArgsError`], naming each field). Below the strategies: each one's own arguments, and
+//! [`PluginArgs`](super::strategies::PluginArgs) over them all, are in `strategies`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -8,15 +9,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::strategies::{
-    failed::RemoveFailedPodsArgs, high_utilization::HighNodeUtilizationArgs,
-    inter_pod_anti_affinity::RemovePodsViolatingInterPodAntiAffinityArgs,
-    lifetime::PodLifeTimeArgs, low_utilization::LowNodeUtilizationArgs,
-    node_affinity::RemovePodsViolatingNodeAffinityArgs,
-    node_taints::RemovePodsViolatingNodeTaintsArgs, remove_duplicates::RemoveDuplicatesArgs,
-    restarts::RemovePodsHavingTooManyRestartsArgs,
-    spread::RemovePodsViolatingTopologySpreadConstraintArgs,
-};
 use crate::model::workload::{LabelSelector, Requirement, SelectorOp};
 
 /// A descheduling strategy, by the descheduler's plugin name.
@@ -88,124 +80,6 @@ impl Strategy {
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// A strategy with its arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PluginArgs {
-    RemoveDuplicates(RemoveDuplicatesArgs),
-    LowNodeUtilization(LowNodeUtilizationArgs),
-    HighNodeUtilization(HighNodeUtilizationArgs),
-    RemovePodsViolatingInterPodAntiAffinity(RemovePodsViolatingInterPodAntiAffinityArgs),
-    RemovePodsViolatingNodeAffinity(RemovePodsViolatingNodeAffinityArgs),
-    RemovePodsViolatingNodeTaints(RemovePodsViolatingNodeTaintsArgs),
-    RemovePodsViolatingTopologySpreadConstraint(RemovePodsViolatingTopologySpreadConstraintArgs),
-    RemovePodsHavingTooManyRestarts(RemovePodsHavingTooManyRestartsArgs),
-    PodLifeTime(PodLifeTimeArgs),
-    RemoveFailedPods(RemoveFailedPodsArgs),
-}
-
-impl PluginArgs {
-    pub fn strategy(&self) -> Strategy {
-        match self {
-            PluginArgs::RemoveDuplicates(_) => Strategy::RemoveDuplicates,
-            PluginArgs::LowNodeUtilization(_) => Strategy::LowNodeUtilization,
-            PluginArgs::HighNodeUtilization(_) => Strategy::HighNodeUtilization,
-            PluginArgs::RemovePodsViolatingInterPodAntiAffinity(_) => {
-                Strategy::RemovePodsViolatingInterPodAntiAffinity
-            }
-            PluginArgs::RemovePodsViolatingNodeAffinity(_) => {
-                Strategy::RemovePodsViolatingNodeAffinity
-            }
-            PluginArgs::RemovePodsViolatingNodeTaints(_) => Strategy::RemovePodsViolatingNodeTaints,
-            PluginArgs::RemovePodsViolatingTopologySpreadConstraint(_) => {
-                Strategy::RemovePodsViolatingTopologySpreadConstraint
-            }
-            PluginArgs::RemovePodsHavingTooManyRestarts(_) => {
-                Strategy::RemovePodsHavingTooManyRestarts
-            }
-            PluginArgs::PodLifeTime(_) => Strategy::PodLifeTime,
-            PluginArgs::RemoveFailedPods(_) => Strategy::RemoveFailedPods,
-        }
-    }
-
-    /// The strategy's arguments read from a policy's `pluginConfig` args, as `policy` decoded and
-    /// defaulted them (their shape and the descheduler's defaults are applied there, on the values;
-    /// [`PluginArgs::validate`] then checks them).
-    pub fn from_value(
-        s: Strategy,
-        args: serde_norway::Value,
-    ) -> Result<PluginArgs, serde_norway::Error> {
-        use serde_norway::from_value as read;
-        Ok(match s {
-            Strategy::RemoveDuplicates => PluginArgs::RemoveDuplicates(read(args)?),
-            Strategy::LowNodeUtilization => PluginArgs::LowNodeUtilization(read(args)?),
-            Strategy::HighNodeUtilization => PluginArgs::HighNodeUtilization(read(args)?),
-            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
-                PluginArgs::RemovePodsViolatingInterPodAntiAffinity(read(args)?)
-            }
-            Strategy::RemovePodsViolatingNodeAffinity => {
-                PluginArgs::RemovePodsViolatingNodeAffinity(read(args)?)
-            }
-            Strategy::RemovePodsViolatingNodeTaints => {
-                PluginArgs::RemovePodsViolatingNodeTaints(read(args)?)
-            }
-            Strategy::RemovePodsViolatingTopologySpreadConstraint => {
-                PluginArgs::RemovePodsViolatingTopologySpreadConstraint(read(args)?)
-            }
-            Strategy::RemovePodsHavingTooManyRestarts => {
-                PluginArgs::RemovePodsHavingTooManyRestarts(read(args)?)
-            }
-            Strategy::PodLifeTime => PluginArgs::PodLifeTime(read(args)?),
-            Strategy::RemoveFailedPods => PluginArgs::RemoveFailedPods(read(args)?),
-        })
-    }
-
-    /// The strategy's own checks of its arguments (its `validation.go`), and a refusal of what
-    /// ferroscale does not honour where ignoring it would evict more than the policy asks. Every
-    /// policy goes through it (`Policy::parse`).
-    pub fn validate(&self) -> Result<(), ArgsError> {
-        match self {
-            PluginArgs::RemoveDuplicates(a) => a.validate(),
-            PluginArgs::LowNodeUtilization(a) => a.validate(),
-            PluginArgs::HighNodeUtilization(a) => a.validate(),
-            PluginArgs::RemovePodsViolatingInterPodAntiAffinity(a) => a.validate(),
-            PluginArgs::RemovePodsViolatingNodeAffinity(a) => a.validate(),
-            PluginArgs::RemovePodsViolatingNodeTaints(a) => a.validate(),
-            PluginArgs::RemovePodsViolatingTopologySpreadConstraint(a) => a.validate(),
-            PluginArgs::RemovePodsHavingTooManyRestarts(a) => a.validate(),
-            PluginArgs::PodLifeTime(a) => a.validate(),
-            PluginArgs::RemoveFailedPods(a) => a.validate(),
-        }
-    }
-
-    /// The args struct's own defaults (tests and callers that build args in code). A policy that
-    /// enables a plugin without a `pluginConfig` entry gets the descheduler's defaults instead,
-    /// which `policy` applies to the values before `from_value`.
-    pub fn default_for(s: Strategy) -> PluginArgs {
-        match s {
-            Strategy::RemoveDuplicates => PluginArgs::RemoveDuplicates(Default::default()),
-            Strategy::LowNodeUtilization => PluginArgs::LowNodeUtilization(Default::default()),
-            Strategy::HighNodeUtilization => PluginArgs::HighNodeUtilization(Default::default()),
-            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
-                PluginArgs::RemovePodsViolatingInterPodAntiAffinity(Default::default())
-            }
-            Strategy::RemovePodsViolatingNodeAffinity => {
-                PluginArgs::RemovePodsViolatingNodeAffinity(Default::default())
-            }
-            Strategy::RemovePodsViolatingNodeTaints => {
-                PluginArgs::RemovePodsViolatingNodeTaints(Default::default())
-            }
-            Strategy::RemovePodsViolatingTopologySpreadConstraint => {
-                PluginArgs::RemovePodsViolatingTopologySpreadConstraint(Default::default())
-            }
-            Strategy::RemovePodsHavingTooManyRestarts => {
-                PluginArgs::RemovePodsHavingTooManyRestarts(Default::default())
-            }
-            Strategy::PodLifeTime => PluginArgs::PodLifeTime(Default::default()),
-            Strategy::RemoveFailedPods => PluginArgs::RemoveFailedPods(Default::default()),
-        }
     }
 }
 

@@ -12,12 +12,14 @@ pub(crate) mod fixtures;
 pub mod plan;
 pub mod policy;
 pub mod strategies;
+pub mod validate;
 pub mod view;
 
-pub use args::{Namespaces, PluginArgs, Selector, Strategy};
+pub use args::{Namespaces, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{
     owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, StrategyRun, Why,
 };
 pub use policy::{Policy, PolicyError, Profile, Warning};
+pub use strategies::PluginArgs;
 pub use view::{Cluster, Proposal, View};

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::deschedule::args::{ArgsError, PriorityThreshold, Problems, Selector};
-use crate::deschedule::strategies::validate;
+use crate::deschedule::validate;
 use crate::model::parse_go_duration;
 use crate::model::workload::LabelSelector;
 

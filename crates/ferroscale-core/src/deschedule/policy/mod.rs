@@ -12,8 +12,9 @@ use std::fmt;
 use serde_norway::Value;
 use thiserror::Error;
 
-use super::args::{ArgsError, PluginArgs, Strategy};
+use super::args::{ArgsError, Strategy};
 use super::evictor::EvictorArgs;
+use super::strategies::PluginArgs;
 use crate::model::workload::LabelSelector;
 use field::{Field, Object};
 
@@ -251,7 +252,7 @@ pub(crate) fn read(text: &str) -> Result<(Draft, Vec<Warning>), PolicyError> {
 fn limits(o: &Object, out: &mut Policy) -> Result<(), PolicyError> {
     if let Some(s) = o.opt("nodeSelector") {
         let text = s.string()?;
-        crate::deschedule::strategies::validate::selector_string(text).map_err(|why| s.err(why))?;
+        crate::deschedule::validate::selector_string(text).map_err(|why| s.err(why))?;
         out.node_selector = Some(text.to_string());
     }
     let max = |key: &str| -> Result<Option<u32>, PolicyError> {

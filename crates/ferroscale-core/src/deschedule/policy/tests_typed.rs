@@ -2,7 +2,8 @@
 //! field named when the typed arguments refuse a value.
 
 use super::{Configured, Draft, DraftProfile, Policy};
-use crate::deschedule::args::{PluginArgs, Strategy};
+use crate::deschedule::args::Strategy;
+use crate::deschedule::strategies::PluginArgs;
 
 #[test]
 fn a_policy_reads_into_typed_profiles() {

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::low_utilization::thresholds;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::Pod;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::scope::Scope;
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodAffinityTerm, SelectorOp};
 

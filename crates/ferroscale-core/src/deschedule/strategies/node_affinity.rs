@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::placement;
 
@@ -28,7 +28,7 @@ pub struct RemovePodsViolatingNodeAffinityArgs {
     pub namespaces: Option<Namespaces>,
     pub label_selector: Option<Selector>,
     /// Which affinity to enforce, in order ([`REQUIRED`], [`PREFERRED`]); the descheduler requires one.
-    #[serde(deserialize_with = "super::validate::null_as_default")]
+    #[serde(deserialize_with = "crate::deschedule::validate::null_as_default")]
     pub node_affinity_type: Vec<String>,
 }
 

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::{Taint, TaintEffect};
 
@@ -20,7 +20,7 @@ pub struct RemovePodsViolatingNodeTaintsArgs {
     /// Also count `PreferNoSchedule` taints.
     pub include_prefer_no_schedule: bool,
     /// Taints (`key` or `key=value`) never counted.
-    #[serde(deserialize_with = "super::validate::null_as_default")]
+    #[serde(deserialize_with = "crate::deschedule::validate::null_as_default")]
     pub excluded_taints: Vec<String>,
     /// When set, only these taints (`key` or `key=value`) count; set but empty, none does (as the
     /// descheduler, which tests the list for nil).

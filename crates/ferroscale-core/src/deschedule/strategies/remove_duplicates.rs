@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
 

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::lifetime::{statuses, waiting_in};
 use super::scope::Scope;
-use super::validate;
 use crate::deschedule::args::{ArgsError, Problems};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::Pod;
 

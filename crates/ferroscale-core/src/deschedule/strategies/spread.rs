@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
-use super::validate;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::spread_counts_node;
 use crate::model::workload::{Node, Pod, SpreadConstraint};
@@ -36,7 +36,7 @@ pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
     pub namespaces: Option<Namespaces>,
     pub label_selector: Option<Selector>,
     /// Which constraints to balance; empty means `[DoNotSchedule]`.
-    #[serde(deserialize_with = "super::validate::null_as_default")]
+    #[serde(deserialize_with = "crate::deschedule::validate::null_as_default")]
     pub constraints: Vec<WhenUnsatisfiable>,
     /// Move a pod only if it fits a node of a domain below the average.
     pub topology_balance_node_fit: bool,

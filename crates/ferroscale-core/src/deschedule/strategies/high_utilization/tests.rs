@@ -2,8 +2,9 @@
 //! case. `TestHighNodeUtilization` runs the evictor with `nodeFit` set; `...WithTaints` without.
 
 use super::{EvictionMode, HighNodeUtilizationArgs};
-use crate::deschedule::args::{PluginArgs, Thresholds};
+use crate::deschedule::args::Thresholds;
 use crate::deschedule::strategies::usage::testing::*;
+use crate::deschedule::PluginArgs;
 use crate::deschedule::{Evictor, EvictorArgs, View};
 use crate::fixtures::{NodeBuilder, PodBuilder};
 use crate::model::TaintEffect;

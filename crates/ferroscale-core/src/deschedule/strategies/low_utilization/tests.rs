@@ -3,8 +3,9 @@
 //! the evictor with `nodeFit` set.
 
 use super::{EvictionLimits, LowNodeUtilizationArgs};
-use crate::deschedule::args::{Namespaces, PluginArgs, Thresholds};
+use crate::deschedule::args::{Namespaces, Thresholds};
 use crate::deschedule::strategies::usage::testing::*;
+use crate::deschedule::PluginArgs;
 use crate::deschedule::{Evictor, View};
 use crate::fixtures::{NodeBuilder, PodBuilder};
 use crate::model::workload::SelectorOp;

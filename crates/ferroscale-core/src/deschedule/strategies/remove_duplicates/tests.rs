@@ -2,10 +2,10 @@
 //! case: the nodes and pods as the case builds them, the count (and where it says, which) of evictions.
 
 use super::RemoveDuplicatesArgs;
-use crate::deschedule::args::PluginArgs;
 use crate::deschedule::fixtures::DeschedulerPod;
 use crate::deschedule::strategies::usage::testing::*;
 use crate::deschedule::EvictorArgs;
+use crate::deschedule::PluginArgs;
 use crate::fixtures::PodBuilder;
 use crate::model::workload::{Node, Pod, SelectorOp};
 use crate::model::TaintEffect;

@@ -2,8 +2,8 @@
 //! (millicores), memory (bytes) and pod slots; pods requesting cpu and memory in `default`; the
 //! owners, priorities and marks its cases give them; and one strategy run with an evictor's args.
 
-use crate::deschedule::args::PluginArgs;
 use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
+use crate::deschedule::PluginArgs;
 use crate::deschedule::{strategies, Evictor, EvictorArgs, View};
 use crate::fixtures::{node, pod, resources, NodeBuilder, PodBuilder};
 use crate::model::workload::{Node, Pod, Requirement, SelectorOp, Toleration, TolerationValue};

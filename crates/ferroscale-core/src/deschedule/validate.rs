@@ -2,7 +2,8 @@
 //! path under the args: `namespaces` (include or exclude), `labelSelector` (as
 //! `metav1.LabelSelectorAsSelector` checks a selector: qualified-name keys, label values, values
 //! present for `In`/`NotIn` and absent for `Exists`/`DoesNotExist`), label selector strings (as
-//! `labels.Parse` checks them), and `states` lists.
+//! `labels.Parse` checks them), and `states` lists. The strategies and the evictor's arguments use
+//! them, so they sit beside `args`, below both.
 
 use serde::Deserialize;
 

@@ -3,7 +3,8 @@
 //! (SetDesiredCapacity, TerminateInstanceInAutoScalingGroup): a write queued behind another is never
 //! started for a caller that gave up (its gRPC deadline passed, it cancelled) nor for a replica whose
 //! term as leader ended while it waited. A call already sent completes and is recorded: stopping it
-//! halfway would leave what AWS did unknown.
+//! halfway would leave what AWS did unknown. Below both `cloud` (which checks it) and `k8s` (whose live
+//! cluster hands the actuator one fenced by the Lease).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use std::time::Instant;
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::Revoked;
-use crate::k8s::lease::Fence;
+use crate::leadership::Fence;
 
 /// What a caller's right to start writes depends on; [`WriteGuard::always`] has no condition.
 #[derive(Clone, Default)]
