@@ -317,3 +317,55 @@ fn a_node_of_a_group_at_min_size_is_no_candidate_and_gets_no_soft_taint() {
         idle.taints
     );
 }
+
+/// A consolidation into a group whose new nodes never become Ready: the first attempt is given up
+/// after `maxNodeProvisionTime` and its group backs off as after a failed scale-up, so consolidation
+/// says so and makes no plan while it does; without `after`'s wait (0s) the plan would otherwise come
+/// back every provision time. The contrast: a group whose node does become Ready completes it.
+#[test]
+fn a_consolidation_into_a_never_ready_group_is_tried_once_then_backs_off() {
+    use crate::simulate_consolidation::{cluster, groups, OPTED_IN};
+    let minute = Pacing {
+        scan_interval: std::time::Duration::from_secs(60),
+        ..pacing()
+    };
+    let settings = ferroscale::cli::flags::default_engine();
+    let mut s = sim(&cluster(), &groups(OPTED_IN));
+    s.set_events(parse_events("- {at: 0s, neverReady: big}").unwrap(), false);
+    let (mut plans, mut backing_off) = (Vec::new(), 0);
+    for _ in 0..40 {
+        let r = s.step(&settings, &minute);
+        if !r.consolidations.is_empty() {
+            plans.push(r.time);
+        }
+        if r.consolidation_waits
+            .as_deref()
+            .is_some_and(|w| w.contains("group big backs off"))
+        {
+            backing_off += 1;
+        }
+    }
+    // One plan at once, given up at 16 minutes; the group's backoff (5 minutes) and the scale-down
+    // pause after the surge keep it from coming back before 21 minutes.
+    assert_eq!(plans[0], 0, "{plans:?}");
+    assert!(plans.len() <= 2, "{plans:?}");
+    if let Some(second) = plans.get(1) {
+        assert!(*second >= 16 * 60 + 300, "{plans:?}");
+    }
+    assert!(backing_off > 0, "consolidation says the group backs off");
+    assert!(s.memory().backoff.contains_key("big"));
+
+    // The contrast: the same plan into a group whose node comes up completes.
+    let mut s = sim(&cluster(), &groups(OPTED_IN));
+    let mut retired = 0;
+    for _ in 0..10 {
+        let r = s.step(&settings, &minute);
+        retired += r
+            .disruptions
+            .iter()
+            .filter(|d| d.reason == "consolidation")
+            .count();
+    }
+    assert_eq!(retired, 3);
+    assert!(!s.memory().backoff.contains_key("big"));
+}
