@@ -40,7 +40,7 @@ fn pdb(tier: &str, allowed: i32) -> String {
 }
 
 /// Where each pod is bound as the next loop's engine sees it (the kubelet and the scheduler run first).
-fn placement(s: &Simulation) -> HashMap<String, String> {
+pub(crate) fn placement(s: &Simulation) -> HashMap<String, String> {
     s.cluster_moves(s.memory(), &pacing(), &Default::default());
     s.cluster()
         .state()

@@ -10,8 +10,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::simulate_conductor::placement;
 use crate::support::simulate_harness::{flags, pacing, sim};
-use ferroscale::simulate::{parse_events, Simulation};
+use ferroscale::simulate::parse_events;
 
 /// A node of the random cluster: its group (0: `a`, 1: `b`, 2: `big`), whether it is drifted, and its
 /// pods' cores, each pod of tier web (PDB) or not.
@@ -74,16 +75,6 @@ fn cluster(nodes: &[NodeSpec], allowed: i32) -> (Vec<String>, String) {
     (docs, groups)
 }
 
-/// Where each pod is bound now.
-fn placement(s: &Simulation) -> HashMap<String, String> {
-    s.cluster()
-        .state()
-        .pods
-        .iter()
-        .filter_map(|p| Some((p.key(), p.node_name.clone()?)))
-        .collect()
-}
-
 fn check(nodes: &[NodeSpec], allowed: i32, notices: &[(usize, u64)]) {
     let (docs, groups) = cluster(nodes, allowed);
     let mut s = sim(&docs, &groups);
@@ -103,7 +94,6 @@ fn check(nodes: &[NodeSpec], allowed: i32, notices: &[(usize, u64)]) {
     let pods = s.cluster().state().pods.len();
     for _ in 0..24 {
         // The kubelet and the scheduler first, as the loop runs them: what the engine then sees.
-        s.cluster_moves(s.memory(), &pacing(), &settings.taints);
         let before = placement(&s);
         let backed_off: BTreeSet<String> = ["a", "b", "big"]
             .into_iter()
@@ -135,7 +125,13 @@ fn check(nodes: &[NodeSpec], allowed: i32, notices: &[(usize, u64)]) {
         }
         // No pod leaves a node that stays unless an action named it.
         let named: BTreeSet<&str> = r.evictions.iter().map(|e| e.pod.as_str()).collect();
-        let after = placement(&s);
+        let after: HashMap<String, String> = s
+            .cluster()
+            .state()
+            .pods
+            .iter()
+            .filter_map(|p| Some((p.key(), p.node_name.clone()?)))
+            .collect();
         for (p, n) in &before {
             if after.get(p) != Some(n) {
                 assert!(

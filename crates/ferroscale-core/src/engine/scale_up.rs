@@ -190,16 +190,31 @@ pub(super) fn unhealthy_groups<'a>(ctx: &Ctx<'a>) -> HashMap<&'a str, usize> {
     out
 }
 
-/// Why `g` can take no node at all now, if it cannot: upstream's IsNodeGroupHealthy and
-/// IsNodeGroupReadyToScaleUp (backed off), then capacity and size.
+/// Why `g` can take no node at all now, if it cannot: [`unavailable`], then its size.
 fn closed(
     ctx: &Ctx,
     g: &NodeGroup,
     memory: &Memory,
     unhealthy: &HashMap<&str, usize>,
 ) -> Option<Refusal> {
+    unavailable(ctx, g, memory, unhealthy.get(g.id.as_str()).copied()).or_else(|| {
+        (g.max_size <= g.target_size).then(|| Refusal::AtMaxSize {
+            group: g.id.clone(),
+        })
+    })
+}
+
+/// Why `g` may be asked for no node now, whatever the count, if it may not: upstream's
+/// IsNodeGroupHealthy (`unready`: its unready nodes when it is unhealthy), IsNodeGroupReadyToScaleUp
+/// (backed off), then capacity. Scale-up and every surge (the ledger's) read it.
+pub(super) fn unavailable(
+    ctx: &Ctx,
+    g: &NodeGroup,
+    memory: &Memory,
+    unready: Option<usize>,
+) -> Option<Refusal> {
     let now = ctx.now;
-    if let Some(&unready) = unhealthy.get(g.id.as_str()) {
+    if let Some(unready) = unready {
         return Some(Refusal::Unhealthy {
             group: g.id.clone(),
             unready,
@@ -211,17 +226,14 @@ fn closed(
             seconds: until - now,
         });
     }
-    if let Some((instance_type, zone, until)) = memory.capacity_out(&g.template, now) {
-        return Some(Refusal::OutOfCapacity {
+    memory
+        .capacity_out(&g.template, now)
+        .map(|(instance_type, zone, until)| Refusal::OutOfCapacity {
             group: g.id.clone(),
             instance_type,
             zone,
             seconds: until - now,
-        });
-    }
-    (g.max_size <= g.target_size).then(|| Refusal::AtMaxSize {
-        group: g.id.clone(),
-    })
+        })
 }
 
 /// The room `g` has left below its max size.

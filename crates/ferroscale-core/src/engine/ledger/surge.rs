@@ -6,6 +6,7 @@ use crate::engine::context::Ctx;
 use crate::engine::limits::{gib, Amount, Resource};
 use crate::engine::memory::Memory;
 use crate::engine::reasons::Refusal;
+use crate::engine::scale_up::unavailable;
 use crate::model::NodeGroup;
 
 impl Ledger {
@@ -40,27 +41,10 @@ impl Ledger {
         g: &NodeGroup,
         count: i32,
     ) -> Option<Refusal> {
-        let now = ctx.now;
         let s = ctx.settings;
-        if let Some(&unready) = self.unhealthy.get(g.id.as_str()) {
-            return Some(Refusal::Unhealthy {
-                group: g.id.clone(),
-                unready,
-            });
-        }
-        if let Some(until) = memory.backed_off(&g.id, now) {
-            return Some(Refusal::BackedOff {
-                group: g.id.clone(),
-                seconds: until - now,
-            });
-        }
-        if let Some((instance_type, zone, until)) = memory.capacity_out(&g.template, now) {
-            return Some(Refusal::OutOfCapacity {
-                group: g.id.clone(),
-                instance_type,
-                zone,
-                seconds: until - now,
-            });
+        let unready = self.unhealthy.get(g.id.as_str()).copied();
+        if let Some(why) = unavailable(ctx, g, memory, unready) {
+            return Some(why);
         }
         let asked = self.books.get(g.id.as_str()).map_or(0, |b| b.asked);
         if g.target_size + asked + count > g.max_size {
