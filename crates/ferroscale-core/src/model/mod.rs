@@ -3,7 +3,7 @@
 //! engine, the clouds and the gRPC layer can all speak the same language.
 
 pub mod consolidation;
-mod duration;
+pub mod duration;
 mod group;
 pub mod lifecycle;
 mod options;
