@@ -326,7 +326,9 @@ impl Window {
         };
         let zoned = t.to_zoned(jiff::tz::TimeZone::UTC);
         match self.cron.find_previous_occurrence(&zoned, true) {
-            Ok(start) => now - start.timestamp().as_second() < self.duration.as_secs() as i64,
+            Ok(start) => {
+                now.saturating_sub(start.timestamp().as_second()) < super::duration::secs(self.duration)
+            }
             Err(_) => false,
         }
     }
