@@ -84,8 +84,10 @@ pub struct RunFlags {
     /// How long evictions of a node's pods are retried (a PodDisruptionBudget may block them).
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub max_pod_eviction_time: GoDuration,
-    /// The most seconds a pod is given to terminate on scale-down.
-    #[arg(long, default_value_t = 600)]
+    /// The most seconds a pod is given to terminate on scale-down (at most Go's longest duration,
+    /// 9223372036).
+    #[arg(long, default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(..=crate::model::duration::GO_MAX_SECS))]
     pub max_graceful_termination_sec: u64,
     /// /health-check fails when no loop started for this long.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
