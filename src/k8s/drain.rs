@@ -104,7 +104,9 @@ pub enum Attempt {
 pub fn grace_of(pod: &Evictee, settings: &DrainSettings) -> i64 {
     pod.grace_period
         .unwrap_or(30)
-        .min(crate::model::duration::secs(settings.max_graceful_termination))
+        .min(crate::model::duration::secs(
+            settings.max_graceful_termination,
+        ))
         .max(0)
 }
 

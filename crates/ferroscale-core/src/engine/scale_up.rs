@@ -281,9 +281,8 @@ fn options_for(
             }
         }
         let per_node = Amount::of_template(&ctx.template(g).node);
-        let room_for = |left: i64, per: i64| {
-            usize::try_from(left.max(0) / per.max(1)).unwrap_or(usize::MAX)
-        };
+        let room_for =
+            |left: i64, per: i64| usize::try_from(left.max(0) / per.max(1)).unwrap_or(usize::MAX);
         let by_cores = room_for(
             settings.cores_total.1.saturating_sub(budget.cores),
             per_node.cores,

@@ -96,7 +96,8 @@ pub fn parse_go_duration(text: &str) -> std::result::Result<Duration, String> {
         };
         s = &s[unit_len..];
         // frac < 10^19 and per < 2^42: the product fits u128, the quotient is below `per`.
-        let frac_ns = u64::try_from(u128::from(frac) * u128::from(per) / scale).map_err(|_| past())?;
+        let frac_ns =
+            u64::try_from(u128::from(frac) * u128::from(per) / scale).map_err(|_| past())?;
         total = whole
             .checked_mul(per)
             .and_then(|v| v.checked_add(frac_ns))

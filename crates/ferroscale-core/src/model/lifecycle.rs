@@ -327,7 +327,8 @@ impl Window {
         let zoned = t.to_zoned(jiff::tz::TimeZone::UTC);
         match self.cron.find_previous_occurrence(&zoned, true) {
             Ok(start) => {
-                now.saturating_sub(start.timestamp().as_second()) < super::duration::secs(self.duration)
+                now.saturating_sub(start.timestamp().as_second())
+                    < super::duration::secs(self.duration)
             }
             Err(_) => false,
         }

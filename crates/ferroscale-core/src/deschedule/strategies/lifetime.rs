@@ -183,11 +183,9 @@ impl PodConditionFilter {
                 && self
                     .min_time_since_last_transition_seconds
                     .is_none_or(|min| {
-                        c.last_transition
-                            .filter(|t| *t > 0)
-                            .is_some_and(|t| {
-                                u64::try_from(now.saturating_sub(t)).is_ok_and(|age| age >= min)
-                            })
+                        c.last_transition.filter(|t| *t > 0).is_some_and(|t| {
+                            u64::try_from(now.saturating_sub(t)).is_ok_and(|age| age >= min)
+                        })
                     })
         })
     }
