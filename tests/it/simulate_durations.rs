@@ -82,6 +82,9 @@ fn defaults() -> Settings {
     flags(&[])
 }
 
+/// A groups file with a duration in one field.
+type GroupsWith = Box<dyn Fn(&str) -> String>;
+
 /// Why the memory cloud refuses `groups`.
 fn refusal(groups: &str) -> String {
     let config = MemoryConfig::parse(groups).unwrap();
@@ -105,7 +108,7 @@ fn a_duration_past_gos_range_in_the_groups_file_is_refused_naming_the_field() {
             &format!("consolidation: {{policy: WhenEmpty, after: {d}}},"),
         )
     };
-    let cases: [(Box<dyn Fn(&str) -> String>, &str); 5] = [
+    let cases: [(GroupsWith, &str); 5] = [
         (
             Box::new(|d| groups(&format!("{{maxNodeLifetime: {d}}}"))),
             "nodeGroups[0] (pool).options.maxNodeLifetime",
