@@ -30,7 +30,7 @@ pub const WALL_STEP_FILE_ENV: &str = "FERROSCALE_TEST_WALL_STEP_FILE";
 pub fn unix_now() -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(crate::model::duration::secs)
         .unwrap_or(0);
     now + wall_step()
 }
@@ -76,7 +76,8 @@ impl LoopClock {
 
     /// Unix seconds now, on this clock.
     pub fn now(&self) -> i64 {
-        self.wall_at_start + self.start.elapsed().as_secs() as i64
+        self.wall_at_start
+            .saturating_add(crate::model::duration::secs(self.start.elapsed()))
     }
 }
 

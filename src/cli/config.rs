@@ -62,9 +62,13 @@ where
     }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     CONFIG_DIR.with(|d| *d.borrow_mut() = Some(dir));
-    let from_file: std::result::Result<T, _> = serde_norway::from_value(raw);
+    let from_file: std::result::Result<T, _> = serde_norway::from_value(raw.clone());
+    let from_file = from_file.map_err(|e| match culprit::<T>(&raw) {
+        Some(key) => file_error(&format!("{key}: {e}")),
+        None => file_error(&e),
+    });
     CONFIG_DIR.with(|d| *d.borrow_mut() = None);
-    let from_file = from_file.map_err(|e| file_error(&e))?;
+    let from_file = from_file?;
     let mut merged = as_map(&from_file).map_err(|e| file_error(&e))?;
     let given = as_map(&flags).map_err(|e| file_error(&e))?;
     for id in matches.ids() {
@@ -76,6 +80,20 @@ where
         }
     }
     serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| file_error(&e))
+}
+
+/// The first key of the file whose value alone does not read: the decoder's error does not say which
+/// (a value of a flattened group, `maxNodeProvisionTime: 10000000000000000000s`, loses its path).
+fn culprit<T: DeserializeOwned>(raw: &serde_norway::Value) -> Option<String> {
+    let serde_norway::Value::Mapping(m) = raw else {
+        return None;
+    };
+    m.iter().find_map(|(k, v)| {
+        let mut one = serde_norway::Mapping::new();
+        one.insert(k.clone(), v.clone());
+        let alone = serde_norway::from_value::<T>(serde_norway::Value::Mapping(one));
+        alone.is_err().then(|| k.as_str().map(str::to_string))?
+    })
 }
 
 fn as_map<T: Serialize>(t: &T) -> serde_json::Result<serde_json::Map<String, serde_json::Value>> {

@@ -28,7 +28,7 @@ const INITIAL_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// The planner's settings with `--deschedule-cooldown`.
 fn cooldown(d: GoDuration) -> Settings {
     Settings {
-        cooldown_secs: d.0.as_secs() as i64,
+        cooldown_secs: crate::model::duration::secs(d.0),
     }
 }
 

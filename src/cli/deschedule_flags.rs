@@ -19,7 +19,9 @@ static CORE: LazyLock<Settings> = LazyLock::new(Settings::default);
 
 /// `--deschedule-cooldown`'s default, from the core's [`Settings`].
 pub(super) fn default_cooldown() -> GoDuration {
-    GoDuration(Duration::from_secs(CORE.cooldown_secs.max(0) as u64))
+    GoDuration(Duration::from_secs(
+        CORE.cooldown_secs.max(0).unsigned_abs(),
+    ))
 }
 
 /// The descheduler's flags.
@@ -80,7 +82,7 @@ impl DescheduleFlags {
             policy,
             interval: self.deschedule_interval.0,
             settings: Settings {
-                cooldown_secs: self.deschedule_cooldown.0.as_secs() as i64,
+                cooldown_secs: crate::model::duration::secs(self.deschedule_cooldown.0),
             },
             warnings,
         }))
@@ -96,7 +98,10 @@ mod tests {
         let f = DescheduleFlags::default();
         assert_eq!(f.deschedule_policy, None);
         assert_eq!(f.deschedule_interval.0, Duration::from_secs(300));
-        assert_eq!(f.deschedule_cooldown.0.as_secs() as i64, CORE.cooldown_secs);
+        assert_eq!(
+            crate::model::duration::secs(f.deschedule_cooldown.0),
+            CORE.cooldown_secs
+        );
         assert!(f.descheduling().unwrap().is_none());
     }
 

@@ -84,8 +84,10 @@ pub struct RunFlags {
     /// How long evictions of a node's pods are retried (a PodDisruptionBudget may block them).
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub max_pod_eviction_time: GoDuration,
-    /// The most seconds a pod is given to terminate on scale-down.
-    #[arg(long, default_value_t = 600)]
+    /// The most seconds a pod is given to terminate on scale-down (at most Go's longest duration,
+    /// 9223372036).
+    #[arg(long, default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(..=crate::model::duration::GO_MAX_SECS))]
     pub max_graceful_termination_sec: u64,
     /// /health-check fails when no loop started for this long.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
@@ -155,7 +157,11 @@ impl RunFlags {
             lease,
             drain: DrainSettings {
                 max_pod_eviction_time: self.max_pod_eviction_time.0,
-                max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),
+                // The flag's range is clap's; a `--config` file's value is checked here.
+                max_graceful_termination: crate::model::duration::go_secs(
+                    self.max_graceful_termination_sec,
+                )
+                .map_err(|e| Error::config(format!("--max-graceful-termination-sec: {e}")))?,
             },
             max_inactivity: self.max_inactivity.0,
             max_failing_time: self.max_failing_time.0,
@@ -290,4 +296,28 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     }
     .run(crate::server::termination_signal())
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grace_seconds_from_a_config_file_stop_at_gos_range() {
+        let with = |secs: u64| {
+            RunFlags {
+                max_graceful_termination_sec: secs,
+                ..RunFlags::default()
+            }
+            .run_settings("me")
+        };
+        assert!(with(crate::model::duration::GO_MAX_SECS).is_ok());
+        match with(u64::MAX) {
+            Ok(_) => panic!("u64::MAX seconds accepted"),
+            Err(e) => assert!(
+                e.to_string().contains("--max-graceful-termination-sec"),
+                "{e}"
+            ),
+        }
+    }
 }

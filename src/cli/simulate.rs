@@ -272,7 +272,9 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         }
     }
     let runs = shown;
-    let hours_per_loop = flags.scan_interval.0.as_secs().max(1) as f64 / 3600.0;
+    let hours_per_loop = std::time::Duration::from_secs(flags.scan_interval.0.as_secs().max(1))
+        .as_secs_f64()
+        / 3600.0;
     if policies.is_some() {
         extras.policies = Some(hours_per_loop);
         for outcome in report::policy_outcomes(&runs, hours_per_loop) {

@@ -132,7 +132,7 @@ impl Descheduler {
     /// Whether a cycle is due at `now` (the first one is due at once).
     pub fn due(&self, now: i64) -> bool {
         self.last
-            .is_none_or(|l| now - l >= self.settings.interval.as_secs() as i64)
+            .is_none_or(|l| now - l >= crate::model::duration::secs(self.settings.interval))
     }
 
     /// One cycle at `now` on the index as it is: plan, then evict what the plan keeps (nothing in

@@ -144,7 +144,11 @@ fn duration_of(
     old: Option<&meta::Duration>,
     fallback: Duration,
 ) -> Duration {
-    let from_new = new.and_then(|d| Duration::try_from(*d).ok());
+    // A protobuf Duration reaches i64::MAX seconds; CA's come from Go durations, so one past Go's
+    // range (or negative) was not written by CA and counts as not sent.
+    let from_new = new
+        .and_then(|d| Duration::try_from(*d).ok())
+        .filter(|d| *d <= crate::model::duration::GO_MAX);
     let from_old = old
         .and_then(|d| d.duration)
         .and_then(|n| u64::try_from(n).ok())
@@ -386,6 +390,18 @@ mod tests {
         assert_eq!(
             option_values(Some(&both)).scale_down_unready_time,
             Duration::from_secs(1200)
+        );
+        // Past Go's range: not a value CA writes, read as not sent (the older field, then the default).
+        let huge = pb::NodeGroupAutoscalingOptions {
+            scale_down_unneeded_duration: Some(prost_types::Duration {
+                seconds: i64::MAX,
+                nanos: 0,
+            }),
+            ..both
+        };
+        assert_eq!(
+            option_values(Some(&huge)).scale_down_unneeded_time,
+            Duration::from_secs(120)
         );
     }
 }

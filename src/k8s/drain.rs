@@ -104,7 +104,9 @@ pub enum Attempt {
 pub fn grace_of(pod: &Evictee, settings: &DrainSettings) -> i64 {
     pod.grace_period
         .unwrap_or(30)
-        .min(settings.max_graceful_termination.as_secs() as i64)
+        .min(crate::model::duration::secs(
+            settings.max_graceful_termination,
+        ))
         .max(0)
 }
 
@@ -182,7 +184,7 @@ pub async fn evict(
     }
     // Evicted: wait for the pod (this incarnation of it) to be deleted.
     let uid = pod.uid.clone();
-    let deadline = Duration::from_secs(grace as u64) + TERMINATION_HEADROOM;
+    let deadline = Duration::from_secs(grace.max(0).unsigned_abs()) + TERMINATION_HEADROOM;
     let waited = Instant::now();
     loop {
         match pods.get_opt(name).await {

@@ -110,7 +110,9 @@ impl Elector {
         let context = || format!("writing Lease {}", s.name);
         let spec = |acquired: MicroTime, transitions: i32| LeaseSpec {
             holder_identity: Some(s.identity.clone()),
-            lease_duration_seconds: Some(s.lease_duration.as_secs().max(1) as i32),
+            lease_duration_seconds: Some(
+                i32::try_from(s.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX),
+            ),
             acquire_time: Some(acquired),
             renew_time: Some(now.clone()),
             lease_transitions: Some(transitions),
@@ -149,7 +151,7 @@ impl Elector {
             };
             let duration = old
                 .lease_duration_seconds
-                .map(|d| Duration::from_secs(d.max(0) as u64))
+                .map(|d| Duration::from_secs(u64::from(d.max(0).unsigned_abs())))
                 .unwrap_or(s.lease_duration);
             if seen.elapsed() < duration {
                 return Ok(false);

@@ -252,7 +252,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             scale_up_delay: annotations
                 .get(labels::POD_SCALE_UP_DELAY)
                 .and_then(|v| crate::model::parse_go_duration(v).ok())
-                .map(|d| d.as_secs() as i64),
+                .map(crate::model::duration::secs),
             phase,
             status_reason: status_reason.as_deref().map(|s| shared.name(s)),
             containers: shared.states(containers),

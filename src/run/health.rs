@@ -20,8 +20,8 @@ impl Health {
             monitoring: AtomicBool::new(false),
             last_activity: AtomicI64::new(0),
             last_success: AtomicI64::new(0),
-            max_inactivity: max_inactivity.as_secs() as i64,
-            max_failing: max_failing.as_secs() as i64,
+            max_inactivity: crate::model::duration::secs(max_inactivity),
+            max_failing: crate::model::duration::secs(max_failing),
         }
     }
 

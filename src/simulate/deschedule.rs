@@ -33,7 +33,7 @@ impl SimDescheduler {
     pub fn new(policy: Policy, interval: Duration, settings: Settings) -> Self {
         SimDescheduler {
             policy,
-            interval: interval.as_secs().max(1) as i64,
+            interval: crate::model::duration::secs(interval).max(1),
             settings,
             history: History::default(),
             last: None,

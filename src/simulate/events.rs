@@ -60,7 +60,7 @@ pub fn parse_events(text: &str) -> std::result::Result<Vec<Scheduled>, String> {
             _ => return Err(format!("entry {i}: give either `event` or `neverReady`")),
         };
         out.push(Scheduled {
-            at: at.as_secs() as i64,
+            at: crate::model::duration::secs(at),
             notices,
             never_ready,
         });

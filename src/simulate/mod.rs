@@ -287,7 +287,7 @@ impl Simulation {
         self.cloud.set_provision_delay(pacing.provision_delay);
         let ran = self.cloud.advance_to(self.now);
         let snapshot = self.cloud.snapshot();
-        let ready_delay = pacing.node_ready_delay.as_secs() as i64;
+        let ready_delay = crate::model::duration::secs(pacing.node_ready_delay);
         self.cluster.join(
             ran,
             &snapshot,
@@ -411,7 +411,7 @@ impl Simulation {
                 *report.nodes.entry(g.to_string()).or_default() += 1;
             }
         }
-        self.now += pacing.scan_interval.as_secs().max(1) as i64;
+        self.now += crate::model::duration::secs(pacing.scan_interval).max(1);
         report
     }
 }

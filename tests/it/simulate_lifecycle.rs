@@ -22,7 +22,7 @@ nodeGroups:
     )
 }
 
-fn node(k: usize, created: &str) -> String {
+pub(crate) fn node(k: usize, created: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: pool-{k}\n  creationTimestamp: \"{created}\"\n  labels: {{ferroscale.io/node-group: pool, kubernetes.io/hostname: pool-{k}}}\n\
          spec: {{providerID: \"memory:///pool/i-{k}\"}}\n\
@@ -31,7 +31,7 @@ fn node(k: usize, created: &str) -> String {
 }
 
 /// Three nodes created a minute apart, each running one 3-cpu replica (none is unneeded).
-fn cluster() -> Vec<String> {
+pub(crate) fn cluster() -> Vec<String> {
     let mut c = Vec::new();
     for k in 0..3 {
         c.push(node(k, &format!("2026-01-01T00:0{k}:00Z")));

@@ -61,7 +61,7 @@ impl moka::Expiry<Identity, Option<Arc<ManagedNodegroup>>> for Jittered {
         _: &Option<Arc<ManagedNodegroup>>,
         _: Instant,
     ) -> Option<Duration> {
-        let jitter = self.jitter.as_millis() as u64;
+        let jitter = u64::try_from(self.jitter.as_millis()).unwrap_or(u64::MAX);
         let random = std::collections::hash_map::RandomState::new().hash_one(key);
         Some(
             self.ttl

@@ -99,3 +99,59 @@ pub fn instance_revisions(info: &AsgInfo) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::Settings;
+    use crate::model::duration::GO_MAX;
+    use crate::model::NodeGroup;
+
+    fn info(tags: &[(&str, &str)]) -> AsgInfo {
+        AsgInfo {
+            name: "g".into(),
+            min_size: 0,
+            max_size: 3,
+            desired_capacity: 0,
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            availability_zones: Vec::new(),
+            instances: Vec::new(),
+            instance_types: Vec::new(),
+            distribution: None,
+            spot_launch: false,
+            revision: None,
+            override_revisions: Default::default(),
+            requirements_floor: None,
+        }
+    }
+
+    #[test]
+    fn a_lifetime_tag_of_0s_is_no_lifetime_as_the_flags_0_and_durations_past_gos_are_ignored() {
+        let lifetime = |v: &str| lifecycle_of(&info(&[(MAX_NODE_LIFETIME_TAG, v)]));
+        let mut g = NodeGroup::new("g", Default::default(), "aws:///");
+        g.lifecycle = lifetime("0s");
+        let flag = Settings {
+            node_max_lifetime: Some(Duration::from_secs(3600)),
+            ..Settings::upstream()
+        };
+        assert_eq!(flag.lifetime_of(&g), None, "the tag's 0s is none");
+        g.lifecycle = lifetime("2562047h47m16.854775807s");
+        assert_eq!(flag.lifetime_of(&g), Some(GO_MAX));
+        for bad in ["10000000000000000000s", "2562047h47m16.854775808s", "-1h"] {
+            assert_eq!(lifetime(bad).max_node_lifetime, None, "{bad}: ignored");
+            let window = lifecycle_of(&info(&[
+                (DISRUPTION_SCHEDULE_TAG, "0 2 * * *"),
+                (DISRUPTION_DURATION_TAG, bad),
+            ]));
+            assert!(window.disruption_window.is_none(), "{bad}");
+            let after = format!("WhenEmpty,after={bad}");
+            let c = lifecycle_of(&info(&[(CONSOLIDATION_TAG, &after)]));
+            assert_eq!(c.consolidation, None, "{bad}");
+        }
+    }
+}

@@ -186,7 +186,7 @@ impl MemoryCloud {
     pub fn set_provision_delay(&self, delay: Duration) {
         let mut state = self.writes.lock();
         if let Some(sim) = &mut state.simulated {
-            sim.delay = delay.as_secs() as i64;
+            sim.delay = crate::model::duration::secs(delay);
         }
     }
 

@@ -108,7 +108,7 @@ impl Poller {
         let origin = self.queue.origin();
         let (now, max_age) = (
             crate::time::unix_now(),
-            self.settings.max_age.as_secs() as i64,
+            crate::model::duration::secs(self.settings.max_age),
         );
         let mut rejected: Vec<String> = Vec::new();
         let mut accepted: Vec<(Message, Vec<Notice>)> = Vec::new();

@@ -21,6 +21,7 @@ use super::scale_up::scale_up;
 use super::settings::Settings;
 use crate::clock::Clock;
 use crate::labels;
+use crate::model::duration::secs;
 use crate::model::volumes::ClaimState;
 use crate::model::workload::Pod;
 
@@ -164,7 +165,7 @@ pub fn run_once(
             continue;
         }
         // A pod's own delay only lengthens the flag's (upstream's filterOutYoungPods).
-        let delay = (settings.new_pod_scale_up_delay.as_secs() as i64)
+        let delay = secs(settings.new_pod_scale_up_delay)
             .max(p.meta.scale_up_delay.unwrap_or(0));
         if now - p.meta.created < delay {
             d.pending.push((p.key(), Pending::TooNew));

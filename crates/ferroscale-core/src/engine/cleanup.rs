@@ -10,6 +10,7 @@ use super::context::Ctx;
 use super::decisions::{CancelCapacity, Decisions, DeleteInstance};
 use super::memory::Memory;
 use super::reasons::{Cancel, InstanceFault};
+use crate::model::duration::secs;
 use crate::model::{ErrorClass, InstanceState, NodeGroup};
 
 /// Upstream's error code for capacity not delivered in time.
@@ -49,7 +50,7 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
     let mut still: HashMap<String, i64> = HashMap::new();
     let mut unfulfilled: HashMap<String, i64> = HashMap::new();
     for g in ctx.world.groups {
-        let limit = ctx.settings.options_of(g).max_node_provision_time.as_secs() as i64;
+        let limit = secs(ctx.settings.options_of(g).max_node_provision_time);
         // Upstream's error code of the first failure: the launch error's code, or `timeout`.
         let mut failed: Option<String> = None;
         let mut out_of_resources = false;

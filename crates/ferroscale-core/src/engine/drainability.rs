@@ -27,6 +27,7 @@ use std::sync::Arc;
 use super::context::Ctx;
 use super::reasons::Blocker;
 use super::settings::Settings;
+use crate::model::duration::secs;
 use crate::model::workload::{Pdb, Pod, SafeToEvict};
 
 /// Upstream's `PodLongTerminatingExtraThreshold`: how long past its grace period a deleted pod is
@@ -106,8 +107,8 @@ pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
         // Past the timeout the rule finds the pod drainable, which ends the chain: the rules below
         // (safe-to-evict "false", local storage) are not asked (upstream's `system` rule returns
         // `NewDrainableStatus`).
-        let timeout = s.blocking_system_pod_disruption_timeout.as_secs() as i64;
-        if p.meta.created == 0 || now <= p.meta.created + timeout {
+        let timeout = secs(s.blocking_system_pod_disruption_timeout);
+        if p.meta.created == 0 || now <= p.meta.created.saturating_add(timeout) {
             return Drain::Block(Blocker::SystemPodWithoutBudget { pod: pod() });
         }
         return Drain::Move;

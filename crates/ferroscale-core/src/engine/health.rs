@@ -8,6 +8,7 @@ use super::context::Ctx;
 use super::reasons::Unhealthy;
 use super::settings::Settings;
 use super::taints::TaintConfig;
+use crate::model::duration::secs;
 use crate::model::workload::Node;
 
 /// Taints that say a node is not ready whatever its condition reads (upstream's `GetReadinessState`):
@@ -45,7 +46,7 @@ impl NodeReadiness {
     pub fn of(node: &Node, max_startup: Duration, now: i64, taints: &TaintConfig) -> Self {
         if is_ready(node, taints) {
             NodeReadiness::Ready
-        } else if now.saturating_sub(node.seen) < max_startup.as_secs() as i64 {
+        } else if now.saturating_sub(node.seen) < secs(max_startup) {
             NodeReadiness::NotStarted
         } else {
             NodeReadiness::Unready

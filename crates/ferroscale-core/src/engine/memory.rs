@@ -9,6 +9,7 @@ use super::settings::Settings;
 use super::templates::GroupTemplate;
 use crate::backoff::Exponential;
 use crate::labels;
+use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::{NodeGroup, TemplateNode};
 
@@ -102,8 +103,8 @@ impl Memory {
             .backoff
             .get(group)
             .filter(|b| now - b.last_failure < BACKOFF_RESET)
-            .map(|b| Duration::from_secs(b.seconds.max(0) as u64));
-        let seconds = BACKOFF.after(last).as_secs() as i64;
+            .map(|b| Duration::from_secs(u64::try_from(b.seconds).unwrap_or(0)));
+        let seconds = secs(BACKOFF.after(last));
         self.backoff.insert(
             group.to_string(),
             Backoff {
@@ -132,7 +133,7 @@ impl Memory {
             .out_of_capacity
             .entry((instance_type, zone))
             .or_insert(now);
-        *until = (*until).max(now + BACKOFF.first.as_secs() as i64);
+        *until = (*until).max(now.saturating_add(secs(BACKOFF.first)));
     }
 
     /// Until when a template's instance type and zone are out of capacity, if they are.
@@ -152,7 +153,7 @@ impl Memory {
     /// nodes are on their way, whose plan counts on the other nodes as they are.
     pub fn scale_down_paused(&self, s: &Settings, now: i64) -> Option<Pause> {
         let within = |t: Option<i64>, d: std::time::Duration| {
-            t.is_some_and(|t| now - t < d.as_secs() as i64)
+            t.is_some_and(|t| now.saturating_sub(t) < secs(d))
         };
         if within(self.last_scale_up, s.scale_down_delay_after_add) {
             Some(Pause::AfterAdd)

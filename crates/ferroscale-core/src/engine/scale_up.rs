@@ -293,10 +293,16 @@ fn options_for(
             }
         }
         let per_node = Amount::of_template(&ctx.template(g).node);
-        let by_cores =
-            ((settings.cores_total.1 - budget.cores).max(0) / per_node.cores.max(1)) as usize;
-        let by_memory = ((gib(settings.memory_total_gib.1) - budget.memory).max(0)
-            / per_node.memory.max(1)) as usize;
+        let room_for =
+            |left: i64, per: i64| usize::try_from(left.max(0) / per.max(1)).unwrap_or(usize::MAX);
+        let by_cores = room_for(
+            settings.cores_total.1.saturating_sub(budget.cores),
+            per_node.cores,
+        );
+        let by_memory = room_for(
+            gib(settings.memory_total_gib.1).saturating_sub(budget.memory),
+            per_node.memory,
+        );
         cap = cap.min(by_cores).min(by_memory);
         // A zero-or-max group grows by all its room or not at all (upstream's atomic scale-up): the
         // cluster-wide limits must leave room for all of it.

@@ -75,7 +75,8 @@ pub struct Settings {
     pub max_evictions_per_loop: usize,
     /// `--force-delete-unregistered-nodes`: delete instances without a node even in a group at min size.
     pub force_delete_unregistered_nodes: bool,
-    /// `--node-max-lifetime`: nodes older than this are replaced (None: never; groups may set their own).
+    /// `--node-max-lifetime`: nodes older than this are replaced (None or 0: never; groups may set
+    /// their own).
     pub node_max_lifetime: Option<Duration>,
     /// `--max-disruption`: how many of a group's nodes may be out of service at once (groups may set
     /// their own).
@@ -130,9 +131,13 @@ impl Settings {
             .is_none_or(|w| w.open(now))
     }
 
-    /// A group's maximum node lifetime: its own, else `--node-max-lifetime`.
+    /// A group's maximum node lifetime: its own, else `--node-max-lifetime`; 0 is none, the same for
+    /// the flag, the tag and the memory cloud's field (a group's `0s` turns the flag's off for it).
     pub fn lifetime_of(&self, g: &NodeGroup) -> Option<Duration> {
-        g.lifecycle.max_node_lifetime.or(self.node_max_lifetime)
+        g.lifecycle
+            .max_node_lifetime
+            .or(self.node_max_lifetime)
+            .filter(|d| !d.is_zero())
     }
 
     /// A group's consolidation: its own, else `--consolidation`.
@@ -201,5 +206,34 @@ impl Settings {
             consolidation_max_set: 10,
             consolidation_search_time: Duration::from_secs(1),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_is_no_lifetime_for_the_flag_and_for_a_group() {
+        let hour = Some(Duration::from_secs(3600));
+        let group = |own: Option<Duration>| {
+            let mut g = NodeGroup::new("g", Default::default(), "memory:///g/");
+            g.lifecycle.max_node_lifetime = own;
+            g
+        };
+        let with_flag = |flag: Option<Duration>| Settings {
+            node_max_lifetime: flag,
+            ..Settings::upstream()
+        };
+        let zero = Some(Duration::ZERO);
+        assert_eq!(with_flag(zero).lifetime_of(&group(None)), None);
+        assert_eq!(with_flag(None).lifetime_of(&group(zero)), None);
+        assert_eq!(
+            with_flag(hour).lifetime_of(&group(zero)),
+            None,
+            "a group's 0 turns the flag's lifetime off for it"
+        );
+        assert_eq!(with_flag(hour).lifetime_of(&group(None)), hour);
+        assert_eq!(with_flag(zero).lifetime_of(&group(hour)), hour);
     }
 }

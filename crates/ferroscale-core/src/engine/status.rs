@@ -17,6 +17,7 @@ use super::health::{NodeReadiness, Readiness};
 use super::memory::Memory;
 use super::settings::Settings;
 use super::taints::TaintConfig;
+use crate::model::duration::secs;
 use crate::model::workload::Node;
 use crate::model::NodeGroup;
 
@@ -387,7 +388,7 @@ fn group_status(
     previous: Option<&NodeGroupStatus>,
 ) -> NodeGroupStatus {
     let opts = settings.options_of(g);
-    let provision = opts.max_node_provision_time.as_secs() as i64;
+    let provision = secs(opts.max_node_provision_time);
     let mut counts = NodeCount::default();
     let in_group = |name: &String| world.node_groups.get(name) == Some(&g.id);
     for n in world.nodes.iter().filter(|n| in_group(&n.name)) {

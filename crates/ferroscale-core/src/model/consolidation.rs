@@ -81,7 +81,9 @@ impl Consolidation {
         };
         for part in parts {
             match part.trim().split_once('=') {
-                Some(("after", d)) => c.after = parse_go_duration(d)?,
+                Some(("after", d)) => {
+                    c.after = parse_go_duration(d).map_err(|e| format!("after: {e}"))?
+                }
                 _ => {
                     return Err(format!(
                         "{part:?}: expected after=<duration>, e.g. after=10m"

@@ -326,7 +326,10 @@ impl Window {
         };
         let zoned = t.to_zoned(jiff::tz::TimeZone::UTC);
         match self.cron.find_previous_occurrence(&zoned, true) {
-            Ok(start) => now - start.timestamp().as_second() < self.duration.as_secs() as i64,
+            Ok(start) => {
+                now.saturating_sub(start.timestamp().as_second())
+                    < super::duration::secs(self.duration)
+            }
             Err(_) => false,
         }
     }
@@ -344,7 +347,8 @@ pub struct GroupLifecycle {
     /// Instance (provider id) → the revision it was launched from.
     pub instance_revisions: BTreeMap<String, String>,
     /// Nodes older than this are replaced (tag `ferroscale.io/max-node-lifetime`,
-    /// memory cloud `options.maxNodeLifetime`); overrides `--node-max-lifetime`.
+    /// memory cloud `options.maxNodeLifetime`); overrides `--node-max-lifetime`. Zero means no
+    /// lifetime, as `--node-max-lifetime 0` does: the group's nodes are never replaced for age.
     pub max_node_lifetime: Option<Duration>,
     /// Overrides `--max-disruption`.
     pub disruption_budget: Option<Budget>,

@@ -73,7 +73,8 @@ pub fn parse_milli(input: &str) -> Result<i128, QuantityError> {
         .parse()
         .map_err(|_| err("no number"))?;
     // milli-value = digits × 10^(exp10 + 3 − frac_len) × 2^exp2
-    let mut scale10 = exp10 + 3 - frac_part.len() as i32;
+    let frac_len = i32::try_from(frac_part.len()).map_err(|_| err("too many digits"))?;
+    let mut scale10 = exp10 + 3 - frac_len;
     let mut value = digits
         .checked_mul(1i128 << exp2)
         .ok_or_else(|| err("too large"))?;
@@ -86,7 +87,7 @@ pub fn parse_milli(input: &str) -> Result<i128, QuantityError> {
         value = value / 10 + i128::from(rem != 0);
         scale10 += 1;
     }
-    if value > i64::MAX as i128 * 1000 {
+    if value > i128::from(i64::MAX) * 1000 {
         return Err(err("too large"));
     }
     Ok(if negative { -value } else { value })
@@ -130,7 +131,7 @@ pub fn format_bytes(bytes: i64) -> String {
         ("Mi", KI.pow(2)),
         ("Ki", KI),
     ];
-    let b = bytes as i128;
+    let b = i128::from(bytes);
     if b != 0 {
         for (suffix, unit) in SUFFIXES {
             if b % unit == 0 {

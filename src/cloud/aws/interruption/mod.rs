@@ -110,7 +110,7 @@ impl InterruptionQueue {
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, BATCH) as i32)
-            .wait_time_seconds(wait.min(LONG_POLL).as_secs() as i32)
+            .wait_time_seconds(i32::try_from(wait.min(LONG_POLL).as_secs()).unwrap_or(20))
             .send()
             .await
             .map_err(|e| sqs_error("ReceiveMessage", &self.url, e))?;

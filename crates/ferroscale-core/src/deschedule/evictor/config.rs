@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use crate::deschedule::args::{ArgsError, PriorityThreshold, Problems, Selector};
 use crate::deschedule::validate;
+use crate::model::duration::secs;
 use crate::model::parse_go_duration;
 use crate::model::workload::LabelSelector;
 
@@ -185,7 +186,7 @@ impl EvictorArgs {
             .as_deref()
             .map(|d| {
                 parse_go_duration(d)
-                    .map(|d| d.as_secs() as i64)
+                    .map(secs)
                     .map_err(|e| format!("minPodAge: {e}"))
             })
             .transpose()

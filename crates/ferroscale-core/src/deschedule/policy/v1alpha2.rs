@@ -40,7 +40,7 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
     let mut warnings = Vec::new();
     limits(&o, &mut draft.limits)?;
     if let Some(g) = o.opt("gracePeriodSeconds") {
-        draft.limits.grace_period_seconds = Some(g.int(0, i64::MAX)? as u64);
+        draft.limits.grace_period_seconds = Some(g.int(0, i64::MAX)?.unsigned_abs());
     }
     if let Some(n) = o.opt("evictionFailureEventNotification") {
         if n.boolean()? {

@@ -53,7 +53,8 @@ impl RemoveFailedPodsArgs {
     fn selects(&self, pod: &Pod, now: i64) -> bool {
         if let Some(min) = self.min_pod_lifetime_seconds {
             // An unknown creation time (0) is not old enough.
-            if pod.meta.created <= 0 || now - pod.meta.created < min as i64 {
+            let min = i64::try_from(min).unwrap_or(i64::MAX);
+            if pod.meta.created <= 0 || now.saturating_sub(pod.meta.created) < min {
                 return false;
             }
         }

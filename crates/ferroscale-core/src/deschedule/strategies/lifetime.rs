@@ -122,8 +122,8 @@ impl PodLifeTimeArgs {
     fn selects(&self, pod: &Pod, now: i64) -> bool {
         if let Some(max) = self.max_pod_life_time_seconds {
             // An unknown creation time (0) makes no pod old.
-            let age = now - pod.meta.created;
-            if pod.meta.created <= 0 || age < 0 || age as u64 <= max {
+            let age = u64::try_from(now.saturating_sub(pod.meta.created));
+            if pod.meta.created <= 0 || !age.is_ok_and(|age| age > max) {
                 return false;
             }
         }
@@ -183,9 +183,9 @@ impl PodConditionFilter {
                 && self
                     .min_time_since_last_transition_seconds
                     .is_none_or(|min| {
-                        c.last_transition
-                            .filter(|t| *t > 0)
-                            .is_some_and(|t| now - t >= 0 && (now - t) as u64 >= min)
+                        c.last_transition.filter(|t| *t > 0).is_some_and(|t| {
+                            u64::try_from(now.saturating_sub(t)).is_ok_and(|age| age >= min)
+                        })
                     })
         })
     }
