@@ -19,6 +19,8 @@ pub struct Evictee {
     pub uid: Option<String>,
     /// `spec.terminationGracePeriodSeconds`.
     pub grace_period: Option<i64>,
+    /// The node it is bound to in the view it was read from (None: pending, or not known).
+    pub node: Option<String>,
 }
 
 impl Evictee {
@@ -76,7 +78,7 @@ pub struct NodeRef {
 /// The loop's view of the cluster this loop (the watch-fed index, or the simulated cluster): finds the
 /// pods and nodes the decisions name.
 pub trait Lookup: Sync {
-    /// The pod with this `namespace/name` key.
+    /// The pod with this `namespace/name` key, with the node it is bound to now.
     fn pod(&self, key: &str) -> Option<Evictee>;
     /// The node with this name.
     fn node(&self, name: &str) -> Option<NodeRef>;

@@ -358,7 +358,7 @@ impl<C: Cluster> Actuator<C> {
             uid: node.uid,
             group: s.group.clone(),
             provider_id: node.provider_id,
-            pods: s.evict.iter().filter_map(|k| view.pod(k)).collect(),
+            pods: self.bound_to(&s.node, &s.evict, view),
             left: s.left.clone(),
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
@@ -368,6 +368,23 @@ impl<C: Cluster> Actuator<C> {
         let background = !removal.pods.is_empty();
         self.start(removal, now, background).await;
         true
+    }
+
+    /// The pods of `keys` a removal of `node` evicts: only those bound to `node` now, as the loop's
+    /// view has them (a pod gone from the view is left out, as it needs no eviction). Any other (on
+    /// another node, or pending) was named by mistake: it is refused, logged as a bug and counted
+    /// (`ferroscale_evictions_refused_total{reason="not_on_node"}`).
+    pub(crate) fn bound_to(&self, node: &str, keys: &[String], view: &dyn Lookup) -> Vec<Evictee> {
+        let mut pods = Vec::with_capacity(keys.len());
+        for p in keys.iter().filter_map(|k| view.pod(k)) {
+            if p.node.as_deref() == Some(node) {
+                pods.push(p);
+                continue;
+            }
+            tracing::error!(pod = %p.key(), node, bound_to = ?p.node, "bug: an eviction named a pod not bound to the node its removal takes; refused");
+            self.remover.record.eviction_refused("not_on_node");
+        }
+        pods
     }
 
     /// Records the removal as in flight and runs it: as a task when `background` allows and there is

@@ -350,6 +350,7 @@ fn evictee(index: &Index, pod: &Pod) -> Evictee {
         name: pod.name.clone(),
         uid,
         grace_period: pod.meta.grace_period,
+        node: pod.node_name.clone(),
     }
 }
 

@@ -110,6 +110,7 @@ impl Cluster for LiveCluster {
                     .spec
                     .as_ref()
                     .and_then(|s| s.termination_grace_period_seconds),
+                node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
             })
             .collect())
     }
@@ -127,6 +128,7 @@ impl Lookup for Index {
             name: p.name.clone(),
             uid: x.uid.clone(),
             grace_period: p.meta.grace_period,
+            node: p.node_name.clone(),
         })
     }
 

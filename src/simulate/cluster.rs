@@ -234,6 +234,7 @@ impl SimCluster {
             name: p.name.clone(),
             uid: None,
             grace_period: p.meta.grace_period,
+            node: p.node_name.clone(),
         }
     }
 

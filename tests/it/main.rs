@@ -4,6 +4,7 @@
 
 mod support;
 
+mod actuator_evictions;
 mod aws_discovery;
 mod aws_faults;
 mod aws_lifecycle;
