@@ -9,7 +9,9 @@ pub mod cluster;
 mod notices;
 pub mod removal;
 
-pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding};
+pub use cluster::{
+    Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+};
 pub use removal::{Finished, Pace, Removal, Removing, SharedStage, Stage, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

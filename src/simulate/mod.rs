@@ -12,11 +12,13 @@ use std::time::Duration;
 mod cluster;
 mod deschedule;
 mod events;
+mod evictions;
 mod report;
 
 pub use cluster::{Boot, SimCluster, SimView, State};
 pub use deschedule::SimDescheduler;
 pub use events::{load_events, parse_events, Scheduled};
+pub use evictions::Refusal;
 pub use report::*;
 
 use crate::actuator::{Actuator, DrainSettings};
@@ -29,7 +31,7 @@ use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
 use crate::metrics::LoopMetrics;
 use crate::model::lifecycle::{NoticeKind, Noticed};
-use crate::model::workload::{Pdb, Pod};
+use crate::model::workload::Pod;
 use crate::model::{instance_id, provider_id};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
@@ -67,7 +69,6 @@ pub fn consolidates(
 pub struct Simulation {
     /// The nodes and pods, shared with the actuator.
     cluster: SimCluster,
-    pdbs: Vec<Pdb>,
     daemon_pods: Vec<Pod>,
     cloud: Arc<MemoryCloud>,
     /// Carries decisions out as `run` does, on the simulated cluster.
@@ -178,13 +179,16 @@ impl Simulation {
             let target = gc.target_size.unwrap_or(known).max(known);
             cloud.adopt(&gc.name, instances, target, revisions)?;
         }
+        let pods: Vec<Arc<Pod>> = pods.into_iter().map(Arc::new).collect();
         let cluster = SimCluster::new(State {
             nodes,
             node_groups,
-            pods: pods.into_iter().map(Arc::new).collect(),
+            baselines: evictions::baselines(&pdbs, &pods),
+            pdbs,
+            pods,
             failed: failed.into_iter().map(Arc::new).collect(),
-            booting: HashMap::new(),
-            never_ready: Default::default(),
+            now: start,
+            ..State::default()
         });
         let cloud = Arc::new(cloud);
         // Evictions in the simulated cluster never wait: the drain flags do not matter.
@@ -201,7 +205,6 @@ impl Simulation {
         );
         Ok(Simulation {
             cluster,
-            pdbs,
             daemon_pods,
             cloud,
             actuator,
@@ -303,6 +306,9 @@ impl Simulation {
         if self.binding {
             self.cluster.schedule();
         }
+        let mut state = self.cluster.state();
+        state.now = self.now;
+        state.recount_budgets();
     }
 
     /// Runs the descheduler after the autoscaling decisions of each loop its interval says.
@@ -359,7 +365,7 @@ impl Simulation {
                 nodes: &state.nodes,
                 node_groups: &state.node_groups,
                 pods: &state.pods,
-                pdbs: &self.pdbs,
+                pdbs: &state.pdbs,
                 daemon_pods: &self.daemon_pods,
                 groups: &groups,
                 removing: &removing,
@@ -394,12 +400,21 @@ impl Simulation {
                 .chain(interrupted.keys().cloned())
                 .chain(self.memory.emptying.keys().cloned())
                 .collect();
-            let planned = desched.cycle(&self.cluster, &self.pdbs, &removing, now);
+            let pdbs = self.cluster.state().pdbs.clone();
+            let planned = desched.cycle(&self.cluster, &pdbs, &removing, now);
             self.memory.set_emptying(&planned.emptied, now);
             report::add_descheduling(&mut report, &planned);
         }
         {
-            let state = self.cluster.state();
+            let mut state = self.cluster.state();
+            report.evictions_refused = std::mem::take(&mut state.refused)
+                .into_iter()
+                .map(|r| RefusedReport {
+                    pod: r.pod,
+                    node: r.node,
+                    reason: r.reason,
+                })
+                .collect();
             for n in &state.nodes {
                 let g = state.node_groups.get(&n.name).map_or("-", String::as_str);
                 *report.nodes.entry(g.to_string()).or_default() += 1;

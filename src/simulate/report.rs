@@ -92,6 +92,10 @@ pub struct LoopReport {
     /// The descheduler's evictions (`--deschedule-policy`), carried out after the decisions above.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evictions: Vec<EvictionReport>,
+    /// Evictions (by any method) the simulated eviction API refused, as the live one would: a
+    /// PodDisruptionBudget allowing no more disruptions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evictions_refused: Vec<RefusedReport>,
     /// The descheduler's proposals its plan declined, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descheduling_declined: Vec<DeclinedReport>,
@@ -204,6 +208,14 @@ pub struct EvictionReport {
     pub strategy: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+}
+
+/// An eviction the simulated eviction API refused: the pod, its node, why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RefusedReport {
+    pub pod: String,
+    pub node: String,
+    pub reason: String,
 }
 
 /// A pod a strategy proposed and the plan did not evict, with why.
@@ -404,6 +416,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             })
             .collect(),
         evictions: Vec::new(),
+        evictions_refused: Vec::new(),
         descheduling_declined: Vec::new(),
         consolidations: d
             .consolidations

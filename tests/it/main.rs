@@ -65,6 +65,7 @@ mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;
 mod simulate_drain;
 mod simulate_events;
+mod simulate_evictions;
 mod simulate_example;
 mod simulate_json;
 mod simulate_lifecycle;
