@@ -41,6 +41,9 @@ pub struct Acted {
     pub cancelled: Vec<bool>,
     /// The first failed scale-up (the others were still tried).
     pub error: Option<Error>,
+    /// The pods whose eviction a removal started this loop (each with the node it leaves): the
+    /// descheduler remembers their workloads as moved, for its cooldown.
+    pub evicting: Vec<Evictee>,
 }
 
 /// Carries decisions out against a cloud and a cluster.
@@ -63,6 +66,8 @@ pub struct Actuator<C: Cluster> {
     background: Option<JoinSet<()>>,
     /// How long one loop may spend on soft taints (`--max-bulk-soft-taint-time`).
     soft_taint_time: std::time::Duration,
+    /// The pods whose eviction a removal started during this `act`.
+    evicting: Vec<Evictee>,
 }
 
 impl<C: Cluster> Actuator<C> {
@@ -91,6 +96,7 @@ impl<C: Cluster> Actuator<C> {
             received: Vec::new(),
             background: background.then(JoinSet::new),
             soft_taint_time: std::time::Duration::from_secs(3),
+            evicting: Vec::new(),
         }
     }
 
@@ -226,6 +232,7 @@ impl<C: Cluster> Actuator<C> {
             self.remover.record.observe("scaleDown", t.elapsed());
         }
         self.soft_taints(d, now).await;
+        acted.evicting = std::mem::take(&mut self.evicting);
         acted
     }
 
@@ -401,6 +408,7 @@ impl<C: Cluster> Actuator<C> {
                 pace: removal.pace,
             },
         );
+        self.evicting.extend(removal.pods.iter().cloned());
         let node = removal.node.clone();
         let stage = removal.stage.clone();
         let job = self.remover.clone().remove(removal, now);

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::evictions::{Baseline, Refusal};
 use crate::actuator::{
     Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
@@ -50,6 +49,22 @@ pub struct State {
     pub refused: Vec<Refusal>,
     /// The simulation's time (seconds since the epoch), as of the loop running.
     pub now: i64,
+}
+
+/// A budget as the dump gave it: the pods it covered that were running, and what it allowed (see
+/// `evictions` for how the allowance recovers).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Baseline {
+    pub running: i32,
+    pub allowed: i32,
+}
+
+/// An eviction the simulated API refused, for the loop's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub pod: String,
+    pub node: String,
+    pub reason: String,
 }
 
 /// Each node with the pods bound to it (in `nodes`' order), and each node's index by name: what the

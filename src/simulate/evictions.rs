@@ -13,24 +13,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::cluster::State;
+use super::cluster::{Baseline, Refusal, SimCluster, State};
 use crate::actuator::{Attempt, Evictee};
 use crate::model::workload::{Pdb, Pod, PodPhase};
-
-/// A budget as the dump gave it: the pods it covered that were running, and what it allowed.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Baseline {
-    running: i32,
-    allowed: i32,
-}
-
-/// An eviction the simulated API refused, for the loop's report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub pod: String,
-    pub node: String,
-    pub reason: String,
-}
 
 /// Whether the eviction API checks budgets for this pod: it runs (is bound) and is not terminating.
 fn running(p: &Pod) -> bool {
@@ -188,4 +173,11 @@ fn replacement(pod: &Pod, now: i64) -> Pod {
         .collect::<Vec<_>>()
         .into();
     p
+}
+
+/// The pod as the descheduler names it to the simulated cluster.
+impl crate::descheduler::Identify for SimCluster {
+    fn evictee(&self, pod: &Pod) -> Evictee {
+        self.state().evictee(pod)
+    }
 }

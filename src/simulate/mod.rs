@@ -10,20 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod cluster;
-mod deschedule;
+mod descheduling;
 mod events;
 mod evictions;
 mod report;
 
-pub use cluster::{Boot, SimCluster, SimView, State};
-pub use deschedule::SimDescheduler;
+pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
-pub use evictions::Refusal;
 pub use report::*;
 
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
+use crate::descheduler::Descheduler;
 use crate::engine::taints::TaintConfig;
 use crate::engine::{run_once, Memory, Settings, World};
 use crate::error::{Error, Result};
@@ -87,8 +86,9 @@ pub struct Simulation {
     interrupted: Noticed,
     /// Whether pending pods are bound before a loop (see [`Simulation::set_binding`]).
     binding: bool,
-    /// `--deschedule-policy`: the descheduler run after the loops its interval says.
-    descheduler: Option<SimDescheduler>,
+    /// `--deschedule-policy`: the descheduler (`run`'s, evicting through the simulated cluster) run
+    /// after the loops its interval says.
+    descheduler: Option<Descheduler<SimCluster>>,
 }
 
 impl Simulation {
@@ -311,11 +311,6 @@ impl Simulation {
         state.recount_budgets();
     }
 
-    /// Runs the descheduler after the autoscaling decisions of each loop its interval says.
-    pub fn set_descheduler(&mut self, descheduler: SimDescheduler) {
-        self.descheduler = Some(descheduler);
-    }
-
     /// Whether the simulated kube-scheduler binds pending pods before each loop (on by default). Off, the
     /// pods stay as given: the conformance suite states a cluster as upstream's tests do, its pending
     /// pods already found unschedulable by a scheduler that may preempt, which this one does not.
@@ -388,22 +383,21 @@ impl Simulation {
         let acted = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
             futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now))
         });
+        self.remember_moved(&acted, now);
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
-        if let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) {
-            // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
-            // going away; the nodes the plan empties go to scale-down.
-            let removing = self
-                .actuator
-                .in_flight()
-                .into_keys()
-                .chain(interrupted.keys().cloned())
-                .chain(self.memory.emptying.keys().cloned())
-                .collect();
-            let pdbs = self.cluster.state().pdbs.clone();
-            let planned = desched.cycle(&self.cluster, &pdbs, &removing, now);
+        // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
+        // going away; the nodes the plan empties go to scale-down.
+        let removing = self
+            .actuator
+            .in_flight()
+            .into_keys()
+            .chain(interrupted.keys().cloned())
+            .chain(self.memory.emptying.keys().cloned())
+            .collect();
+        if let Some((cycle, planned)) = self.deschedule(removing, &d, now) {
             self.memory.set_emptying(&planned.emptied, now);
-            report::add_descheduling(&mut report, &planned);
+            report::add_descheduling(&mut report, &planned, &cycle);
         }
         {
             let mut state = self.cluster.state();

@@ -227,16 +227,26 @@ pub struct DeclinedReport {
     pub reason: String,
 }
 
-/// Adds one descheduling cycle's plan to its loop's report.
-pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan) {
-    report
+/// Adds one descheduling cycle to its loop's report: the evictions carried out, the proposals declined,
+/// the nodes emptied.
+pub fn add_descheduling(
+    report: &mut LoopReport,
+    plan: &crate::deschedule::Plan,
+    cycle: &crate::descheduler::Cycle,
+) {
+    // The evictions the simulated API accepted (a budget's refusal is in `evictions_refused`).
+    let evicted: std::collections::HashSet<&str> =
+        cycle.evicted.iter().map(String::as_str).collect();
+    let done = plan
         .evictions
-        .extend(plan.evictions.iter().map(|e| EvictionReport {
-            pod: e.pod.key(),
-            node: e.node.clone(),
-            strategy: e.strategy.to_string(),
-            to: Some(e.to.clone()).filter(|t| !t.is_empty()),
-        }));
+        .iter()
+        .filter(|e| evicted.contains(e.pod.key().as_str()));
+    report.evictions.extend(done.map(|e| EvictionReport {
+        pod: e.pod.key(),
+        node: e.node.clone(),
+        strategy: e.strategy.to_string(),
+        to: Some(e.to.clone()).filter(|t| !t.is_empty()),
+    }));
     report
         .descheduling_declined
         .extend(plan.declined.iter().map(|d| DeclinedReport {

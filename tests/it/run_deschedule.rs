@@ -272,6 +272,8 @@ async fn run_deschedules_after_its_loop_every_interval() {
     // The next loop, within --deschedule-interval: no cycle.
     h.runner.run_once(t + 10).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("1"));
+    // The cycle's evictions run in the background; once done, the next cycle is due after the interval.
+    h.runner.settle().await;
     h.runner.run_once(t + 300).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("2"));
     // Each cycle times each strategy under the descheduler's name and labels.
@@ -324,6 +326,8 @@ async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_t
     let mut h = Harness::new(api.clone(), POOL, engine, run).await;
     let t = now() + 60;
     h.runner.run_once(t).await.unwrap();
+    // The evictions run in the background, off the loop.
+    h.runner.settle().await;
     // The failed pod goes; of web's two pods the budget lets one go, placed on the other node.
     assert!(api.get(PODS, "default", "job-1").is_none());
     let left: Vec<bool> = ["web-1", "web-2"]
@@ -370,10 +374,12 @@ async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_t
         "the budget's change reached the watch"
     );
     h.runner.run_once(t + 300).await.unwrap();
+    h.runner.settle().await;
     assert!(api.get(PODS, "default", stays).is_some());
     assert_eq!(evictions(&api), 2);
     // Past the cooldown it goes.
     h.runner.run_once(t + 300 + 1800).await.unwrap();
+    h.runner.settle().await;
     assert!(api.get(PODS, "default", stays).is_none());
     assert_eq!(evictions(&api), 3);
 }

@@ -15,13 +15,14 @@ use ferroscale::cloud::memory::MemoryConfig;
 use ferroscale::deschedule::strategies::failed::RemoveFailedPodsArgs;
 use ferroscale::deschedule::{PluginArgs, Policy, Profile, Settings, Strategy};
 use ferroscale::descheduler::{Descheduler, DeschedulerSettings};
+use ferroscale::engine::Decisions;
 use ferroscale::k8s::documents;
 use ferroscale::k8s::events::Events;
 use ferroscale::k8s::index::Index;
 use ferroscale::k8s::watch::Watches;
 use ferroscale::metrics::Metrics;
 use ferroscale::pricing::PriceOverrides;
-use ferroscale::simulate::{SimDescheduler, Simulation};
+use ferroscale::simulate::Simulation;
 use ferroscale::time::unix_now as now;
 
 /// Failed pods removed at any age, duplicates spread.
@@ -91,8 +92,8 @@ async fn through_run(policy: Policy, objects: Vec<(&str, Value)>) -> (Vec<String
     (cycle.evicted, cycle.emptying)
 }
 
-/// One cycle of `simulate`'s descheduler with `policy` on `objects` as a dump: the pods it evicted and
-/// the nodes it handed to scale-down.
+/// One cycle of `simulate`'s descheduler (`run`'s, evicting through the simulated cluster) with `policy`
+/// on `objects` as a dump: the pods it evicted and the nodes it handed to scale-down.
 fn through_simulate(policy: Policy, objects: Vec<(&str, Value)>) -> (Vec<String>, Vec<String>) {
     let items: Vec<Value> = objects
         .into_iter()
@@ -105,12 +106,13 @@ fn through_simulate(policy: Policy, objects: Vec<(&str, Value)>) -> (Vec<String>
     let dump = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
     let objects = documents::parse(&dump, "twin.json").unwrap();
     let config = MemoryConfig::parse(POOL).unwrap();
-    let sim = Simulation::new(&objects, &config, &PriceOverrides::default()).unwrap();
-    let mut d = SimDescheduler::new(policy, Duration::from_secs(300), Settings::default());
-    let plan = d.cycle(sim.cluster(), &[], &HashSet::new(), now());
-    let mut evicted: Vec<String> = plan.evictions.iter().map(|e| e.pod.key()).collect();
-    evicted.sort();
-    (evicted, plan.emptied)
+    let mut sim = Simulation::new(&objects, &config, &PriceOverrides::default()).unwrap();
+    sim.set_descheduler(policy, Duration::from_secs(300), Settings::default());
+    let (mut cycle, _) = sim
+        .deschedule(HashSet::new(), &Decisions::default(), now())
+        .expect("the first cycle is due");
+    cycle.evicted.sort();
+    (cycle.evicted, cycle.emptying)
 }
 
 #[tokio::test]
