@@ -20,6 +20,7 @@ mod chart_security;
 mod chart_upstream;
 mod cli;
 mod concurrency;
+mod deschedule_conductor;
 mod deschedule_process;
 mod docs_links;
 mod expander;

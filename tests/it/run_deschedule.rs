@@ -406,3 +406,34 @@ async fn a_priority_threshold_by_class_name_reads_the_class() {
         .iter()
         .any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1/priorityclasses/important")));
 }
+
+#[tokio::test]
+async fn a_cycles_evictions_run_in_the_background_and_do_not_hold_the_loop() {
+    let api = cluster(1).await;
+    // The eviction API does not answer the failed pod's eviction until released.
+    api.hold("POST /api/v1/namespaces/default/pods/job-1/eviction");
+    let run = RunSettings {
+        deschedule: Some(settings(policy(&[Strategy::RemoveFailedPods]))),
+        ..run_settings()
+    };
+    let mut h = Harness::new(
+        api.clone(),
+        POOL,
+        ferroscale::cli::flags::default_engine(),
+        run,
+    )
+    .await;
+    let t = now() + 60;
+    // The loop ends with the eviction still unanswered: asked, held, the pod still there.
+    h.runner.run_once(t).await.unwrap();
+    api.wait_for("the eviction to be asked", |a| evictions(a) == 1)
+        .await;
+    assert!(api.get(PODS, "default", "job-1").is_some());
+    api.release();
+    h.runner.settle().await;
+    assert!(api.get(PODS, "default", "job-1").is_none(), "evicted");
+    assert_eq!(evictions(&api), 1);
+    let scrape = h.metrics.encode();
+    let sample = "descheduler_pods_evicted_total{result=\"success\",strategy=\"RemoveFailedPods\",profile=\"default\",namespace=\"default\",node=\"pool-a\"} 1";
+    assert!(scrape.contains(sample), "{scrape}");
+}
