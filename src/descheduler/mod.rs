@@ -198,8 +198,8 @@ impl<C: Cluster> Descheduler<C> {
 
     /// Whether a cycle is due at `now` (the first one is due at once).
     pub fn due(&self, now: i64) -> bool {
-        self.last
-            .is_none_or(|l| now - l >= self.settings.interval.as_secs() as i64)
+        let interval = crate::model::secs(self.settings.interval);
+        self.last.is_none_or(|l| now - l >= interval)
     }
 
     /// Whether the last cycle's evictions still run in the background.
