@@ -152,3 +152,47 @@ fn a_workload_another_methods_removal_moved_is_not_moved_again_within_the_cooldo
     let (cycle, _) = futures::executor::block_on(d.deschedule(&seen, later));
     assert_eq!(cycle.evicted.len(), 1, "{cycle:?}");
 }
+
+#[test]
+fn a_cycle_asks_for_a_bounded_number_of_evictions_and_leaves_the_rest_for_a_later_cycle() {
+    use ferroscale::deschedule::strategies::failed::RemoveFailedPodsArgs;
+    use ferroscale::descheduler::EVICTIONS_PER_CYCLE;
+    let extra = 5;
+    let mut objects = vec![node("a", "big", "8", "32Gi")];
+    for i in 0..EVICTIONS_PER_CYCLE + extra {
+        let p = pod("d", &format!("crashed-{i}"), "1m", "1Mi", Some("a"), "");
+        objects.push(format!("{p}status: {{phase: Failed}}\n"));
+    }
+    let mut s = sim(&objects, GROUPS);
+    let failed = PluginArgs::RemoveFailedPods(RemoveFailedPodsArgs {
+        min_pod_lifetime_seconds: None,
+        ..RemoveFailedPodsArgs::default()
+    });
+    let policy = Policy {
+        profiles: vec![Profile {
+            name: "p".into(),
+            strategies: vec![failed],
+            ..Profile::default()
+        }],
+        ..Policy::default()
+    };
+    s.set_descheduler(policy, Duration::from_secs(300), Settings::default());
+    let now = s.now();
+    let (cycle, plan) = s
+        .deschedule(HashSet::new(), &Decisions::default(), now)
+        .unwrap();
+    assert_eq!(plan.evictions.len(), EVICTIONS_PER_CYCLE + extra);
+    assert_eq!(cycle.evicted.len(), EVICTIONS_PER_CYCLE);
+    assert_eq!(cycle.deferred, extra);
+    assert_eq!(
+        s.cluster().state().failed.len(),
+        extra,
+        "left for a later cycle"
+    );
+    // The next cycle takes them.
+    let (cycle, _) = s
+        .deschedule(HashSet::new(), &Decisions::default(), now + 300)
+        .unwrap();
+    assert_eq!(cycle.evicted.len(), extra);
+    assert!(s.cluster().state().failed.is_empty());
+}
