@@ -329,6 +329,7 @@ impl<C: Cluster> Descheduler<C> {
             self.outcomes.clone(),
         );
         let mut out = match &mut self.background {
+            Some(_) if keys.is_empty() => Cycle::default(),
             Some(tasks) => {
                 tasks.spawn(job);
                 Cycle {
