@@ -19,6 +19,8 @@ pub struct Evictee {
     pub uid: Option<String>,
     /// `spec.terminationGracePeriodSeconds`.
     pub grace_period: Option<i64>,
+    /// The node it is bound to in the view it was read from (None: pending, or not known).
+    pub node: Option<String>,
 }
 
 impl Evictee {
@@ -26,6 +28,19 @@ impl Evictee {
     pub fn key(&self) -> String {
         crate::model::workload::pod_key(&self.namespace, &self.name)
     }
+}
+
+/// What one request to the eviction API came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// The API accepted the eviction: the pod is terminating.
+    Evicted,
+    /// The pod meant is gone already (deleted, or replaced under its name by another UID).
+    Gone,
+    /// 429: a PodDisruptionBudget allows no disruption now (or the API is throttling).
+    Refused(String),
+    /// Any other failure.
+    Failed(String),
 }
 
 /// Upstream's drain flags.
@@ -76,7 +91,7 @@ pub struct NodeRef {
 /// The loop's view of the cluster this loop (the watch-fed index, or the simulated cluster): finds the
 /// pods and nodes the decisions name.
 pub trait Lookup: Sync {
-    /// The pod with this `namespace/name` key.
+    /// The pod with this `namespace/name` key, with the node it is bound to now.
     fn pod(&self, key: &str) -> Option<Evictee>;
     /// The node with this name.
     fn node(&self, name: &str) -> Option<NodeRef>;
@@ -125,9 +140,28 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     async fn cordon(&self, node: &str, on: bool) -> Result<bool>;
     /// Evicts one pod through its disruption budgets and waits until it is gone, within `settings`.
     async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()>;
+    /// Asks once to evict one pod for the descheduler, giving it `grace` seconds to terminate: its UID
+    /// is the precondition (another incarnation under its name is [`Attempt::Gone`]), a
+    /// PodDisruptionBudget allowing no disruption answers [`Attempt::Refused`]; never retried nor waited
+    /// for. `to` is where the descheduler's plan places the pod's replacement: the live API leaves that
+    /// to kube-scheduler, the simulated cluster binds it there when it fits.
+    async fn evict_once(&self, pod: &Evictee, grace: i64, to: &str) -> Attempt;
     /// The pods bound to `node` now (read afresh, not from a cache) that would die with it unevicted:
     /// all but DaemonSet, mirror and finished pods.
     async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>>;
     /// Publishes an event without waiting for it.
     fn event(&self, regarding: Regarding, kind: EventKind, reason: &'static str, note: String);
+    /// Publishes an event whose action differs from its reason (events folded into one series share
+    /// both), without waiting for it.
+    fn event_action(
+        &self,
+        regarding: Regarding,
+        kind: EventKind,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        let _ = action;
+        self.event(regarding, kind, reason, note);
+    }
 }

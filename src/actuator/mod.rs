@@ -9,7 +9,9 @@ pub mod cluster;
 mod notices;
 pub mod removal;
 
-pub use cluster::{Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding};
+pub use cluster::{
+    Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+};
 pub use removal::{Finished, Pace, Removal, Removing, SharedStage, Stage, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -39,6 +41,9 @@ pub struct Acted {
     pub cancelled: Vec<bool>,
     /// The first failed scale-up (the others were still tried).
     pub error: Option<Error>,
+    /// The pods whose eviction a removal started this loop (each with the node it leaves): the
+    /// descheduler remembers their workloads as moved, for its cooldown.
+    pub evicting: Vec<Evictee>,
 }
 
 /// Carries decisions out against a cloud and a cluster.
@@ -61,6 +66,8 @@ pub struct Actuator<C: Cluster> {
     background: Option<JoinSet<()>>,
     /// How long one loop may spend on soft taints (`--max-bulk-soft-taint-time`).
     soft_taint_time: std::time::Duration,
+    /// The pods whose eviction a removal started during this `act`.
+    evicting: Vec<Evictee>,
 }
 
 impl<C: Cluster> Actuator<C> {
@@ -89,6 +96,7 @@ impl<C: Cluster> Actuator<C> {
             received: Vec::new(),
             background: background.then(JoinSet::new),
             soft_taint_time: std::time::Duration::from_secs(3),
+            evicting: Vec::new(),
         }
     }
 
@@ -224,6 +232,7 @@ impl<C: Cluster> Actuator<C> {
             self.remover.record.observe("scaleDown", t.elapsed());
         }
         self.soft_taints(d, now).await;
+        acted.evicting = std::mem::take(&mut self.evicting);
         acted
     }
 
@@ -358,7 +367,7 @@ impl<C: Cluster> Actuator<C> {
             uid: node.uid,
             group: s.group.clone(),
             provider_id: node.provider_id,
-            pods: s.evict.iter().filter_map(|k| view.pod(k)).collect(),
+            pods: self.bound_to(&s.node, &s.evict, view),
             left: s.left.clone(),
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
@@ -368,6 +377,23 @@ impl<C: Cluster> Actuator<C> {
         let background = !removal.pods.is_empty();
         self.start(removal, now, background).await;
         true
+    }
+
+    /// The pods of `keys` a removal of `node` evicts: only those bound to `node` now, as the loop's
+    /// view has them (a pod gone from the view is left out, as it needs no eviction). Any other (on
+    /// another node, or pending) was named by mistake: it is refused, logged as a bug and counted
+    /// (`ferroscale_evictions_refused_total{reason="not_on_node"}`).
+    pub(crate) fn bound_to(&self, node: &str, keys: &[String], view: &dyn Lookup) -> Vec<Evictee> {
+        let mut pods = Vec::with_capacity(keys.len());
+        for p in keys.iter().filter_map(|k| view.pod(k)) {
+            if p.node.as_deref() == Some(node) {
+                pods.push(p);
+                continue;
+            }
+            tracing::error!(pod = %p.key(), node, bound_to = ?p.node, "bug: an eviction named a pod not bound to the node its removal takes; refused");
+            self.remover.record.eviction_refused("not_on_node");
+        }
+        pods
     }
 
     /// Records the removal as in flight and runs it: as a task when `background` allows and there is
@@ -382,6 +408,7 @@ impl<C: Cluster> Actuator<C> {
                 pace: removal.pace,
             },
         );
+        self.evicting.extend(removal.pods.iter().cloned());
         let node = removal.node.clone();
         let stage = removal.stage.clone();
         let job = self.remover.clone().remove(removal, now);

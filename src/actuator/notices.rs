@@ -64,10 +64,9 @@ impl<C: Cluster> Actuator<C> {
             }
             let (pods, left) = match notice {
                 NoticeDrain::Involuntary => (view.pods_to_evict(&d.node), Vec::new()),
-                NoticeDrain::Voluntary { evict, left } => (
-                    evict.iter().filter_map(|k| view.pod(k)).collect(),
-                    left.clone(),
-                ),
+                NoticeDrain::Voluntary { evict, left } => {
+                    (self.bound_to(&d.node, evict, view), left.clone())
+                }
             };
             // Counted once per node, however often its removal is restarted or tried again.
             if self.notified.insert(d.node.clone()) {

@@ -15,7 +15,7 @@ use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::model::consolidation::ConsolidationPolicy;
 use crate::report::{self, ChainRun, Extras};
-use crate::simulate::{load_events, summary, Pacing, SimDescheduler, Simulation};
+use crate::simulate::{load_events, summary, Pacing, Simulation};
 
 /// Flags of `ferroscale simulate`; every one may also come from `--config FILE` (camelCase keys).
 #[derive(Debug, Clone, Args, Deserialize, Serialize)]
@@ -229,11 +229,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         let mut sim = Simulation::from_inputs(this, &v.groups, &prices)?;
         sim.set_events(events.clone(), flags.handle_rebalance_recommendations);
         if let Some(d) = &descheduling {
-            sim.set_descheduler(SimDescheduler::new(
-                d.policy.clone(),
-                d.interval,
-                d.settings.clone(),
-            ));
+            sim.set_descheduler(d.policy.clone(), d.interval, d.settings.clone());
         }
         let run = ChainRun {
             prices: sim.prices(),

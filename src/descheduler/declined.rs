@@ -9,11 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use kube::runtime::events::EventType;
-
+use super::Identify;
+use crate::actuator::{Cluster, EventKind, Regarding};
 use crate::deschedule::{Declined, Why};
-use crate::k8s::events::{pod_ref, Events};
-use crate::k8s::index::Index;
 use crate::metrics::{DeclinedLabels, DeschedulerMetrics};
 
 /// The reason of the Event on a pod whose proposed eviction the plan declined.
@@ -36,8 +34,8 @@ impl Reported {
     pub fn report(
         &mut self,
         declined: &[Declined],
-        index: &Index,
-        events: &Events,
+        ids: &dyn Identify,
+        cluster: &impl Cluster,
         metrics: &DeschedulerMetrics,
     ) {
         let mut counts: BTreeMap<DeclinedLabels, i64> = BTreeMap::new();
@@ -59,9 +57,9 @@ impl Reported {
                 d.profile.clone(),
             );
             if self.last.get(&key) != Some(&d.why) {
-                events.send_action(
-                    pod_ref(&super::evictee(index, &d.pod)),
-                    EventType::Normal,
+                cluster.event_action(
+                    Regarding::Pod(ids.evictee(&d.pod)),
+                    EventKind::Normal,
                     DECLINED,
                     kind(&d.why),
                     note(d),

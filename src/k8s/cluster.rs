@@ -11,11 +11,14 @@ use super::drain;
 use super::events::{event_type, reference, Events};
 use super::index::Index;
 use crate::actuator::{
-    Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+    Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
 use crate::error::{Error, Result};
 use crate::guard::WriteGuard;
 use crate::leadership::Fence;
+
+/// Longest wait for one descheduling eviction request.
+const EVICTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The cluster behind the Kubernetes API.
 #[derive(Clone)]
@@ -43,6 +46,11 @@ impl LiveCluster {
     /// Whether this replica may act (leading, or without a Lease).
     pub fn fence(&self) -> &Fence {
         &self.fence
+    }
+
+    /// The API's client.
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Follows another leadership (the loop's, once it campaigns).
@@ -93,6 +101,18 @@ impl Cluster for LiveCluster {
         drain::evict(&self.client, pod, settings, &self.fence).await
     }
 
+    async fn evict_once(&self, pod: &Evictee, grace: i64, _to: &str) -> Attempt {
+        if let Err(e) = self.fence.check("a descheduling eviction") {
+            return Attempt::Failed(e.to_string());
+        }
+        tokio::time::timeout(
+            EVICTION_TIMEOUT,
+            drain::evict_once(&self.client, pod, grace),
+        )
+        .await
+        .unwrap_or_else(|_| Attempt::Failed(format!("no answer within {EVICTION_TIMEOUT:?}")))
+    }
+
     async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>> {
         Ok(drain::pods_on(&self.client, node)
             .await?
@@ -110,6 +130,7 @@ impl Cluster for LiveCluster {
                     .spec
                     .as_ref()
                     .and_then(|s| s.termination_grace_period_seconds),
+                node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
             })
             .collect())
     }
@@ -117,6 +138,23 @@ impl Cluster for LiveCluster {
     fn event(&self, regarding: Regarding, kind: EventKind, reason: &'static str, note: String) {
         self.events
             .send(reference(&regarding), event_type(kind), reason, note);
+    }
+
+    fn event_action(
+        &self,
+        regarding: Regarding,
+        kind: EventKind,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        self.events.send_action(
+            reference(&regarding),
+            event_type(kind),
+            reason,
+            action,
+            note,
+        );
     }
 }
 
@@ -127,6 +165,7 @@ impl Lookup for Index {
             name: p.name.clone(),
             uid: x.uid.clone(),
             grace_period: p.meta.grace_period,
+            node: p.node_name.clone(),
         })
     }
 

@@ -25,7 +25,7 @@ const TERMINATION_HEADROOM: Duration = Duration::from_secs(30);
 /// Attempts at a taint patch when other writers change the node meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
 
-pub use crate::actuator::{DrainSettings, Evictee, Mark};
+pub use crate::actuator::{Attempt, DrainSettings, Evictee, Mark};
 
 /// Adds (`on`) or removes one of the autoscaler's taints, keeping every other taint. The patch carries
 /// the resourceVersion it was computed from, so a concurrent change of the node (the kubelet, another
@@ -85,19 +85,6 @@ pub async fn set_taint(
         context: context(),
         attempts: PATCH_ATTEMPTS,
     })
-}
-
-/// What one request to the eviction API came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Attempt {
-    /// The API accepted the eviction: the pod is terminating.
-    Evicted,
-    /// The pod meant is gone already (deleted, or replaced under its name by another UID).
-    Gone,
-    /// 429: a PodDisruptionBudget allows no disruption now (or the API is throttling).
-    Refused(String),
-    /// Any other failure.
-    Failed(String),
 }
 
 /// The grace period an eviction of `pod` asks for: its own, capped by `--max-graceful-termination-sec`.

@@ -106,6 +106,7 @@ pub struct LoopMetrics {
     unremovable_nodes: Family<ReasonLabel, Gauge>,
     scale_down_in_cooldown: Gauge,
     evicted_pods: Family<EvictionLabel, Counter>,
+    evictions_refused: Family<ReasonLabel, Counter>,
     errors: Family<Labels, Counter>,
     last_activity: Family<ActivityLabel, Gauge>,
     safe_to_autoscale: Gauge,
@@ -202,6 +203,15 @@ impl LoopMetrics {
             .inc();
     }
 
+    /// An eviction a decision asked for and the actuator refused (`not_on_node`).
+    pub fn eviction_refused(&self, reason: &'static str) {
+        self.evictions_refused
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
     /// A loop failed (`cloudProviderError`, ...).
     pub fn error(&self, kind: &'static str) {
         self.errors.get_or_create(&vec![("type", kind)]).inc();
@@ -286,6 +296,7 @@ impl LoopMetrics {
             unremovable_nodes: Family::default(),
             scale_down_in_cooldown: Gauge::default(),
             evicted_pods: Family::default(),
+            evictions_refused: Family::default(),
             errors: Family::default(),
             last_activity: Family::default(),
             safe_to_autoscale: Gauge::default(),
@@ -385,6 +396,11 @@ impl LoopMetrics {
             format!("{p}evicted_pods"),
             "Pods evicted for scale-downs, by result",
             m.evicted_pods.clone(),
+        );
+        registry.register(
+            "ferroscale_evictions_refused",
+            "Evictions the actuator refused to carry out, by reason (not_on_node: the pod is not bound to the node its removal takes; a bug)",
+            m.evictions_refused.clone(),
         );
         registry.register(
             format!("{p}errors"),

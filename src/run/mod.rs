@@ -108,8 +108,10 @@ impl Runner {
                 .descheduler
                 .clone()
                 .unwrap_or_else(DeschedulerMetrics::unregistered);
-            let mut d = Descheduler::new(s, client.clone(), events.clone(), record);
+            // The actuator's cluster side: the same client, Events and (once set) Lease fence.
+            let mut d = Descheduler::with_cluster(s, cluster.clone(), record);
             d.hand_emptied_to_scale_down();
+            d.in_background();
             d
         });
         Runner {
@@ -165,9 +167,12 @@ impl Runner {
         &self.decider.memory
     }
 
-    /// Waits for the removals running in the background to finish; their results in order of
-    /// completion (booked by the next loop).
+    /// Waits for the removals and descheduling evictions running in the background to finish; the
+    /// removals' results in order of completion (all booked by the next loop).
     pub async fn settle(&mut self) -> Vec<std::result::Result<(), String>> {
+        if let Some(d) = self.descheduler.as_mut() {
+            d.settle().await;
+        }
         self.actuator.settle().await
     }
 
@@ -208,19 +213,27 @@ impl Runner {
         let failed = self.act(&decisions, now).await;
         self.publish(&mut observed, &removing, &decisions, now)
             .await;
-        self.deschedule(&observed, now).await;
+        self.deschedule(&observed, &decisions, now).await;
         failed.map_or(Ok(decisions), Err)
     }
 
     /// A descheduling cycle when one is due, after the loop acted: not while what was read cannot be
-    /// trusted; nothing is planned onto the nodes being removed (those this loop started included), being
-    /// emptied, or whose instance is going away. The nodes the plan empties go to scale-down.
-    async fn deschedule(&mut self, observed: &Observed, now: i64) {
-        let Some(d) = self.descheduler.as_mut().filter(|d| d.due(now)) else {
+    /// trusted, nor while the last cycle's evictions still run (they are background work: the cycle
+    /// waits for a later loop). Nothing is planned onto the nodes being removed (those this loop started
+    /// included), being emptied, whose instance is going away, or that the decisions name as no
+    /// destination (`not_destinations`); the plan spends only what the loop's other methods left of the
+    /// budgets (`pdbs_left`; the index's budgets when the engine left none, as it lists every budget
+    /// once it counts them). The nodes the plan empties go to scale-down.
+    async fn deschedule(&mut self, observed: &Observed, d: &Decisions, now: i64) {
+        let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) else {
             return;
         };
         if let Some(doubt) = observed.doubts.first() {
             tracing::info!(%doubt, "no descheduling while the cluster's state cannot be trusted");
+            return;
+        }
+        if desched.busy() {
+            tracing::info!("the last descheduling cycle's evictions still run: the next cycle waits for a later loop");
             return;
         }
         let removing: HashSet<String> = self
@@ -229,8 +242,15 @@ impl Runner {
             .into_keys()
             .chain(observed.interrupted.keys().cloned())
             .chain(self.decider.memory.emptying.keys().cloned())
+            .chain(d.not_destinations.iter().cloned())
             .collect();
-        let cycle = d.cycle(&self.observer.index, &removing, now).await;
+        let index = &self.observer.index;
+        let pdbs = if d.pdbs_left.is_empty() {
+            index.pdbs.items()
+        } else {
+            &d.pdbs_left
+        };
+        let cycle = desched.cycle_counting(index, &removing, pdbs, now).await;
         self.decider.memory.set_emptying(&cycle.emptying, now);
     }
 
@@ -246,6 +266,15 @@ impl Runner {
             .set_soft_taint_time(self.decider.settings.max_bulk_soft_taint_time);
         let memory = &mut self.decider.memory;
         let acted = self.actuator.act(d, index, memory, now).await;
+        // The pods the removals evict are moved: the descheduler leaves their workloads alone for
+        // its cooldown.
+        if let Some(desched) = self.descheduler.as_mut() {
+            let moved = acted
+                .evicting
+                .iter()
+                .filter_map(|e| Some((&**index.pods.get(&e.key())?.0, e.node.as_deref()?)));
+            desched.remember_moved(moved, now);
+        }
         self.observer.acknowledge(false).await;
         acted.error
     }
@@ -324,8 +353,11 @@ impl Runner {
                 }
                 _ = leading.changed() => {
                     if !leading.borrow().leads() {
-                        // Lost: drains stop now (each also checks before its next call).
+                        // Lost: drains and evictions stop now (each also checks before its next call).
                         self.actuator.abort();
+                        if let Some(d) = self.descheduler.as_mut() {
+                            d.abort();
+                        }
                     }
                 }
                 _ = tick.tick() => {
@@ -346,6 +378,9 @@ impl Runner {
         };
         campaign.abort_all();
         self.actuator.abort();
+        if let Some(d) = self.descheduler.as_mut() {
+            d.abort();
+        }
         // Leaving while leading gives the Lease up at once; a replica that lost it writes nothing more.
         if let (Some(e), true) = (elector, outcome.is_ok() && leading.borrow().leads()) {
             let bound = self

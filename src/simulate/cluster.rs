@@ -1,8 +1,8 @@
 //! The simulated cluster: nodes and pods under a virtual clock, with a kubelet (new instances join as
 //! nodes, with their DaemonSet pods, NotReady until they have started), a scheduler (pending pods bound to the first node they fit), a
 //! node lifecycle controller (nodes whose instance is gone leave) and, as the actuator's [`Cluster`],
-//! the API `run` talks to: taints, cordons, evictions (an evicted pod comes back pending, as its
-//! controller recreates it) and events (dropped).
+//! the API `run` talks to: taints, cordons, evictions (`evictions`: through the PodDisruptionBudgets,
+//! an evicted pod comes back pending, as its controller recreates it) and events (dropped).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -11,14 +11,14 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 
 use crate::actuator::{
-    Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
+    Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
 use crate::cloud::{Cloud, WriteGuard};
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
-use crate::error::Result;
-use crate::model::workload::{Node, Pod};
+use crate::error::{Error, Result};
+use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{Snapshot, Taint, TaintEffect};
 
 /// The taint the node lifecycle controller puts on a node that is not Ready.
@@ -38,6 +38,33 @@ pub struct State {
     pub booting: HashMap<String, i64>,
     /// Groups whose new nodes never become Ready (`--events` `neverReady`).
     pub never_ready: HashSet<String>,
+    /// The PodDisruptionBudgets, their `disruptionsAllowed` as the eviction API counts it down and the
+    /// PDB controller recomputes it ([`State::recount_budgets`]).
+    pub pdbs: Vec<Pdb>,
+    /// Each budget as the dump gave it (in `pdbs`' order).
+    pub baselines: Vec<Baseline>,
+    /// Each pod's incarnation (by key; 0 when absent): its UID, for the eviction's precondition.
+    pub incarnations: HashMap<String, u32>,
+    /// Evictions refused since the loop's report last took them.
+    pub refused: Vec<Refusal>,
+    /// The simulation's time (seconds since the epoch), as of the loop running.
+    pub now: i64,
+}
+
+/// A budget as the dump gave it: the pods it covered that were running, and what it allowed (see
+/// `evictions` for how the allowance recovers).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Baseline {
+    pub running: i32,
+    pub allowed: i32,
+}
+
+/// An eviction the simulated API refused, for the loop's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub pod: String,
+    pub node: String,
+    pub reason: String,
 }
 
 /// Each node with the pods bound to it (in `nodes`' order), and each node's index by name: what the
@@ -228,15 +255,6 @@ impl SimCluster {
         }
     }
 
-    fn evictee(p: &Pod) -> Evictee {
-        Evictee {
-            namespace: p.namespace.to_string(),
-            name: p.name.clone(),
-            uid: None,
-            grace_period: p.meta.grace_period,
-        }
-    }
-
     fn with_node(&self, name: &str, change: impl FnOnce(&mut Node)) {
         if let Some(n) = self.state().nodes.iter_mut().find(|n| n.name == name) {
             change(n);
@@ -277,30 +295,31 @@ impl Cluster for SimCluster {
         Ok(changed)
     }
 
-    /// The pod leaves its node at once; a terminating one is gone, any other comes back pending.
-    async fn evict(&self, pod: &Evictee, _settings: &DrainSettings) -> Result<()> {
-        let mut state = self.state();
-        let at = state
-            .pods
-            .iter()
-            .position(|p| p.namespace == pod.namespace && p.name == pod.name);
-        if let Some(i) = at {
-            if state.pods[i].meta.deleted.is_some() {
-                state.pods.remove(i);
-            } else {
-                Arc::make_mut(&mut state.pods[i]).node_name = None;
-            }
+    /// One request through the budgets (see `evictions`): the pod leaves its node at once, a
+    /// terminating one is gone, any other comes back pending. A budget's refusal is final here: the
+    /// simulation's budgets recover between loops only, and its clock does not move while it acts, so
+    /// the drain's retries until `--max-pod-eviction-time` would all be refused too.
+    async fn evict(&self, pod: &Evictee, settings: &DrainSettings) -> Result<()> {
+        match self.state().evict(pod, None) {
+            Attempt::Evicted | Attempt::Gone => Ok(()),
+            Attempt::Refused(why) | Attempt::Failed(why) => Err(Error::Eviction {
+                pod: pod.key(),
+                reason: format!("gave up after {:?}: {why}", settings.max_pod_eviction_time),
+            }),
         }
-        Ok(())
+    }
+
+    async fn evict_once(&self, pod: &Evictee, _grace: i64, to: &str) -> Attempt {
+        self.state().evict(pod, Some(to))
     }
 
     async fn pods_on(&self, node: &str) -> Result<Vec<Evictee>> {
-        Ok(self
-            .state()
+        let state = self.state();
+        Ok(state
             .pods
             .iter()
             .filter(|p| p.node_name.as_deref() == Some(node) && !p.node_bound())
-            .map(|p| Self::evictee(p))
+            .map(|p| state.evictee(p))
             .collect())
     }
 
@@ -351,12 +370,12 @@ impl SimView {
         for p in &state.pods {
             let key = p.key();
             if wanted.contains(key.as_str()) {
-                view.pods.insert(key, SimCluster::evictee(p));
+                view.pods.insert(key, state.evictee(p));
             }
             if let Some(n) = p.node_name.as_deref().filter(|n| nodes.contains(n)) {
                 if !p.node_bound() {
                     let list = view.on_node.entry(n.to_string()).or_default();
-                    list.push(SimCluster::evictee(p));
+                    list.push(state.evictee(p));
                 }
             }
         }

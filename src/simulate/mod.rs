@@ -10,18 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod cluster;
-mod deschedule;
+mod descheduling;
 mod events;
+mod evictions;
 mod report;
 
-pub use cluster::{Boot, SimCluster, SimView, State};
-pub use deschedule::SimDescheduler;
+pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
 pub use report::*;
 
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
+use crate::descheduler::Descheduler;
 use crate::engine::taints::TaintConfig;
 use crate::engine::{run_once, Memory, Settings, World};
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
 use crate::metrics::LoopMetrics;
 use crate::model::lifecycle::{NoticeKind, Noticed};
-use crate::model::workload::{Pdb, Pod};
+use crate::model::workload::Pod;
 use crate::model::{instance_id, provider_id};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
@@ -67,7 +68,6 @@ pub fn consolidates(
 pub struct Simulation {
     /// The nodes and pods, shared with the actuator.
     cluster: SimCluster,
-    pdbs: Vec<Pdb>,
     daemon_pods: Vec<Pod>,
     cloud: Arc<MemoryCloud>,
     /// Carries decisions out as `run` does, on the simulated cluster.
@@ -86,8 +86,9 @@ pub struct Simulation {
     interrupted: Noticed,
     /// Whether pending pods are bound before a loop (see [`Simulation::set_binding`]).
     binding: bool,
-    /// `--deschedule-policy`: the descheduler run after the loops its interval says.
-    descheduler: Option<SimDescheduler>,
+    /// `--deschedule-policy`: the descheduler (`run`'s, evicting through the simulated cluster) run
+    /// after the loops its interval says.
+    descheduler: Option<Descheduler<SimCluster>>,
 }
 
 impl Simulation {
@@ -178,13 +179,16 @@ impl Simulation {
             let target = gc.target_size.unwrap_or(known).max(known);
             cloud.adopt(&gc.name, instances, target, revisions)?;
         }
+        let pods: Vec<Arc<Pod>> = pods.into_iter().map(Arc::new).collect();
         let cluster = SimCluster::new(State {
             nodes,
             node_groups,
-            pods: pods.into_iter().map(Arc::new).collect(),
+            baselines: evictions::baselines(&pdbs, &pods),
+            pdbs,
+            pods,
             failed: failed.into_iter().map(Arc::new).collect(),
-            booting: HashMap::new(),
-            never_ready: Default::default(),
+            now: start,
+            ..State::default()
         });
         let cloud = Arc::new(cloud);
         // Evictions in the simulated cluster never wait: the drain flags do not matter.
@@ -201,7 +205,6 @@ impl Simulation {
         );
         Ok(Simulation {
             cluster,
-            pdbs,
             daemon_pods,
             cloud,
             actuator,
@@ -303,11 +306,9 @@ impl Simulation {
         if self.binding {
             self.cluster.schedule();
         }
-    }
-
-    /// Runs the descheduler after the autoscaling decisions of each loop its interval says.
-    pub fn set_descheduler(&mut self, descheduler: SimDescheduler) {
-        self.descheduler = Some(descheduler);
+        let mut state = self.cluster.state();
+        state.now = self.now;
+        state.recount_budgets();
     }
 
     /// Whether the simulated kube-scheduler binds pending pods before each loop (on by default). Off, the
@@ -365,7 +366,7 @@ impl Simulation {
                 nodes: &state.nodes,
                 node_groups: &state.node_groups,
                 pods: &state.pods,
-                pdbs: &self.pdbs,
+                pdbs: &state.pdbs,
                 daemon_pods: &self.daemon_pods,
                 groups: &groups,
                 removing: &removing,
@@ -388,24 +389,32 @@ impl Simulation {
         let acted = tracing::dispatcher::with_default(&tracing::Dispatch::none(), || {
             futures::executor::block_on(self.actuator.act(&d, &view, &mut self.memory, now))
         });
+        self.remember_moved(&acted, now);
         self.cluster.forget_gone(&*self.cloud);
         let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
-        if let Some(desched) = self.descheduler.as_mut().filter(|x| x.due(now)) {
-            // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
-            // going away; the nodes the plan empties go to scale-down.
-            let removing = self
-                .actuator
-                .in_flight()
-                .into_keys()
-                .chain(interrupted.keys().cloned())
-                .chain(self.memory.emptying.keys().cloned())
-                .collect();
-            let planned = desched.cycle(&self.cluster, &self.pdbs, &removing, now);
+        // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
+        // going away; the nodes the plan empties go to scale-down.
+        let removing = self
+            .actuator
+            .in_flight()
+            .into_keys()
+            .chain(interrupted.keys().cloned())
+            .chain(self.memory.emptying.keys().cloned())
+            .collect();
+        if let Some((cycle, planned)) = self.deschedule(removing, &d, now) {
             self.memory.set_emptying(&planned.emptied, now);
-            report::add_descheduling(&mut report, &planned);
+            report::add_descheduling(&mut report, &planned, &cycle);
         }
         {
-            let state = self.cluster.state();
+            let mut state = self.cluster.state();
+            report.evictions_refused = std::mem::take(&mut state.refused)
+                .into_iter()
+                .map(|r| RefusedReport {
+                    pod: r.pod,
+                    node: r.node,
+                    reason: r.reason,
+                })
+                .collect();
             for n in &state.nodes {
                 let g = state.node_groups.get(&n.name).map_or("-", String::as_str);
                 *report.nodes.entry(g.to_string()).or_default() += 1;

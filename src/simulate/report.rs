@@ -92,6 +92,10 @@ pub struct LoopReport {
     /// The descheduler's evictions (`--deschedule-policy`), carried out after the decisions above.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evictions: Vec<EvictionReport>,
+    /// Evictions (by any method) the simulated eviction API refused, as the live one would: a
+    /// PodDisruptionBudget allowing no more disruptions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evictions_refused: Vec<RefusedReport>,
     /// The descheduler's proposals its plan declined, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descheduling_declined: Vec<DeclinedReport>,
@@ -206,6 +210,14 @@ pub struct EvictionReport {
     pub to: Option<String>,
 }
 
+/// An eviction the simulated eviction API refused: the pod, its node, why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RefusedReport {
+    pub pod: String,
+    pub node: String,
+    pub reason: String,
+}
+
 /// A pod a strategy proposed and the plan did not evict, with why.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DeclinedReport {
@@ -215,16 +227,26 @@ pub struct DeclinedReport {
     pub reason: String,
 }
 
-/// Adds one descheduling cycle's plan to its loop's report.
-pub fn add_descheduling(report: &mut LoopReport, plan: &crate::deschedule::Plan) {
-    report
+/// Adds one descheduling cycle to its loop's report: the evictions carried out, the proposals declined,
+/// the nodes emptied.
+pub fn add_descheduling(
+    report: &mut LoopReport,
+    plan: &crate::deschedule::Plan,
+    cycle: &crate::descheduler::Cycle,
+) {
+    // The evictions the simulated API accepted (a budget's refusal is in `evictions_refused`).
+    let evicted: std::collections::HashSet<&str> =
+        cycle.evicted.iter().map(String::as_str).collect();
+    let done = plan
         .evictions
-        .extend(plan.evictions.iter().map(|e| EvictionReport {
-            pod: e.pod.key(),
-            node: e.node.clone(),
-            strategy: e.strategy.to_string(),
-            to: Some(e.to.clone()).filter(|t| !t.is_empty()),
-        }));
+        .iter()
+        .filter(|e| evicted.contains(e.pod.key().as_str()));
+    report.evictions.extend(done.map(|e| EvictionReport {
+        pod: e.pod.key(),
+        node: e.node.clone(),
+        strategy: e.strategy.to_string(),
+        to: Some(e.to.clone()).filter(|t| !t.is_empty()),
+    }));
     report
         .descheduling_declined
         .extend(plan.declined.iter().map(|d| DeclinedReport {
@@ -404,6 +426,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             })
             .collect(),
         evictions: Vec::new(),
+        evictions_refused: Vec::new(),
         descheduling_declined: Vec::new(),
         consolidations: d
             .consolidations

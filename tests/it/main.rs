@@ -4,6 +4,7 @@
 
 mod support;
 
+mod actuator_evictions;
 mod aws_discovery;
 mod aws_faults;
 mod aws_lifecycle;
@@ -19,6 +20,7 @@ mod chart_security;
 mod chart_upstream;
 mod cli;
 mod concurrency;
+mod deschedule_conductor;
 mod deschedule_process;
 mod docs_links;
 mod durations;
@@ -68,6 +70,7 @@ mod simulate_deschedule_policy;
 mod simulate_drain;
 mod simulate_durations;
 mod simulate_events;
+mod simulate_evictions;
 mod simulate_example;
 mod simulate_json;
 mod simulate_lifecycle;

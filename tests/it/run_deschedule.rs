@@ -272,6 +272,8 @@ async fn run_deschedules_after_its_loop_every_interval() {
     // The next loop, within --deschedule-interval: no cycle.
     h.runner.run_once(t + 10).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("1"));
+    // The cycle's evictions run in the background; once done, the next cycle is due after the interval.
+    h.runner.settle().await;
     h.runner.run_once(t + 300).await.unwrap();
     assert_eq!(cycles(&h).as_deref(), Some("2"));
     // Each cycle times each strategy under the descheduler's name and labels.
@@ -324,6 +326,8 @@ async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_t
     let mut h = Harness::new(api.clone(), POOL, engine, run).await;
     let t = now() + 60;
     h.runner.run_once(t).await.unwrap();
+    // The evictions run in the background, off the loop.
+    h.runner.settle().await;
     // The failed pod goes; of web's two pods the budget lets one go, placed on the other node.
     assert!(api.get(PODS, "default", "job-1").is_none());
     let left: Vec<bool> = ["web-1", "web-2"]
@@ -370,10 +374,12 @@ async fn run_evicts_what_the_plan_keeps_and_not_the_same_workload_again_within_t
         "the budget's change reached the watch"
     );
     h.runner.run_once(t + 300).await.unwrap();
+    h.runner.settle().await;
     assert!(api.get(PODS, "default", stays).is_some());
     assert_eq!(evictions(&api), 2);
     // Past the cooldown it goes.
     h.runner.run_once(t + 300 + 1800).await.unwrap();
+    h.runner.settle().await;
     assert!(api.get(PODS, "default", stays).is_none());
     assert_eq!(evictions(&api), 3);
 }
@@ -399,4 +405,35 @@ async fn a_priority_threshold_by_class_name_reads_the_class() {
         .requests()
         .iter()
         .any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1/priorityclasses/important")));
+}
+
+#[tokio::test]
+async fn a_cycles_evictions_run_in_the_background_and_do_not_hold_the_loop() {
+    let api = cluster(1).await;
+    // The eviction API does not answer the failed pod's eviction until released.
+    api.hold("POST /api/v1/namespaces/default/pods/job-1/eviction");
+    let run = RunSettings {
+        deschedule: Some(settings(policy(&[Strategy::RemoveFailedPods]))),
+        ..run_settings()
+    };
+    let mut h = Harness::new(
+        api.clone(),
+        POOL,
+        ferroscale::cli::flags::default_engine(),
+        run,
+    )
+    .await;
+    let t = now() + 60;
+    // The loop ends with the eviction still unanswered: asked, held, the pod still there.
+    h.runner.run_once(t).await.unwrap();
+    api.wait_for("the eviction to be asked", |a| evictions(a) == 1)
+        .await;
+    assert!(api.get(PODS, "default", "job-1").is_some());
+    api.release();
+    h.runner.settle().await;
+    assert!(api.get(PODS, "default", "job-1").is_none(), "evicted");
+    assert_eq!(evictions(&api), 1);
+    let scrape = h.metrics.encode();
+    let sample = "descheduler_pods_evicted_total{result=\"success\",strategy=\"RemoveFailedPods\",profile=\"default\",namespace=\"default\",node=\"pool-a\"} 1";
+    assert!(scrape.contains(sample), "{scrape}");
 }

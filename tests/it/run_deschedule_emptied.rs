@@ -39,7 +39,8 @@ pub(crate) fn pack() -> Policy {
 }
 
 /// `pool-a` with two pods of little cpu and 5Gi each (62% of its memory: scale-down keeps it), `pool-b`
-/// at 25% of its cpu: `HighNodeUtilization` packs `pool-a`'s pods onto `pool-b`.
+/// at 52% of its cpu (scale-down needs it: the nodes it holds unneeded are no destination):
+/// `HighNodeUtilization` packs `pool-a`'s pods onto `pool-b`.
 pub(crate) fn objects() -> Vec<(&'static str, Value)> {
     let heavy = |name: &str| {
         let mut p = pod(name, "100m", Some("pool-a"), "web");
@@ -51,7 +52,7 @@ pub(crate) fn objects() -> Vec<(&'static str, Value)> {
         ("Node", node("pool-b", "memory:///pool/i-b", "4", "16Gi")),
         ("Pod", heavy("web-1")),
         ("Pod", heavy("web-2")),
-        ("Pod", pod("db", "1000m", Some("pool-b"), "db")),
+        ("Pod", pod("db", "2100m", Some("pool-b"), "db")),
     ]
 }
 

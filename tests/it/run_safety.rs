@@ -402,6 +402,7 @@ async fn an_eviction_carries_the_pods_uid_and_spares_a_same_named_replacement() 
         name: "db-0".into(),
         uid: first["metadata"]["uid"].as_str().map(String::from),
         grace_period: Some(0),
+        node: Some("n1".into()),
     };
     // The StatefulSet's next db-0 replaces the pod listed for the drain, under the same name.
     api.delete(PODS, "default", "db-0");

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroscale::actuator::Cluster;
 use ferroscale::deschedule::strategies::failed::RemoveFailedPodsArgs;
 use ferroscale::deschedule::strategies::lifetime::PodLifeTimeArgs;
 use ferroscale::deschedule::{Eviction, PluginArgs, Policy, Profile, Settings, Strategy};
 use ferroscale::model::workload::Pod;
 use ferroscale::report::{page, ChainRun};
-use ferroscale::simulate::{LoopReport, SimDescheduler, Simulation};
+use ferroscale::simulate::{LoopReport, Simulation};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
@@ -67,13 +68,13 @@ fn failed_pods() -> PluginArgs {
 /// A simulation of `cluster` descheduling with `policy` every `interval`, cooldown `cooldown`.
 fn descheduling(cluster: &[String], policy: Policy, interval: u64, cooldown: i64) -> Simulation {
     let mut s = sim(cluster, GROUPS);
-    s.set_descheduler(SimDescheduler::new(
+    s.set_descheduler(
         policy,
         Duration::from_secs(interval),
         Settings {
             cooldown_secs: cooldown,
         },
-    ));
+    );
     s
 }
 
@@ -124,6 +125,17 @@ fn live(s: &Simulation, name: &str) -> Option<Arc<Pod>> {
         .cloned()
 }
 
+/// The descheduler's `evictions`, asked of the simulated cluster at `now` one by one, as the descheduler
+/// asks them (`Cluster::evict_once`).
+fn deschedule(s: &Simulation, evictions: &[Eviction], now: i64) {
+    let c = s.cluster();
+    c.state().now = now;
+    for e in evictions {
+        let pod = c.state().evictee(&e.pod);
+        futures::executor::block_on(c.evict_once(&pod, 30, &e.to));
+    }
+}
+
 fn eviction(pod: Arc<Pod>, strategy: Strategy, to: &str) -> Eviction {
     Eviction {
         node: pod.node_name.clone().unwrap_or_default(),
@@ -151,7 +163,8 @@ fn evictions_delete_a_failed_pod_drop_a_bare_one_and_bind_a_controllers_where_pl
     let web = live(&s, "web-2").unwrap();
     let lone = live(&s, "lone").unwrap();
     let now = s.now() + 60;
-    s.cluster().deschedule(
+    deschedule(
+        &s,
         &[
             eviction(crashed, Strategy::RemoveFailedPods, ""),
             eviction(web, Strategy::RemoveDuplicates, "b"),
@@ -181,8 +194,8 @@ fn a_replacement_its_planned_node_no_longer_takes_waits_for_the_scheduler() {
     ];
     let mut s = sim(&cluster, GROUPS);
     let web = live(&s, "web").unwrap();
-    s.cluster()
-        .deschedule(&[eviction(web, Strategy::RemoveDuplicates, "b")], s.now());
+    let now = s.now();
+    deschedule(&s, &[eviction(web, Strategy::RemoveDuplicates, "b")], now);
     assert_eq!(live(&s, "web").unwrap().node_name, None, "pending");
     // The next loop's scheduler binds it where it fits: its old node.
     let r = s.step(&quick_scale_down(), &pacing());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use ferroscale::deschedule::strategies::high_utilization::HighNodeUtilizationArgs;
 use ferroscale::deschedule::{PluginArgs, Policy, Profile, Settings};
 use ferroscale::report::{page, ChainRun};
-use ferroscale::simulate::{LoopReport, SimDescheduler, Simulation};
+use ferroscale::simulate::{LoopReport, Simulation};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::dump::{node, pod, GROUPS};
@@ -66,11 +66,7 @@ fn a_node_high_node_utilization_empties_is_removed_by_scale_down_with_its_pods_o
 
     let mut s = sim(&underused(), GROUPS);
     reports.clear();
-    s.set_descheduler(SimDescheduler::new(
-        pack(),
-        Duration::from_secs(300),
-        Settings::default(),
-    ));
+    s.set_descheduler(pack(), Duration::from_secs(300), Settings::default());
     let first = step(&mut s, &mut reports);
     assert_eq!(first["emptying"], json!(["a"]), "{first}");
     assert!(

@@ -127,7 +127,8 @@ fn simulate_with_a_policy_file_prints_and_reports_the_cycles_evictions() {
         old(pod("web", "dup-2", "300m", "1Gi", Some("a"), "")),
         failed(old(pod("jobs", "crashed", "100m", "100Mi", Some("a"), ""))),
         old(pod("big", "big-1", "6", "1Gi", Some("d"), "")),
-        created(pod("f", "fresh", "100m", "100Mi", Some("b"), ""), NEW),
+        // Busy enough that scale-down needs `b`: the nodes it holds unneeded are no destination.
+        created(pod("f", "fresh", "1100m", "100Mi", Some("b"), ""), NEW),
     ]
     .join("---\n");
     let write = |name: &str, text: &str| {

@@ -197,6 +197,7 @@ fn the_page_escapes_what_it_shows() {
             disruptions: vec![],
             replacements: vec![],
             evictions: vec![],
+            evictions_refused: vec![],
             descheduling_declined: vec![],
             consolidations: vec![],
             consolidation_declined: vec![],

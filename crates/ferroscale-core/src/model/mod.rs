@@ -18,7 +18,7 @@ mod snapshot;
 pub mod volumes;
 pub mod workload;
 
-pub use duration::parse_go_duration;
+pub use duration::{parse_go_duration, secs};
 pub use group::{DeletePlan, ErrorClass, Instance, InstanceError, InstanceState, NodeGroup};
 pub use options::{AutoscalingOptions, OptionValues};
 pub use provider_id::instance_id;

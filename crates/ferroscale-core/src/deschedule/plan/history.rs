@@ -1,5 +1,7 @@
 //! What planning remembers between cycles: the last move of each workload, for the cooldown and so
-//! that no cycle undoes an earlier one.
+//! that no cycle undoes an earlier one. Moves by other methods (the autoscaler's removals: scale-down,
+//! consolidation, replacement, notices) are remembered too ([`History::record_disruption`]), so no
+//! workload any method moved is moved again within the cooldown.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,13 +10,14 @@ use crate::deschedule::args::Strategy;
 use crate::deschedule::view::being_removed;
 use crate::model::workload::{Node, Pod};
 
-/// A workload's last move: when, from which node to which, by which strategy.
+/// A workload's last move: when, from which node to which (empty when another method moved it: the
+/// scheduler places it), by which strategy (None: another method's removal evicted it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Move {
     pub at: i64,
     pub from: String,
     pub to: String,
-    pub strategy: Strategy,
+    pub strategy: Option<Strategy>,
 }
 
 /// The moves of earlier cycles, kept by the caller between cycles.
@@ -44,6 +47,20 @@ impl History {
     /// Remembers the evictions of a plan carried out at `now` (a failed pod's removal is no move).
     pub fn record(&mut self, plan: &Plan, now: i64) {
         self.record_moves(&plan.evictions, now);
+    }
+
+    /// Remembers that another method (a removal draining `from`) evicted a pod of the workload `owner`
+    /// (its [`owner_key`]) at `now`.
+    pub fn record_disruption(&mut self, owner: String, from: &str, now: i64) {
+        self.moves.insert(
+            owner,
+            Move {
+                at: now,
+                from: from.to_string(),
+                to: String::new(),
+                strategy: None,
+            },
+        );
     }
 
     /// Keeps the moves of the nodes handed to scale-down until the next cycle's [`History::settle`].
@@ -76,7 +93,7 @@ impl History {
                     at: now,
                     from: e.node.clone(),
                     to: e.to.clone(),
-                    strategy: e.strategy,
+                    strategy: Some(e.strategy),
                 },
             );
         }

@@ -309,3 +309,31 @@ fn pods_the_drain_moves_off_a_handed_over_node_are_in_the_cooldown_once_it_goes(
         assert_eq!(taken.last(&owner).unwrap().at, 2_000);
     }
 }
+
+#[test]
+fn a_workload_another_methods_removal_moved_is_in_the_cooldown() {
+    let w2 = web("w2", "a", 100);
+    let f = Fixture::new(vec![n("a"), n("b")], vec![web("w1", "a", 100), w2.clone()]);
+    let now = f.cluster().now;
+    let owner = owner_key(&w2);
+    // A scale-down's drain evicted w1 (same owner) from a a minute ago: no strategy, no target.
+    let mut history = History::default();
+    history.record_disruption(owner.clone(), "a", now - 60);
+    let m = history.last(&owner).unwrap();
+    assert_eq!(
+        (m.strategy, m.from.as_str(), m.to.as_str()),
+        (None, "a", "")
+    );
+    let plan = run(
+        &f,
+        &Policy::default(),
+        &history,
+        vec![propose(&w2, Strategy::RemoveDuplicates)],
+    );
+    assert!(plan.evictions.is_empty());
+    assert!(
+        matches!(plan.declined[0].why, Why::Cooldown { until } if until == now - 60 + 1800),
+        "{:?}",
+        plan.declined
+    );
+}

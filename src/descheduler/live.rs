@@ -1,0 +1,114 @@
+//! The descheduler on the live cluster, shared by `run` and `ferroscale deschedule`: it evicts through
+//! the Kubernetes API ([`LiveCluster`]), reads its cycles from the watch-fed [`Index`] (nodes, live
+//! pods, failed pods still bound, PodDisruptionBudgets, each pod's UID) and the PriorityClasses the
+//! policy names from the API.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::{Api, Client};
+
+use super::{Cycle, Descheduler, DeschedulerSettings, Identify, Seen};
+use crate::actuator::Evictee;
+use crate::k8s::cluster::LiveCluster;
+use crate::k8s::events::Events;
+use crate::k8s::index::Index;
+use crate::k8s::lease::Fence;
+use crate::metrics::DeschedulerMetrics;
+use crate::model::workload::{Pdb, Pod};
+
+impl Descheduler<LiveCluster> {
+    /// A descheduler evicting through `client`, its Events written by `events`.
+    pub fn new(
+        settings: DeschedulerSettings,
+        client: Client,
+        events: Events,
+        metrics: DeschedulerMetrics,
+    ) -> Self {
+        let cluster = LiveCluster::new(client, events, Fence::open());
+        Descheduler::with_cluster(settings, cluster, metrics)
+    }
+
+    /// Evicts only while the Lease's term runs.
+    pub fn set_fence(&mut self, fence: Fence) {
+        self.cluster.set_fence(fence);
+    }
+
+    /// One cycle at `now` on the index as it is, its PodDisruptionBudgets as the cluster has them.
+    /// `removing`: the nodes being emptied, on which nothing is planned.
+    pub async fn cycle(&mut self, index: &Index, removing: &HashSet<String>, now: i64) -> Cycle {
+        self.cycle_counting(index, removing, index.pdbs.items(), now)
+            .await
+    }
+
+    /// One cycle at `now` on the index as it is, spending what `pdbs` allow (`run`: what the loop's
+    /// other methods left).
+    pub async fn cycle_counting(
+        &mut self,
+        index: &Index,
+        removing: &HashSet<String>,
+        pdbs: &[Pdb],
+        now: i64,
+    ) -> Cycle {
+        self.read_priority_classes().await;
+        let seen = Seen {
+            nodes: index.nodes.items(),
+            pods: index.pods.items(),
+            failed: index.failed.items(),
+            pdbs,
+            removing,
+            ids: index,
+        };
+        self.deschedule(&seen, now).await.0
+    }
+
+    /// Reads the PriorityClasses the policy names and this replica has not read yet; one that cannot be
+    /// read is logged and tried again next cycle (the evictor meanwhile does not know its value).
+    async fn read_priority_classes(&mut self) {
+        let names: HashSet<String> = self
+            .settings
+            .policy
+            .profiles
+            .iter()
+            .filter_map(|p| p.evictor.priority_threshold.as_ref())
+            .map(|t| t.name.clone())
+            .filter(|n| !n.is_empty() && !self.priority_classes.contains_key(n))
+            .collect();
+        let api: Api<PriorityClass> = Api::all(self.cluster.client().clone());
+        for name in names {
+            match api.get_opt(&name).await {
+                Ok(Some(class)) => {
+                    self.priority_classes.insert(name, class.value.unwrap_or(0));
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        priority_class = name,
+                        "priorityThreshold names a PriorityClass that does not exist"
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!(priority_class = name, error = %e, "reading a PriorityClass failed; tried again next cycle")
+                }
+            }
+        }
+    }
+}
+
+/// The pod as the eviction API is asked for it, with the UID the index holds.
+impl Identify for Index {
+    fn evictee(&self, pod: &Pod) -> Evictee {
+        let key = crate::model::workload::pod_key(&pod.namespace, &pod.name);
+        let uid = self
+            .pods
+            .get(&key)
+            .or_else(|| self.failed.get(&key))
+            .and_then(|(_, x)| x.uid.clone());
+        Evictee {
+            namespace: pod.namespace.to_string(),
+            name: pod.name.clone(),
+            uid,
+            grace_period: pod.meta.grace_period,
+            node: pod.node_name.clone(),
+        }
+    }
+}
