@@ -369,3 +369,82 @@ fn a_consolidation_into_a_never_ready_group_is_tried_once_then_backs_off() {
     assert_eq!(retired, 3);
     assert!(!s.memory().backoff.contains_key("big"));
 }
+
+/// `hot-0` (7 of 8 cores asked, above LowNodeUtilization's target) and two idle nodes of `pin`, whose
+/// min size is `min`.
+fn lnu_cluster(min: u32) -> (Vec<String>, String) {
+    let mut c = vec![
+        node("hot-0", "hot", 8),
+        node("pin-0", "pin", 8),
+        node("pin-1", "pin", 8),
+        pod("idle-0", "pin-0", "500m", "idle"),
+        pod("idle-1", "pin-1", "500m", "idle"),
+    ];
+    for k in 0..7 {
+        c.push(pod(&format!("busy-{k}"), "hot-0", "1", "busy"));
+    }
+    let groups = format!(
+        "nodeGroups:\n\
+         \x20 - {{name: hot, minSize: 1, maxSize: 4, capacity: {{cpu: 8, memory: 64Gi, pods: 110}}, instances: [{{id: hot-0}}]}}\n\
+         \x20 - {{name: pin, minSize: {min}, maxSize: 4, capacity: {{cpu: 8, memory: 64Gi, pods: 110}}, instances: [{{id: pin-0}}, {{id: pin-1}}]}}\n"
+    );
+    (c, groups)
+}
+
+pub(crate) const LNU: &str =
+    "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: balance\n  \
+    pluginConfig:\n  - name: LowNodeUtilization\n    args:\n      thresholds: {cpu: 20}\n      \
+    targetThresholds: {cpu: 50}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n";
+
+/// The pods the loop's descheduling evicted, with the node the plan placed each on.
+fn moved(r: &LoopReport) -> Vec<(String, Option<String>)> {
+    r.evictions
+        .iter()
+        .map(|e| (e.pod.clone(), e.to.clone()))
+        .collect()
+}
+
+#[test]
+fn low_node_utilization_moves_pods_onto_the_nodes_of_a_group_at_min_size_and_not_onto_unneeded_ones(
+) {
+    let settings = ferroscale::cli::flags::default_engine();
+    let policy = || {
+        ferroscale::deschedule::Policy::parse(LNU)
+            .expect("the policy reads")
+            .0
+    };
+    // `pin` at its min size: its nodes can never go, get no soft taint, and take the pods.
+    let (c, groups) = lnu_cluster(2);
+    let mut s = sim(&c, &groups);
+    s.set_descheduler(
+        policy(),
+        std::time::Duration::from_secs(300),
+        ferroscale::deschedule::Settings::default(),
+    );
+    let before = placement(&s);
+    let r = s.step(&settings, &pacing());
+    evicts_only_its_own(&before, &r);
+    let to = moved(&r);
+    assert!(!to.is_empty(), "{r:#?}");
+    assert!(
+        to.iter()
+            .all(|(_, n)| n.as_deref().is_some_and(|n| n.starts_with("pin-"))),
+        "{to:?}"
+    );
+    // The contrast: `pin` above its min size, its idle nodes are unneeded (scale-down will take them):
+    // no pod is sent there to be moved again when they go.
+    let (c, groups) = lnu_cluster(0);
+    let mut s = sim(&c, &groups);
+    s.set_descheduler(
+        policy(),
+        std::time::Duration::from_secs(300),
+        ferroscale::deschedule::Settings::default(),
+    );
+    let r = s.step(&settings, &pacing());
+    assert!(
+        moved(&r)
+            .iter()
+            .all(|(_, n)| !n.as_deref().is_some_and(|n| n.starts_with("pin-"))),
+        "{r:#?}"
+    );
+}

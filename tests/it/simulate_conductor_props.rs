@@ -1,7 +1,7 @@
 //! The conductor's invariants (issue #37) over random clusters with every method on at once, through
 //! `simulate` on the memory cloud, loop after loop: scale-down, consolidation (two groups opted in),
-//! drift (some nodes on an old revision), voluntary notices (rebalance recommendations) and a
-//! PodDisruptionBudget over half the pods.
+//! drift (some nodes on an old revision), voluntary notices (rebalance recommendations), the
+//! descheduler (LowNodeUtilization) and a PodDisruptionBudget over half the pods.
 //!
 //! After every loop: no pod leaves its node unless an action of that loop removes the node (or names
 //! the pod); no action plans an eviction of a pod bound elsewhere; no PDB gives more nodes' pods than it
@@ -90,6 +90,15 @@ fn check(nodes: &[NodeSpec], allowed: i32, notices: &[(usize, u64)]) {
     if !text.is_empty() {
         s.set_events(parse_events(&text).unwrap(), true);
     }
+    // The descheduler too, every other loop: LowNodeUtilization between the busy and the idle nodes.
+    let policy = ferroscale::deschedule::Policy::parse(crate::simulate_conductor::LNU)
+        .unwrap()
+        .0;
+    s.set_descheduler(
+        policy,
+        std::time::Duration::from_secs(20),
+        ferroscale::deschedule::Settings::default(),
+    );
     let settings = flags(&[&format!("--max-nodes-total={MAX_TOTAL}")]);
     let pods = s.cluster().state().pods.len();
     for _ in 0..24 {

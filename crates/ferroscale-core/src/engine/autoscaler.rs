@@ -165,8 +165,7 @@ pub fn run_once(
             continue;
         }
         // A pod's own delay only lengthens the flag's (upstream's filterOutYoungPods).
-        let delay = secs(settings.new_pod_scale_up_delay)
-            .max(p.meta.scale_up_delay.unwrap_or(0));
+        let delay = secs(settings.new_pod_scale_up_delay).max(p.meta.scale_up_delay.unwrap_or(0));
         if now - p.meta.created < delay {
             d.pending.push((p.key(), Pending::TooNew));
             continue;
