@@ -392,6 +392,13 @@ impl<C: Cluster> Descheduler<C> {
     pub fn history(&self) -> &History {
         &self.history
     }
+
+    /// The workloads a strategy moved within `--deschedule-cooldown` before `now`: what the loop's
+    /// other methods do not move again meanwhile (`Memory::descheduled`).
+    pub fn recently_moved(&self, now: i64) -> std::collections::HashSet<String> {
+        self.history
+            .moved_within(now, self.settings.plan.cooldown_secs.max(0))
+    }
 }
 
 /// Asks for a cycle's evictions one after the other, each once, while this replica may act; each

@@ -208,6 +208,9 @@ impl Runner {
             }
         };
         let removing = self.actuator.in_flight();
+        if let Some(desched) = &self.descheduler {
+            self.decider.memory.descheduled = desched.recently_moved(now);
+        }
         let index = &self.observer.index;
         let decisions = self.decider.decide(&observed, index, &removing, now);
         let failed = self.act(&decisions, now).await;

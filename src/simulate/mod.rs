@@ -358,6 +358,9 @@ impl Simulation {
             self.interrupted.due(now, |n| present.contains(n))
         };
         self.actuator.book(&mut self.memory, now);
+        if let Some(desched) = &self.descheduler {
+            self.memory.descheduled = desched.recently_moved(now);
+        }
         let groups = self.groups();
         let removing = self.actuator.in_flight();
         let d = {

@@ -49,6 +49,10 @@ pub struct Memory {
     /// Nodes the descheduler emptied (`HighNodeUtilization`, in `run` and `simulate`), with since when:
     /// scale-down removes them through its path at once, under its rules and the disruption budgets.
     pub emptying: HashMap<String, i64>,
+    /// Workloads (`Pod::owner_key`) the descheduler moved within `--deschedule-cooldown`, set by the
+    /// caller before each loop from the descheduler's history: scale-down and consolidation do not move
+    /// them again meanwhile (they keep their nodes), as the descheduler leaves alone what they moved.
+    pub descheduled: HashSet<String>,
 }
 
 /// A consolidation under way: `count` new nodes of `group` were asked for `since`; `nodes` go once

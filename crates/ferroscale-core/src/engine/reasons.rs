@@ -223,6 +223,8 @@ pub enum Unremovable {
     EvictionLimit { max: usize },
     /// Due for replacement (drift, expiry), but its surge may not be asked for (what scale-up obeys).
     SurgeRefused(Refusal),
+    /// A pod the descheduler moved here within `--deschedule-cooldown`: not moved again meanwhile.
+    Descheduled { pod: String },
 }
 
 impl fmt::Display for Unremovable {
@@ -260,6 +262,9 @@ impl fmt::Display for Unremovable {
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
             Unremovable::EvictionLimit { max } => write!(f, "--max-evictions-per-loop ({max}) reached"),
             Unremovable::SurgeRefused(r) => write!(f, "due for replacement, no new node now: {r}"),
+            Unremovable::Descheduled { pod } => {
+                write!(f, "pod {pod} was moved by the descheduler within its cooldown")
+            }
             Unremovable::UnreadyKept => {
                 write!(f, "unready, and --scale-down-unready-enabled is false")
             }

@@ -140,6 +140,11 @@ pub(super) fn scale_down(
             );
             continue;
         }
+        // The descheduler's moves stand for its cooldown: a pod it placed here is not moved again.
+        if let Some(p) = recently_descheduled(&infos[i], memory).filter(|_| emptying.is_none()) {
+            keep(d, Unremovable::Descheduled { pod: p });
+            continue;
+        }
         if let Some(resource) = missing_allocatable(&node) {
             keep(d, Unremovable::UtilizationUnknown { resource });
             continue;
@@ -339,6 +344,17 @@ fn reserve(
         return movable.iter().map(|p| p.key()).collect();
     }
     Vec::new()
+}
+
+/// A pod bound to `info`'s node whose workload the descheduler moved within its cooldown, if any.
+pub(super) fn recently_descheduled(info: &NodeInfo, memory: &Memory) -> Option<String> {
+    if memory.descheduled.is_empty() {
+        return None;
+    }
+    info.bound()
+        .iter()
+        .find(|p| memory.descheduled.contains(&p.owner_key()))
+        .map(|p| p.key())
 }
 
 /// Takes the evictions of `pods` from `pdbs` (those the eviction API checks against them).

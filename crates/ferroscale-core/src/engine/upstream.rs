@@ -50,7 +50,8 @@ impl Unremovable {
             | Unremovable::DisruptionBudget { .. }
             | Unremovable::OutsideDisruptionWindow { .. }
             | Unremovable::EvictionLimit { .. }
-            | Unremovable::SurgeRefused(_) => "NotUnneededOtherReason",
+            | Unremovable::SurgeRefused(_)
+            | Unremovable::Descheduled { .. } => "NotUnneededOtherReason",
         }
     }
 }

@@ -220,6 +220,15 @@ impl Pod {
             || self.meta.daemon_set_annotation
     }
 
+    /// How its workload is known across incarnations (a replacement pod has a new name): its namespace
+    /// and controlling owner, or the pod itself when it has none. What the cooldown between moves keys on.
+    pub fn owner_key(&self) -> String {
+        match (&self.meta.controller, &self.meta.controller_name) {
+            (Some(kind), Some(name)) => format!("{}/{kind}/{name}", self.namespace),
+            _ => format!("{}/Pod/{}", self.namespace, self.name),
+        }
+    }
+
     /// Any of its owners is a DaemonSet, controller or not (the descheduler's `IsDaemonsetPod`, which
     /// reads every owner reference where cluster-autoscaler reads the controller only).
     pub fn owned_by_daemon_set(&self) -> bool {

@@ -32,10 +32,7 @@ pub struct History {
 /// How a workload is known across cycles (a replacement pod has a new name): its namespace and
 /// controlling owner, or the pod itself when it has none.
 pub fn owner_key(pod: &Pod) -> String {
-    match (&pod.meta.controller, &pod.meta.controller_name) {
-        (Some(kind), Some(name)) => format!("{}/{kind}/{name}", pod.namespace),
-        _ => format!("{}/Pod/{}", pod.namespace, pod.name),
-    }
+    pod.owner_key()
 }
 
 impl History {
@@ -103,6 +100,16 @@ impl History {
     /// workload ever moved.
     pub fn forget_before(&mut self, now: i64, keep_secs: i64) {
         self.moves.retain(|_, m| m.at + keep_secs > now);
+    }
+
+    /// The workloads a descheduling strategy moved less than `within` seconds before `now`: what the
+    /// autoscaler's own methods leave alone meanwhile (`Memory::descheduled`).
+    pub fn moved_within(&self, now: i64, within: i64) -> std::collections::HashSet<String> {
+        self.moves
+            .iter()
+            .filter(|(_, m)| m.strategy.is_some() && now.saturating_sub(m.at) < within)
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// How many workloads it remembers.

@@ -13,6 +13,7 @@ use crate::engine::health::is_ready;
 use crate::engine::ledger::{Kind, Ledger};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::NodeInfo;
+use crate::engine::scale_down::recently_descheduled;
 use crate::model::consolidation::ConsolidationPolicy;
 use crate::model::duration::secs;
 use crate::model::workload::Pod;
@@ -141,6 +142,10 @@ pub(super) fn candidates<'a>(
             decline(Declined::OutsideDisruptionWindow {
                 group: g.id.clone(),
             });
+            continue;
+        }
+        if let Some(pod) = recently_descheduled(info, memory) {
+            decline(Declined::Descheduled { pod });
             continue;
         }
         let bound = info.bound();

@@ -50,6 +50,8 @@ pub enum Declined {
     /// The new nodes it needs may not be asked for now (group health, backoff, capacity, max size,
     /// the cluster's maxima).
     NoNewNodes(crate::engine::reasons::Refusal),
+    /// A pod the descheduler moved here within `--deschedule-cooldown`.
+    Descheduled { pod: String },
 }
 
 impl fmt::Display for Declined {
@@ -100,6 +102,9 @@ impl fmt::Display for Declined {
                 write!(f, "--max-evictions-per-loop ({max}) reached this loop")
             }
             Declined::NoNewNodes(r) => write!(f, "no new nodes may be asked for: {r}"),
+            Declined::Descheduled { pod } => {
+                write!(f, "pod {pod} was moved by the descheduler within its cooldown")
+            }
         }
     }
 }
@@ -134,7 +139,7 @@ impl fmt::Display for Waits {
 
 impl Declined {
     /// Every [`Declined::label`], for series set to 0 before the first.
-    pub const LABELS: [&'static str; 15] = [
+    pub const LABELS: [&'static str; 16] = [
         "saving_too_small",
         "saving_per_pod_too_small",
         "nothing_cheaper",
@@ -150,6 +155,7 @@ impl Declined {
         "parallelism",
         "eviction_limit",
         "no_new_nodes",
+        "descheduled",
     ];
 
     /// A stable name of the reason, without its figures: a metric label, a summary's key.
@@ -170,6 +176,7 @@ impl Declined {
             Declined::Parallelism => "parallelism",
             Declined::EvictionLimit { .. } => "eviction_limit",
             Declined::NoNewNodes(_) => "no_new_nodes",
+            Declined::Descheduled { .. } => "descheduled",
         }
     }
 }
@@ -182,6 +189,7 @@ impl From<Unremovable> for Declined {
             Unremovable::Blocked(b) => Declined::Blocked(b),
             Unremovable::OnCompletion { pod } => Declined::OnCompletion { pod },
             Unremovable::EvictionLimit { max } => Declined::EvictionLimit { max },
+            Unremovable::Descheduled { pod } => Declined::Descheduled { pod },
             Unremovable::AtMinSize { group } => Declined::AtMinSize { group },
             Unremovable::DisruptionBudget { group, allowed } => {
                 Declined::DisruptionBudget { group, allowed }

@@ -166,3 +166,52 @@ fn a_node_receiving_a_pod_moved_twice_is_taken_by_no_later_method() {
     assert!(d.consolidations.is_empty(), "{d:#?}");
     assert!(d.not_destinations.iter().all(|n| n != "far"), "{d:#?}");
 }
+
+/// The descheduler's moves stand for its cooldown: a node holding a pod of a workload it moved is kept
+/// by scale-down and declined by consolidation, say why, and goes once the caller no longer lists it.
+#[test]
+fn a_workload_the_descheduler_moved_is_not_moved_again_by_scale_down_or_consolidation() {
+    let mut w = world(10);
+    w.group_mut("pool").price_per_hour = Some(0.1);
+    let moved = w
+        .pods
+        .iter()
+        .find(|p| p.name == "web-a")
+        .unwrap()
+        .owner_key();
+    let mut s = quick();
+    s.consolidation = Consolidation {
+        policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,
+        after: Duration::ZERO,
+    };
+    s.max_disruption = Budget::Percent(100.0);
+    let mut memory = Memory {
+        descheduled: [moved].into_iter().collect(),
+        ..Memory::default()
+    };
+    let d = w.run_once(&s, &mut memory, T0);
+    assert_eq!(removed(&d), ["b", "c"], "{d:#?}");
+    assert!(
+        d.unremovable.iter().any(|(n, why)| n == "a"
+            && *why
+                == Unremovable::Descheduled {
+                    pod: "shop/web-a".into()
+                }),
+        "{d:#?}"
+    );
+    assert!(d
+        .consolidations
+        .iter()
+        .all(|c| !c.nodes.contains(&"a".into())));
+    assert!(
+        d.consolidation_declined.iter().any(|(n, why)| n == "a"
+            && *why
+                == crate::engine::consolidate::Declined::Descheduled {
+                    pod: "shop/web-a".into()
+                }),
+        "{d:#?}"
+    );
+    // The cooldown over (the caller lists it no more), it goes with the others.
+    let d = w.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["a", "b", "c"], "{d:#?}");
+}
