@@ -13,6 +13,8 @@ use std::io::Read;
 mod scan;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_decoders;
 
 /// An input's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,25 +31,28 @@ pub struct Bounds {
 /// args are 6 levels deep), far less than the parser's own limit of 128.
 pub const DEPTH: usize = 32;
 
-/// A descheduler policy file (`--deschedule-policy`): 1 MiB.
+/// A descheduler policy file (`--deschedule-policy`): 256 KiB (the descheduler's own examples are a
+/// few hundred bytes; its profiles are also counted, `deschedule::policy::MAX_PROFILES`).
 pub const POLICY: Bounds = Bounds {
     input: "descheduler policy",
-    max_bytes: 1 << 20,
+    max_bytes: 256 << 10,
     max_depth: DEPTH,
 };
 
 /// The priority expander's tiers (`--priority-config`, and the ConfigMap's `priorities` key, which a
-/// ConfigMap holds at most 1 MiB of).
+/// namespace's admin may write): 256 KiB, and at most
+/// [`MAX_PRIORITY_PATTERNS`](crate::engine::expander::MAX_PRIORITY_PATTERNS) regexes, counted before
+/// any is compiled.
 pub const PRIORITIES: Bounds = Bounds {
     input: "priorities",
-    max_bytes: 1 << 20,
+    max_bytes: 256 << 10,
     max_depth: DEPTH,
 };
 
-/// The price file (`--price-overrides`): 4 MiB (an entry per instance type and group).
+/// The price file (`--price-overrides`): 1 MiB (an entry per instance type and group).
 pub const PRICE_OVERRIDES: Bounds = Bounds {
     input: "price overrides",
-    max_bytes: 4 << 20,
+    max_bytes: 1 << 20,
     max_depth: DEPTH,
 };
 

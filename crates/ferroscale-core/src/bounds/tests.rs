@@ -75,7 +75,7 @@ fn refusals_name_the_input_and_the_limit() {
     let e = PRIORITIES.read(big.as_bytes(), None).unwrap_err();
     assert!(e.to_string().contains("priorities"), "{e}");
     let e = PRIORITIES.read(&b""[..], Some(u64::MAX)).unwrap_err();
-    assert!(e.to_string().contains("size limit of 1048576 bytes"), "{e}");
+    assert!(e.to_string().contains("size limit of 262144 bytes"), "{e}");
     assert_eq!(PRIORITIES.read(&b"10: [a]"[..], Some(7)).unwrap(), "10: [a]");
 }
 
@@ -117,7 +117,7 @@ const TOKENS: &[&str] = &[
     "%",
 ];
 
-fn tokens() -> impl Strategy<Value = String> {
+pub(super) fn tokens() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(TOKENS), 0..80).prop_map(|t| t.concat())
 }
 
