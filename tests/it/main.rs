@@ -23,6 +23,7 @@ mod deschedule_process;
 mod docs_links;
 mod expander;
 mod grpc_metrics;
+mod input_bounds;
 mod input_decoding;
 mod instances;
 mod layout;

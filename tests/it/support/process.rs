@@ -171,3 +171,37 @@ pub fn run_failing(args: &[&str]) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// What [`run_measured`] saw of one run of the binary.
+pub struct Measured {
+    pub code: i32,
+    pub stderr: String,
+    /// The child's own peak resident memory (its `ru_maxrss`), in KiB.
+    pub peak_kib: u64,
+}
+
+/// Runs the binary with `args` to its end and measures its peak memory: the child is reaped with
+/// `wait4`, whose usage is that child's alone (not any other test's).
+pub fn run_measured(args: &[&str]) -> Measured {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id() as i32;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.unwrap(), &mut stderr).unwrap();
+    // SAFETY: a rusage is plain integers, for which zero is a value.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: the pid is this process's own child, not yet reaped (std never waits for it here);
+    // `status` and `usage` are valid for writes.
+    let pid = unsafe { libc::wait4(id, &mut status, 0, &mut usage) };
+    assert_eq!(pid, id, "wait4");
+    assert!(libc::WIFEXITED(status), "killed: {status}\n{stderr}");
+    Measured {
+        code: libc::WEXITSTATUS(status),
+        stderr,
+        peak_kib: usage.ru_maxrss as u64,
+    }
+}

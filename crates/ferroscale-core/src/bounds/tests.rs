@@ -22,7 +22,9 @@ fn depth(v: &Value) -> usize {
 
 /// The least limit the YAML scan lets `text` through at.
 fn scanned(text: &str) -> usize {
-    (0..).find(|&max| yaml_over(text.as_bytes(), max).is_none()).unwrap()
+    (0..)
+        .find(|&max| yaml_over(text.as_bytes(), max).is_none())
+        .unwrap()
 }
 
 #[test]
@@ -76,7 +78,10 @@ fn refusals_name_the_input_and_the_limit() {
     assert!(e.to_string().contains("priorities"), "{e}");
     let e = PRIORITIES.read(&b""[..], Some(u64::MAX)).unwrap_err();
     assert!(e.to_string().contains("size limit of 262144 bytes"), "{e}");
-    assert_eq!(PRIORITIES.read(&b"10: [a]"[..], Some(7)).unwrap(), "10: [a]");
+    assert_eq!(
+        PRIORITIES.read(&b"10: [a]"[..], Some(7)).unwrap(),
+        "10: [a]"
+    );
 }
 
 /// A 200 KB priority ConfigMap nested as deep as it goes (what took the parser 29 s) is refused by

@@ -24,7 +24,9 @@ fn decoders() -> Vec<(super::Bounds, &'static str, fn(&str) -> Result<(), String
             Priorities::parse(t).map(drop).map_err(|e| e.to_string())
         }),
         (PRICE_OVERRIDES, "discount: 0.1\n", |t| {
-            PriceOverrides::parse(t).map(drop).map_err(|e| e.to_string())
+            PriceOverrides::parse(t)
+                .map(drop)
+                .map_err(|e| e.to_string())
         }),
     ]
 }
@@ -36,7 +38,9 @@ fn nesting(style: u8, levels: usize) -> String {
         0 => "[".repeat(levels),
         1 => "{a: ".repeat(levels),
         2 => "- ".repeat(levels),
-        3 => (0..levels.min(600)).map(|i| format!("{}k:\n", " ".repeat(i))).collect(),
+        3 => (0..levels.min(600))
+            .map(|i| format!("{}k:\n", " ".repeat(i)))
+            .collect(),
         _ => "{\"a\":".repeat(levels),
     }
 }
@@ -57,25 +61,47 @@ fn timed(decode: fn(&str) -> Result<(), String>, text: &str) -> Result<(), Strin
 fn the_issues_inputs_are_refused_at_once() {
     // 200 KB nested as deep as it goes (29 s to parse as priorities before).
     let deep = "{a: ".repeat(50_000);
-    let e = timed(|t| Priorities::parse(t).map(drop).map_err(|e| e.to_string()), &deep)
-        .unwrap_err();
-    assert!(e.contains("priorities: line 1 nests deeper than its depth limit of 32"), "{e}");
+    let e = timed(
+        |t| Priorities::parse(t).map(drop).map_err(|e| e.to_string()),
+        &deep,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("priorities: line 1 nests deeper than its depth limit of 32"),
+        "{e}"
+    );
     // 100k profiles (27 s and 500 MB before): over the size limit.
-    let mut policy = String::from("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n");
+    let mut policy =
+        String::from("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n");
     for i in 0..100_000 {
         policy.push_str(&format!("- name: p{i}\n"));
     }
-    let e = timed(|t| Policy::parse(t).map(drop).map_err(|e| e.to_string()), &policy).unwrap_err();
-    assert!(e.contains("descheduler policy: ") && e.contains("size limit of 262144 bytes"), "{e}");
+    let e = timed(
+        |t| Policy::parse(t).map(drop).map_err(|e| e.to_string()),
+        &policy,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("descheduler policy: ") && e.contains("size limit of 262144 bytes"),
+        "{e}"
+    );
     // Under the size limit, more profiles than the count limit: refused by count, at once.
     policy.truncate(policy.find("- name: p5000\n").unwrap());
-    let e = timed(|t| Policy::parse(t).map(drop).map_err(|e| e.to_string()), &policy).unwrap_err();
-    assert!(e.contains("profiles: 5000 profiles is over the limit of 1000"), "{e}");
+    let e = timed(
+        |t| Policy::parse(t).map(drop).map_err(|e| e.to_string()),
+        &policy,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("profiles: 5000 profiles is over the limit of 1000"),
+        "{e}"
+    );
 }
 
 #[test]
 fn profile_names_are_checked_once_each() {
-    let mut policy = String::from("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n");
+    let mut policy =
+        String::from("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n");
     for i in 0..1_000 {
         policy.push_str(&format!("- name: p{i}\n"));
     }
@@ -85,7 +111,10 @@ fn profile_names_are_checked_once_each() {
     assert!(e.contains("over the limit of 1000"), "{e}");
     let twice = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: a\n- name: b\n- name: a\n";
     let e = Policy::parse(twice).unwrap_err().to_string();
-    assert!(e.contains("profiles[2].name: profile name \"a\" used twice"), "{e}");
+    assert!(
+        e.contains("profiles[2].name: profile name \"a\" used twice"),
+        "{e}"
+    );
 }
 
 proptest! {
@@ -138,5 +167,8 @@ fn priorities_count_their_regexes_before_compiling_any() {
         &text,
     )
     .unwrap_err();
-    assert!(e.contains("priorities: 1002 regexes is over the limit of 1000"), "{e}");
+    assert!(
+        e.contains("priorities: 1002 regexes is over the limit of 1000"),
+        "{e}"
+    );
 }

@@ -127,11 +127,11 @@ impl PriceOverrides {
                 crate::bounds::PRICE_OVERRIDES.read(f, len)
             })
             .map_err(|e| {
-            Error::Config(format!(
-                "cannot read --price-overrides {}: {e}",
-                path.display()
-            ))
-        })?;
+                Error::Config(format!(
+                    "cannot read --price-overrides {}: {e}",
+                    path.display()
+                ))
+            })?;
         Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
     }
 
