@@ -30,6 +30,13 @@ pub const CONFIG: Bounds = Bounds {
     max_depth: DEPTH,
 };
 
+/// The status ConfigMap's `data.status`, read back: 1 MiB (all a ConfigMap holds).
+pub const STATUS: Bounds = Bounds {
+    input: "status",
+    max_bytes: 1 << 20,
+    max_depth: DEPTH,
+};
+
 /// A cluster dump read whole (YAML, or JSON that is not one `List`): 2 GiB, 64 levels (an object's
 /// `managedFields` are the deepest part of a dump, some 15 levels). A JSON `List` is streamed, an item
 /// at a time, without a size limit, its items held to the JSON parser's own depth of 128.

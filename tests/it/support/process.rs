@@ -172,36 +172,30 @@ pub fn run_failing(args: &[&str]) -> (i32, String) {
     )
 }
 
-/// What [`run_measured`] saw of one run of the binary.
-pub struct Measured {
-    pub code: i32,
-    pub stderr: String,
-    /// The child's own peak resident memory (its `ru_maxrss`), in KiB.
-    pub peak_kib: u64,
-}
-
-/// Runs the binary with `args` to its end and measures its peak memory: the child is reaped with
-/// `wait4`, whose usage is that child's alone (not any other test's).
-pub fn run_measured(args: &[&str]) -> Measured {
-    let child = Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let id = child.id() as i32;
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.unwrap(), &mut stderr).unwrap();
-    // SAFETY: a rusage is plain integers, for which zero is a value.
-    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: the pid is this process's own child, not yet reaped (std never waits for it here);
-    // `status` and `usage` are valid for writes.
-    let pid = unsafe { libc::wait4(id, &mut status, 0, &mut usage) };
-    assert_eq!(pid, id, "wait4");
-    assert!(libc::WIFEXITED(status), "killed: {status}\n{stderr}");
-    Measured {
-        code: libc::WEXITSTATUS(status),
-        stderr,
-        peak_kib: usage.ru_maxrss as u64,
+/// Runs the binary with `args` to its end, its data (heap and private mappings: `RLIMIT_DATA`) limited
+/// to `max_bytes`: an allocation past it fails, and the process aborts. (Its peak memory cannot be read
+/// after the fact: a child's `ru_maxrss` counts the test process it was forked from.) The exit code
+/// (None: killed by a signal) and stderr.
+pub fn run_limited(args: &[&str], max_bytes: u64) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(BIN);
+    command.args(args);
+    // SAFETY: setrlimit is async-signal-safe, and touches nothing of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: max_bytes,
+                rlim_max: max_bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
+    let out = command.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
