@@ -1,8 +1,9 @@
 //! The depth pre-scans: one linear pass over the bytes, stopping at the first line that nests deeper
-//! than the limit. The YAML scan over-counts rather than under-counts (a sequence entry's `- ` counts a
-//! level of its own, as does any deeper indentation): it only has to be a bound of what the parser
-//! would build, and it never starts a quoted scalar where the parser would not (a quote starts one only
-//! where a node starts), so no bracket the parser counts is hidden from it.
+//! than the limit. The YAML scan over-counts rather than under-counts (the node after a sequence
+//! entry's `- ` is a level at its column, even a scalar, and so is any deeper indentation; a sequence
+//! without indentation under a key is a level at the key's column): it only has to bound what the
+//! parser would build. It never starts a quoted scalar where the parser would not (a quote starts one
+//! only where a node starts), so no bracket the parser counts is hidden from it.
 
 /// The first line (1-based) at which JSON `text` nests deeper than `max`, if any.
 pub(super) fn json_over(text: &[u8], max: usize) -> Option<usize> {
@@ -38,8 +39,9 @@ pub(super) fn json_over(text: &[u8], max: usize) -> Option<usize> {
 /// Where a YAML line's scan is, between lines.
 #[derive(Default)]
 struct Yaml {
-    /// The indentation of each open block level.
-    indents: Vec<usize>,
+    /// Each open block level: its column, and whether it is a sequence (one without indentation
+    /// shares its mapping's column: `key:` then `- item` under it is two levels at one column).
+    indents: Vec<(usize, bool)>,
     /// Open flow collections, and the block depth they opened at.
     flow: usize,
     flow_base: usize,
@@ -96,11 +98,21 @@ impl Yaml {
                 return self.node(line, 3, 0, 0, max);
             }
         }
-        while self.indents.last().is_some_and(|&top| top > indent) {
+        while self.indents.last().is_some_and(|&(top, _)| top > indent) {
             self.indents.pop();
         }
-        if self.indents.last() != Some(&indent) {
-            self.indents.push(indent);
+        let entry = rest[0] == b'-' && rest.get(1).is_none_or(|&n| blank(n));
+        match self.indents.last().copied() {
+            Some((top, seq)) if top == indent => {
+                let under = self.indents.len().checked_sub(2).map(|i| self.indents[i].0);
+                if entry && !seq {
+                    self.indents.push((indent, true));
+                } else if !entry && seq && under == Some(indent) {
+                    // A key after a sequence without indentation: the sequence has ended.
+                    self.indents.pop();
+                }
+            }
+            _ => self.indents.push((indent, entry)),
         }
         let depth = self.indents.len();
         if depth > max {
@@ -132,12 +144,23 @@ impl Yaml {
             if at_node {
                 match b {
                     b'-' | b'?' | b':' if next_blank => {
+                        // The entry's node starts at the next column that is no blank: a block
+                        // level there, for the lines indented under it.
                         column = pos;
-                        depth += 1;
+                        pos += 1;
+                        while pos < line.len() && blank(line[pos]) {
+                            pos += 1;
+                        }
+                        if pos < line.len() && self.indents.last().is_none_or(|&(top, _)| top < pos)
+                        {
+                            let entry =
+                                line[pos] == b'-' && line.get(pos + 1).is_none_or(|&n| blank(n));
+                            self.indents.push((pos, entry));
+                        }
+                        depth = (depth + 1).max(self.indents.len());
                         if depth > max {
                             return true;
                         }
-                        pos += 1;
                     }
                     b'[' | b'{' => {
                         self.flow_base = depth;

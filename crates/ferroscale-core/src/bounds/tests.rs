@@ -209,3 +209,44 @@ fn json_depth(v: &serde_json::Value) -> usize {
         _ => 0,
     }
 }
+
+/// Arbitrary documents with scalars full of indicators (brackets, quotes, `#`, `: `, newlines).
+fn documents() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        "[\\[\\]{}:,#'\"|>\\- a\\\\\n]{0,8}".prop_map(serde_json::Value::from),
+        any::<i32>().prop_map(serde_json::Value::from),
+        Just(serde_json::Value::Null),
+    ];
+    leaf.prop_recursive(12, 96, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            prop::collection::btree_map("[\\[{:#'\"a\\- ]{1,4}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Documents written as block YAML, as JSON and as pretty JSON: the YAML scan sees at least the
+    /// depth the parser builds, and the JSON scan exactly that depth.
+    #[test]
+    fn written_documents_are_scanned_at_least_as_deep_as_they_parse(doc in documents()) {
+        let d = json_depth(&doc);
+        let texts = [
+            serde_norway::to_string(&doc).unwrap(),
+            serde_json::to_string(&doc).unwrap(),
+            serde_json::to_string_pretty(&doc).unwrap(),
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            let parsed: Value = serde_norway::from_str(text).unwrap();
+            prop_assert_eq!(depth(&parsed), d, "{:?}", text);
+            prop_assert!(scanned(text) >= d, "{text:?}: parser {d}, scan {}", scanned(text));
+            if i > 0 {
+                prop_assert!(json_over(text.as_bytes(), d).is_none(), "{text:?}");
+                prop_assert!(d == 0 || json_over(text.as_bytes(), d - 1).is_some(), "{text:?}");
+            }
+        }
+    }
+}
