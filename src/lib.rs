@@ -12,6 +12,7 @@ pub mod error;
 pub mod grpc;
 pub mod guard;
 pub mod http;
+pub mod input;
 pub mod k8s;
 pub mod leadership;
 pub mod metrics;
@@ -23,7 +24,7 @@ pub mod time;
 pub mod tls;
 
 pub use error::{Error, Result};
-pub use ferroscale_core::{backoff, clock, deschedule, engine, labels, model, pricing};
+pub use ferroscale_core::{backoff, bounds, clock, deschedule, engine, labels, model, pricing};
 
 /// Code generated from `proto/` by `build.rs`.
 pub mod proto {

@@ -38,9 +38,11 @@ where
     let Some(path) = config else {
         return Ok(flags);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::config(format!("cannot read --config {}: {e}", path.display())))?;
+    let text = crate::input::read_file(path, &crate::input::CONFIG, "--config")?;
     let file_error = |e: &dyn std::fmt::Display| Error::config(format!("{}: {e}", path.display()));
+    crate::input::CONFIG
+        .check_yaml(&text)
+        .map_err(|e| file_error(&e))?;
     let raw: serde_norway::Value = serde_norway::from_str(&text).map_err(|e| file_error(&e))?;
     let known = as_map(&flags).map_err(|e| file_error(&e))?;
     if let serde_norway::Value::Mapping(m) = &raw {

@@ -71,7 +71,7 @@ impl DescheduleFlags {
         let at = |e: &dyn std::fmt::Display| {
             Error::config(format!("--deschedule-policy {}: {e}", path.display()))
         };
-        let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+        let text = crate::input::read_file(path, &crate::bounds::POLICY, "--deschedule-policy")?;
         let (policy, warnings) = Policy::parse(&text).map_err(|e| at(&e))?;
         if self.deschedule_interval.0.is_zero() {
             return Err(Error::config(

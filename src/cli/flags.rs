@@ -2,7 +2,7 @@
 //! come from (`serve`, `run`), how the expander chooses (all three), and the loop's rules (`run`,
 //! `simulate`). Each is one struct for the command line and the `--config` file alike.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -179,12 +179,7 @@ impl ExpanderFlags {
         let Some(path) = &self.priority_config else {
             return Ok(Priorities::default());
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config(format!(
-                "cannot read --priority-config {}: {e}",
-                path.display()
-            ))
-        })?;
+        let text = crate::input::read_file(path, &crate::bounds::PRIORITIES, "--priority-config")?;
         Priorities::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
     }
 
@@ -219,7 +214,11 @@ pub fn watch_priority_file(
         let mut last: Option<String> = None;
         loop {
             tokio::time::sleep(interval).await;
-            let text = match std::fs::read_to_string(&path) {
+            let text = match crate::input::read_file(
+                &path,
+                &crate::bounds::PRIORITIES,
+                "--priority-config",
+            ) {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "cannot read priority file; keeping the last good one");
@@ -432,12 +431,6 @@ pub fn default_engine() -> Settings {
     super::defaults::<LoopFlags>()
         .engine(&super::defaults::<ExpanderFlags>())
         .expect("the defaults are valid")
-}
-
-/// Reads a file a flag names; the error names the flag.
-pub fn read(path: &Path, flag: &str) -> Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| Error::config(format!("cannot read {flag} {}: {e}", path.display())))
 }
 
 impl Default for CloudFlags {

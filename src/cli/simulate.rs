@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
 use super::deschedule_flags::DescheduleFlags;
-use super::flags::{read, ExpanderFlags, LoopFlags};
+use super::flags::{ExpanderFlags, LoopFlags};
 use super::values::GoDuration;
 use crate::cloud::memory::MemoryConfig;
 use crate::engine::Settings;
@@ -159,7 +159,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let inputs =
         crate::k8s::documents::inputs_of_file(cluster, &cluster.display().to_string(), || {
-            read(cluster, "--cluster")
+            crate::input::read_file(cluster, &crate::input::DUMP, "--cluster")
         })?;
     let groups = MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;

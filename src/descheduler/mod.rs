@@ -63,7 +63,7 @@ pub struct DeschedulerSettings {
 /// the policy sets that has no effect is logged as a warning.
 pub fn read_policy(path: &Path, flag: &str) -> Result<Policy> {
     let at = |e: &dyn std::fmt::Display| Error::config(format!("{flag} {}: {e}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+    let text = crate::input::read_file(path, &crate::bounds::POLICY, flag)?;
     let (policy, warnings) = Policy::parse(&text).map_err(|e| at(&e))?;
     for w in &warnings {
         tracing::warn!(warning = %w, file = %path.display(), "{flag}: has no effect");

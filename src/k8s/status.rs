@@ -327,8 +327,12 @@ impl Status {
         serde_norway::to_string(self).unwrap_or_default()
     }
 
-    /// The status stored as `yaml` (`data.status`), as the engine's type.
+    /// The status stored as `yaml` (`data.status`), as the engine's type; within
+    /// [`crate::input::STATUS`] before it is parsed.
     pub fn parse(yaml: &str) -> Result<ClusterAutoscalerStatus> {
+        crate::input::STATUS
+            .check_yaml(yaml)
+            .map_err(|e| Error::invalid("data.status", e.to_string()))?;
         let stored: Status = serde_norway::from_str(yaml)
             .map_err(|e| Error::invalid("data.status", e.to_string()))?;
         ClusterAutoscalerStatus::try_from(&stored)

@@ -35,13 +35,15 @@ struct Entry {
 /// Reads and decodes an events file, sorted by time.
 pub fn load_events(path: &Path) -> Result<Vec<Scheduled>> {
     let name = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("reading --events {name}"), e))?;
+    let text = crate::input::read_file(path, &crate::input::EVENTS, "--events")?;
     parse_events(&text).map_err(|e| Error::config(format!("--events {name}: {e}")))
 }
 
 /// Decodes the text of an events file.
 pub fn parse_events(text: &str) -> std::result::Result<Vec<Scheduled>, String> {
+    crate::input::EVENTS
+        .check_yaml(text)
+        .map_err(|e| e.to_string())?;
     let entries: Vec<Entry> =
         serde_norway::from_str(text).map_err(|e| format!("not a list of {{at, event}}: {e}"))?;
     let mut out = Vec::with_capacity(entries.len());
@@ -53,6 +55,10 @@ pub fn parse_events(text: &str) -> std::result::Result<Vec<Scheduled>, String> {
                     serde_json::Value::String(s) => s,
                     other => other.to_string(),
                 };
+                crate::input::EVENTS
+                    .named("an event's JSON")
+                    .check_json(&body)
+                    .map_err(|why| format!("entry {i}: event: {why}"))?;
                 let notices = decode(&body).map_err(|why| format!("entry {i}: event: {why}"))?;
                 (notices, Vec::new())
             }

@@ -26,6 +26,7 @@ mod docs_links;
 mod durations;
 mod expander;
 mod grpc_metrics;
+mod input_bounds;
 mod input_decoding;
 mod instances;
 mod layout;

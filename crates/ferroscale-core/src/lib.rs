@@ -4,6 +4,7 @@
 //! Decisions and the reasons behind them are typed; text is only their `Display`.
 
 pub mod backoff;
+pub mod bounds;
 pub mod clock;
 pub mod deschedule;
 pub mod engine;

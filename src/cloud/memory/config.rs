@@ -120,26 +120,45 @@ fn running() -> InstanceState {
     InstanceState::Running
 }
 
+/// The most node groups a file may list.
+pub const MAX_GROUPS: usize = 10_000;
+
+/// The most a group's `minSize`, `maxSize` or `targetSize` may be (an EC2 Auto Scaling group's
+/// quota is far lower).
+pub const MAX_GROUP_SIZE: i32 = 1_000_000;
+
+/// The most instances a file may make at start, over all its groups: each group's `targetSize` (else
+/// `minSize`) or the instances it lists, counted before any is made.
+pub const MAX_INSTANCES_AT_START: u64 = 200_000;
+
 /// Default pod slots when `capacity.pods` is not given: the kubelet's default `--max-pods`.
 pub const DEFAULT_MAX_PODS: i64 = 110;
 
 impl MemoryConfig {
     /// Reads and validates a config file; errors name the file and the offending field.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config(format!(
-                "cannot read memory cloud config {}: {e}",
-                path.display()
-            ))
-        })?;
+        let text =
+            crate::input::read_file(path, &crate::input::NODE_GROUPS, "memory cloud config")?;
         Self::parse(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
     }
 
-    /// Parses YAML text and checks it.
+    /// Parses YAML text and checks it: within [`crate::input::NODE_GROUPS`] before it is parsed, then
+    /// its counts and sizes against [`MAX_GROUPS`], [`MAX_GROUP_SIZE`] and [`MAX_INSTANCES_AT_START`]
+    /// before any instance is made.
     pub fn parse(text: &str) -> Result<Self> {
+        crate::input::NODE_GROUPS
+            .check_yaml(text)
+            .map_err(|e| Error::config(e.to_string()))?;
         let cfg: MemoryConfig =
             serde_norway::from_str(text).map_err(|e| Error::config(e.to_string()))?;
-        let mut seen = std::collections::BTreeSet::new();
+        if cfg.node_groups.len() > MAX_GROUPS {
+            return Err(Error::config(format!(
+                "nodeGroups: {} groups is over the limit of {MAX_GROUPS}",
+                cfg.node_groups.len()
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut at_start = 0u64;
         for (i, g) in cfg.node_groups.iter().enumerate() {
             if !seen.insert(g.name.as_str()) {
                 return Err(Error::config(format!(
@@ -147,6 +166,28 @@ impl MemoryConfig {
                     g.name
                 )));
             }
+            for (name, size) in [
+                ("minSize", Some(g.min_size)),
+                ("maxSize", Some(g.max_size)),
+                ("targetSize", g.target_size),
+            ] {
+                if let Some(n) = size.filter(|&n| n > MAX_GROUP_SIZE) {
+                    return Err(bad(
+                        i,
+                        g,
+                        name,
+                        format!("{n} is over the limit of {MAX_GROUP_SIZE}"),
+                    ));
+                }
+            }
+            let target = g.target_size.unwrap_or(g.min_size).max(0) as u64;
+            at_start += target.max(g.instances.len() as u64);
+        }
+        if at_start > MAX_INSTANCES_AT_START {
+            return Err(Error::config(format!(
+                "nodeGroups: {at_start} instances at start (each group's targetSize, else minSize, or its \
+                 instances listed) is over the limit of {MAX_INSTANCES_AT_START}"
+            )));
         }
         Ok(cfg)
     }

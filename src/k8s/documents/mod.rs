@@ -223,6 +223,7 @@ fn typed<T, E, F: std::fmt::Display>(
 /// character is `{` or `[` is read as JSON (concatenated values are documents), unless it is no JSON
 /// but YAML in flow style, which is read as YAML.
 pub fn parse(text: &str, source: &str) -> Result<Objects> {
+    bounded(text, source)?;
     read(text, source)
 }
 
@@ -230,6 +231,7 @@ pub fn parse(text: &str, source: &str) -> Result<Objects> {
 /// node and pod becomes the model's as soon as it is parsed and its Kubernetes object is dropped, so
 /// memory holds the model, not the objects. Errors name what [`parse`] and [`Objects::inputs`] name.
 pub fn inputs(text: &str, source: &str) -> Result<Inputs> {
+    bounded(text, source)?;
     // One pass first (`stream`); a dump it does not take is read again the exact way, which names the
     // error.
     let first = text.bytes().find(|b| !b.is_ascii_whitespace());
@@ -258,6 +260,14 @@ pub fn inputs_of_file(
         Some(converted) => converted.finish(),
         None => inputs(&read_whole()?, source),
     }
+}
+
+/// Refuses a dump read whole that is over [`crate::input::DUMP`]'s size or nesting, before any parser
+/// sees it (the YAML scan bounds JSON's nesting too: JSON is YAML).
+fn bounded(text: &str, source: &str) -> Result<()> {
+    crate::input::DUMP
+        .check_yaml(text)
+        .map_err(|e| Error::config(format!("{source}: {e}")))
 }
 
 /// Reads every document of `text` into a new `S`.

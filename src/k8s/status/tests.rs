@@ -157,3 +157,22 @@ fn a_stored_status_that_does_not_read_names_the_field() {
     let err = Status::parse(&bad).unwrap_err().to_string();
     assert!(err.contains("disruptions.reason"), "{err}");
 }
+
+#[test]
+fn a_stored_status_too_deep_or_too_big_is_refused_before_it_is_parsed() {
+    let err = Status::parse(&"{a: ".repeat(50_000))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("data.status")
+            && err.contains("status: line 1 nests deeper than its depth limit of 32"),
+        "{err}"
+    );
+    let err = Status::parse(&"#".repeat((1 << 20) + 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("over its size limit of 1048576 bytes"),
+        "{err}"
+    );
+}

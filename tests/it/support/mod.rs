@@ -12,7 +12,8 @@ pub mod kube_api;
 pub mod moto;
 /// Certificates made per test with rcgen (CA, server, clients), also written to a temporary folder.
 pub mod pki;
-/// The ferroscale binary as a child process, its addresses read from its "serving" log line.
+/// The ferroscale binary as a child process, its addresses read from its "serving" log line, or run to
+/// its end with its memory limited.
 pub mod process;
 /// `run`'s `Runner` against the loopback API on a memory cloud (`Harness`), and its settings.
 pub mod run_harness;

@@ -171,3 +171,31 @@ pub fn run_failing(args: &[&str]) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Runs the binary with `args` to its end, its data (heap and private mappings: `RLIMIT_DATA`) limited
+/// to `max_bytes`: an allocation past it fails, and the process aborts. (Its peak memory cannot be read
+/// after the fact: a child's `ru_maxrss` counts the test process it was forked from.) The exit code
+/// (None: killed by a signal) and stderr.
+pub fn run_limited(args: &[&str], max_bytes: u64) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(BIN);
+    command.args(args);
+    // SAFETY: setrlimit is async-signal-safe, and touches nothing of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: max_bytes,
+                rlim_max: max_bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

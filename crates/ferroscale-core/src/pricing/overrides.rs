@@ -95,6 +95,7 @@ fn entry(e: FileEntry, field: &str) -> Result<Adjustment> {
 impl PriceOverrides {
     /// Parses the YAML text of a price file; errors name the offending key.
     pub fn parse(text: &str) -> Result<Self> {
+        crate::bounds::PRICE_OVERRIDES.check_yaml(text)?;
         let file: File = if text.trim().is_empty() {
             File::default()
         } else {
@@ -120,12 +121,17 @@ impl PriceOverrides {
 
     /// Reads and parses a price file; errors name the file and the key.
     pub fn load(path: &std::path::Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::Config(format!(
-                "cannot read --price-overrides {}: {e}",
-                path.display()
-            ))
-        })?;
+        let text = std::fs::File::open(path)
+            .and_then(|f| {
+                let len = f.metadata().ok().map(|m| m.len());
+                crate::bounds::PRICE_OVERRIDES.read(f, len)
+            })
+            .map_err(|e| {
+                Error::Config(format!(
+                    "cannot read --price-overrides {}: {e}",
+                    path.display()
+                ))
+            })?;
         Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
     }
 

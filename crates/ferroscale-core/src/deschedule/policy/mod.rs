@@ -94,12 +94,18 @@ impl fmt::Display for Warning {
     }
 }
 
+/// The most profiles a policy may have (the descheduler's own policies have a handful).
+pub const MAX_PROFILES: usize = 1_000;
+
 /// Why a policy file is refused: the message names the field (and its profile).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PolicyError {
     /// Not YAML (nor JSON).
     #[error("policy: not YAML or JSON: {0}")]
     Syntax(String),
+    /// Over its size or depth limit ([`crate::bounds::POLICY`]), refused before it is parsed.
+    #[error("{0}")]
+    Bounds(#[from] crate::bounds::Exceeded),
     /// A field's value is refused.
     #[error("policy: {}{field}: {why}", profile.as_ref().map(|p| format!("profile {p:?}: ")).unwrap_or_default())]
     Field {
@@ -123,14 +129,15 @@ impl PolicyError {
     pub fn path(&self) -> Option<&str> {
         match self {
             PolicyError::Field { field, .. } => Some(field),
-            PolicyError::Syntax(_) => None,
+            PolicyError::Syntax(_) | PolicyError::Bounds(_) => None,
         }
     }
 
     /// Why it is refused, without the field.
-    pub fn why(&self) -> &str {
+    pub fn why(&self) -> String {
         match self {
-            PolicyError::Field { why, .. } | PolicyError::Syntax(why) => why,
+            PolicyError::Field { why, .. } | PolicyError::Syntax(why) => why.clone(),
+            PolicyError::Bounds(e) => e.to_string(),
         }
     }
 
@@ -219,6 +226,7 @@ impl Configured {
 
 /// The file read and checked, before the typed args.
 pub(crate) fn read(text: &str) -> Result<(Draft, Vec<Warning>), PolicyError> {
+    crate::bounds::POLICY.check_yaml(text)?;
     let value: Value =
         serde_norway::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string()))?;
     let root = Field::new(&value, "");

@@ -4,7 +4,7 @@
 use super::check::strategy_args;
 use super::evictor_args::{evictor_args, DEFAULT_EVICTOR};
 use super::field::{Field, Object, NULL};
-use super::{limits, Configured, Draft, DraftProfile, PolicyError, Warning};
+use super::{limits, Configured, Draft, DraftProfile, PolicyError, Warning, MAX_PROFILES};
 use crate::deschedule::args::Strategy;
 
 const TOP: [&str; 11] = [
@@ -51,10 +51,19 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
         }
     }
     metrics(&o, &mut warnings)?;
+    // Counted before the profiles' fields are made.
+    let count = o.get("profiles").value.as_sequence().map_or(0, Vec::len);
+    if count > MAX_PROFILES {
+        return Err(PolicyError::field(
+            "profiles",
+            format!("{count} profiles is over the limit of {MAX_PROFILES}"),
+        ));
+    }
     let profiles = o.get("profiles").items()?;
     if profiles.is_empty() {
         warnings.push(Warning::new("profiles", "none: nothing is descheduled"));
     }
+    let mut names = std::collections::HashSet::new();
     for p in profiles {
         let mut local = Vec::new();
         let name = p
@@ -65,7 +74,7 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
         if name.is_empty() {
             return Err(PolicyError::field(p.sub("name"), "a profile needs a name"));
         }
-        if draft.profiles.iter().any(|d| d.name == name) {
+        if !names.insert(name.clone()) {
             return Err(PolicyError::field(
                 p.sub("name"),
                 format!("profile name {name:?} used twice"),

@@ -81,17 +81,28 @@ impl Strategy {
     }
 }
 
+/// The most regexes the priorities may hold, counted before any is compiled.
+pub const MAX_PRIORITY_PATTERNS: usize = 1_000;
+
 /// Upstream's `priorities` ConfigMap key: priority → regexes over group ids; higher wins.
 #[derive(Debug, Clone, Default)]
 pub struct Priorities(Vec<(i64, Vec<Regex>)>);
 
 impl Priorities {
-    /// Parses the YAML (`10: [".*spot.*"]`); a bad regex names its priority.
+    /// Parses the YAML (`10: [".*spot.*"]`); a bad regex names its priority. Text over
+    /// [`crate::bounds::PRIORITIES`] is refused before it is parsed.
     pub fn parse(yaml: &str) -> Result<Self> {
+        crate::bounds::PRIORITIES.check_yaml(yaml)?;
         #[derive(Deserialize)]
         struct Raw(BTreeMap<i64, Vec<String>>);
         let raw: Raw =
             serde_norway::from_str(yaml).map_err(|e| Error::Config(format!("priorities: {e}")))?;
+        let patterns: usize = raw.0.values().map(Vec::len).sum();
+        if patterns > MAX_PRIORITY_PATTERNS {
+            return Err(Error::Config(format!(
+                "priorities: {patterns} regexes is over the limit of {MAX_PRIORITY_PATTERNS}"
+            )));
+        }
         let mut tiers = Vec::new();
         for (p, patterns) in raw.0.into_iter().rev() {
             let compiled = patterns
