@@ -29,7 +29,6 @@ use super::context::Ctx;
 use super::limits::Amount;
 use super::memory::Memory;
 use super::reasons::Blocker;
-use super::scale_up::unhealthy_groups;
 use crate::model::workload::{Node, Pdb, Pod, PodPhase};
 use crate::model::NodeGroup;
 
@@ -84,7 +83,8 @@ pub(super) struct Ledger {
     /// The cluster with what is on its way and asked for: what the cluster maxima count.
     nodes: usize,
     amount: Amount,
-    unhealthy: HashMap<String, usize>,
+    /// Each unhealthy group's unready nodes, read on the first surge (most loops ask for none).
+    unhealthy: std::cell::OnceCell<HashMap<String, usize>>,
 }
 
 impl Ledger {
@@ -95,7 +95,13 @@ impl Ledger {
         let mut books: HashMap<String, Books> = HashMap::new();
         let mut out = HashSet::new();
         for (node, g) in world.node_groups.iter() {
-            let b = books.entry(g.clone()).or_default();
+            // One key per group, not one per node.
+            if !books.contains_key(g.as_str()) {
+                books.insert(g.clone(), Books::default());
+            }
+            let Some(b) = books.get_mut(g.as_str()) else {
+                continue;
+            };
             b.size += 1;
             let removing = world.removing.contains_key(node);
             if removing {
@@ -144,10 +150,7 @@ impl Ledger {
             evictions: 0,
             nodes: world.nodes.len(),
             amount,
-            unhealthy: unhealthy_groups(ctx)
-                .into_iter()
-                .map(|(g, n)| (g.to_string(), n))
-                .collect(),
+            unhealthy: std::cell::OnceCell::new(),
         }
     }
 

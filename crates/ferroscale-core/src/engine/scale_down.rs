@@ -74,11 +74,15 @@ pub(super) fn scale_down(
     // The nodes held for a replacement first: they go once their new nodes join, so their pods'
     // room is reserved before any other node is found unneeded (a surge node is not taken away from
     // the pods it came for). Then the nodes the descheduler emptied: it moved their pods off already.
+    let rank: Vec<(bool, bool)> = infos[..existing]
+        .iter()
+        .map(|i| {
+            let name = i.node.name.as_str();
+            (!ledger.held(name), !memory.emptying.contains_key(name))
+        })
+        .collect();
     let mut order: Vec<usize> = (0..existing).collect();
-    order.sort_by_key(|&i| {
-        let name = infos[i].node.name.as_str();
-        (!ledger.held(name), !memory.emptying.contains_key(name))
-    });
+    order.sort_by_key(|&i| rank[i]);
     for i in order {
         let emptying = memory.emptying.get(&infos[i].node.name).copied();
         let held = ledger.held(&infos[i].node.name);

@@ -6,7 +6,7 @@ use crate::engine::context::Ctx;
 use crate::engine::limits::{gib, Amount, Resource};
 use crate::engine::memory::Memory;
 use crate::engine::reasons::Refusal;
-use crate::engine::scale_up::unavailable;
+use crate::engine::scale_up::{unavailable, unhealthy_groups};
 use crate::model::NodeGroup;
 
 impl Ledger {
@@ -42,7 +42,16 @@ impl Ledger {
         count: i32,
     ) -> Option<Refusal> {
         let s = ctx.settings;
-        let unready = self.unhealthy.get(g.id.as_str()).copied();
+        let unready = self
+            .unhealthy
+            .get_or_init(|| {
+                unhealthy_groups(ctx)
+                    .into_iter()
+                    .map(|(g, n)| (g.to_string(), n))
+                    .collect()
+            })
+            .get(g.id.as_str())
+            .copied();
         if let Some(why) = unavailable(ctx, g, memory, unready) {
             return Some(why);
         }
