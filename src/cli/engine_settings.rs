@@ -2,6 +2,8 @@
 //! error naming its flag.
 
 use super::flags::{ExpanderFlags, LoopFlags, UPSTREAM};
+use super::values::GpuTotal;
+use crate::engine::limits::GpuLimit;
 use crate::engine::similar::Balancing;
 use crate::engine::taints::TaintConfig;
 use crate::engine::Settings;
@@ -36,6 +38,7 @@ impl LoopFlags {
             max_nodes_total: self.max_nodes_total,
             cores_total: (self.cores_total.0, self.cores_total.1),
             memory_total_gib: (self.memory_total.0, self.memory_total.1),
+            gpu_total: self.gpu_limits(),
             max_nodes_per_scaleup: self.max_nodes_per_scaleup,
             max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
@@ -116,6 +119,17 @@ impl LoopFlags {
                 .collect(),
         })
     }
+
+    /// `--gpu-total`'s limits, one per GPU type: a type given twice keeps its last value, as
+    /// upstream's resource limiter (a map by type) does.
+    fn gpu_limits(&self) -> Vec<GpuLimit> {
+        let mut limits: Vec<GpuLimit> = Vec::new();
+        for GpuTotal(l) in &self.gpu_total {
+            limits.retain(|k| k.gpu_type != l.gpu_type);
+            limits.push(l.clone());
+        }
+        limits
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +174,37 @@ mod tests {
             .engine(&super::super::defaults::<ExpanderFlags>())
             .unwrap();
         assert!(s.bypassed_scheduler_names.is_empty());
+    }
+
+    #[test]
+    fn gpu_total_repeats_one_limit_per_type_the_last_kept() {
+        #[derive(clap::Parser, Debug)]
+        struct Cli {
+            #[command(flatten)]
+            run: LoopFlags,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from([
+            "x",
+            "--gpu-total=nvidia-tesla-t4:0:8",
+            "--gpu-total",
+            "nvidia-a10g:1:4",
+            "--gpu-total=nvidia-tesla-t4:2:16",
+        ])
+        .unwrap();
+        let s = cli
+            .run
+            .engine(&super::super::defaults::<ExpanderFlags>())
+            .unwrap();
+        let limit = |gpu_type: &str, min, max| GpuLimit {
+            gpu_type: gpu_type.into(),
+            min,
+            max,
+        };
+        assert_eq!(
+            s.gpu_total,
+            [limit("nvidia-a10g", 1, 4), limit("nvidia-tesla-t4", 2, 16)]
+        );
+        let bad = <Cli as clap::Parser>::try_parse_from(["x", "--gpu-total=t4:1"]).unwrap_err();
+        assert!(bad.to_string().contains("--gpu-total"), "{bad}");
     }
 }

@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
-use super::values::{GoDuration, Range};
+use super::values::{GoDuration, GpuTotal, Range};
 use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use crate::cloud::aws::{ttl, AwsCloud, AwsSettings, PricingSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};
@@ -255,6 +255,10 @@ pub struct LoopFlags {
     /// Minimum and maximum GiB of memory in the cluster, MIN:MAX.
     #[arg(long, value_name = "MIN:MAX", default_value_t = Range(UPSTREAM.memory_total_gib.0, UPSTREAM.memory_total_gib.1))]
     pub memory_total: Range,
+    /// Minimum and maximum GPUs of one type in the cluster, GPU_TYPE:MIN:MAX (repeatable, one per
+    /// type; the type is the nodes' k8s.amazonaws.com/accelerator label). None by default.
+    #[arg(long, value_name = "GPU_TYPE:MIN:MAX")]
+    pub gpu_total: Vec<GpuTotal>,
     /// Most nodes one scale-up adds.
     #[arg(long, default_value_t = UPSTREAM.max_nodes_per_scaleup)]
     pub max_nodes_per_scaleup: usize,

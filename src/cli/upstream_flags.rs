@@ -56,7 +56,6 @@ const UPSTREAM: &[(&str, bool)] = &[
     ("frequent-loops-enabled", false),
     ("gce-concurrent-refreshes", true),
     ("gce-mig-instances-min-refresh-wait-time", true),
-    ("gpu-total", true),
     ("grpc-expander-cert", true),
     ("grpc-expander-url", true),
     ("ignore-daemonsets-utilization", false),

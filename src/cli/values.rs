@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::engine::limits::GpuLimit;
+
 /// A Go duration: `90s`, `10m`, `1h30m`, `250ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct GoDuration(pub Duration);
@@ -96,6 +98,59 @@ impl<'de> Deserialize<'de> for Range {
     }
 }
 
+/// One `--gpu-total` value, `<gpu_type>:<min>:<max>`, parsed as upstream's `parseSingleGpuLimit`:
+/// exactly three parts, whole numbers, neither below 0, min not above max. The type is the value of the
+/// nodes' GPU label (`k8s.amazonaws.com/accelerator`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuTotal(pub GpuLimit);
+
+impl FromStr for GpuTotal {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        let [gpu_type, min, max] = parts[..] else {
+            return Err(format!("{s:?}: expected <gpu_type>:<min>:<max>"));
+        };
+        let n = |x: &str, what: &str| {
+            x.parse::<i64>()
+                .map_err(|e| format!("{s:?}: {what} {x:?} is not an integer ({e})"))
+        };
+        let (min, max) = (n(min, "min")?, n(max, "max")?);
+        if min < 0 || max < 0 {
+            return Err(format!("{s:?}: below 0"));
+        }
+        if min > max {
+            return Err(format!("{s:?}: min above max"));
+        }
+        Ok(GpuTotal(GpuLimit {
+            gpu_type: gpu_type.to_string(),
+            min,
+            max,
+        }))
+    }
+}
+
+impl fmt::Display for GpuTotal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.0.gpu_type, self.0.min, self.0.max)
+    }
+}
+
+impl Serialize for GpuTotal {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuTotal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +167,31 @@ mod tests {
         ] {
             assert_eq!(GoDuration(d).to_string(), text);
             assert_eq!(text.parse::<GoDuration>().unwrap(), GoDuration(d));
+        }
+    }
+
+    #[test]
+    fn gpu_totals_as_upstream_parses_them() {
+        let t4: GpuTotal = "nvidia-tesla-t4:1:10".parse().unwrap();
+        assert_eq!(
+            t4.0,
+            GpuLimit {
+                gpu_type: "nvidia-tesla-t4".into(),
+                min: 1,
+                max: 10
+            }
+        );
+        assert_eq!(t4.to_string(), "nvidia-tesla-t4:1:10");
+        for bad in [
+            "gpu:1",
+            "gpu:1:10:x",
+            "gpu:x:10",
+            "gpu:1:y",
+            "gpu:-1:10",
+            "gpu:1:-10",
+            "gpu:10:1",
+        ] {
+            assert!(bad.parse::<GpuTotal>().is_err(), "{bad}");
         }
     }
 

@@ -103,7 +103,7 @@ impl Publisher {
         self.record.scale_down(
             d.unremovable.iter().map(|(_, why)| why.upstream_reason()),
             d.skipped()
-                .map(|(direction, r)| (direction.as_str(), r.skipped_reason())),
+                .filter_map(|(direction, r)| Some((direction.as_str(), r.skipped_reason()?))),
             memory.scale_down_paused(settings, now).is_some(),
         );
         self.record

@@ -278,3 +278,40 @@ async fn metrics_carry_each_groups_sizes_and_price_and_the_cluster_cost() {
         3.0
     );
 }
+
+/// `--gpu-total` as upstream parses it, `<gpu_type>:<min>:<max>`: a malformed value on the command line
+/// or in a `--config` file ends the process with exit code 2, naming the flag; a good one runs.
+#[test]
+fn a_malformed_gpu_total_exits_2_naming_the_flag() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let cluster = format!("{root}/examples/cluster.yaml");
+    let groups = format!("{root}/examples/groups.yaml");
+    let base = ["simulate", "--cluster", &cluster, "--node-groups", &groups];
+    for bad in ["t4:1", "t4:1:10:x", "t4:x:10", "t4:-1:10", "t4:10:1"] {
+        let mut args = base.to_vec();
+        args.extend(["--gpu-total", bad]);
+        let (code, err) = run_failing(&args);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("--gpu-total"), "{bad}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("simulate.yaml");
+    std::fs::write(&cfg, "gpuTotal: [\"t4:1\"]\n").unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--config", cfg.to_str().unwrap()]);
+    let (code, err) = run_failing(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("gpuTotal"), "{err}");
+
+    let out = Command::new(crate::support::process::BIN)
+        .args(base)
+        .args(["--loops", "1", "--gpu-total", "nvidia-tesla-t4:0:4"])
+        .args(["--gpu-total=nvidia-a10g:0:2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -73,6 +73,7 @@ mod simulate_durations;
 mod simulate_events;
 mod simulate_evictions;
 mod simulate_example;
+mod simulate_gpu_total;
 mod simulate_json;
 mod simulate_lifecycle;
 mod simulate_limits;

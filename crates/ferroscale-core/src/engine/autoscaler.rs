@@ -140,9 +140,9 @@ pub fn run_once(
     }
     let mut upcoming = Amount::default();
     for i in &infos[existing..] {
-        upcoming.add(Amount::of_node(&i.node), 1);
+        upcoming.add(&Amount::of_node(&i.node), 1);
     }
-    ledger.count_upcoming(infos.len() - existing, upcoming);
+    ledger.count_upcoming(infos.len() - existing, &upcoming);
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
     // DaemonSet pods never do: a new node would start its own copy (upstream's filter_out_daemon_sets).

@@ -146,7 +146,7 @@ pub struct Decisions {
     pub unhealthy: Option<Unhealthy>,
     /// The doubts that held scale-down (and the deletion of unregistered instances) back.
     pub held_back: Vec<Doubt>,
-    /// Groups not grown because `--cores-total` or `--memory-total` is reached, with the resource
+    /// Groups not grown because `--cores-total`, `--memory-total` or `--gpu-total` is reached, with the resource
     /// (upstream's skipped scale-ups).
     pub skipped_scale_ups: Vec<(String, Resource)>,
     /// Nodes whose instance is going away this loop, with why.

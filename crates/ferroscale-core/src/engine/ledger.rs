@@ -12,7 +12,7 @@
 //! - the cluster-wide caps: `--max-scale-down-parallelism`, `--max-drain-parallelism` (removals in flight
 //!   from earlier loops included) and `--max-evictions-per-loop`;
 //! - for every node asked for (scale-up and surges): group health, backoff, out-of-capacity marks, max
-//!   size and the cluster's `--max-nodes-total`, `--cores-total` and `--memory-total`.
+//!   size and the cluster's `--max-nodes-total`, `--cores-total`, `--memory-total` and `--gpu-total`.
 //!
 //! An involuntary notice is recorded but never declined: the cloud takes its instance whatever the
 //! ledger says, and what it takes is no longer there for the others.
@@ -135,7 +135,7 @@ impl Ledger {
         }
         let mut amount = Amount::default();
         for n in world.nodes {
-            amount.add(Amount::of_node(n), 1);
+            amount.add(&Amount::of_node(n), 1);
         }
         Ledger {
             books,

@@ -120,7 +120,7 @@ pub enum Refusal {
     },
     /// `--max-nodes-total` is reached.
     MaxNodesTotal,
-    /// `--cores-total` or `--memory-total` (or both) is reached.
+    /// `--cores-total`, `--memory-total` or `--gpu-total` (or several) is reached.
     ResourceLimits {
         exceeded: Vec<Resource>,
     },
@@ -198,7 +198,8 @@ pub enum Unremovable {
     Paused(Pause),
     /// Its group would go below its min size.
     AtMinSize { group: String },
-    /// The cluster would go below the minimum of `--cores-total` (`cores`) or `--memory-total` (`memory`).
+    /// The cluster would go below the minimum of `--cores-total` (`cores`), `--memory-total` (`memory`)
+    /// or `--gpu-total` (`gpu`).
     MinimalResourceLimit { resource: Resource },
     /// Unneeded, but a pod annotated `safe-to-evict: "on-completion"` runs on it until it is done.
     OnCompletion { pod: String },

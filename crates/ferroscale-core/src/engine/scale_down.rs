@@ -1,8 +1,8 @@
 //! Scale-down, upstream's rules: a node of a group goes once it has been underutilized (below its
 //! group's threshold, GPU nodes by GPU: `utilization`) for the group's unneeded time, the drain of its
 //! pods is allowed (`drainability`) and every pod that moves fits on another node, its group stays at or
-//! above min size and the cluster at or above the `--cores-total` and `--memory-total` minima (`limits`),
-//! and scale-down is not paused; empty nodes go in bulk, one node with pods per loop. A node the
+//! above min size and the cluster at or above the `--cores-total`, `--memory-total` and `--gpu-total`
+//! minima (`limits`), and scale-down is not paused; empty nodes go in bulk, one node with pods per loop. A node the
 //! descheduler emptied (`Memory::emptying`) is looked at first and goes at once, whatever its utilization,
 //! under the same rules, the group's disruption budget (or `--max-disruption`) and its do-not-disrupt pods.
 
@@ -60,10 +60,15 @@ pub(super) fn scale_down(
     let mut total = Amount::default();
     for info in &infos[..existing] {
         if !ctx.world.removing.contains_key(&info.node.name) {
-            total.add(Amount::of_node(&info.node), 1);
+            total.add(&Amount::of_node(&info.node), 1);
         }
     }
-    let mut above_min = AboveMin::new(total, settings.cores_total.0, settings.memory_total_gib.0);
+    let mut above_min = AboveMin::new(
+        &total,
+        settings.cores_total.0,
+        settings.memory_total_gib.0,
+        &settings.gpu_total,
+    );
     let mut still_unneeded: HashMap<String, i64> = HashMap::new();
     // Pods that will land elsewhere whatever scale-down decides: those an admitted removal evicts and
     // those of nodes held for a replacement. Where the snapshot moves them again (their destination
@@ -249,8 +254,8 @@ pub(super) fn scale_down(
             keep(d, Unremovable::Paused(why));
             continue;
         }
-        let mut room = above_min;
-        if let Err(resource) = room.take(Amount::of_node(&node)) {
+        let mut room = above_min.clone();
+        if let Err(resource) = room.take(&Amount::of_node(&node)) {
             keep(d, Unremovable::MinimalResourceLimit { resource });
             continue;
         }

@@ -9,7 +9,7 @@ use super::equivalence::equivalence_groups;
 use super::estimator::{estimate_shaped, Unplaced};
 use super::expander::{self, Context, ExpansionOption};
 use super::health::group_health;
-use super::limits::{gib, Amount, Resource};
+use super::limits::{gib, gpu_room, Amount, Resource};
 use super::memory::Memory;
 use super::predicates::{self, NodeInfo};
 use super::reasons::{Pending, Refusal};
@@ -20,11 +20,10 @@ use crate::clock::Deadline;
 use crate::model::workload::{Node, Pod};
 use crate::model::NodeGroup;
 
-/// Nodes, cores and memory (bytes) the cluster has, counting this loop's scale-ups.
+/// Nodes, cores, memory (bytes) and GPUs the cluster has, counting this loop's scale-ups.
 struct Budget {
     nodes: usize,
-    cores: i64,
-    memory: i64,
+    amount: Amount,
 }
 
 /// The scale-up options for some pods: one per group that can hold any, with the pods it holds, and per
@@ -64,12 +63,11 @@ pub(super) fn scale_up(
 ) {
     let mut used = Amount::default();
     for i in infos {
-        used.add(Amount::of_node(&i.node), 1);
+        used.add(&Amount::of_node(&i.node), 1);
     }
     let mut budget = Budget {
         nodes: infos.len(),
-        cores: used.cores,
-        memory: used.memory,
+        amount: used,
     };
     let mut refusals: Vec<BTreeMap<Refusal, usize>> = vec![BTreeMap::new(); candidates.len()];
     let mut helped = vec![false; candidates.len()];
@@ -139,8 +137,7 @@ pub(super) fn scale_up(
             let g = ctx.groups[group.as_str()];
             budget.nodes += delta as usize;
             let per_node = Amount::of_template(&ctx.template(g).node);
-            budget.cores += i64::from(delta) * per_node.cores;
-            budget.memory += i64::from(delta) * per_node.memory;
+            budget.amount.add(&per_node, i64::from(delta));
             chosen_groups.push(group.clone());
             // The provision time of the capacity asked for counts from now.
             memory
@@ -296,14 +293,15 @@ fn options_for(
         let room_for =
             |left: i64, per: i64| usize::try_from(left.max(0) / per.max(1)).unwrap_or(usize::MAX);
         let by_cores = room_for(
-            settings.cores_total.1.saturating_sub(budget.cores),
+            settings.cores_total.1.saturating_sub(budget.amount.cores),
             per_node.cores,
         );
         let by_memory = room_for(
-            gib(settings.memory_total_gib.1).saturating_sub(budget.memory),
+            gib(settings.memory_total_gib.1).saturating_sub(budget.amount.memory),
             per_node.memory,
         );
-        cap = cap.min(by_cores).min(by_memory);
+        let by_gpus = gpu_room(&settings.gpu_total, &budget.amount, &per_node);
+        cap = cap.min(by_cores).min(by_memory).min(by_gpus);
         // A zero-or-max group grows by all its room or not at all (upstream's atomic scale-up): the
         // cluster-wide limits must leave room for all of it.
         let whole = if settings.options_of(g).zero_or_max_node_scaling {
@@ -317,13 +315,16 @@ fn options_for(
         {
             why_not = Some(Refusal::MaxNodesTotal);
         }
-        if (by_cores < whole || by_memory < whole) && why_not.is_none() {
-            let exceeded: Vec<Resource> =
-                [(by_cores, Resource::Cores), (by_memory, Resource::Memory)]
-                    .into_iter()
-                    .filter(|&(n, _)| n < whole)
-                    .map(|(_, r)| r)
-                    .collect();
+        if (by_cores < whole || by_memory < whole || by_gpus < whole) && why_not.is_none() {
+            let exceeded: Vec<Resource> = [
+                (by_cores, Resource::Cores),
+                (by_memory, Resource::Memory),
+                (by_gpus, Resource::Gpu),
+            ]
+            .into_iter()
+            .filter(|&(n, _)| n < whole)
+            .map(|(_, r)| r)
+            .collect();
             round
                 .skipped
                 .extend(exceeded.iter().map(|&r| (g.id.clone(), r)));

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::expander::{Priorities, Strategy};
+use super::limits::GpuLimit;
 use super::similar::Balancing;
 use super::taints::TaintConfig;
 use crate::model::consolidation::Consolidation;
@@ -21,6 +22,8 @@ pub struct Settings {
     pub cores_total: (i64, i64),
     /// `--memory-total` min:max, in GiB.
     pub memory_total_gib: (i64, i64),
+    /// `--gpu-total`: `<gpu_type>:<min>:<max>` limits, one per GPU type (none by default).
+    pub gpu_total: Vec<GpuLimit>,
     /// `--max-nodes-per-scaleup`.
     pub max_nodes_per_scaleup: usize,
     /// `--max-nodegroup-binpacking-duration`: time budget of one group's estimate.
@@ -164,6 +167,7 @@ impl Settings {
             max_nodes_total: 0,
             cores_total: (0, 320_000),
             memory_total_gib: (0, 6_400_000),
+            gpu_total: Vec::new(),
             max_nodes_per_scaleup: 1000,
             max_nodegroup_binpacking_duration: Duration::from_secs(10),
             new_pod_scale_up_delay: Duration::ZERO,

@@ -90,11 +90,13 @@ impl Cancel {
 }
 
 impl Resource {
-    /// Upstream's reason of a scale event skipped for this resource's limit.
-    pub fn skipped_reason(self) -> &'static str {
+    /// Upstream's reason of a scale event skipped for this resource's limit. Upstream counts no
+    /// skipped event for a GPU limit (its `RegisterSkippedScaleUp*` know cores and memory only).
+    pub fn skipped_reason(self) -> Option<&'static str> {
         match self {
-            Resource::Cores => "CpuResourceLimit",
-            Resource::Memory => "MemoryResourceLimit",
+            Resource::Cores => Some("CpuResourceLimit"),
+            Resource::Memory => Some("MemoryResourceLimit"),
+            Resource::Gpu => None,
         }
     }
 }

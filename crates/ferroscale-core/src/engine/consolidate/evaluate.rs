@@ -12,7 +12,7 @@ use crate::engine::decisions::Decisions;
 use crate::engine::estimator::estimate_within;
 use crate::engine::health::is_ready;
 use crate::engine::ledger::Ledger;
-use crate::engine::limits::{gib, Amount, Resource};
+use crate::engine::limits::{above_gpu_max, below_gpu_min, gib, Amount, Resource};
 use crate::engine::memory::Memory;
 use crate::engine::predicates::{first_fit, NodeInfo};
 use crate::labels;
@@ -113,7 +113,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         let work = RefCell::new(usable.iter().map(|&k| infos[k].clone()).collect());
         let mut total = Amount::default();
         for i in infos {
-            total.add(Amount::of_node(&i.node), 1);
+            total.add(&Amount::of_node(&i.node), 1);
         }
         let mut targets = Vec::new();
         for g in world.groups.iter() {
@@ -142,6 +142,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             });
         }
         let (max_nodes, max_amount) = ledger.cluster();
+        let max_amount = max_amount.clone();
         Evaluator {
             ctx,
             memory,
@@ -219,7 +220,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         let cost: f64 = set.iter().map(|&k| cands[k].cost).sum();
         let mut taken_amount = Amount::default();
         for &k in set {
-            taken_amount.add(Amount::of_node(&self.infos[cands[k].index].node), 1);
+            taken_amount.add(&Amount::of_node(&self.infos[cands[k].index].node), 1);
         }
         let spot_from: Vec<Option<(String, String)>> = set
             .iter()
@@ -253,9 +254,12 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 }
                 // The old nodes still run while the new ones come up (surge first): the maxima
                 // count both.
-                let mut after = self.max_amount;
-                after.add(t.amount, n as i64);
-                if after.cores > s.cores_total.1 || after.memory > gib(s.memory_total_gib.1) {
+                let mut after = self.max_amount.clone();
+                after.add(&t.amount, n as i64);
+                if after.cores > s.cores_total.1
+                    || after.memory > gib(s.memory_total_gib.1)
+                    || above_gpu_max(&s.gpu_total, &after, &t.amount)
+                {
                     continue;
                 }
                 let c = t.price * n as f64;
@@ -273,17 +277,22 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             Some((c, n, t)) => (c, Some((t.group.id.clone(), n as i32))),
             None => (0.0, None),
         };
-        // The cluster stays at or above the --cores-total and --memory-total minima.
-        let mut after = self.total;
-        after.add(taken_amount, -1);
+        // The cluster stays at or above the --cores-total, --memory-total and --gpu-total minima.
+        let mut after = self.total.clone();
+        after.add(&taken_amount, -1);
+        let mut added = Amount::default();
         if let Some((_, n, t)) = best {
-            after.add(t.amount, n as i64);
+            added.add(&t.amount, n as i64);
         }
+        after.add(&added, 1);
         if after.cores < s.cores_total.0 {
             return Err(Declined::ClusterLimit(Resource::Cores));
         }
         if after.memory < gib(s.memory_total_gib.0) {
             return Err(Declined::ClusterLimit(Resource::Memory));
+        }
+        if below_gpu_min(&s.gpu_total, &after, &taken_amount, &added) {
+            return Err(Declined::ClusterLimit(Resource::Gpu));
         }
         let saving = price - new_cost;
         if saving <= 0.0 {

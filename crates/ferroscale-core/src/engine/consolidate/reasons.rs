@@ -22,7 +22,7 @@ pub enum Declined {
     },
     /// No placement of its pods, on the other nodes and new ones of any group, costs less.
     NothingCheaper,
-    /// The cluster would go below `--cores-total` or `--memory-total`'s minimum.
+    /// The cluster would go below `--cores-total`, `--memory-total` or `--gpu-total`'s minimum.
     ClusterLimit(Resource),
     /// Its group has its disruption budget's worth of nodes out already.
     DisruptionBudget { group: String, allowed: usize },

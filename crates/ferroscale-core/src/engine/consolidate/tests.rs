@@ -456,3 +456,28 @@ fn a_group_at_its_min_size_keeps_its_nodes() {
         [&Declined::AtMinSize { group: "a".into() }]
     );
 }
+
+#[test]
+fn the_gpu_minimum_keeps_a_gpu_node_a_cheaper_one_could_replace() {
+    let mut world = one_node(0.5);
+    let a = world.nodes.iter_mut().find(|n| n.name == "a-1").unwrap();
+    a.labels
+        .insert(labels::GPU.into(), "nvidia-tesla-t4".into());
+    a.allocatable.extended.insert(labels::NVIDIA_GPU.into(), 1);
+    let d = world.run_once(&consolidating(), &mut Memory::default(), NOW);
+    assert_eq!(d.consolidations.len(), 1, "no limit: {d:#?}");
+    let s = Settings {
+        gpu_total: vec![crate::engine::limits::GpuLimit {
+            gpu_type: "nvidia-tesla-t4".into(),
+            min: 1,
+            max: 10,
+        }],
+        ..consolidating()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), NOW);
+    assert!(d.consolidations.is_empty(), "{d:#?}");
+    assert!(matches!(
+        declined(&d, "a-1")[..],
+        [Declined::ClusterLimit(crate::engine::limits::Resource::Gpu)]
+    ));
+}

@@ -3,7 +3,7 @@
 
 use super::Ledger;
 use crate::engine::context::Ctx;
-use crate::engine::limits::{gib, Amount, Resource};
+use crate::engine::limits::{above_gpu_max, gib, Amount, Resource};
 use crate::engine::memory::Memory;
 use crate::engine::reasons::Refusal;
 use crate::engine::scale_up::{unavailable, unhealthy_groups};
@@ -11,13 +11,13 @@ use crate::model::NodeGroup;
 
 impl Ledger {
     /// The cluster's nodes and capacity with what is on its way and asked for: what the maxima
-    /// (`--max-nodes-total`, `--cores-total`, `--memory-total`) count.
-    pub fn cluster(&self) -> (usize, Amount) {
-        (self.nodes, self.amount)
+    /// (`--max-nodes-total`, `--cores-total`, `--memory-total`, `--gpu-total`) count.
+    pub fn cluster(&self) -> (usize, &Amount) {
+        (self.nodes, &self.amount)
     }
 
     /// Counts nodes on their way (upcoming) against the cluster maxima.
-    pub fn count_upcoming(&mut self, nodes: usize, amount: Amount) {
+    pub fn count_upcoming(&mut self, nodes: usize, amount: &Amount) {
         self.nodes += nodes;
         self.amount.add(amount, 1);
     }
@@ -27,7 +27,7 @@ impl Ledger {
         self.books.entry(g.id.clone()).or_default().asked += count;
         self.nodes += count.max(0) as usize;
         self.amount.add(
-            Amount::of_template(&ctx.template(g).node),
+            &Amount::of_template(&ctx.template(g).node),
             i64::from(count.max(0)),
         );
     }
@@ -65,11 +65,16 @@ impl Ledger {
         if s.max_nodes_total > 0 && self.nodes + n > s.max_nodes_total {
             return Some(Refusal::MaxNodesTotal);
         }
-        let mut after = self.amount;
-        after.add(Amount::of_template(&ctx.template(g).node), n as i64);
+        let mut after = self.amount.clone();
+        let per = Amount::of_template(&ctx.template(g).node);
+        after.add(&per, n as i64);
         let exceeded: Vec<Resource> = [
             (after.cores > s.cores_total.1, Resource::Cores),
             (after.memory > gib(s.memory_total_gib.1), Resource::Memory),
+            (
+                n > 0 && above_gpu_max(&s.gpu_total, &after, &per),
+                Resource::Gpu,
+            ),
         ]
         .into_iter()
         .filter(|(over, _)| *over)

@@ -223,3 +223,44 @@ fn a_surge_node_that_joined_empty_is_kept_for_the_old_nodes_pods() {
         "the new node holds the old node's pod: {d:#?}"
     );
 }
+
+/// Every surge obeys `--gpu-total` as scale-up does: the old GPU node still runs while its new one
+/// comes up, so a maximum of the cluster's GPUs leaves no room for a replacement.
+#[test]
+fn a_surge_stays_under_the_gpu_maximum() {
+    use crate::engine::limits::{GpuLimit, Resource};
+    use crate::labels;
+    let mut world = drifted();
+    let g = world.group_mut("pool");
+    let t = std::sync::Arc::make_mut(&mut g.template);
+    t.labels
+        .insert(labels::GPU.into(), "nvidia-tesla-t4".into());
+    t.allocatable.extended.insert(labels::NVIDIA_GPU.into(), 1);
+    let old = world.nodes.iter_mut().find(|n| n.name == "old").unwrap();
+    old.labels
+        .insert(labels::GPU.into(), "nvidia-tesla-t4".into());
+    old.allocatable
+        .extended
+        .insert(labels::NVIDIA_GPU.into(), 1);
+    let with_max = |max| Settings {
+        gpu_total: vec![GpuLimit {
+            gpu_type: "nvidia-tesla-t4".into(),
+            min: 0,
+            max,
+        }],
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&with_max(2), &mut Memory::default(), T0);
+    assert_eq!(surges(&d), [("pool", 1, vec!["old"])], "{d:?}");
+
+    let d = world.run_once(&with_max(1), &mut Memory::default(), T0);
+    assert!(d.replacements.is_empty(), "{d:?}");
+    assert!(
+        d.unremovable.iter().any(|(n, why)| n == "old"
+            && *why
+                == Unremovable::SurgeRefused(Refusal::ResourceLimits {
+                    exceeded: vec![Resource::Gpu]
+                })),
+        "{d:?}"
+    );
+}

@@ -324,3 +324,42 @@ fn a_budget_a_do_not_disrupt_pod_or_no_room_keeps_a_node_the_descheduler_emptied
         }
     );
 }
+
+#[test]
+fn the_gpu_minimum_keeps_a_gpu_node_of_its_type() {
+    let mut world = pool(
+        "pool",
+        0,
+        &[("busy", &[("hog", 3000)]), ("gpu-1", &[]), ("gpu-2", &[])],
+    );
+    for n in world.nodes.iter_mut().filter(|n| n.name.starts_with("gpu")) {
+        n.labels
+            .insert(crate::labels::GPU.into(), "nvidia-tesla-t4".into());
+        n.allocatable
+            .extended
+            .insert(crate::labels::NVIDIA_GPU.into(), 2);
+    }
+    let free = after_unneeded_time(&world, &unbudgeted());
+    assert_eq!(removed(&free), ["gpu-1", "gpu-2"], "{free:?}");
+
+    let s = Settings {
+        gpu_total: vec![crate::engine::limits::GpuLimit {
+            gpu_type: "nvidia-tesla-t4".into(),
+            min: 2,
+            max: 10,
+        }],
+        ..unbudgeted()
+    };
+    let d = after_unneeded_time(&world, &s);
+    assert_eq!(removed(&d), ["gpu-1"], "{d:?}");
+    assert_eq!(
+        kept(&d, "gpu-2"),
+        &Unremovable::MinimalResourceLimit {
+            resource: crate::engine::limits::Resource::Gpu
+        }
+    );
+    assert_eq!(
+        kept(&d, "gpu-2").to_string(),
+        "the cluster would go below the minimum of --gpu-total"
+    );
+}

@@ -152,6 +152,93 @@ fn the_clusters_core_limit_skips_the_group_and_tells_the_pod() {
     );
 }
 
+/// A group `id` scaled to zero (max 10) of 4-cpu nodes with 2 NVIDIA GPUs of type `kind`.
+fn gpu_group(id: &str, kind: &str) -> NodeGroup {
+    let t = node(format!("{id}-template"))
+        .label(labels::GPU, kind)
+        .sized(resources(4000, 16 * GIB, 50))
+        .gpus(2);
+    group(id).sizes(0, 10, 0).template(t.template()).build()
+}
+
+/// A pending pod `shop/<name>` asking 1 cpu and 2 GPUs: one GPU node each.
+fn pending_gpu(name: &str) -> crate::model::workload::Pod {
+    pod("shop", name)
+        .requests(resources(1000, GIB, 1))
+        .gpus(2)
+        .unschedulable()
+        .build()
+}
+
+fn gpu_total(kind: &str, min: i64, max: i64) -> Settings {
+    Settings {
+        gpu_total: vec![crate::engine::limits::GpuLimit {
+            gpu_type: kind.into(),
+            min,
+            max,
+        }],
+        ..Settings::upstream()
+    }
+}
+
+#[test]
+fn the_clusters_gpu_limit_caps_the_scale_up_of_its_type() {
+    let world = (1..=3).fold(
+        TestWorld::default().group(gpu_group("t4", "nvidia-tesla-t4")),
+        |w, k| w.pod(pending_gpu(&format!("train-{k}"))),
+    );
+    let free = world.run_once(&Settings::upstream(), &mut Memory::default(), NOW);
+    assert_eq!(free.scale_up.len(), 1, "{free:?}");
+    assert_eq!(
+        free.scale_up[0].delta, 3,
+        "without --gpu-total: one node a pod"
+    );
+
+    let d = world.run_once(
+        &gpu_total("nvidia-tesla-t4", 0, 4),
+        &mut Memory::default(),
+        NOW,
+    );
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    assert_eq!(d.scale_up[0].delta, 2, "4 T4s: two nodes of 2");
+
+    let other = world.run_once(&gpu_total("nvidia-a10g", 0, 0), &mut Memory::default(), NOW);
+    assert_eq!(
+        other.scale_up[0].delta, 3,
+        "a limit of another type holds nothing"
+    );
+}
+
+#[test]
+fn the_clusters_gpu_limit_reached_skips_the_group_and_tells_the_pod() {
+    let world = TestWorld::default()
+        .group(gpu_group("t4", "nvidia-tesla-t4"))
+        .pod(pending_gpu("train"));
+    let d = world.run_once(
+        &gpu_total("nvidia-tesla-t4", 0, 1),
+        &mut Memory::default(),
+        NOW,
+    );
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(d.skipped_scale_ups, [("t4".to_string(), Resource::Gpu)]);
+    assert_eq!(
+        why(&d, "shop/train"),
+        &Pending::NoGroupFits(vec![(
+            Refusal::ResourceLimits {
+                exceeded: vec![Resource::Gpu]
+            },
+            1
+        )])
+    );
+    assert_eq!(
+        Refusal::ResourceLimits {
+            exceeded: vec![Resource::Gpu]
+        }
+        .to_string(),
+        "--gpu-total reached"
+    );
+}
+
 /// Upstream: cluster-autoscaler clusterstate/clusterstate.go (IsNodeGroupHealthy,
 /// IsNodeGroupReadyToScaleUp) as core/scaleup/orchestrator/orchestrator.go skips such groups, and
 /// clusterstate_test.go's TestUnreadyLongAfterCreation.
