@@ -66,6 +66,16 @@ pub fn pdb_counts(p: &Pod) -> bool {
     matches!(p.meta.phase, PodPhase::Running | PodPhase::Unknown) && p.meta.deleted.is_none()
 }
 
+/// Takes the evictions of `pods` from `pdbs`: one disruption of every budget covering each pod the
+/// eviction API checks against them ([`pdb_counts`]).
+pub(super) fn count_down<'p>(pdbs: &mut [Pdb], pods: impl IntoIterator<Item = &'p Arc<Pod>>) {
+    for p in pods.into_iter().filter(|p| pdb_counts(p)) {
+        for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
+            b.disruptions_allowed -= 1;
+        }
+    }
+}
+
 /// The loop's ledger.
 pub(super) struct Ledger {
     books: HashMap<String, Books>,
@@ -123,15 +133,12 @@ impl Ledger {
             .map(|(n, _)| n.as_str())
             .collect();
         if !draining.is_empty() && !pdbs.is_empty() {
-            for p in world.pods.iter().filter(|p| {
-                p.node_name.as_deref().is_some_and(|n| draining.contains(n))
-                    && pdb_counts(p)
-                    && !p.node_bound()
-            }) {
-                for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
-                    b.disruptions_allowed -= 1;
-                }
-            }
+            count_down(
+                &mut pdbs,
+                world.pods.iter().filter(|p| {
+                    p.node_name.as_deref().is_some_and(|n| draining.contains(n)) && !p.node_bound()
+                }),
+            );
         }
         let mut amount = Amount::default();
         for n in world.nodes {
@@ -197,24 +204,21 @@ impl Ledger {
     /// PodDisruptionBudget, each node counted down before the next, as [`Ledger::take_removal`]
     /// would admit them one after another.
     pub fn pdb_check_all(&self, nodes: &[&[Arc<Pod>]]) -> Result<(), Blocker> {
-        let mut left: Vec<i32> = self.pdbs.iter().map(|b| b.disruptions_allowed).collect();
+        let mut left = self.pdbs.clone();
         for pods in nodes {
-            let counted: Vec<&Arc<Pod>> = pods.iter().filter(|p| pdb_counts(p)).collect();
-            for (k, b) in self.pdbs.iter().enumerate() {
-                let n = counted.iter().filter(|p| b.covers(p)).count() as i32;
-                if n > 0 && left[k] < 1 {
-                    let p = counted
-                        .iter()
-                        .find(|p| b.covers(p))
-                        .map_or(String::new(), |p| p.key());
+            for p in pods.iter().filter(|p| pdb_counts(p)) {
+                if let Some(b) = left
+                    .iter()
+                    .find(|b| b.disruptions_allowed < 1 && b.covers(p))
+                {
                     return Err(Blocker::Budget {
-                        pod: p,
+                        pod: p.key(),
                         namespace: b.namespace.clone(),
                         name: b.name.clone(),
                     });
                 }
-                left[k] -= n;
             }
+            count_down(&mut left, pods.iter());
         }
         Ok(())
     }
@@ -270,20 +274,7 @@ impl Ledger {
     /// still allows a disruption (within one node the drain retries, as upstream's, while the first
     /// pods' replacements start elsewhere).
     pub fn pdb_check(&self, pods: &[Arc<Pod>]) -> Result<(), Blocker> {
-        for p in pods.iter().filter(|p| pdb_counts(p)) {
-            if let Some(b) = self
-                .pdbs
-                .iter()
-                .find(|b| b.disruptions_allowed < 1 && b.covers(p))
-            {
-                return Err(Blocker::Budget {
-                    pod: p.key(),
-                    namespace: b.namespace.clone(),
-                    name: b.name.clone(),
-                });
-            }
-        }
-        Ok(())
+        self.pdb_check_all(&[pods])
     }
 
     /// Everything but the PDBs a removal of `node` (of `group`) evicting `evict` must pass for `kind`.
@@ -334,9 +325,10 @@ impl Ledger {
                 || (evict > 0 && self.drains_in_flight >= s.max_drain_parallelism);
             return Err(Declined::Parallelism { earlier });
         }
-        let max = s.max_evictions_per_loop;
-        if max > 0 && evict > 0 && self.evictions + evict > max {
-            return Err(Declined::EvictionLimit { max });
+        if !self.evictions_allowed(ctx, evict) {
+            return Err(Declined::EvictionLimit {
+                max: s.max_evictions_per_loop,
+            });
         }
         Ok(())
     }
@@ -376,11 +368,7 @@ impl Ledger {
             self.drains += 1;
         }
         self.evictions += evict.len();
-        for p in evict.iter().filter(|p| pdb_counts(p)) {
-            for b in self.pdbs.iter_mut().filter(|b| b.covers(p)) {
-                b.disruptions_allowed -= 1;
-            }
-        }
+        count_down(&mut self.pdbs, evict);
     }
 
     /// Marks `node` out of service for an action that removes it later (a replacement's old node, once

@@ -15,7 +15,7 @@ use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, ScaleDown};
 use super::drainability::{drain, long_terminating, Drained};
 use super::health::{is_ready, NodeReadiness};
-use super::ledger::{pdb_counts, Kind, Ledger};
+use super::ledger::{count_down, Kind, Ledger};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{repelling, NodeInfo, Repel};
@@ -364,15 +364,6 @@ pub(super) fn recently_descheduled(info: &NodeInfo, memory: &Memory) -> Option<S
         .iter()
         .find(|p| memory.descheduled.contains(&p.owner_key()))
         .map(|p| p.key())
-}
-
-/// Takes the evictions of `pods` from `pdbs` (those the eviction API checks against them).
-fn count_down(pdbs: &mut [Pdb], pods: &[Arc<Pod>]) {
-    for p in pods.iter().filter(|p| pdb_counts(p)) {
-        for b in pdbs.iter_mut().filter(|b| b.covers(p)) {
-            b.disruptions_allowed -= 1;
-        }
-    }
 }
 
 mod removal;
