@@ -273,7 +273,7 @@ impl Ledger {
     /// Whether evicting `pods` stays within every PodDisruptionBudget: each budget covering one of them
     /// still allows a disruption (within one node the drain retries, as upstream's, while the first
     /// pods' replacements start elsewhere).
-    pub fn pdb_check(&self, pods: &[Arc<Pod>]) -> Result<(), Blocker> {
+    fn pdb_check(&self, pods: &[Arc<Pod>]) -> Result<(), Blocker> {
         self.pdb_check_all(&[pods])
     }
 
@@ -281,7 +281,7 @@ impl Ledger {
     /// A node already out of service (a replacement's old node, held since its surge was asked for)
     /// has its place under its group's budget and window: only its min size, the caps and the PDBs
     /// are checked.
-    pub fn check_removal(
+    fn check_removal(
         &self,
         ctx: &Ctx,
         node: &str,
