@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::cloud::WriteGuard;
+use crate::engine::intents::Intent;
 use crate::error::Result;
 
 /// A pod to evict, as the loop's view of the cluster has it.
@@ -97,6 +98,8 @@ pub trait Lookup: Sync {
     fn node(&self, name: &str) -> Option<NodeRef>;
     /// The pods bound to `node` that an interruption evicts: all but DaemonSet and mirror pods.
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee>;
+    /// Every node's `ferroscale.io/intent` annotation, as the view has it (node, text).
+    fn intents(&self) -> Vec<(String, String)>;
 }
 
 /// The autoscaler's own taints, as upstream writes them: the value is the time it was added (seconds).
@@ -135,6 +138,9 @@ pub trait Cluster: Clone + Send + Sync + 'static {
     fn write_guard(&self) -> WriteGuard;
     /// Adds (`on`) or takes off one of the autoscaler's taints, keeping the node's other taints.
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()>;
+    /// Writes the node's intent (the `ferroscale.io/intent` annotation), or clears it (`None`),
+    /// keeping its other annotations.
+    async fn set_intent(&self, node: &str, intent: Option<&Intent>) -> Result<()>;
     /// Marks the node unschedulable (`on`) or schedulable again; whether that changed it (a node
     /// someone else cordoned is not uncordoned by a failed removal).
     async fn cordon(&self, node: &str, on: bool) -> Result<bool>;

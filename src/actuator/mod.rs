@@ -6,6 +6,7 @@
 //! the loop books them at its next start, so nothing is shared with the tasks but that channel.
 
 pub mod cluster;
+mod intents;
 mod notices;
 pub mod removal;
 
@@ -22,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::cloud::Cloud;
+use crate::engine::intents::Intent;
 use crate::engine::reasons::InstanceFault;
 use crate::engine::upstream::CLOUD_PROVIDER_ERROR;
 use crate::engine::{Decisions, DeleteInstance, Memory, ScaleDown};
@@ -181,6 +183,8 @@ impl<C: Cluster> Actuator<C> {
         memory: &mut Memory,
         now: i64,
     ) -> Acted {
+        // Intents before anything they announce (a surge, a drain).
+        self.write_intents(d, view).await;
         let mut acted = Acted {
             deleted_instances: self.delete_instances(&d.delete_instances).await,
             ..Acted::default()
@@ -218,11 +222,19 @@ impl<C: Cluster> Actuator<C> {
         if !d.scale_up.is_empty() {
             self.remover.record.observe("scaleUp", t.elapsed());
         }
-        self.disrupt(&d.disruptions, view, now).await;
+        self.disrupt(&d.disruptions, d.intents.as_ref(), view, now)
+            .await;
         let t = Instant::now();
         let mut started = false;
         for s in &d.scale_down {
-            started |= self.scale_down(s, view, now).await;
+            let plan = d
+                .intents
+                .as_ref()
+                .and_then(|i| i.get(&s.node))
+                .filter(|i| i.is_plan())
+                .cloned();
+            let intent = plan.unwrap_or_else(|| Intent::scale_down(&s.node, now));
+            started |= self.scale_down(s, intent, view, now).await;
         }
         if started {
             // Upstream's lastScaleDownDeleteTime: the loop that started deleting.
@@ -358,7 +370,13 @@ impl<C: Cluster> Actuator<C> {
     }
 
     /// Starts one scale-down; false when its node is no longer there.
-    async fn scale_down(&mut self, s: &ScaleDown, view: &dyn Lookup, now: i64) -> bool {
+    async fn scale_down(
+        &mut self,
+        s: &ScaleDown,
+        intent: Intent,
+        view: &dyn Lookup,
+        now: i64,
+    ) -> bool {
         let Some(node) = view.node(&s.node) else {
             return false;
         };
@@ -372,6 +390,7 @@ impl<C: Cluster> Actuator<C> {
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
             stage: SharedStage::default(),
+            intent,
         };
         self.remover.record.activity("scaleDown", now);
         let background = !removal.pods.is_empty();

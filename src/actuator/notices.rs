@@ -4,6 +4,9 @@
 use super::cluster::{Cluster, EventKind, Lookup, Regarding};
 use super::removal::{Pace, Removal, SharedStage, Stage, Why};
 use super::Actuator;
+use std::collections::BTreeMap;
+
+use crate::engine::intents::{Action, Intent};
 use crate::engine::{Disruption, NoticeDrain};
 use crate::model::lifecycle::DisruptionReason;
 
@@ -15,6 +18,7 @@ impl<C: Cluster> Actuator<C> {
     pub(super) async fn disrupt(
         &mut self,
         disruptions: &[Disruption],
+        intents: Option<&BTreeMap<String, Intent>>,
         view: &dyn Lookup,
         now: i64,
     ) {
@@ -92,6 +96,11 @@ impl<C: Cluster> Actuator<C> {
                 reason: Why::Notice(d.reason),
                 pace,
                 stage: SharedStage::default(),
+                intent: intents
+                    .and_then(|i| i.get(&d.node))
+                    .filter(|i| i.action == Action::Notice)
+                    .cloned()
+                    .unwrap_or_else(|| Intent::notice(&d.node, d.reason, now)),
             };
             self.start(removal, now, true).await;
         }

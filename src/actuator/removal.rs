@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::cluster::{Cluster, DrainSettings, EventKind, Evictee, Mark, Regarding};
 use crate::cloud::Cloud;
+use crate::engine::intents::Intent;
 use crate::engine::reasons;
 use crate::error::{Error, Result};
 use crate::metrics::LoopMetrics;
@@ -136,6 +137,8 @@ pub struct Removal {
     pub pace: Pace,
     /// Where the removal stands, as the loop sees it too.
     pub stage: SharedStage,
+    /// What the node's intent says once the removal starts (marked draining before the taint).
+    pub intent: Intent,
 }
 
 /// A removal's outcome, sent back to the loop.
@@ -228,6 +231,10 @@ impl<C: Cluster> Remover<C> {
                         tracing::warn!(node = %r.node, error = %u, "could not uncordon the node after a failed drain");
                     }
                 }
+                // Undone: the plan's intent, if it still holds, is written again by the next loop.
+                if let Err(u) = self.cluster.set_intent(&r.node, None).await {
+                    tracing::warn!(node = %r.node, error = %u, "could not clear the node's intent; the next loop or leader does");
+                }
                 if r.reason.is_scale_down() {
                     self.cluster.event(
                         Regarding::Node {
@@ -267,6 +274,11 @@ impl<C: Cluster> Remover<C> {
             ),
         };
         self.cluster.may_act(&format!("tainting node {}", r.node))?;
+        // The intent first: a process stopped at any later step leaves what the next one undoes or
+        // finishes. An interruption's drain says it cordons before it does.
+        let interruption = r.pace != Pace::Drain;
+        let intent = r.intent.clone().draining(interruption);
+        self.cluster.set_intent(&r.node, Some(&intent)).await?;
         self.cluster
             .set_taint(&r.node, Mark::ToBeDeleted, true, now)
             .await?;
@@ -280,7 +292,14 @@ impl<C: Cluster> Remover<C> {
                 "ScaleDown",
                 format!("marked the node as toBeDeleted/unschedulable: {}", r.reason),
             ),
-            Pace::Interruption { .. } => *cordoned = self.cluster.cordon(&r.node, true).await?,
+            Pace::Interruption { .. } => {
+                *cordoned = self.cluster.cordon(&r.node, true).await?;
+                if !*cordoned {
+                    // Someone else cordoned it: not ours to undo.
+                    let intent = r.intent.clone().draining(false);
+                    self.cluster.set_intent(&r.node, Some(&intent)).await?;
+                }
+            }
         }
         match self.evict_all(&r.pods, &settings, event, &note).await {
             Some(e) if !involuntary => return Err(e),

@@ -13,6 +13,7 @@ use super::index::Index;
 use crate::actuator::{
     Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
+use crate::engine::intents::Intent;
 use crate::error::{Error, Result};
 use crate::guard::WriteGuard;
 use crate::leadership::Fence;
@@ -72,6 +73,19 @@ impl Cluster for LiveCluster {
     async fn set_taint(&self, node: &str, mark: Mark, on: bool, now: i64) -> Result<()> {
         let nodes: Api<KubeNode> = Api::all(self.client.clone());
         drain::set_taint(&nodes, node, mark, on, now).await
+    }
+
+    async fn set_intent(&self, node: &str, intent: Option<&Intent>) -> Result<()> {
+        let nodes: Api<KubeNode> = Api::all(self.client.clone());
+        // A merge patch touches this one annotation only: no read, no conflict with other writers.
+        let value = intent.map(Intent::encode);
+        let patch =
+            serde_json::json!({"metadata": {"annotations": {crate::labels::INTENT: value}}});
+        nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::kube(format!("writing the intent of node {node}"), e))
     }
 
     async fn cordon(&self, node: &str, on: bool) -> Result<bool> {
@@ -174,6 +188,15 @@ impl Lookup for Index {
             uid: x.uid.clone(),
             provider_id: n.provider_id.clone(),
         })
+    }
+
+    fn intents(&self) -> Vec<(String, String)> {
+        let (nodes, extras) = (self.nodes.items(), self.nodes.extras());
+        nodes
+            .iter()
+            .zip(extras)
+            .filter_map(|(n, x)| Some((n.name.clone(), x.intent.clone()?)))
+            .collect()
     }
 
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {

@@ -30,6 +30,8 @@ pub struct PodExtra {
 #[derive(Debug, Clone, Default)]
 pub struct NodeExtra {
     pub uid: Option<String>,
+    /// Its `ferroscale.io/intent` annotation (`engine::intents`), as written.
+    pub intent: Option<String>,
 }
 
 /// A pod as its watch delivers it to the index (None: finished, not indexed). A pod that failed and is
@@ -55,6 +57,12 @@ pub fn convert_pod(p: &core::Pod) -> Option<Converted<(Arc<Pod>, PodExtra)>> {
 pub fn convert_node(n: &core::Node) -> Option<Converted<(Node, NodeExtra)>> {
     let extra = NodeExtra {
         uid: n.metadata.uid.clone(),
+        intent: n
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::labels::INTENT))
+            .cloned(),
     };
     Some(node(n).map(|m| (m, extra)).map_err(|e| e.to_string()))
 }

@@ -15,6 +15,7 @@ use prometheus_client::registry::Registry;
 
 use super::consolidation::ConsolidationMetrics;
 use super::groups::GroupStates;
+use super::intents::IntentMetrics;
 use super::lifecycle::LifecycleMetrics;
 use super::totals::ClusterTotals;
 use super::untyped::UntypedCounter;
@@ -119,6 +120,8 @@ pub struct LoopMetrics {
     pub lifecycle: LifecycleMetrics,
     /// Consolidation's plans, saving and declined nodes.
     pub consolidation: ConsolidationMetrics,
+    /// Intents reconciled at start.
+    pub intents: IntentMetrics,
 }
 
 impl LoopMetrics {
@@ -305,6 +308,7 @@ impl LoopMetrics {
             groups: GroupStates::register(registry, lock),
             lifecycle: LifecycleMetrics::register(registry),
             consolidation: ConsolidationMetrics::register(registry),
+            intents: IntentMetrics::register(registry),
         };
         registry.register(
             "cluster_autoscaler_cluster_safe_to_autoscale",

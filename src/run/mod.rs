@@ -7,6 +7,7 @@
 
 mod decide;
 mod health;
+mod intents;
 pub mod interruptions;
 mod observe;
 mod publish;
@@ -342,7 +343,7 @@ impl Runner {
             campaign.spawn(async move { e.lead(leading_tx).await });
         } else {
             self.health.start(crate::time::loop_now());
-            self.clean_stale_taints().await;
+            self.start_acting().await;
         }
         let mut tick = tokio::time::interval(self.run.scan_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -367,7 +368,7 @@ impl Runner {
                     let is_leading = leading.borrow().leads();
                     if is_leading && !was_leading {
                         self.health.start(crate::time::loop_now());
-                        self.clean_stale_taints().await;
+                        self.start_acting().await;
                     }
                     was_leading = is_leading;
                     if !is_leading {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::cloud::Cloud;
 use crate::engine::expander::Priorities;
+use crate::engine::intents::{GroupFacts, Intent, NodeFacts};
 use crate::engine::reasons::Doubt;
 use crate::engine::World;
 use crate::error::Result;
@@ -36,6 +37,10 @@ pub struct Observer {
     pub(super) priority_config_map: Option<PriorityWatch>,
     /// `--interruption-queue`, when set.
     pub(super) interruptions: Option<Box<dyn Notices>>,
+    /// Notices read back from the nodes' intents at start, with since when they were acted on: taken
+    /// as notices until their node is gone (an involuntary one for at most
+    /// [`INVOLUNTARY_LAPSES`](crate::engine::intents::INVOLUNTARY_LAPSES)).
+    pub(super) restored: HashMap<String, (DisruptionReason, i64)>,
     record: LoopMetrics,
 }
 
@@ -82,6 +87,7 @@ impl Observer {
             priorities: None,
             priority_config_map: None,
             interruptions: None,
+            restored: HashMap::new(),
             record,
         }
     }
@@ -123,10 +129,19 @@ impl Observer {
                     .map(|g| (n.name.clone(), g.id.clone()))
             })
             .collect();
-        let interrupted = match &mut self.interruptions {
+        let mut interrupted = match &mut self.interruptions {
             Some(i) => i.interrupted(index, &node_groups),
             None => HashMap::new(),
         };
+        self.restored.retain(|node, (reason, since)| {
+            index.nodes.get(node).is_some()
+                && !(reason.involuntary()
+                    && now - *since > crate::engine::intents::INVOLUNTARY_LAPSES)
+        });
+        for (node, (reason, _)) in &self.restored {
+            let r = interrupted.entry(node.clone()).or_insert(*reason);
+            *r = r.escalate(*reason);
+        }
         Ok(Observed {
             groups: snapshot.groups().cloned().collect(),
             node_groups,
@@ -139,6 +154,42 @@ impl Observer {
                 .flat_map(PriorityWatch::take_problems)
                 .collect(),
         })
+    }
+
+    /// Every node with its intent and what reconciling it needs, and the groups' target sizes, as the
+    /// cloud says after a refresh (a failed refresh leaves the last snapshot to judge by).
+    pub async fn intent_facts(&mut self) -> (Vec<NodeFacts>, HashMap<String, GroupFacts>) {
+        if let Err(e) = self.cloud.refresh().await {
+            tracing::warn!(error = %e, "cloud not refreshed before reconciling intents");
+        }
+        let snapshot = self.cloud.snapshot();
+        let (nodes, extras) = (self.index.nodes.items(), self.index.nodes.extras());
+        let facts = nodes
+            .iter()
+            .zip(extras)
+            .map(|(n, x)| {
+                let group = snapshot.group_for_provider_id(&n.provider_id);
+                NodeFacts {
+                    name: n.name.clone(),
+                    group: group.map(|g| g.id.clone()),
+                    created: n.created,
+                    terminating: group
+                        .and_then(|g| g.instances.iter().find(|i| i.id == n.provider_id))
+                        .is_some_and(|i| i.state == InstanceState::Deleting),
+                    intent: x.intent.as_deref().map(Intent::decode),
+                }
+            })
+            .collect();
+        let groups = snapshot
+            .groups()
+            .map(|g| {
+                let facts = GroupFacts {
+                    target_size: g.target_size,
+                };
+                (g.id.clone(), facts)
+            })
+            .collect();
+        (facts, groups)
     }
 
     /// Nodes carrying the deletion taint now.

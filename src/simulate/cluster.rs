@@ -14,6 +14,7 @@ use crate::actuator::{
     Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
 use crate::cloud::{Cloud, WriteGuard};
+use crate::engine::intents::Intent;
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
@@ -49,6 +50,8 @@ pub struct State {
     pub refused: Vec<Refusal>,
     /// The simulation's time (seconds since the epoch), as of the loop running.
     pub now: i64,
+    /// Each node's `ferroscale.io/intent` annotation, as the actuator wrote it.
+    pub intents: HashMap<String, String>,
 }
 
 /// A budget as the dump gave it: the pods it covered that were running, and what it allowed (see
@@ -286,6 +289,19 @@ impl Cluster for SimCluster {
         Ok(())
     }
 
+    async fn set_intent(&self, node: &str, intent: Option<&Intent>) -> Result<()> {
+        let mut state = self.state();
+        match intent {
+            Some(i) if state.nodes.iter().any(|n| n.name == node) => {
+                state.intents.insert(node.to_string(), i.encode());
+            }
+            _ => {
+                state.intents.remove(node);
+            }
+        }
+        Ok(())
+    }
+
     async fn cordon(&self, node: &str, on: bool) -> Result<bool> {
         let mut changed = false;
         self.with_node(node, |n| {
@@ -331,6 +347,7 @@ pub struct SimView {
     pods: HashMap<String, Evictee>,
     nodes: HashMap<String, NodeRef>,
     on_node: HashMap<String, Vec<Evictee>>,
+    intents: Vec<(String, String)>,
 }
 
 impl SimView {
@@ -357,12 +374,22 @@ impl SimView {
             .iter()
             .map(|s| s.node.as_str())
             .chain(d.disruptions.iter().map(|x| x.node.as_str()))
+            .chain(d.intents.iter().flat_map(|i| i.keys().map(String::as_str)))
             .collect();
-        let state = cluster.state();
+        let mut state = cluster.state();
+        let present: HashSet<String> = state.nodes.iter().map(|n| n.name.clone()).collect();
+        state.intents.retain(|n, _| present.contains(n));
+        let mut intents: Vec<(String, String)> = state
+            .intents
+            .iter()
+            .map(|(n, i)| (n.clone(), i.clone()))
+            .collect();
+        intents.sort();
         let mut view = SimView {
             pods: HashMap::new(),
             nodes: HashMap::new(),
             on_node: HashMap::new(),
+            intents,
         };
         if wanted.is_empty() && nodes.is_empty() {
             return view;
@@ -401,6 +428,10 @@ impl Lookup for SimView {
 
     fn node(&self, name: &str) -> Option<NodeRef> {
         self.nodes.get(name).cloned()
+    }
+
+    fn intents(&self) -> Vec<(String, String)> {
+        self.intents.clone()
     }
 
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {

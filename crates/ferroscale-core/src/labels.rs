@@ -123,6 +123,10 @@ pub const STATUS_TAINT_PREFIX: &str = "status-taint.cluster-autoscaler.kubernete
 pub const KARPENTER_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 /// ferroscale's own name for the same.
 pub const DO_NOT_DISRUPT: &str = "ferroscale.io/do-not-disrupt";
+
+/// Annotation on a node: the intent of the action under way on it (JSON, `engine::intents`), read back
+/// by a new leader before its first loop.
+pub const INTENT: &str = "ferroscale.io/intent";
 /// The descheduler's annotation making a pod evictable whatever else would keep it (present, any value).
 pub const DESCHEDULER_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
 /// The descheduler's soft no-eviction annotation (present, any value): honoured under the evictor's

@@ -36,6 +36,11 @@ impl<M, X> Slab<M, X> {
         &self.items
     }
 
+    /// What the adapter keeps beside each value, in `items`' order.
+    pub fn extras(&self) -> &[X] {
+        &self.extra
+    }
+
     /// Mutable access for what the index resolves after conversion (claims, owners, limits).
     pub(super) fn parts_mut(&mut self) -> (&mut [M], &[X], &[String], &[bool]) {
         (&mut self.items, &self.extra, &self.keys, &self.fresh)

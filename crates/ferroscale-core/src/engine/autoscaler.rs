@@ -230,6 +230,7 @@ pub fn run_once(
     }
     d.not_destinations = ledger.not_destinations(memory);
     d.pdbs_left = ledger.into_pdbs();
+    d.intents = Some(super::intents::desired(memory));
     d
 }
 

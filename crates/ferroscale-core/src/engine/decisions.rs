@@ -175,6 +175,10 @@ pub struct Decisions {
     /// admitted (and those of removals in flight) is counted: what a later method of the same loop
     /// (the descheduler) may still take.
     pub pdbs_left: Vec<crate::model::workload::Pdb>,
+    /// The intents of the actions under way once this loop decided, by node: what the nodes'
+    /// `ferroscale.io/intent` annotations are to say. None when the loop decided nothing (the cluster
+    /// unhealthy): the annotations stay as they are.
+    pub intents: Option<std::collections::BTreeMap<String, super::intents::Intent>>,
 }
 
 impl Decisions {

@@ -39,6 +39,14 @@ pub(super) fn displace(
     memory
         .involuntary
         .retain(|n, t| world.interrupted.contains_key(n) || now - *t < 60);
+    // Each notice keeps since when it was first acted on, for its intent.
+    memory
+        .noticed
+        .retain(|n, _| world.interrupted.contains_key(n));
+    for (n, reason) in world.interrupted {
+        let e = memory.noticed.entry(n.clone()).or_insert((*reason, now));
+        e.0 = *reason;
+    }
     let mut displaced = Vec::new();
     let noticed: Vec<(&NodeInfo, DisruptionReason)> = infos
         .iter()

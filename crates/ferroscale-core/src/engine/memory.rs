@@ -36,11 +36,15 @@ pub struct Memory {
     pub templates: HashMap<String, GroupTemplate>,
     /// Nodes being replaced (drift, expiry): their surge was asked for, they go once it has joined.
     pub replacing: HashMap<String, Replacing>,
-    /// New nodes that already let an old node go: each counts for one replacement only.
-    pub surge_claimed: HashSet<String>,
+    /// New nodes that already let an old node go, with the old node (a consolidation's first): each
+    /// counts for one replacement only.
+    pub surge_claimed: HashMap<String, String>,
     /// Nodes taken out for an involuntary notice, with when: what `--max-interruptions-per-minute`
     /// counts (each node once, for as long as it is there).
     pub involuntary: HashMap<String, i64>,
+    /// Nodes with a notice due, with its reason and since when it was first acted on: what their
+    /// intents say (`intents`), so a notice outlives a restart.
+    pub noticed: HashMap<String, (DisruptionReason, i64)>,
     /// Consolidations whose new nodes were asked for and whose old nodes wait for them.
     pub consolidating: Vec<Consolidating>,
     /// Nodes a consolidation took or gave up on, with when: not candidates again for their group's

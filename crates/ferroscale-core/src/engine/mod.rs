@@ -17,6 +17,7 @@ pub(crate) mod equivalence;
 pub mod estimator;
 pub mod expander;
 pub mod health;
+pub mod intents;
 pub mod ledger;
 pub mod limits;
 pub mod memory;

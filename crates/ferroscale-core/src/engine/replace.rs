@@ -59,7 +59,7 @@ pub(super) fn replace(
         .retain(|node, _| present.contains_key(node.as_str()));
     memory
         .surge_claimed
-        .retain(|node| present.contains_key(node.as_str()));
+        .retain(|node, _| present.contains_key(node.as_str()));
     let group_of = |node: &str| world.node_groups.get(node).map(String::as_str);
     // How many nodes each group has, and whether all are ready.
     let mut size: HashMap<&str, usize> = HashMap::new();
@@ -97,12 +97,12 @@ pub(super) fn replace(
                     && is_ready(&i.node, &ctx.settings.taints)
                     && i.node.seen > r.since
                     && !memory.replacing.contains_key(&i.node.name)
-                    && !memory.surge_claimed.contains(&i.node.name)
+                    && !memory.surge_claimed.contains_key(&i.node.name)
             });
             if let (true, Some(new)) = (registered as i32 >= g.target_size && all_ready, fresh) {
                 let new = new.node.name.clone();
                 if retire(ctx, ledger, info, g, r.reason, d).is_ok() {
-                    memory.surge_claimed.insert(new);
+                    memory.surge_claimed.insert(new, name.to_string());
                 }
             } else if fresh.is_none()
                 && ctx.now - r.since > secs(ctx.settings.options_of(g).max_node_provision_time)

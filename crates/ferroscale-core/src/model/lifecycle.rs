@@ -82,7 +82,10 @@ impl ScheduledChange {
 pub const SCHEDULED_CHANGE_LEAD: i64 = 2 * 3600;
 
 /// Why a node is taken out of service other than for scale-down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum DisruptionReason {
     SpotInterruption,
     Rebalance,

@@ -125,7 +125,7 @@ pub(super) fn candidates<'a>(
             || n.scale_down_disabled
             || !ledger.available(name)
             || world.interrupted.contains_key(name)
-            || memory.surge_claimed.contains(name)
+            || memory.surge_claimed.contains_key(name)
         {
             continue;
         }

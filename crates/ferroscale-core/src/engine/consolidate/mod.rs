@@ -138,7 +138,7 @@ fn progress(
                 world.node_groups.get(name) == Some(&g.id)
                     && is_ready(&i.node, &ctx.settings.taints)
                     && i.node.seen > plan.since
-                    && !memory.surge_claimed.contains(name)
+                    && !memory.surge_claimed.contains_key(name)
                     // A new node on its way out is no room for the old nodes' pods (scale-down
                     // waits while a replacement is under way, but a removal may be in flight).
                     && !ledger.out_of_service(name)
@@ -160,8 +160,9 @@ fn progress(
                 ));
             }
         } else if joined {
+            let first = plan.nodes.iter().min().cloned().unwrap_or_default();
             for new in fresh {
-                memory.surge_claimed.insert(new.to_string());
+                memory.surge_claimed.insert(new.to_string(), first.clone());
             }
             let mut waiting = Vec::new();
             for old in &plan.nodes {

@@ -1,0 +1,104 @@
+//! Reading the nodes' intents back before the first loop (a restart, a new leader): each is resumed
+//! (the engine's memory restored, so it finishes the action under today's rules), rolled back (the
+//! drain's taint and cordon undone, the annotation cleared) or found finished; each outcome is an
+//! Event on its node and a count in `ferroscale_intents_reconciled_total{action,outcome}`.
+
+use crate::actuator::{Cluster, EventKind, Lookup, Mark, Regarding};
+use crate::engine::intents::{self, Outcome, Reconciled};
+
+use super::Runner;
+use crate::k8s::cluster::LiveCluster;
+use crate::metrics::IntentMetrics;
+
+impl Runner {
+    /// Reconciles every intent on the nodes, then takes off the deletion taints nothing owns (left
+    /// by a version without intents, or by cluster-autoscaler), as upstream cleans up when it starts
+    /// acting. Not in dry-run.
+    pub async fn start_acting(&mut self) {
+        if self.run.dry_run {
+            return;
+        }
+        let now = crate::time::loop_now();
+        self.observer.update_index(now);
+        let (nodes, groups) = self.observer.intent_facts().await;
+        let memory = &mut self.decider.memory;
+        let outcomes = intents::reconcile(&nodes, &groups, memory, now);
+        self.observer.restored = memory.noticed.clone();
+        let cluster = self.actuator.cluster().clone();
+        let record = self.publisher.record.intents.clone();
+        for r in &outcomes {
+            let uid = self.observer.index.node(&r.node).and_then(|n| n.uid);
+            undo(&cluster, &record, r, uid, now).await;
+        }
+        self.clean_stale_taints().await;
+    }
+}
+
+/// Carries one outcome out on the cluster and tells it.
+async fn undo(
+    cluster: &LiveCluster,
+    record: &IntentMetrics,
+    r: &Reconciled,
+    uid: Option<String>,
+    now: i64,
+) {
+    if cluster.may_act("reconciling intents").is_err() {
+        return;
+    }
+    let mut failed = None;
+    if r.untaint {
+        if let Err(e) = cluster
+            .set_taint(&r.node, Mark::ToBeDeleted, false, now)
+            .await
+        {
+            failed.get_or_insert(e);
+        }
+    }
+    if r.uncordon {
+        if let Err(e) = cluster.cordon(&r.node, false).await {
+            failed.get_or_insert(e);
+        }
+    }
+    if r.clear && failed.is_none() {
+        if let Err(e) = cluster.set_intent(&r.node, None).await {
+            failed.get_or_insert(e);
+        }
+    }
+    let action = r.action.map_or("unknown", |a| a.as_str());
+    if let Some(e) = failed {
+        // The intent stays: the next start (or the stale-taint clean-up) tries again.
+        tracing::warn!(node = %r.node, action, error = %e, "intent not reconciled");
+        return;
+    }
+    record.reconciled(action, r.outcome.as_str());
+    if r.action == Some(intents::Action::Surge) {
+        return;
+    }
+    let (kind, reason, note) = match &r.outcome {
+        Outcome::Resumed => (
+            EventKind::Normal,
+            "IntentResumed",
+            format!("{action} under way before a restart: resumed under today's rules"),
+        ),
+        Outcome::RolledBack(why) => (
+            EventKind::Warning,
+            "IntentRolledBack",
+            format!("{action} under way before a restart rolled back: {why}"),
+        ),
+        Outcome::Finished => (
+            EventKind::Normal,
+            "IntentFinished",
+            format!("{action} under way before a restart: its instance is already going"),
+        ),
+    };
+    tracing::info!(node = %r.node, action, outcome = r.outcome.as_str(), "{note}");
+    cluster.event(
+        Regarding::Node {
+            name: r.node.clone(),
+            uid,
+        },
+        kind,
+        reason,
+        note,
+    );
+}
