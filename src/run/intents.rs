@@ -13,12 +13,11 @@ use crate::metrics::IntentMetrics;
 impl Runner {
     /// Reconciles every intent on the nodes, then takes off the deletion taints nothing owns (left
     /// by a version without intents, or by cluster-autoscaler), as upstream cleans up when it starts
-    /// acting. Not in dry-run.
-    pub async fn start_acting(&mut self) {
+    /// acting. `now` is the loop's clock. Not in dry-run.
+    pub async fn start_acting(&mut self, now: i64) {
         if self.run.dry_run {
             return;
         }
-        let now = crate::time::loop_now();
         self.observer.update_index(now);
         let (nodes, groups) = self.observer.intent_facts().await;
         let memory = &mut self.decider.memory;

@@ -343,7 +343,7 @@ impl Runner {
             campaign.spawn(async move { e.lead(leading_tx).await });
         } else {
             self.health.start(crate::time::loop_now());
-            self.start_acting().await;
+            self.start_acting(crate::time::loop_now()).await;
         }
         let mut tick = tokio::time::interval(self.run.scan_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -368,7 +368,7 @@ impl Runner {
                     let is_leading = leading.borrow().leads();
                     if is_leading && !was_leading {
                         self.health.start(crate::time::loop_now());
-                        self.start_acting().await;
+                        self.start_acting(crate::time::loop_now()).await;
                     }
                     was_leading = is_leading;
                     if !is_leading {

@@ -56,6 +56,7 @@ mod run_metrics;
 mod run_notices;
 mod run_owners;
 mod run_priorities;
+mod run_restart;
 mod run_safety;
 mod run_volumes;
 mod simulate;

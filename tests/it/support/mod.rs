@@ -6,6 +6,8 @@ pub mod aws_proxy;
 pub mod chart;
 /// Objects as CA sends them (`grpc`), as the API serves them (`kube`), as dumps hold them (`dump`).
 pub mod fixtures;
+/// A cloud that stops `run` at a chosen step (the kill matrix): a scale-up or a delete never returns.
+pub mod gated;
 /// A Kubernetes API on loopback for `run`: list/watch, patches, PDB evictions, requests recorded.
 pub mod kube_api;
 /// A moto server (AWS emulator) per test, reached through the real aws-sdk clients.

@@ -1,4 +1,7 @@
+use std::collections::HashMap;
+
 use super::*;
+use crate::engine::memory::{Consolidating, Replacing};
 use proptest::prelude::*;
 
 const T: i64 = 1_790_000_000;

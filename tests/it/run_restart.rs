@@ -1,0 +1,612 @@
+//! The kill matrix: `run` killed at each step of each multi-step action (its runner dropped with its
+//! drains mid-flight and nothing undone, as SIGKILL leaves things), then started again on the same
+//! loopback API and cloud, reconciling the intents on the nodes before its first loop. Each cell ends
+//! as the uninterrupted run does: the same nodes and group size, no node tainted, cordoned or carrying
+//! an intent of an action no longer under way, each surge asked for once, no pod evicted twice.
+//! Actions: a scale-down, a drift replacement, a voluntary notice (`run_restart_more` has the rest).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
+use ferroscale::cloud::Cloud;
+use ferroscale::engine::Settings;
+use ferroscale::k8s::index::Index;
+use ferroscale::model::lifecycle::DisruptionReason;
+use ferroscale::run::{Notices, RunSettings};
+use ferroscale::time::unix_now as now;
+use serde_json::json;
+
+use crate::support::fixtures::kube::{node, pod, POOL};
+use crate::support::gated::Gated;
+use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
+use crate::support::run_harness::{eager, has_deletion_taint, pool, run_settings, Harness};
+
+/// What survives a kill: the API server, the cloud, and how the process is configured.
+pub struct Site {
+    pub api: KubeApi,
+    pub cloud: Arc<Gated>,
+    pub settings: Settings,
+    pub run: RunSettings,
+    /// A notice the first process was told about (its message consumed since).
+    pub notice: Option<(String, DisruptionReason)>,
+}
+
+/// Notices a queue delivered once: the first process sees them, a restarted one does not.
+struct Once(HashMap<String, DisruptionReason>);
+
+#[async_trait::async_trait]
+impl Notices for Once {
+    fn interrupted(
+        &mut self,
+        index: &Index,
+        _groups: &HashMap<String, String>,
+    ) -> HashMap<String, DisruptionReason> {
+        self.0.retain(|n, _| index.nodes.get(n).is_some());
+        self.0.clone()
+    }
+
+    async fn acknowledge(&mut self, _dry_run: bool) {}
+}
+
+impl Site {
+    pub async fn new(api: KubeApi, groups: &str, settings: Settings, slow_evictions: bool) -> Site {
+        let memory = MemoryCloud::new(&MemoryConfig::parse(groups).unwrap()).unwrap();
+        let mut run = run_settings();
+        if slow_evictions {
+            // A drain blocked by a budget keeps retrying past the kill.
+            run.drain.max_pod_eviction_time = Duration::from_secs(60);
+        }
+        Site {
+            api,
+            cloud: Gated::new(Arc::new(memory)),
+            settings,
+            run,
+            notice: None,
+        }
+    }
+
+    /// The first process.
+    pub async fn start(&self) -> Harness {
+        let mut h = Harness::with_cloud(
+            self.api.clone(),
+            self.cloud.clone(),
+            self.settings.clone(),
+            self.run.clone(),
+        )
+        .await;
+        if let Some((n, r)) = &self.notice {
+            h.runner
+                .set_interruptions(Once(HashMap::from([(n.clone(), *r)])));
+        }
+        h.runner.start_acting(now()).await;
+        h
+    }
+
+    /// Kills `h` (nothing it started is undone) and starts another process at `t`, which reconciles.
+    pub async fn restart(&self, h: Harness, t: i64) -> Harness {
+        drop(h);
+        self.restart_dropped(t).await
+    }
+
+    /// Kills the process while its loop at `t` is stuck in a held call.
+    pub async fn kill_in_loop(&self, mut h: Harness, t: i64) -> Harness {
+        let task = tokio::spawn(async move {
+            let _ = h.runner.run_once(t).await;
+            h
+        });
+        self.cloud.reached().await;
+        task.abort();
+        assert!(task.await.is_err(), "the loop was killed in the held call");
+        self.restart_dropped(t + 5).await
+    }
+
+    async fn restart_dropped(&self, t: i64) -> Harness {
+        self.cloud.open();
+        self.api.release();
+        let mut h = Harness::with_cloud(
+            self.api.clone(),
+            self.cloud.clone(),
+            self.settings.clone(),
+            self.run.clone(),
+        )
+        .await;
+        h.synced_any().await;
+        h.runner.start_acting(t).await;
+        h
+    }
+
+    /// Runs loops from `t` (10 s apart, removals settled between) until `done` holds and two loops
+    /// more, deleting node objects whose instance is gone (the cloud's node controller); the time
+    /// reached.
+    pub async fn settle(&self, h: &mut Harness, mut t: i64, done: impl Fn(&Site) -> bool) -> i64 {
+        for _ in 0..30 {
+            self.forget_gone();
+            h.synced_any().await;
+            let _ = h.runner.run_once(t).await;
+            h.runner.settle().await;
+            t += 10;
+            if done(self) {
+                // Two loops more: what was written from a stale view converges.
+                for _ in 0..2 {
+                    self.forget_gone();
+                    h.synced_any().await;
+                    let _ = h.runner.run_once(t).await;
+                    h.runner.settle().await;
+                    t += 10;
+                }
+                return t;
+            }
+        }
+        panic!("not settled: {}", self.summary());
+    }
+
+    /// Deletes the node objects whose instance the cloud no longer has.
+    fn forget_gone(&self) {
+        let snapshot = self.cloud.snapshot();
+        for n in self.api.list(NODES) {
+            let id = n["spec"]["providerID"].as_str().unwrap_or_default();
+            if snapshot.group_for_provider_id(id).is_none() {
+                self.api
+                    .delete(NODES, "", n["metadata"]["name"].as_str().unwrap());
+            }
+        }
+    }
+
+    /// Joins the group's instances that have no node yet as ready nodes created at `created`.
+    pub fn join(&self, created: i64) -> Vec<String> {
+        let known: Vec<String> = self
+            .api
+            .list(NODES)
+            .iter()
+            .map(|n| {
+                n["spec"]["providerID"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        let mut joined = Vec::new();
+        for g in self.cloud.snapshot().groups() {
+            for i in g.instances.iter().filter(|i| !known.contains(&i.id)) {
+                let name = format!("new-{}", i.id.rsplit('/').next().unwrap());
+                let mut n = node(&name, &i.id, "4", "16Gi");
+                n["metadata"]["creationTimestamp"] =
+                    json!(k8s_openapi::jiff::Timestamp::from_second(created)
+                        .unwrap()
+                        .to_string());
+                self.api.put(NODES, n);
+                joined.push(name);
+            }
+        }
+        joined
+    }
+
+    /// What a user sees once things settled: group size, nodes with their marks, pods left.
+    pub fn summary(&self) -> String {
+        let mut out = BTreeMap::new();
+        for g in self.cloud.snapshot().groups() {
+            out.insert(
+                format!("group {}", g.id),
+                format!("target {} instances {}", g.target_size, g.instances.len()),
+            );
+        }
+        for n in self.api.list(NODES) {
+            let name = n["metadata"]["name"].as_str().unwrap().to_string();
+            // A surge node's claim is bookkeeping, written by whichever loop first sees the node as
+            // claimed: left out.
+            let intent = n["metadata"]["annotations"]["ferroscale.io/intent"]
+                .as_str()
+                .map(|i| serde_json::from_str::<serde_json::Value>(i).unwrap()["action"].clone())
+                .filter(|a| a != "surge");
+            out.insert(
+                format!(
+                    "node {}",
+                    if name.starts_with("new-") {
+                        "new"
+                    } else {
+                        &name
+                    }
+                ),
+                format!(
+                    "tainted {} cordoned {} intent {:?}",
+                    has_deletion_taint(&self.api, &name),
+                    n["spec"]["unschedulable"] == true,
+                    intent
+                ),
+            );
+        }
+        let mut pods: Vec<String> = self
+            .api
+            .list(PODS)
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        pods.sort();
+        out.insert("pods".into(), pods.join(","));
+        out.insert(
+            "nodes asked for".into(),
+            self.cloud.asked.load(Ordering::SeqCst).to_string(),
+        );
+        format!("{out:#?}")
+    }
+}
+
+impl Harness {
+    /// Waits until the watches caught up with the API (whatever it holds).
+    pub async fn synced_any(&self) {
+        let nodes = self.api.list(NODES).len();
+        let pods = self.api.list(PODS).len();
+        self.synced(nodes, pods).await;
+    }
+}
+
+/// Successful evictions of `pod` (the API deleted it): at most one, or it was evicted twice.
+fn evicted_once(api: &KubeApi, pod: &str) -> bool {
+    let asked = api
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.starts_with(&format!(
+                "POST /api/v1/namespaces/default/pods/{pod}/eviction"
+            ))
+        })
+        .count();
+    api.get(PODS, "default", pod).is_none() && asked >= 1
+}
+
+/// The count of `ferroscale_intents_reconciled_total{action,outcome}`.
+pub fn reconciled(h: &Harness, action: &str, outcome: &str) -> u64 {
+    let text = h.metrics.encode();
+    let want = format!(
+        "ferroscale_intents_reconciled_total{{action=\"{action}\",outcome=\"{outcome}\"}} "
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix(&want))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+// ---- scale-down: pool-b's two web pods drained, pool-b deleted ----
+
+async fn scale_down_site(allowed: i64) -> Site {
+    let api = KubeApi::start().await;
+    pool(&api, allowed).await;
+    Site::new(api, POOL, eager(), allowed < 2).await
+}
+
+fn pool_b_gone(s: &Site) -> bool {
+    s.cloud.snapshot().group("pool").unwrap().instances.len() == 1
+}
+
+/// The uninterrupted scale-down, for comparison.
+async fn scale_down_reference() -> String {
+    let s = scale_down_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    s.settle(&mut h, now(), pool_b_gone).await;
+    s.summary()
+}
+
+#[tokio::test]
+async fn scale_down_killed_after_its_intent_is_written_is_rolled_back_then_done_once() {
+    let reference = scale_down_reference().await;
+    let s = scale_down_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    // The taint's read never answers: the process dies with the intent written and nothing else.
+    s.api.hold("GET /api/v1/nodes/pool-b");
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.api
+        .wait_for("the intent", |api| {
+            api.get(NODES, "", "pool-b").unwrap()["metadata"]["annotations"]["ferroscale.io/intent"]
+                .is_string()
+        })
+        .await;
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "scale-down", "rolled_back"), 1);
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+    assert!(evicted_once(&s.api, "web-1") && evicted_once(&s.api, "web-2"));
+}
+
+#[tokio::test]
+async fn scale_down_killed_with_half_its_pods_evicted_evicts_only_the_rest() {
+    let reference = scale_down_reference().await;
+    // One disruption allowed: web-1 or web-2 goes, the other is refused and retried.
+    let s = scale_down_site(1).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.api
+        .wait_for("one pod evicted, the other refused", |api| {
+            ["web-1", "web-2"]
+                .iter()
+                .filter(|p| api.get(PODS, "default", p).is_none())
+                .count()
+                == 1
+        })
+        .await;
+    let first = if s.api.get(PODS, "default", "web-1").is_none() {
+        "web-1"
+    } else {
+        "web-2"
+    };
+    let before: usize = s
+        .api
+        .requests()
+        .iter()
+        .filter(|r| r.contains(&format!("pods/{first}/eviction")))
+        .count();
+    // The budget recovers (the evicted pod's replacement runs elsewhere) while nobody runs.
+    s.api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "scale-down", "rolled_back"), 1);
+    assert!(
+        !has_deletion_taint(&s.api, "pool-b"),
+        "the drain's taint is undone at start"
+    );
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+    let after: usize = s
+        .api
+        .requests()
+        .iter()
+        .filter(|r| r.contains(&format!("pods/{first}/eviction")))
+        .count();
+    assert_eq!(after, before, "{first} was not asked to be evicted again");
+}
+
+#[tokio::test]
+async fn scale_down_killed_after_the_delete_was_asked_leaves_the_node_to_go() {
+    let reference = scale_down_reference().await;
+    let s = scale_down_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    s.cloud.hold_after_delete.store(true, Ordering::SeqCst);
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.cloud.reached().await;
+    let mut h = s.restart(h, t + 5).await;
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+}
+
+// ---- drift: pool-a (an older launch template) replaced, surge first ----
+
+const DRIFTED: &str = r#"
+nodeGroups:
+  - {name: pool, minSize: 0, maxSize: 5, capacity: {cpu: 4, memory: 16Gi, pods: 20},
+     revision: "lt:2", disruptionBudget: "1",
+     instances: [{id: i-a, revision: "lt:1"}, {id: i-c, revision: "lt:2"}]}
+"#;
+
+async fn drift_site(allowed: i64) -> Site {
+    let api = KubeApi::start().await;
+    api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, node("pool-c", "memory:///pool/i-c", "4", "16Gi"));
+    api.put(PODS, pod("web-1", "200m", Some("pool-a"), "web"));
+    api.put(PODS, pod("web-2", "200m", Some("pool-a"), "web"));
+    api.put(
+        PDBS,
+        json!({"metadata": {"name": "web", "namespace": "default"},
+               "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1},
+               "status": {"disruptionsAllowed": allowed}}),
+    );
+    let mut settings = ferroscale::cli::flags::default_engine();
+    settings.scale_down_enabled = false;
+    Site::new(api, DRIFTED, settings, allowed < 2).await
+}
+
+fn pool_a_replaced(s: &Site) -> bool {
+    let g = s.cloud.snapshot().group("pool").unwrap().clone();
+    !g.instances.iter().any(|i| i.id.ends_with("/i-a")) && g.instances.len() == 2
+}
+
+/// Loops until the surge is asked for, joins it, and loops until pool-a is gone.
+async fn drift_to_the_end(s: &Site, h: &mut Harness, t: i64) {
+    let t = s
+        .settle(h, t, |s| {
+            s.cloud.snapshot().group("pool").unwrap().target_size == 3
+        })
+        .await;
+    s.join(t + 5);
+    s.settle(h, t + 10, pool_a_replaced).await;
+}
+
+async fn drift_reference() -> String {
+    let s = drift_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 2).await;
+    drift_to_the_end(&s, &mut h, now()).await;
+    s.summary()
+}
+
+#[tokio::test]
+async fn drift_killed_before_its_surge_is_asked_asks_it_once() {
+    let reference = drift_reference().await;
+    let s = drift_site(2).await;
+    let h = s.start().await;
+    h.synced(2, 2).await;
+    s.cloud.hold_increase.store(true, Ordering::SeqCst);
+    let t = now();
+    let mut h = s.kill_in_loop(h, t).await;
+    assert_eq!(reconciled(&h, "replacement", "rolled_back"), 1);
+    drift_to_the_end(&s, &mut h, t + 10).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn drift_killed_after_its_surge_is_asked_waits_for_it_instead_of_asking_again() {
+    let reference = drift_reference().await;
+    let s = drift_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 2).await;
+    let t = now();
+    let d = h.runner.run_once(t).await.unwrap();
+    assert_eq!(d.replacements.len(), 1);
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "replacement", "resumed"), 1);
+    drift_to_the_end(&s, &mut h, t + 10).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn drift_killed_once_its_surge_is_ready_retires_the_old_node() {
+    let reference = drift_reference().await;
+    let s = drift_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 2).await;
+    let t = now();
+    let _ = h.runner.run_once(t).await.unwrap();
+    s.join(t + 5);
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "replacement", "resumed"), 1);
+    s.settle(&mut h, t + 10, pool_a_replaced).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn drift_killed_mid_drain_drains_the_rest_on_the_same_surge() {
+    let reference = drift_reference().await;
+    let s = drift_site(1).await;
+    let mut h = s.start().await;
+    h.synced(2, 2).await;
+    let t = now();
+    let _ = h.runner.run_once(t).await.unwrap();
+    s.join(t + 5);
+    h.synced(3, 2).await;
+    let _ = h.runner.run_once(t + 10).await.unwrap();
+    s.api
+        .wait_for("one pod evicted", |api| {
+            ["web-1", "web-2"]
+                .iter()
+                .filter(|p| api.get(PODS, "default", p).is_none())
+                .count()
+                == 1
+        })
+        .await;
+    s.api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    let mut h = s.restart(h, t + 15).await;
+    assert_eq!(reconciled(&h, "replacement", "resumed"), 1);
+    s.settle(&mut h, t + 20, pool_a_replaced).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn drift_killed_after_the_old_nodes_delete_was_asked_ends_as_uninterrupted() {
+    let reference = drift_reference().await;
+    let s = drift_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 2).await;
+    let t = now();
+    let _ = h.runner.run_once(t).await.unwrap();
+    s.join(t + 5);
+    h.synced(3, 2).await;
+    s.cloud.hold_after_delete.store(true, Ordering::SeqCst);
+    let _ = h.runner.run_once(t + 10).await.unwrap();
+    s.cloud.reached().await;
+    let mut h = s.restart(h, t + 15).await;
+    s.settle(&mut h, t + 20, pool_a_replaced).await;
+    assert_eq!(s.summary(), reference);
+}
+
+// ---- a voluntary notice (rebalance recommendation) for pool-b ----
+
+async fn notice_site(allowed: i64) -> Site {
+    let api = KubeApi::start().await;
+    pool(&api, allowed).await;
+    let mut settings = eager();
+    settings.scale_down_enabled = false;
+    let mut s = Site::new(api, POOL, settings, allowed < 2).await;
+    s.notice = Some(("pool-b".into(), DisruptionReason::Rebalance));
+    s
+}
+
+async fn notice_reference() -> String {
+    let s = notice_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    s.settle(&mut h, now(), pool_b_gone).await;
+    s.summary()
+}
+
+#[tokio::test]
+async fn a_notice_killed_after_its_intent_is_written_is_carried_on_from_the_node() {
+    let reference = notice_reference().await;
+    let s = notice_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    s.api.hold("GET /api/v1/nodes/pool-b");
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.api
+        .wait_for("the intent", |api| {
+            api.get(NODES, "", "pool-b").unwrap()["metadata"]["annotations"]["ferroscale.io/intent"]
+                .is_string()
+        })
+        .await;
+    // The restarted process hears of no notice: the node's intent carries it.
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "notice", "resumed"), 1);
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn a_notice_killed_mid_drain_is_carried_on_and_leaves_no_cordon() {
+    let reference = notice_reference().await;
+    let s = notice_site(1).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.api
+        .wait_for("one pod evicted", |api| {
+            ["web-1", "web-2"]
+                .iter()
+                .filter(|p| api.get(PODS, "default", p).is_none())
+                .count()
+                == 1
+        })
+        .await;
+    assert!(s.api.get(NODES, "", "pool-b").unwrap()["spec"]["unschedulable"] == true);
+    s.api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    let mut h = s.restart(h, t + 5).await;
+    assert_eq!(reconciled(&h, "notice", "resumed"), 1);
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+}
+
+#[tokio::test]
+async fn a_notice_killed_after_the_delete_was_asked_ends_as_uninterrupted() {
+    let reference = notice_reference().await;
+    let s = notice_site(2).await;
+    let mut h = s.start().await;
+    h.synced(2, 3).await;
+    s.cloud.hold_after_delete.store(true, Ordering::SeqCst);
+    let t = now();
+    let _ = h.runner.run_once(t).await;
+    s.cloud.reached().await;
+    let mut h = s.restart(h, t + 5).await;
+    s.settle(&mut h, t + 10, pool_b_gone).await;
+    assert_eq!(s.summary(), reference);
+}
