@@ -1,7 +1,7 @@
 //! The actuator's side of durable intents (`engine::intents`): the nodes' annotations brought to what
 //! the loop's decisions say holds, before anything they announce is done.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::cluster::{Cluster, Lookup};
 use super::Actuator;
@@ -13,7 +13,14 @@ impl<C: Cluster> Actuator<C> {
     /// where no action is under way any more. A node a removal works on is left to it (it marks its
     /// intent draining itself). A failed write is logged and tried again by the next loop.
     pub(super) async fn write_intents(&self, d: &Decisions, view: &dyn Lookup) {
-        let Some(wanted) = &d.intents else { return };
+        if let Some(wanted) = &d.intents {
+            self.write_these(wanted, view).await;
+        }
+    }
+
+    /// Brings the nodes' intents to `wanted` (see [`Actuator::write_intents`]): also right after a
+    /// descheduling cycle, whose emptied nodes would otherwise wait for the next loop's.
+    pub async fn write_these(&self, wanted: &BTreeMap<String, Intent>, view: &dyn Lookup) {
         if self.cluster().may_act("writing intents").is_err() {
             return;
         }

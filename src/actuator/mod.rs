@@ -233,7 +233,11 @@ impl<C: Cluster> Actuator<C> {
                 .and_then(|i| i.get(&s.node))
                 .filter(|i| i.is_plan())
                 .cloned();
-            let intent = plan.unwrap_or_else(|| Intent::scale_down(&s.node, now));
+            let intent = plan.unwrap_or_else(|| {
+                let mut i = Intent::scale_down(&s.node, now);
+                i.reason = s.reason.disruption;
+                i
+            });
             started |= self.scale_down(s, intent, view, now).await;
         }
         if started {

@@ -256,6 +256,11 @@ impl Runner {
         };
         let cycle = desched.cycle_counting(index, &removing, pdbs, now).await;
         self.decider.memory.set_emptying(&cycle.emptying, now);
+        if !cycle.emptying.is_empty() && !self.run.dry_run {
+            // The emptied nodes' intents now: a restart before the next loop keeps them.
+            let wanted = crate::engine::intents::desired(&self.decider.memory);
+            self.actuator.write_these(&wanted, index).await;
+        }
     }
 
     /// The decisions carried out (not in dry-run), and the notices acted on acknowledged; the first

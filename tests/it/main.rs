@@ -57,6 +57,7 @@ mod run_notices;
 mod run_owners;
 mod run_priorities;
 mod run_restart;
+mod run_restart_more;
 mod run_safety;
 mod run_volumes;
 mod simulate;

@@ -122,10 +122,11 @@ impl Site {
     /// more, deleting node objects whose instance is gone (the cloud's node controller); the time
     /// reached.
     pub async fn settle(&self, h: &mut Harness, mut t: i64, done: impl Fn(&Site) -> bool) -> i64 {
+        let mut last = None;
         for _ in 0..30 {
             self.forget_gone();
             h.synced_any().await;
-            let _ = h.runner.run_once(t).await;
+            last = h.runner.run_once(t).await.ok();
             h.runner.settle().await;
             t += 10;
             if done(self) {
@@ -140,11 +141,18 @@ impl Site {
                 return t;
             }
         }
-        panic!("not settled: {}", self.summary());
+        let why = last.map(|d| {
+            (
+                d.unremovable,
+                d.consolidation_declined,
+                d.consolidation_waits,
+            )
+        });
+        panic!("not settled: {}\nlast loop: {why:#?}", self.summary());
     }
 
     /// Deletes the node objects whose instance the cloud no longer has.
-    fn forget_gone(&self) {
+    pub fn forget_gone(&self) {
         let snapshot = self.cloud.snapshot();
         for n in self.api.list(NODES) {
             let id = n["spec"]["providerID"].as_str().unwrap_or_default();
@@ -172,7 +180,10 @@ impl Site {
         for g in self.cloud.snapshot().groups() {
             for i in g.instances.iter().filter(|i| !known.contains(&i.id)) {
                 let name = format!("new-{}", i.id.rsplit('/').next().unwrap());
-                let mut n = node(&name, &i.id, "4", "16Gi");
+                // As big as its group's template says.
+                let t = &g.template.capacity;
+                let (cpu, memory) = (format!("{}m", t.cpu_milli), format!("{}", t.memory));
+                let mut n = node(&name, &i.id, &cpu, &memory);
                 n["metadata"]["creationTimestamp"] =
                     json!(k8s_openapi::jiff::Timestamp::from_second(created)
                         .unwrap()
