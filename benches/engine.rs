@@ -15,6 +15,9 @@
 //! * `convert_51000`: what `ferroscale run` does first every loop, turning the watch caches' Kubernetes
 //!   objects (1,000 nodes, 51,000 pods) into the engine's model.
 //!
+//! * `reconcile_intents_5000`: what a new leader does before its first loop on 5,000 nodes, 500 of them
+//!   with an intent (decoded from their annotations, then reconciled).
+//!
 //! Run with `cargo bench --bench engine`.
 
 use ferroscale::labels;
@@ -334,5 +337,49 @@ fn convert_51000(bencher: divan::Bencher) {
             Err,
         )
         .unwrap()
+    });
+}
+
+/// A new leader reading back 500 intents (replacements, half of them draining) among 5,000 nodes.
+#[divan::bench(sample_count = 10)]
+fn reconcile_intents_5000(bencher: divan::Bencher) {
+    use ferroscale::engine::intents::{reconcile, GroupFacts, Intent, NodeFacts};
+    use ferroscale::engine::memory::Replacing;
+    use ferroscale::model::lifecycle::DisruptionReason;
+    let now = 1_790_000_000;
+    let mut m = Memory::default();
+    for i in 0..500 {
+        m.replacing.insert(
+            format!("node-{i}"),
+            Replacing {
+                group: "pool".into(),
+                reason: DisruptionReason::Drift,
+                since: now - 60,
+            },
+        );
+    }
+    let wanted = ferroscale::engine::intents::desired(&m);
+    let texts: Vec<Option<String>> = (0..5000)
+        .map(|i| {
+            wanted
+                .get(&format!("node-{i}"))
+                .map(|x| x.clone().draining(false).encode())
+        })
+        .collect();
+    let groups = HashMap::from([("pool".to_string(), GroupFacts { target_size: 5100 })]);
+    bencher.bench(|| {
+        let nodes: Vec<NodeFacts> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| NodeFacts {
+                name: format!("node-{i}"),
+                group: Some("pool".into()),
+                created: now - 3600,
+                terminating: false,
+                intent: t.as_deref().map(Intent::decode),
+            })
+            .collect();
+        let mut memory = Memory::default();
+        black_box(reconcile(&nodes, &groups, &mut memory, now).len())
     });
 }

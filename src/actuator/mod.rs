@@ -6,7 +6,7 @@
 //! the loop books them at its next start, so nothing is shared with the tasks but that channel.
 
 pub mod cluster;
-mod intents;
+mod marks;
 mod notices;
 pub mod removal;
 
@@ -184,7 +184,9 @@ impl<C: Cluster> Actuator<C> {
         now: i64,
     ) -> Acted {
         // Intents before anything they announce (a surge, a drain).
-        self.write_intents(d, view).await;
+        if let Some(wanted) = &d.intents {
+            self.write_these(wanted, view).await;
+        }
         let mut acted = Acted {
             deleted_instances: self.delete_instances(&d.delete_instances).await,
             ..Acted::default()
@@ -247,40 +249,9 @@ impl<C: Cluster> Actuator<C> {
         if !d.scale_down.is_empty() {
             self.remover.record.observe("scaleDown", t.elapsed());
         }
-        self.soft_taints(d, now).await;
+        marks::soft_taints(self.cluster(), d, self.soft_taint_time, now).await;
         acted.evicting = std::mem::take(&mut self.evicting);
         acted
-    }
-
-    /// Upstream's soft taints: takes `DeletionCandidateOfClusterAutoscaler` off the nodes needed again,
-    /// then puts it on the unneeded ones, until the loop's time for them is spent. A failure is logged
-    /// and tried again by a later loop, which decides the same.
-    async fn soft_taints(&self, d: &Decisions, now: i64) {
-        if (d.soft_taint.is_empty() && d.soft_untaint.is_empty())
-            || self.cluster().may_act("soft-tainting").is_err()
-        {
-            return;
-        }
-        let t = Instant::now();
-        let marks = d
-            .soft_untaint
-            .iter()
-            .map(|n| (n, false))
-            .chain(d.soft_taint.iter().map(|n| (n, true)));
-        for (node, on) in marks {
-            if t.elapsed() >= self.soft_taint_time {
-                tracing::info!("soft-taint time spent; the rest waits for a later loop");
-                break;
-            }
-            match self
-                .cluster()
-                .set_taint(node, Mark::DeletionCandidate, on, now)
-                .await
-            {
-                Ok(()) => tracing::debug!(node = %node, on, "soft taint"),
-                Err(e) => tracing::warn!(node = %node, on, error = %e, "soft taint not changed"),
-            }
-        }
     }
 
     /// Deletes the instances that failed or never registered, one call per group.
@@ -445,6 +416,12 @@ impl<C: Cluster> Actuator<C> {
                 job.await
             }
         }
+    }
+
+    /// Brings the nodes' intents to `wanted`: each loop's decisions, and right after a descheduling
+    /// cycle (its emptied nodes' intents would otherwise wait for the next loop).
+    pub async fn write_these(&self, wanted: &BTreeMap<String, Intent>, view: &dyn Lookup) {
+        marks::write_intents(self.cluster(), &self.removing, wanted, view).await;
     }
 
     /// Tries again to take off the deletion taints failed removals could not remove.

@@ -12,9 +12,9 @@ use ferroscale::time::unix_now as now;
 use serde_json::json;
 
 use crate::run_deschedule_emptied::{objects, settings as desched_settings};
-use crate::run_restart::{reconciled, Site};
 use crate::support::fixtures::kube::{node, pod, POOL};
 use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
+use crate::support::restart::{reconciled, Site};
 use crate::support::run_harness::{has_deletion_taint, Harness};
 
 // ---- consolidation: m5-0..2 (9 of 16 cores used each) into one node of group `big` ----

@@ -17,6 +17,8 @@ pub mod pki;
 /// The ferroscale binary as a child process, its addresses read from its "serving" log line, or run to
 /// its end with its memory limited.
 pub mod process;
+/// The kill matrix's site: `run` started, killed and restarted on one API server and cloud.
+pub mod restart;
 /// `run`'s `Runner` against the loopback API on a memory cloud (`Harness`), and its settings.
 pub mod run_harness;
 /// `serve` on loopback sockets, in-process on a memory cloud (`TestServer`), and an HTTP GET.
