@@ -159,7 +159,10 @@ async fn a_spot_warning_comes_through_an_inbox_full_of_held_scheduled_changes() 
         if !d.disruptions.is_empty() {
             break d;
         }
-        assert!(started.elapsed() < PATIENCE, "the warning never came through");
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the warning never came through"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(d.disruptions.len(), 1, "{d:?}");

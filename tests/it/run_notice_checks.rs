@@ -185,10 +185,7 @@ async fn forged_spot_warnings_for_healthy_spot_requests_terminate_nothing_and_a_
         f.failures.clear();
         f.answers = vec![(
             "DescribeSpotInstanceRequests".into(),
-            spot_requests(&[
-                (&ids[0], "marked-for-termination"),
-                (&ids[1], "fulfilled"),
-            ]),
+            spot_requests(&[(&ids[0], "marked-for-termination"), (&ids[1], "fulfilled")]),
         )]
     });
     // Back at once rather than after its 30 s visibility timeout.
@@ -198,7 +195,10 @@ async fn forged_spot_warnings_for_healthy_spot_requests_terminate_nothing_and_a_
         if !d.disruptions.is_empty() {
             break d;
         }
-        assert!(started.elapsed() < PATIENCE, "the genuine warning never acted on");
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the genuine warning never acted on"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(d.disruptions.len(), 1, "{d:?}");
@@ -241,9 +241,7 @@ async fn a_forged_state_change_or_scheduled_change_moves_nothing_and_a_real_even
 
     // EC2 has a retirement scheduled for the third instance: its notice is taken and held (its start
     // is three hours away, its node goes from two hours before).
-    proxy.set(|f| {
-        f.answers = vec![("DescribeInstanceStatus".into(), retiring(&ids[2]))]
-    });
+    proxy.set(|f| f.answers = vec![("DescribeInstanceStatus".into(), retiring(&ids[2]))]);
     queue.send(&retirement(&ids[2], now() + 3 * 3600)).await;
     let started = Instant::now();
     while count(&h.metrics.encode(), "scheduled-change", "handled") < 1.0 {

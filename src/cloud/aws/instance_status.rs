@@ -208,7 +208,9 @@ async fn states(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
                     continue;
                 };
                 let word = match state.as_str() {
-                    s @ ("pending" | "running") => Word::Contradicts(format!("the instance is {s}")),
+                    s @ ("pending" | "running") => {
+                        Word::Contradicts(format!("the instance is {s}"))
+                    }
                     _ => Word::Confirms,
                 };
                 out.insert(id.to_string(), word);
@@ -243,8 +245,9 @@ async fn events(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
             for s in page.instance_statuses() {
                 let Some(id) = s.instance_id() else { continue };
                 let live = s.events().iter().any(|e| {
-                    !e.description()
-                        .is_some_and(|d| d.starts_with("[Completed]") || d.starts_with("[Canceled]"))
+                    !e.description().is_some_and(|d| {
+                        d.starts_with("[Completed]") || d.starts_with("[Canceled]")
+                    })
                 });
                 let word = if live {
                     Word::Confirms

@@ -145,8 +145,7 @@ impl Poller {
             // held may wait on a budget for longer than --interruption-max-age); the notice held goes
             // on, this one is deleted.
             if let Ok(notices) = &decoded {
-                if self.repeats(notices)
-                    && verify(&m.body, notices, &origin, now, i64::MAX).is_ok()
+                if self.repeats(notices) && verify(&m.body, notices, &origin, now, i64::MAX).is_ok()
                 {
                     for n in notices {
                         tracing::info!(instance = %n.instance_id, kind = n.kind.label(), "a notice already held, received again; deleting the repeat");

@@ -482,7 +482,11 @@ mod tests {
         assert_eq!(Budget::Percent(10.0).allowed(5), 1, "rounds up");
         assert_eq!(Budget::Percent(10.0).allowed(11), 2, "rounds up, not down");
         assert_eq!(Budget::Percent(20.0).allowed(50), 10);
-        assert_eq!(Budget::Percent(7.0).allowed(100), 7, "no float error rounded up");
+        assert_eq!(
+            Budget::Percent(7.0).allowed(100),
+            7,
+            "no float error rounded up"
+        );
         assert_eq!(Budget::Count(0).allowed(50), 0, "0 blocks");
         assert_eq!(Budget::Percent(0.0).allowed(50), 0);
         assert_eq!(Budget::Percent(10.0).allowed(0), 0);
