@@ -122,6 +122,21 @@ fn camel_case(id: &str) -> String {
     out
 }
 
+/// A setting written as a count or a text (`maxInterruptionsPerMinute: 50` or `"10%"`), read as the
+/// text the flag takes: YAML reads `50` as a number, which a string field would refuse.
+pub fn count_or_text<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum CountOrText {
+        Count(u64),
+        Text(String),
+    }
+    Ok(match CountOrText::deserialize(d)? {
+        CountOrText::Count(n) => n.to_string(),
+        CountOrText::Text(t) => t,
+    })
+}
+
 /// A path from the config file, joined to the file's folder when relative (used with
 /// `#[serde(deserialize_with = ...)]` on path settings).
 pub fn relative_to_config<'de, D: Deserializer<'de>>(

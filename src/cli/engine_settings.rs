@@ -12,6 +12,12 @@ use crate::model::consolidation::{parse_share, Consolidation};
 use crate::model::lifecycle::Budget;
 use crate::model::OptionValues;
 
+/// `--max-interruptions-per-minute`: a count (`100`) or a share of the cluster's nodes (`10%`), as
+/// `--max-disruption`; anything else is refused naming the flag.
+fn interruption_cap(text: &str) -> Result<Budget> {
+    Budget::parse(text).map_err(|e| Error::config(format!("--max-interruptions-per-minute: {e}")))
+}
+
 impl LoopFlags {
     /// The engine's settings, with the expander's chain and tiers; files are read here, errors name the
     /// flag.
@@ -72,7 +78,7 @@ impl LoopFlags {
             node_max_lifetime: Some(self.node_max_lifetime.0).filter(|d| !d.is_zero()),
             max_disruption: Budget::parse(&self.max_disruption)
                 .map_err(|e| Error::config(format!("--max-disruption: {e}")))?,
-            max_interruptions_per_minute: self.max_interruptions_per_minute,
+            max_interruptions_per_minute: interruption_cap(&self.max_interruptions_per_minute)?,
             consolidation: Consolidation::parse(&self.consolidation)
                 .map_err(|e| Error::config(format!("--consolidation: {e}")))?,
             consolidation_min_savings: parse_share(&self.consolidation_min_savings)
@@ -206,5 +212,51 @@ mod tests {
         );
         let bad = <Cli as clap::Parser>::try_parse_from(["x", "--gpu-total=t4:1"]).unwrap_err();
         assert!(bad.to_string().contains("--gpu-total"), "{bad}");
+    }
+
+    #[test]
+    fn the_interruption_cap_is_a_count_or_a_share_and_a_bad_one_names_its_flag() {
+        #[derive(clap::Parser, Debug)]
+        struct Cli {
+            #[command(flatten)]
+            run: LoopFlags,
+        }
+        let cap = |args: &[&str]| {
+            let cli = <Cli as clap::Parser>::try_parse_from(
+                std::iter::once("x").chain(args.iter().copied()),
+            )
+            .unwrap();
+            cli.run
+                .engine(&super::super::defaults::<ExpanderFlags>())
+                .map(|s| s.max_interruptions_per_minute)
+        };
+        assert_eq!(cap(&[]).unwrap(), Budget::Count(100), "the default");
+        assert_eq!(
+            cap(&["--max-interruptions-per-minute=10%"]).unwrap(),
+            Budget::Percent(10.0)
+        );
+        assert_eq!(
+            cap(&["--max-interruptions-per-minute", "7"]).unwrap(),
+            Budget::Count(7)
+        );
+        for bad in ["ten", "-1", "150%", "", "%", "1.5", "NaN%"] {
+            let flag = format!("--max-interruptions-per-minute={bad}");
+            let e = cap(&[&flag]).unwrap_err();
+            assert!(
+                e.to_string().contains("--max-interruptions-per-minute"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_interruption_cap_makes_the_parser_panic(text in "\\PC{0,24}", n in proptest::prelude::any::<u64>()) {
+            let _ = super::interruption_cap(&text);
+            let _ = super::interruption_cap(&format!("{n}%"));
+            if let Ok(cap) = super::interruption_cap(&format!("{n}")) {
+                proptest::prop_assert_eq!(cap.allowed(20), n as usize);
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use super::config::relative_to_config;
+use super::config::{count_or_text, relative_to_config};
 use super::values::{GoDuration, GpuTotal, Range};
 use crate::cloud::aws::discovery::{NamedGroup, TagDiscovery};
 use crate::cloud::aws::{ttl, AwsCloud, AwsSettings, PricingSettings};
@@ -405,9 +405,11 @@ pub struct LoopFlags {
     #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_disruption.to_string())]
     pub max_disruption: String,
     /// Most nodes a minute that spot warnings and stopping instances take out without regard to pod
-    /// disruption budgets; beyond it such notices drain as voluntary ones (drainability rules, budgets).
-    #[arg(long, value_name = "COUNT", default_value_t = UPSTREAM.max_interruptions_per_minute)]
-    pub max_interruptions_per_minute: usize,
+    /// disruption budgets, a count or a percentage of the cluster's nodes rounded up (`10%`); beyond it
+    /// such notices drain as voluntary ones (drainability rules, budgets).
+    #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_interruptions_per_minute.to_string())]
+    #[serde(deserialize_with = "count_or_text")]
+    pub max_interruptions_per_minute: String,
     /// Consolidation policy of groups that set none (tag `ferroscale.io/consolidation`):
     /// `Never` (cluster-autoscaler's behaviour), `WhenEmpty`, `WhenEmptyOrUnderutilized`, optionally
     /// `,after=10m` (how long after its last pod change a node may be taken).

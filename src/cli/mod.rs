@@ -180,4 +180,15 @@ mod tests {
         let e = Cli::load(["ferroscale", "simulate", "--cordon-node-before-terminating"]);
         assert!(e.is_err());
     }
+
+    #[test]
+    fn a_config_file_gives_the_interruption_cap_as_a_count_or_a_share() {
+        let dir = tempfile::tempdir().unwrap();
+        for (written, read) in [("50", "50"), ("\"10%\"", "10%")] {
+            let path = dir.path().join("run.yaml");
+            std::fs::write(&path, format!("maxInterruptionsPerMinute: {written}\n")).unwrap();
+            let f = run_flags(&["--config", path.to_str().unwrap()]).unwrap();
+            assert_eq!(f.rules.max_interruptions_per_minute, read);
+        }
+    }
 }

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use parking_lot::RwLock;
 
 use crate::error::Result;
+use crate::model::lifecycle::NoticeKind;
 use crate::model::Snapshot;
 
 /// The published snapshot of a cloud: readers take an `Arc` and never wait on a writer for longer than
@@ -57,6 +58,17 @@ pub fn snapshot_owners(snapshot: &Snapshot, instance_ids: &[String]) -> HashMap<
         .collect()
 }
 
+/// What the cloud says now of a notice about one of its instances (an interruption message's word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The cloud agrees, or has nothing to say about it: the notice is acted on.
+    Stands,
+    /// The cloud says otherwise (why): the notice moves nothing.
+    Contradicted(String),
+    /// The cloud could not be asked (why): the notice is left for later, as unverifiable.
+    Unchecked(String),
+}
+
 /// A source of node groups that can be resized.
 #[async_trait]
 pub trait Cloud: Send + Sync + 'static {
@@ -94,6 +106,13 @@ pub trait Cloud: Send + Sync + 'static {
     /// is acted on. The default reads the snapshot, for a cloud whose snapshot is always current.
     async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
         Ok(snapshot_owners(&self.snapshot(), instance_ids))
+    }
+
+    /// Checks each notice (instance id, what it says) against what the cloud says of the instance now,
+    /// in as few calls as it can; one verdict per notice, in order. The default has nothing to say (a
+    /// cloud without such a word, like the memory cloud): every notice stands.
+    async fn check_notices(&self, notices: &[(String, NoticeKind)]) -> Vec<Verdict> {
+        vec![Verdict::Stands; notices.len()]
     }
 
     /// Releases resources before shutdown.

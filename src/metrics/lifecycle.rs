@@ -22,8 +22,10 @@ pub struct MessageLabels {
     pub kind: &'static str,
     /// `handled` (its node marked), `foreign` (no managed group's instance, per the snapshot and a
     /// fresh read), `ignored` (a kind or state not acted on), `malformed`, `unverified` (its envelope
-    /// does not hold up), `unverifiable` (the fresh read failed: left in the queue, retried), `expired`
-    /// (a managed instance whose node never showed up in time).
+    /// does not hold up), `contradicted` (EC2 says otherwise of the instance: deleted), `repeated` (a
+    /// notice already held, received again: deleted), `unverifiable` (the fresh read or EC2 check
+    /// failed: left in the queue, retried), `expired` (a managed instance whose node never showed up in
+    /// time).
     pub result: &'static str,
 }
 
@@ -34,6 +36,7 @@ pub struct LifecycleMetrics {
     messages: Family<MessageLabels, Counter>,
     queue_up: Gauge,
     inbox: Gauge,
+    held: Gauge,
 }
 
 impl LifecycleMetrics {
@@ -43,6 +46,7 @@ impl LifecycleMetrics {
             messages: Family::default(),
             queue_up: Gauge::default(),
             inbox: Gauge::default(),
+            held: Gauge::default(),
         };
         registry.register(
             "ferroscale_nodes_disrupted",
@@ -61,8 +65,13 @@ impl LifecycleMetrics {
         );
         registry.register(
             "ferroscale_interruption_inbox_messages",
-            "Interruption messages received and not yet done with (at most the inbox cap)",
+            "Interruption messages received and not yet settled, a notice's node not marked yet (at most the inbox cap)",
             m.inbox.clone(),
+        );
+        registry.register(
+            "ferroscale_interruption_held_messages",
+            "Interruption messages whose nodes are marked, held until the nodes are gone (outside the inbox cap)",
+            m.held.clone(),
         );
         m
     }
@@ -84,9 +93,14 @@ impl LifecycleMetrics {
             .inc();
     }
 
-    /// Messages received and not yet done with.
+    /// Messages received and not yet settled.
     pub fn inbox(&self, held: usize) {
         self.inbox.set(i64::try_from(held).unwrap_or(i64::MAX));
+    }
+
+    /// Messages held by their marked nodes.
+    pub fn held(&self, held: usize) {
+        self.held.set(i64::try_from(held).unwrap_or(i64::MAX));
     }
 
     /// Whether the queue answers.

@@ -1,12 +1,15 @@
 //! `--interruption-queue`: notices that an instance is going away, from an SQS queue EventBridge fills.
-//! A task (`poller`) long-polls the queue into a bounded inbox, checking each message's envelope and
-//! that its instance is a managed group's as AWS says now (a fresh read of the cloud); each loop
-//! takes the inbox, marks the nodes named (the engine then places their pods again at once), and keeps
-//! every message until each node it names is gone: only then is it deleted (DeleteMessageBatch, by a
-//! task off the loop's path). A crash or a lost leadership leaves the message in the queue, to come
-//! back. Foreign, ignored, malformed and unverified messages are counted and deleted; unverifiable ones
-//! (the fresh read failed) are counted and left. A queue that fails is retried with backoff and shows
-//! in `/readyz` and `ferroscale_interruption_queue_up`.
+//! A task (`poller`) long-polls the queue into a bounded inbox, checking each message's envelope, that
+//! its instance is a managed group's as AWS says now (a fresh read of the cloud) and that the cloud
+//! does not contradict it (EC2's spot request, state, scheduled events); each loop takes the inbox,
+//! marks the nodes named (the engine then places their pods again at once), and keeps every message
+//! until each node it names is gone: only then is it deleted (DeleteMessageBatch, by a task off the
+//! loop's path). A message whose nodes are marked leaves the inbox's cap (it is held by its
+//! instances); another message repeating a notice held is deleted, whatever its age. A crash or a lost
+//! leadership leaves the message in the queue, to come back. Foreign, ignored, malformed, unverified,
+//! contradicted and repeated messages are counted and deleted; unverifiable ones (a fresh read or
+//! check failed) are counted and left. A queue that fails is retried with backoff and shows in
+//! `/readyz` and `ferroscale_interruption_queue_up`.
 
 mod poller;
 
@@ -25,7 +28,7 @@ use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
 use crate::model::lifecycle::{DisruptionReason, Noticed};
 
-use poller::{Holding, Poller, Received};
+use poller::{HeldNotices, Holding, Poller, Received};
 
 /// How long a finished message's id is remembered: received again (its delete lost, or racing a new
 /// receive), it is deleted again rather than taken anew.
@@ -38,7 +41,8 @@ pub struct IntakeSettings {
     pub handle_rebalance: bool,
     /// `--interruption-max-age`: an event older than this is not acted on (deleted as unverified).
     pub max_age: Duration,
-    /// Messages received and not yet done with, at most; beyond it the rest stay in the queue.
+    /// Messages received and not yet settled (a notice's node not marked yet), at most; beyond it the
+    /// rest stay in the queue. Messages whose nodes are marked are held outside it.
     pub inbox_cap: usize,
     /// How long a notice about a managed group's instance (per a fresh read) waits for its node to
     /// show up in the cluster and the snapshot before it is given up (`expired`).
@@ -108,6 +112,9 @@ struct Held {
     receipt: String,
     notices: Vec<Tracked>,
     since: Instant,
+    /// Whether it counts against the inbox cap: until each of its notices has its node marked (or is
+    /// done).
+    counted: bool,
 }
 
 /// The loop's side of the queue.
@@ -120,6 +127,8 @@ pub struct Interruptions {
     holding: Holding,
     /// To the poller: ids of finished messages no longer remembered.
     forget: mpsc::UnboundedSender<String>,
+    /// To the poller: the notices held with their nodes marked, by instance.
+    held_notices: watch::Sender<HeldNotices>,
     settings: IntakeSettings,
     metrics: LifecycleMetrics,
     /// Nodes with a notice, by name, until they are gone: each with its strongest notice due.
@@ -148,6 +157,7 @@ impl Interruptions {
         let (taken, taken_seen) = watch::channel(None);
         let (deleter, to_delete) = mpsc::unbounded_channel();
         let (forget, forgotten) = mpsc::unbounded_channel();
+        let (held_notices, held_seen) = watch::channel(HeldNotices::new());
         let holding = Holding::default();
         let poller = Poller {
             queue: queue.clone(),
@@ -159,6 +169,7 @@ impl Interruptions {
             holding: holding.clone(),
             known: Default::default(),
             forget: forgotten,
+            held: held_seen,
             metrics: metrics.clone(),
         };
         tokio::spawn(poller.poll());
@@ -168,6 +179,7 @@ impl Interruptions {
             taken,
             holding,
             forget,
+            held_notices,
             settings,
             metrics,
             disrupted: Noticed::default(),
@@ -202,6 +214,7 @@ impl Interruptions {
                         })
                         .collect(),
                     since: Instant::now(),
+                    counted: true,
                 });
             }
         }
@@ -216,7 +229,9 @@ impl Interruptions {
             .partition(|h| h.notices.iter().all(|t| t.done));
         self.held = held;
         for h in finished {
-            self.holding.fetch_sub(1, Ordering::SeqCst);
+            if h.counted {
+                self.holding.fetch_sub(1, Ordering::SeqCst);
+            }
             self.done.push(h.receipt);
             self.finished.push_back((h.id, now));
         }
@@ -229,7 +244,29 @@ impl Interruptions {
             let _ = self.forget.send(id.clone());
             self.finished.pop_front();
         }
+        // Messages whose nodes are all marked leave the inbox's cap, held by their instances.
+        let mut held = HeldNotices::new();
+        for h in &mut self.held {
+            if h.counted && h.notices.iter().all(|t| t.done || t.node.is_some()) {
+                h.counted = false;
+                self.holding.fetch_sub(1, Ordering::SeqCst);
+            }
+            for t in h.notices.iter().filter(|t| !t.done && t.node.is_some()) {
+                held.entry(t.notice.instance_id.clone())
+                    .or_default()
+                    .push(t.notice.kind.clone());
+            }
+        }
+        self.held_notices.send_if_modified(|was| {
+            let changed = *was != held;
+            if changed {
+                *was = held;
+            }
+            changed
+        });
         self.metrics.inbox(self.holding.load(Ordering::SeqCst));
+        self.metrics
+            .held(self.held.iter().filter(|h| !h.counted).count());
     }
 }
 

@@ -45,7 +45,7 @@ pub(crate) fn count(metrics: &str, kind: &str, result: &str) -> f64 {
 }
 
 /// Starts the intake on the queue at `url` for the harness's runner.
-async fn intake(h: &mut Harness, moto: &Moto, url: &str, settings: IntakeSettings) {
+pub(crate) async fn intake(h: &mut Harness, moto: &Moto, url: &str, settings: IntakeSettings) {
     let queue = InterruptionQueue::connect(url, Some(REGION), Some(&moto.url))
         .await
         .unwrap();
@@ -211,7 +211,14 @@ async fn a_warning_for_an_instance_newer_than_the_snapshot_is_acted_on_after_a_f
 
     // AWS answers again: pool's instance, per a fresh read. Its node is not the snapshot's yet, so the
     // notice waits (held, not deleted).
-    proxy.set(|f| f.failures.clear());
+    // (EC2 has its spot request marked for termination: the warning is genuine.)
+    proxy.set(|f| {
+        f.failures.clear();
+        f.answers = vec![(
+            "DescribeSpotInstanceRequests".into(),
+            crate::run_notice_checks::spot_requests(&[(&mine, "marked-for-termination")]),
+        )];
+    });
     let reads = proxy.count("DescribeAutoScalingInstances");
     while proxy.count("DescribeAutoScalingInstances") == reads
         || sample(

@@ -5,6 +5,7 @@
 
 use crate::support::simulate_harness::{pacing, sim, ups};
 use ferroscale::cloud::Cloud;
+use ferroscale::model::lifecycle::Budget;
 use ferroscale::simulate::{parse_events, LoopReport, Simulation};
 
 /// `pool` (m5.xlarge in us-east-1a, the nodes' pool) and `other` (the same type in us-east-1b).
@@ -196,7 +197,7 @@ fn spot_warnings_beyond_the_per_minute_cap_drain_as_voluntary_ones() {
     text.push_str(&ec2("EC2 Spot Instance Interruption Warning", "i-b", "0s"));
     s.set_events(parse_events(&text).unwrap(), false);
     let mut settings = ferroscale::cli::flags::default_engine();
-    settings.max_interruptions_per_minute = 1;
+    settings.max_interruptions_per_minute = Budget::Count(1);
     let first = s.step(&settings, &pacing());
     assert_eq!(
         disrupted(&first),
@@ -220,6 +221,44 @@ fn spot_warnings_beyond_the_per_minute_cap_drain_as_voluntary_ones() {
     }
     assert!(at.is_some_and(|t| t >= 60), "{at:?}");
     assert!(!has_node(&s, "pool-b"));
+}
+
+#[test]
+fn a_cap_of_ten_percent_takes_two_of_twenty_nodes_out_a_minute() {
+    // Twenty nodes of pool, each holding a pod no controller recreates: over the cap, a spot warning
+    // is bound by the drainability rules and keeps its node.
+    let mut groups = String::from(
+        "nodeGroups:\n  - {name: pool, minSize: 0, maxSize: 40, capacity: {cpu: 4, memory: 16Gi, pods: 20},\n     \
+         labels: {node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a},\n     instances: [",
+    );
+    let (mut cluster, mut text) = (Vec::new(), String::new());
+    for k in 0..20 {
+        groups.push_str(&format!("{{id: i-{k}}}, "));
+        cluster.push(node(&format!("pool-{k}"), &format!("i-{k}")));
+        cluster.push(bare(&format!("tool-{k}"), &format!("pool-{k}")));
+        text.push_str(&ec2(
+            "EC2 Spot Instance Interruption Warning",
+            &format!("i-{k}"),
+            "0s",
+        ));
+    }
+    groups.push_str("]}\n");
+    let mut s = sim(&cluster, &groups);
+    s.set_events(parse_events(&text).unwrap(), false);
+    let mut settings = ferroscale::cli::flags::default_engine();
+    settings.max_interruptions_per_minute = Budget::parse("10%").unwrap();
+    let first = s.step(&settings, &pacing());
+    assert_eq!(first.disruptions.len(), 2, "10% of 20 nodes: {first:?}");
+    // Within the minute no more go involuntarily; the next minute takes two more.
+    let mut per_minute: std::collections::BTreeMap<i64, usize> = Default::default();
+    per_minute.insert(first.time / 60, 2);
+    // Fourteen more loops, ten seconds apart: two and a half minutes in all.
+    for _ in 0..14 {
+        let r = s.step(&settings, &pacing());
+        *per_minute.entry(r.time / 60).or_default() += r.disruptions.len();
+    }
+    assert!(per_minute.values().all(|&n| n <= 2), "{per_minute:?}");
+    assert_eq!(per_minute.values().sum::<usize>(), 6, "{per_minute:?}");
 }
 
 /// A notice the property test may send.
@@ -339,7 +378,7 @@ fn check(nodes: &[NodeSpec], notices: &[(usize, Kind, u64)], cap: usize, rebalan
         s.set_events(parse_events(&text).unwrap(), rebalance);
     }
     let mut settings = crate::support::simulate_harness::quick_scale_down();
-    settings.max_interruptions_per_minute = cap;
+    settings.max_interruptions_per_minute = Budget::Count(cap as u32);
     let mut removed: std::collections::HashSet<String> = Default::default();
     for _ in 0..12 {
         // Which nodes hold a pod they may not give up voluntarily, before the loop.

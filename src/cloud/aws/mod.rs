@@ -9,7 +9,7 @@
 //! [`ttl::RETRY_AFTER_FAILURE`] tries again. Prices are read by a task of their own (`price_keeper`).
 //! Module per AWS concept: `api` (calls), `errors`, `discovery`, `refresh`, `launch`, `requirements`
 //! and `attribute_types` (attribute-based selection), `instance_types`, `eks` (managed node groups), `template`, `activities`,
-//! `group`, `prices`, `ttl`.
+//! `group`, `prices`, `owners` and `instance_status` (what AWS says now of instances notices name), `ttl`.
 
 pub mod activities;
 pub mod api;
@@ -18,6 +18,7 @@ pub mod discovery;
 pub mod eks;
 mod errors;
 mod group;
+mod instance_status;
 mod instance_types;
 pub mod interruption;
 mod launch;
@@ -111,6 +112,8 @@ pub struct AwsCloud {
     refresh: tokio::sync::Mutex<RefreshState>,
     launch: LaunchCache,
     instance_types: InstanceTypes,
+    /// EC2's word on instances named by interruption notices.
+    instance_status: instance_status::InstanceStatus,
     managed_nodegroups: ManagedNodegroups,
     group_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     last_scale_up: Mutex<HashMap<String, SystemTime>>,
@@ -177,6 +180,7 @@ impl AwsCloud {
             refresh: tokio::sync::Mutex::new(RefreshState::default()),
             launch: LaunchCache::default(),
             instance_types: InstanceTypes::default(),
+            instance_status: Default::default(),
             managed_nodegroups: ManagedNodegroups::default(),
             group_locks: Mutex::new(HashMap::new()),
             last_scale_up: Mutex::new(HashMap::new()),
@@ -332,6 +336,13 @@ impl Cloud for AwsCloud {
 
     async fn owners(&self, instance_ids: &[String]) -> Result<HashMap<String, String>> {
         owners::fresh(self, instance_ids).await
+    }
+
+    async fn check_notices(
+        &self,
+        notices: &[(String, crate::model::lifecycle::NoticeKind)],
+    ) -> Vec<super::Verdict> {
+        self.instance_status.check(&self.api, notices).await
     }
 
     fn readiness(&self) -> Readiness {

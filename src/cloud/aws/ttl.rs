@@ -51,3 +51,7 @@ pub const STALE_AFTER_INTERVALS: u32 = 5;
 pub const MIN_STALENESS_INTERVAL: Duration = Duration::from_secs(1);
 /// How long a terminated instance is remembered, so a retried DeleteNodes of it succeeds.
 pub const TERMINATED_MEMORY: Duration = Duration::from_secs(3600);
+/// An instance's fate EC2 confirmed for an interruption notice (its spot request marked for termination,
+/// its state stopping, a scheduled event) is not asked for again this soon: the two minutes of a spot
+/// warning. A contradiction is never kept.
+pub const NOTICE_CONFIRMED_TTL: Duration = Duration::from_secs(120);

@@ -1,7 +1,9 @@
 //! The tasks between the queue and the loop: the poller receives (while a loop takes its messages and
-//! the inbox has room), decodes, verifies the envelope, and checks that each instance named is a
-//! managed group's as AWS says now (a fresh read of the cloud, one per received batch); the deleter
-//! deletes what the loop is done with, [`BATCH`] receipts per call, off the loop's path.
+//! the inbox has room), decodes, deletes repeats of notices the loop holds, verifies the envelope,
+//! checks that each instance named is a managed group's as AWS says now (a fresh read of the cloud,
+//! one per received batch) and each notice against what the cloud says of its instance
+//! ([`Cloud::check_notices`]); the deleter deletes what the loop is done with, [`BATCH`] receipts per
+//! call, off the loop's path.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +16,7 @@ use super::{Inbox, IntakeSettings};
 use crate::backoff::Exponential;
 use crate::cloud::aws::interruption::events::{decode, verify, Notice, Undecodable};
 use crate::cloud::aws::interruption::{InterruptionQueue, Message, BATCH};
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, Verdict};
 use crate::metrics::LifecycleMetrics;
 use crate::model::lifecycle::NoticeKind;
 
@@ -37,9 +39,28 @@ pub(super) struct Received {
     pub again: bool,
 }
 
-/// Messages received and not yet done with (sent to the loop, or held by it): the poller counts up,
-/// the loop down.
+/// Messages received and not yet settled (sent to the loop, or held by it before each of their notices
+/// has its node marked): the poller counts up, the loop down. What it counts is what the inbox cap
+/// bounds; a message whose nodes are marked is held outside it (one per node and notice at most, as a
+/// repeat is deleted), so held scheduled changes never keep spot warnings out.
 pub(super) type Holding = Arc<AtomicUsize>;
+
+/// The notices the loop holds with their nodes marked, by instance id: a message that only repeats them
+/// is not judged again by its age (its node's drain goes on under the notice held).
+pub(super) type HeldNotices = HashMap<String, Vec<NoticeKind>>;
+
+/// Whether a notice `held` (its node marked) already says all that `new` says about the same instance:
+/// a stronger notice, or one as strong due as early.
+pub(super) fn covers(held: &NoticeKind, new: &NoticeKind) -> bool {
+    let (h, n) = (held.reason(), new.reason());
+    h.strength() > n.strength()
+        || (h == n
+            && match (held.due_from(), new.due_from()) {
+                (Some(a), Some(b)) => a <= b,
+                (_, None) => true,
+                (None, Some(_)) => false,
+            })
+}
 
 /// The task receiving from the queue.
 pub(super) struct Poller {
@@ -55,6 +76,8 @@ pub(super) struct Poller {
     pub known: HashSet<String>,
     /// Ids the loop has forgotten.
     pub forget: mpsc::UnboundedReceiver<String>,
+    /// The notices the loop holds, by instance, as of its last loop.
+    pub held: watch::Receiver<HeldNotices>,
     pub metrics: LifecycleMetrics,
 }
 
@@ -117,7 +140,22 @@ impl Poller {
                 self.send(m, Vec::new(), true);
                 continue;
             }
-            let checked = decode(&m.body).and_then(|notices| {
+            let decoded = decode(&m.body);
+            // Another message about notices held: its envelope is checked, not its age (the notice
+            // held may wait on a budget for longer than --interruption-max-age); the notice held goes
+            // on, this one is deleted.
+            if let Ok(notices) = &decoded {
+                if self.repeats(notices) && verify(&m.body, notices, &origin, now, i64::MAX).is_ok()
+                {
+                    for n in notices {
+                        tracing::info!(instance = %n.instance_id, kind = n.kind.label(), "a notice already held, received again; deleting the repeat");
+                        self.metrics.message(n.kind.label(), "repeated");
+                    }
+                    rejected.push(m.receipt);
+                    continue;
+                }
+            }
+            let checked = decoded.and_then(|notices| {
                 verify(&m.body, &notices, &origin, now, max_age).map(|()| notices)
             });
             let notices = match checked {
@@ -153,11 +191,21 @@ impl Poller {
         self.metrics.inbox(self.holding.load(Ordering::SeqCst));
     }
 
+    /// Whether every notice of a message is covered by one the loop holds for its instance.
+    fn repeats(&self, notices: &[Notice]) -> bool {
+        let held = self.held.borrow();
+        !notices.is_empty()
+            && notices.iter().all(|n| {
+                held.get(&n.instance_id)
+                    .is_some_and(|kinds| kinds.iter().any(|k| covers(k, &n.kind)))
+            })
+    }
+
     /// Which accepted messages name instances of managed groups, as AWS says *now* (one read for the
     /// whole batch): the snapshot may be a refresh old, and a notice is acted on only on a word that
     /// is current. A message whose instances the read places in no managed group is foreign
     /// (deleted); one the read could not settle is unverifiable (left in the queue, to come back
-    /// after its visibility timeout), whatever the snapshot says.
+    /// after its visibility timeout), whatever the snapshot says. The rest are checked against EC2.
     async fn sort(&mut self, accepted: Vec<(Message, Vec<Notice>)>, rejected: &mut Vec<String>) {
         if accepted.is_empty() {
             return;
@@ -175,6 +223,7 @@ impl Poller {
                 (HashMap::new(), true)
             }
         };
+        let mut managed = Vec::new();
         for (m, notices) in accepted {
             if unsettled && notices.iter().any(|n| !owners.contains_key(&n.instance_id)) {
                 for n in &notices {
@@ -192,8 +241,56 @@ impl Poller {
             if mine.is_empty() {
                 rejected.push(m.receipt);
             } else {
+                managed.push((m, mine));
+            }
+        }
+        self.confirm(managed, rejected).await;
+    }
+
+    /// Each notice about a managed instance against what the cloud says of the instance now (its
+    /// spot request, state, scheduled events: one call per kind for the batch). A notice the cloud
+    /// contradicts moves nothing (`contradicted`; a message left with no notice is deleted); a
+    /// message with a notice that could not be checked stays in the queue (`unverifiable`); the
+    /// rest go to the loop.
+    async fn confirm(&mut self, messages: Vec<(Message, Vec<Notice>)>, rejected: &mut Vec<String>) {
+        if messages.is_empty() {
+            return;
+        }
+        let asked: Vec<(String, NoticeKind)> = messages
+            .iter()
+            .flat_map(|(_, ns)| ns.iter().map(|n| (n.instance_id.clone(), n.kind.clone())))
+            .collect();
+        let mut verdicts = self.cloud.check_notices(&asked).await.into_iter();
+        for (m, notices) in messages {
+            let verdicts: Vec<Verdict> = notices
+                .iter()
+                .map(|_| verdicts.next().unwrap_or(Verdict::Stands))
+                .collect();
+            let unchecked = verdicts.iter().find_map(|v| match v {
+                Verdict::Unchecked(why) => Some(why),
+                _ => None,
+            });
+            if let Some(why) = unchecked {
+                tracing::warn!(error = %why, "cannot check an interruption message's notices against the cloud; leaving it in the queue");
+                for n in &notices {
+                    self.metrics.message(n.kind.label(), "unverifiable");
+                }
+                continue;
+            }
+            let mut standing = Vec::new();
+            for (n, verdict) in notices.into_iter().zip(verdicts) {
+                if let Verdict::Contradicted(why) = verdict {
+                    tracing::warn!(instance = %n.instance_id, kind = n.kind.label(), %why, "the cloud contradicts an interruption notice; nothing moved");
+                    self.metrics.message(n.kind.label(), "contradicted");
+                } else {
+                    standing.push(n);
+                }
+            }
+            if standing.is_empty() {
+                rejected.push(m.receipt);
+            } else {
                 self.known.insert(m.id.clone());
-                self.send(m, mine, false);
+                self.send(m, standing, false);
             }
         }
     }

@@ -55,7 +55,11 @@ pub(super) fn displace(
     if noticed.is_empty() {
         return displaced;
     }
-    let cap = ctx.settings.max_interruptions_per_minute;
+    // A share is of the cluster's nodes, whatever their group.
+    let cap = ctx
+        .settings
+        .max_interruptions_per_minute
+        .allowed(world.nodes.len());
     let mut recent = memory
         .involuntary
         .values()

@@ -87,7 +87,8 @@ pub struct Settings {
     /// `--max-interruptions-per-minute`: how many nodes a minute an involuntary notice (a spot warning,
     /// the instance stopping) takes out regardless of pod disruption budgets; beyond it they drain as
     /// voluntary ones do, so a flood of forged or mistaken notices cannot empty the cluster at once.
-    pub max_interruptions_per_minute: usize,
+    /// A count, or a share of the cluster's nodes rounded up as Karpenter's budgets (`10%`).
+    pub max_interruptions_per_minute: Budget,
     /// Per-group option defaults (`--scale-down-utilization-threshold`,
     /// `--scale-down-gpu-utilization-threshold`, `--ignore-daemonsets-utilization`,
     /// `--scale-down-unneeded-time`, ...).
@@ -197,7 +198,7 @@ impl Settings {
             // A real reclaim wave takes one spot pool (type × zone) at a time, rarely more than a few
             // dozen instances in the same minute; 100 lets such a wave through at the involuntary pace
             // while a flood of notices naming every node of a large cluster is held to its budgets.
-            max_interruptions_per_minute: 100,
+            max_interruptions_per_minute: Budget::Count(100),
             defaults: OptionValues::DEFAULT,
             taints: TaintConfig::default(),
             bypassed_scheduler_names: Vec::new(),

@@ -273,11 +273,12 @@ impl Budget {
     }
 
     /// How many of `nodes` may be disrupted at once: the count, or the share rounded up (Karpenter's
-    /// `GetScaledValueFromIntOrPercent(..., roundUp=true)`); 0 blocks.
+    /// `GetScaledValueFromIntOrPercent(..., roundUp=true)`, percent × nodes / 100, so 7% of 100 is 7,
+    /// not the 8 that `0.07 × 100` rounds up to); 0 blocks.
     pub fn allowed(self, nodes: usize) -> usize {
         match self {
             Budget::Count(n) => n as usize,
-            Budget::Percent(p) => (p / 100.0 * nodes as f64).ceil() as usize,
+            Budget::Percent(p) => (p * nodes as f64 / 100.0).ceil() as usize,
         }
     }
 }
@@ -484,6 +485,11 @@ mod tests {
         assert_eq!(Budget::Percent(10.0).allowed(5), 1, "rounds up");
         assert_eq!(Budget::Percent(10.0).allowed(11), 2, "rounds up, not down");
         assert_eq!(Budget::Percent(20.0).allowed(50), 10);
+        assert_eq!(
+            Budget::Percent(7.0).allowed(100),
+            7,
+            "no float error rounded up"
+        );
         assert_eq!(Budget::Count(0).allowed(50), 0, "0 blocks");
         assert_eq!(Budget::Percent(0.0).allowed(50), 0);
         assert_eq!(Budget::Percent(10.0).allowed(0), 0);
