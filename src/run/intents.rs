@@ -5,6 +5,7 @@
 
 use crate::actuator::{Cluster, EventKind, Lookup, Mark, Regarding};
 use crate::engine::intents::{self, Outcome, Reconciled};
+use crate::model::instance_id;
 
 use super::Runner;
 use crate::k8s::cluster::LiveCluster;
@@ -23,6 +24,19 @@ impl Runner {
         let memory = &mut self.decider.memory;
         let outcomes = intents::reconcile(&nodes, &groups, memory, now);
         self.observer.restored = memory.noticed.clone();
+        let index = &self.observer.index;
+        if let Some(queue) = self.observer.interruptions.as_mut() {
+            queue.restore(
+                memory
+                    .noticed
+                    .iter()
+                    .filter_map(|(name, (reason, _))| {
+                        let (n, _) = index.nodes.get(name)?;
+                        Some((instance_id(&n.provider_id).to_string(), *reason))
+                    })
+                    .collect(),
+            );
+        }
         let cluster = self.actuator.cluster().clone();
         let record = self.publisher.record.intents.clone();
         for r in &outcomes {

@@ -26,7 +26,7 @@ use crate::cloud::Cloud;
 use crate::k8s::index::Index;
 use crate::metrics::LifecycleMetrics;
 use crate::model::instance_id;
-use crate::model::lifecycle::{DisruptionReason, Noticed};
+use crate::model::lifecycle::{DisruptionReason, NoticeKind, Noticed};
 
 use poller::{HeldNotices, Holding, Poller, Received};
 
@@ -129,6 +129,9 @@ pub struct Interruptions {
     forget: mpsc::UnboundedSender<String>,
     /// To the poller: the notices held with their nodes marked, by instance.
     held_notices: watch::Sender<HeldNotices>,
+    /// Notices a restart read back from the nodes' intents, by instance, until their node is gone:
+    /// held as if their message had been (a message repeating one is not judged by its age).
+    restored: HeldNotices,
     settings: IntakeSettings,
     metrics: LifecycleMetrics,
     /// Nodes with a notice, by name, until they are gone: each with its strongest notice due.
@@ -180,6 +183,7 @@ impl Interruptions {
             holding,
             forget,
             held_notices,
+            restored: HeldNotices::new(),
             settings,
             metrics,
             disrupted: Noticed::default(),
@@ -245,7 +249,7 @@ impl Interruptions {
             self.finished.pop_front();
         }
         // Messages whose nodes are all marked leave the inbox's cap, held by their instances.
-        let mut held = HeldNotices::new();
+        let mut held = self.restored.clone();
         for h in &mut self.held {
             if h.counted && h.notices.iter().all(|t| t.done || t.node.is_some()) {
                 h.counted = false;
@@ -298,6 +302,12 @@ pub trait Notices: Send {
 
     /// The notices the loop is done with are deleted; in dry-run they are left for a replica that acts.
     async fn acknowledge(&mut self, dry_run: bool);
+
+    /// Notices a restart read back from the nodes' intents (instance id, why): already acted on, so
+    /// a message repeating one is taken as held, not judged anew. Sources that keep nothing ignore it.
+    fn restore(&mut self, notices: Vec<(String, DisruptionReason)>) {
+        let _ = notices;
+    }
 }
 
 #[async_trait::async_trait]
@@ -313,6 +323,12 @@ impl Notices for Interruptions {
     ) -> HashMap<String, DisruptionReason> {
         self.taken.send_replace(Some(Instant::now()));
         self.take();
+        if !self.restored.is_empty() {
+            // Held until their node is gone.
+            let present = nodes_by_instance(index, node_groups);
+            self.restored
+                .retain(|i, _| present.contains_key(i.as_str()));
+        }
         // Nodes of managed groups by instance id, when there is a notice to look them up for.
         let by_instance: HashMap<&str, &str> = if self.held.is_empty() {
             HashMap::new()
@@ -361,6 +377,19 @@ impl Notices for Interruptions {
 
     /// Hands the messages done with to the deleting task (in dry-run forgets them, left in the queue);
     /// never waits on SQS.
+    fn restore(&mut self, notices: Vec<(String, DisruptionReason)>) {
+        for (instance, reason) in notices {
+            let kind = match reason {
+                DisruptionReason::SpotInterruption => NoticeKind::SpotInterruption,
+                DisruptionReason::Rebalance => NoticeKind::Rebalance,
+                DisruptionReason::InstanceStopping => NoticeKind::StateChange("stopping".into()),
+                // Due since it was acted on.
+                _ => NoticeKind::ScheduledChange(Default::default()),
+            };
+            self.restored.entry(instance).or_default().push(kind);
+        }
+    }
+
     async fn acknowledge(&mut self, dry_run: bool) {
         let done = std::mem::take(&mut self.done);
         if !dry_run && !done.is_empty() {

@@ -169,3 +169,83 @@ async fn a_spot_warning_comes_through_an_inbox_full_of_held_scheduled_changes() 
     assert_eq!(d.disruptions[0].node, "pool-d");
     assert_eq!(d.disruptions[0].reason, DisruptionReason::SpotInterruption);
 }
+
+/// A process restarted while a rebalance's drain waits on its budget carries the notice on from the
+/// node's intent: the message, received again past the age limit, is taken as held (`repeated`), not
+/// judged stale; the node waits for its budget uncordoned, and once the budget allows, it goes.
+#[tokio::test]
+async fn a_held_rebalance_survives_a_restart_and_its_message_is_not_judged_stale() {
+    let moto = Moto::start().await;
+    let queue = Queue::create_with(&moto, "1").await;
+    let api = KubeApi::start().await;
+    pool(&api, 1).await;
+    let mut settings = eager();
+    settings.scale_down_enabled = false;
+    let mut run = run_settings();
+    run.drain.max_pod_eviction_time = Duration::from_secs(600);
+    let max_age = Duration::from_secs(2);
+    let intake_settings = IntakeSettings {
+        handle_rebalance: true,
+        max_age,
+        ..IntakeSettings::default()
+    };
+    let mut h = Harness::new(api.clone(), POOL, settings.clone(), run.clone()).await;
+    h.synced(2, 3).await;
+    intake(&mut h, &moto, &queue.url, intake_settings.clone()).await;
+    let sent = Instant::now();
+    queue.send(&rebalance("i-b")).await;
+    while !(cordoned(&api, "pool-b") && evictions(&api) >= 2) {
+        assert!(sent.elapsed() < PATIENCE, "never drained");
+        h.runner.run_once(now()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Killed mid-drain; the next process starts on the same cluster, cloud and queue.
+    let cloud = h.cloud.clone();
+    drop(h);
+    let mut h = Harness::with_cloud(api.clone(), cloud, settings, run).await;
+    h.synced(2, 2).await;
+    intake(&mut h, &moto, &queue.url, intake_settings).await;
+    h.runner.start_acting(now()).await;
+    let m = loop {
+        h.runner.run_once(now()).await.unwrap();
+        let m = h.metrics.encode();
+        if sent.elapsed() > max_age * 3 && count(&m, "rebalance", "repeated") >= 1.0 {
+            break m;
+        }
+        assert!(sent.elapsed() < PATIENCE, "{m}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(count(&m, "unknown", "unverified"), 0.0, "{m}");
+    assert!(
+        m.contains(r#"ferroscale_intents_reconciled_total{action="notice",outcome="resumed"} 1"#),
+        "{m}"
+    );
+    // The drain starts again when the budget allows (until then the node waits, uncordoned, its
+    // notice kept on it).
+    let intent = api.get(NODES, "", "pool-b").unwrap()["metadata"]["annotations"]
+        ["ferroscale.io/intent"]
+        .clone();
+    assert!(
+        intent.as_str().is_some_and(|i| i.contains("rebalance")),
+        "{intent}"
+    );
+    api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": 1}}),
+    );
+    while h
+        .group("pool")
+        .instances
+        .iter()
+        .any(|i| i.id.ends_with("/i-b"))
+        || queue.left().await > 0
+    {
+        assert!(sent.elapsed() < PATIENCE, "never finished");
+        h.runner.run_once(now()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!cordoned(&api, "pool-a"));
+    assert_eq!(count(&h.metrics.encode(), "unknown", "unverified"), 0.0);
+}
