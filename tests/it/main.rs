@@ -78,6 +78,7 @@ mod simulate_json;
 mod simulate_lifecycle;
 mod simulate_limits;
 mod simulate_notices;
+mod simulate_readiness;
 mod simulate_report;
 mod simulate_startup;
 mod simulate_templates;

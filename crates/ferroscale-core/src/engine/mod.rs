@@ -22,6 +22,7 @@ pub mod limits;
 pub mod memory;
 mod methods;
 pub mod predicates;
+pub mod readiness;
 pub mod reasons;
 mod replace;
 mod scale_down;
