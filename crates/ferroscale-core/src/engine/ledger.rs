@@ -76,7 +76,8 @@ pub(super) fn count_down<'p>(pdbs: &mut [Pdb], pods: impl IntoIterator<Item = &'
     }
 }
 
-/// The loop's ledger.
+/// The loop's ledger (cloned when scale-down plans again: `scale_down::atomic`).
+#[derive(Clone)]
 pub(super) struct Ledger {
     books: HashMap<String, Books>,
     out: HashSet<String>,

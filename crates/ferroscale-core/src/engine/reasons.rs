@@ -205,6 +205,9 @@ pub enum Unremovable {
     OnCompletion { pod: String },
     /// Unneeded; this loop's removal budget is spent.
     WaitsForNextLoop,
+    /// Its group scales all or nothing (`zeroOrMaxNodeScaling`) and not every node of it can go now
+    /// (upstream's `AtomicScaleDownFailed`).
+    AtomicScaleDownFailed { group: String },
     /// Unready, and scale-down of unready nodes is disabled (`--scale-down-unready-enabled=false`).
     UnreadyKept,
     /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
@@ -261,6 +264,10 @@ impl fmt::Display for Unremovable {
                 "unneeded, but pod {pod} (safe-to-evict: on-completion) runs until it is done"
             ),
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
+            Unremovable::AtomicScaleDownFailed { group } => write!(
+                f,
+                "group {group} scales all or nothing (zeroOrMaxNodeScaling) and not all its nodes can go"
+            ),
             Unremovable::EvictionLimit { max } => write!(f, "--max-evictions-per-loop ({max}) reached"),
             Unremovable::SurgeRefused(r) => write!(f, "due for replacement, no new node now: {r}"),
             Unremovable::Descheduled { pod } => {
