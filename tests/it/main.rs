@@ -80,6 +80,7 @@ mod simulate_limits;
 mod simulate_notices;
 mod simulate_readiness;
 mod simulate_report;
+mod simulate_scale_down_order;
 mod simulate_startup;
 mod simulate_templates;
 mod simulate_upstream_rules;

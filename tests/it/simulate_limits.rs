@@ -115,10 +115,10 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
     );
     assert_eq!(removed(&[]).0, 3, "no minimum: all go");
     // --max-disruption (10% by default) limits replacements, not plain scale-down: as upstream, only
-    // --max-scale-down-parallelism and --max-empty-bulk-delete cap it.
+    // --max-scale-down-parallelism (and --max-drain-parallelism) cap it.
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
     assert_eq!(r.scale_down.len(), 3, "{r:?}");
-    let r = sim(&cluster, GROUPS).step(&flags(&["--max-empty-bulk-delete", "1"]), &pacing());
+    let r = sim(&cluster, GROUPS).step(&flags(&["--max-scale-down-parallelism", "1"]), &pacing());
     assert_eq!(r.scale_down.len(), 1, "{r:?}");
 }
 

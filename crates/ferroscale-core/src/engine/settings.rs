@@ -56,7 +56,7 @@ pub struct Settings {
     /// `--blocking-system-pod-distruption-timeout` (upstream's spelling): a kube-system pod without a
     /// PodDisruptionBudget keeps its node until this long after its creation.
     pub blocking_system_pod_disruption_timeout: Duration,
-    /// `--max-empty-bulk-delete`.
+    /// `--max-empty-bulk-delete`: deprecated and read by nothing, as upstream's since 1.33.
     pub max_empty_bulk_delete: usize,
     /// `--balance-similar-node-groups`.
     pub balance_similar_node_groups: bool,
