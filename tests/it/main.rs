@@ -77,6 +77,7 @@ mod simulate_gpu_total;
 mod simulate_json;
 mod simulate_lifecycle;
 mod simulate_limits;
+mod simulate_nominated;
 mod simulate_notices;
 mod simulate_readiness;
 mod simulate_report;

@@ -23,14 +23,22 @@ fn empties(n: usize) -> Vec<String> {
 fn fourteen_empty_nodes_go_in_one_loop_within_the_parallelism() {
     // The deprecated --max-empty-bulk-delete (10 by default) caps nothing: the parallelism does.
     let r = sim(&empties(14), GROUPS).step(
-        &flags(&["--max-scale-down-parallelism", "20", "--max-empty-bulk-delete", "10"]),
+        &flags(&[
+            "--max-scale-down-parallelism",
+            "20",
+            "--max-empty-bulk-delete",
+            "10",
+        ]),
         &pacing(),
     );
     assert_eq!(r.scale_down.len(), 14, "{r:?}");
     // Upstream's default parallelism, 10: ten go, the rest in a later loop.
     let r = sim(&empties(14), GROUPS).step(&flags(&[]), &pacing());
     assert_eq!(r.scale_down.len(), 10, "{r:?}");
-    assert_eq!(unremovable(&r, "idle-14"), "unneeded; waits for the next loop");
+    assert_eq!(
+        unremovable(&r, "idle-14"),
+        "unneeded; waits for the next loop"
+    );
 }
 
 #[test]

@@ -162,6 +162,18 @@ pub fn run_once(
             d.pending.push((p.key(), Pending::Expendable));
             continue;
         }
+        // Upstream's FilterOutExpendableAndSplit: a pod waiting for preemption on its nominated node
+        // (while that node exists) is placed there whatever it fits, and asks for no node.
+        if let Some((n, &i)) = p
+            .meta
+            .nominated_node
+            .as_deref()
+            .and_then(|n| index.get(n).map(|i| (n, i)))
+        {
+            infos[i].add(Arc::clone(p));
+            d.pending.push((p.key(), Pending::Nominated(n.to_string())));
+            continue;
+        }
         if let Some((claim, wait)) = p.claims.iter().find_map(|c| match c.state {
             ClaimState::Waiting(w) => Some((c.key.clone(), w)),
             _ => None,

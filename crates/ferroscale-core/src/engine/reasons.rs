@@ -21,6 +21,9 @@ pub enum Pending {
     FitsOnNode(String),
     /// It fits on a node its group is already launching: no scale-up needed.
     FitsOnUpcoming { group: String },
+    /// The scheduler nominated a node for it (`status.nominatedNodeName`) and preempts pods there:
+    /// it waits for them, placed on that node; no scale-up needed.
+    Nominated(String),
     /// A claim it mounts must be bound (or created) before any node can take it; no new node helps.
     WaitsForVolume { claim: String, wait: Wait },
     /// There is no node group at all.
@@ -34,7 +37,7 @@ impl Pending {
     pub fn unschedulable(&self) -> bool {
         !matches!(
             self,
-            Pending::FitsOnNode(_) | Pending::FitsOnUpcoming { .. }
+            Pending::FitsOnNode(_) | Pending::FitsOnUpcoming { .. } | Pending::Nominated(_)
         )
     }
 
@@ -71,6 +74,10 @@ impl fmt::Display for Pending {
                     "fits on an upcoming node of {group}; {NO_SCALE_UP_NEEDED}"
                 )
             }
+            Pending::Nominated(n) => write!(
+                f,
+                "nominated for node {n}, waits for its preemption there; {NO_SCALE_UP_NEEDED}"
+            ),
             Pending::WaitsForVolume { claim, wait } => write!(
                 f,
                 "waits for pvc {claim}: {}; no node can take the pod before that",
