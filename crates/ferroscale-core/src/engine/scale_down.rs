@@ -113,15 +113,20 @@ fn plan(
     // The nodes held for a replacement first: they go once their new nodes join, so their pods'
     // room is reserved before any other node is found unneeded (a surge node is not taken away from
     // the pods it came for). Then the nodes the descheduler emptied: it moved their pods off already.
-    // Then upstream's order of candidates: empty nodes, then those found unneeded before, then the
-    // rest, each in the cluster's order.
-    let rank: Vec<(bool, bool, bool, bool)> = infos[..existing]
+    // Then the nodes of atomic groups, which upstream's budgets serve before the others. Then
+    // upstream's order of candidates: empty nodes, then those found unneeded before, then the rest,
+    // each in the cluster's order.
+    let rank: Vec<(bool, bool, bool, bool, bool)> = infos[..existing]
         .iter()
         .map(|i| {
             let name = i.node.name.as_str();
             (
                 !ledger.held(name),
                 !memory.emptying.contains_key(name),
+                !ctx.world
+                    .node_groups
+                    .get(name)
+                    .is_some_and(|g| atomic.is_atomic(g)),
                 !empty(i, ctx),
                 !memory.unneeded_since.contains_key(name),
             )
@@ -331,6 +336,9 @@ fn plan(
             Some(_) => Kind::Voluntary,
             None => Kind::ScaleDown,
         };
+        if in_atomic {
+            ledger.overflow_for(ctx, &group.id, !evict.is_empty());
+        }
         if let Err(why) = ledger.take_removal(ctx, &node, Some(group), &evict, kind) {
             keep(d, why.into());
             continue;

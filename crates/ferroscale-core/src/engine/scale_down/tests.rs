@@ -463,9 +463,16 @@ fn an_atomic_group_goes_whole_or_not_at_all() {
     let mut plain = atomic_slice(true);
     plain.group_mut("slice").options = None;
     assert_eq!(after_unneeded_time(&plain, &s).scale_down.len(), 3);
-    // The parallelism allows three removals: the group waits rather than going in part.
+    // The parallelism allows three removals: as upstream's budgets, one whole slice may overflow it.
     s.max_scale_down_parallelism = 3;
     let d = after_unneeded_time(&atomic_slice(false), &s);
+    assert_eq!(removed(&d).len(), 4, "{d:?}");
+    // Not when the caps are spent already: the group waits rather than going in part.
+    let mut busy = atomic_slice(false);
+    for k in 1..=3 {
+        busy.removing.insert(format!("elsewhere-{k}"), false);
+    }
+    let d = after_unneeded_time(&busy, &s);
     assert!(removed(&d).is_empty(), "{d:?}");
-    assert_eq!(kept(&d, "s-1"), &failed);
+    assert_eq!(kept(&d, "s-1"), &Unremovable::ParallelismReached);
 }
