@@ -31,15 +31,20 @@ pub fn is_ready(node: &Node, taints: &TaintConfig) -> bool {
             .any(|t| NOT_READY_TAINTS.contains(&t.key.as_str()) || taints.is_startup(t))
 }
 
-/// A node with the GPU label but no GPU allocatable yet (upstream's GPU processor).
+/// A node with the GPU label but no GPU allocatable yet (upstream's GPU processor): none of
+/// `nvidia.com/gpu`, `microsoft.com/directx`, or another NVIDIA resource (a shared GPU's
+/// `nvidia.com/gpu.shared`, a MIG profile's `nvidia.com/mig-1g.5gb`).
 pub fn gpu_unready(node: &Node) -> bool {
     node.labels.contains_key(labels::GPU)
-        && node
+        && !node
             .allocatable
             .extended
-            .get(labels::NVIDIA_GPU)
-            .is_none_or(|n| *n <= 0)
+            .iter()
+            .any(|(name, n)| *n > 0 && (name.starts_with("nvidia.com/") || name == DIRECTX))
 }
+
+/// The DirectX GPU resource upstream's GPU processor also accepts.
+const DIRECTX: &str = "microsoft.com/directx";
 
 #[cfg(test)]
 mod tests {
@@ -87,6 +92,17 @@ mod tests {
         ));
         assert!(!is_ready(&gpu(0), &cfg), "zero GPUs allocatable");
         assert!(is_ready(&gpu(1), &cfg));
+        for shared in ["nvidia.com/gpu.shared", "nvidia.com/mig-1g.5gb", DIRECTX] {
+            let mut n = gpu(0);
+            n.allocatable.extended.insert(shared.into(), 4);
+            assert!(is_ready(&n, &cfg), "{shared}");
+        }
+        let mut other = gpu(0);
+        other
+            .allocatable
+            .extended
+            .insert("example.com/fpga".into(), 1);
+        assert!(!is_ready(&other, &cfg), "not a GPU resource");
         assert!(
             is_ready(&node("c").ready().gpus(0).build(), &cfg),
             "no GPU label"
