@@ -255,17 +255,15 @@ fn plan(
             );
             continue;
         }
-        let Drained {
-            movable,
-            left,
-            waits_for,
-        } = match drain(&snap[i].pods, &pdbs, ctx) {
+        let mut drained = match drain(&snap[i].pods, &pdbs, ctx) {
             Ok(drained) => drained,
             Err(b) => {
                 keep(d, Unremovable::Blocked(b));
                 continue;
             }
         };
+        let movable = std::mem::take(&mut drained.movable);
+        let waits_for = drained.waits_for.take();
         let repels = movable
             .iter()
             .map(|p| Repel::of(p))
@@ -372,7 +370,8 @@ fn plan(
                 disruption,
             },
             evict: evict.iter().map(|p| p.key()).collect(),
-            left,
+            daemon_sets: drained.daemon_sets_evicted(settings, !empty),
+            left: drained.left,
         });
     }
     memory.unneeded_since = still_unneeded;
@@ -424,3 +423,5 @@ mod atomic;
 mod removal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_daemon_sets;
