@@ -339,7 +339,8 @@ pub struct LoopFlags {
     /// (`simulate` reads them from the dump; `run` does not watch them yet).
     #[arg(long, default_value_t = UPSTREAM.min_replica_count)]
     pub min_replica_count: i32,
-    /// Most empty nodes removed in one loop.
+    /// Deprecated, no effect (as upstream since 1.33): empty nodes are capped by
+    /// --max-scale-down-parallelism only. Accepted so that upstream's command lines still start.
     #[arg(long, default_value_t = UPSTREAM.max_empty_bulk_delete)]
     pub max_empty_bulk_delete: usize,
     /// Split scale-ups across groups with the same template (zone aside).

@@ -312,6 +312,8 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .iter()
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True"),
+        disk_pressure: condition_true(&status, "DiskPressure"),
+        network_unavailable: condition_true(&status, "NetworkUnavailable"),
         ready_since: status
             .conditions
             .iter()
@@ -334,6 +336,15 @@ pub fn node(n: &core::Node) -> Result<Node> {
         template: false,
         name,
     })
+}
+
+/// Whether the node's condition `kind` is `True`.
+fn condition_true(status: &core::NodeStatus, kind: &str) -> bool {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == kind && c.status == "True")
 }
 
 /// A PodDisruptionBudget.

@@ -26,6 +26,12 @@ pub fn meta(p: &core::Pod, shared: &mut Tables) -> PodMeta {
             .and_then(|s| s.resource_claims.as_ref())
             .is_some_and(|c| !c.is_empty()),
         conditions,
+        nominated_node: p
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty())
+            .map(Box::from),
         ..PodMeta::default()
     }
 }

@@ -70,6 +70,7 @@ fn a_removal_refuses_to_evict_a_pod_bound_to_another_node_and_counts_it() {
             },
             evict: vec!["default/web-1".into()],
             left: vec![],
+            daemon_sets: vec![],
         }],
         ..Decisions::default()
     };

@@ -359,7 +359,7 @@ fn after_a_removal_the_next_waits_for_the_delay_after_delete() {
         node("idle-2", "small", "2", "8Gi"),
     ];
     let mut settings = quick_scale_down();
-    settings.max_empty_bulk_delete = 1;
+    settings.max_scale_down_parallelism = 1;
     settings.scale_down_delay_after_delete = Duration::from_secs(60);
     let mut s = sim(&cluster, GROUPS);
     let r = s.step(&settings, &pacing());

@@ -216,7 +216,8 @@ fn without_the_flag_a_loops_json_has_no_descheduling_keys() {
 }
 
 /// Three nodes: `a` with an old pod, a fresh one and a failed one; `b` nearly full with an old pod that
-/// no other node has room for; `c` empty. (PodLifeTime would take the failed pod too: RemoveFailedPods
+/// no other node has room for; `c` with one fresh pod (an empty node is scale-down's first candidate, no
+/// destination once found unneeded). (PodLifeTime would take the failed pod too: RemoveFailedPods
 /// comes first in the policies below.)
 fn three_nodes() -> Vec<String> {
     vec![
@@ -227,6 +228,7 @@ fn three_nodes() -> Vec<String> {
         created(pod("f", "fresh", "100m", "100Mi", Some("a"), ""), NEW),
         failed(old(pod("f", "crashed", "100m", "100Mi", Some("a"), ""))),
         old(pod("big", "big-1", "1950m", "1Gi", Some("b"), "")),
+        created(pod("f", "fresh-c", "100m", "100Mi", Some("c"), ""), NEW),
     ]
 }
 

@@ -115,10 +115,10 @@ fn the_cores_and_memory_minima_keep_idle_nodes() {
     );
     assert_eq!(removed(&[]).0, 3, "no minimum: all go");
     // --max-disruption (10% by default) limits replacements, not plain scale-down: as upstream, only
-    // --max-scale-down-parallelism and --max-empty-bulk-delete cap it.
+    // --max-scale-down-parallelism (and --max-drain-parallelism) cap it.
     let r = sim(&cluster, GROUPS).step(&flags(&[]), &pacing());
     assert_eq!(r.scale_down.len(), 3, "{r:?}");
-    let r = sim(&cluster, GROUPS).step(&flags(&["--max-empty-bulk-delete", "1"]), &pacing());
+    let r = sim(&cluster, GROUPS).step(&flags(&["--max-scale-down-parallelism", "1"]), &pacing());
     assert_eq!(r.scale_down.len(), 1, "{r:?}");
 }
 
@@ -159,4 +159,70 @@ nodeGroups:
         split(&["--balancing-label", "size", "--balancing-label", "team"]),
         vec![4]
     );
+}
+
+/// A ready node of `small` with the group's labels (a template may be copied from it).
+fn small(name: &str) -> String {
+    node(name, "small", "1500m", "7Gi").replace("labels: {", "labels: {size: small, ")
+}
+
+/// A node of `small` that registered at the simulation's start and is not ready yet (with the node
+/// lifecycle controller's taint): still starting.
+fn booting(name: &str) -> String {
+    small(name)
+        .replace("status: \"True\"}]", "status: \"False\"}]")
+        .replace(
+            "status:\n",
+            "spec:\n  taints: [{key: node.kubernetes.io/not-ready, effect: NoSchedule}]\nstatus:\n",
+        )
+        .replace(
+            "metadata:\n",
+            "metadata:\n  creationTimestamp: \"2026-01-01T00:00:00Z\"\n",
+        )
+}
+
+#[test]
+fn a_booting_node_counts_once_against_max_nodes_total() {
+    // Two full ready nodes, one booting, five pods that each need a node of their own: the booting
+    // node takes one, --max-nodes-total 5 leaves room for two more (upstream: ready nodes plus
+    // upcoming ones; the booting node is upcoming, not both).
+    let mut cluster = vec![
+        small("n1"),
+        pod("a", "full-1", "1400m", "1Gi", Some("n1"), ""),
+        small("n2"),
+        pod("a", "full-2", "1400m", "1Gi", Some("n2"), ""),
+        booting("n3"),
+    ];
+    cluster.extend((0..5).map(|i| {
+        pod(
+            "a",
+            &format!("p{i}"),
+            "1400m",
+            "1Gi",
+            None,
+            "  nodeSelector: {size: small}\n",
+        )
+    }));
+    let r = sim(&cluster, GROUPS).step(&flags(&["--max-nodes-total", "5"]), &pacing());
+    assert_eq!(ups(&r), vec![("small", 2)], "{r:?}");
+    assert!(
+        reason_of(&r, "a/p0").contains("fits on an upcoming node of small"),
+        "{r:?}"
+    );
+    let capped = r
+        .pending
+        .iter()
+        .filter(|p| p.reason.contains("would exceed a limit"));
+    assert_eq!(capped.count(), 2, "{r:?}");
+    // The same three nodes all ready (the third full too): three nodes, two more, as before.
+    cluster[4] = small("n3");
+    cluster.push(pod("a", "full-3", "1400m", "1Gi", Some("n3"), ""));
+    let r = sim(&cluster, GROUPS).step(&flags(&["--max-nodes-total", "5"]), &pacing());
+    assert_eq!(ups(&r), vec![("small", 2)], "{r:?}");
+    // --cores-total counts the booting node once too: 2 cores each, 10 allow five nodes.
+    let mut with_cores = cluster.clone();
+    with_cores[4] = booting("n3");
+    with_cores.pop();
+    let r = sim(&with_cores, GROUPS).step(&flags(&["--cores-total", "0:10"]), &pacing());
+    assert_eq!(ups(&r), vec![("small", 2)], "{r:?}");
 }

@@ -135,6 +135,7 @@ struct PodStatus {
     ephemeral_container_statuses: Option<Vec<ContainerStatus>>,
     resources: Option<core::ResourceRequirements>,
     allocated_resources: Option<Quantities>,
+    nominated_node_name: Option<String>,
 }
 
 /// A pod's or a node's condition.
@@ -239,6 +240,7 @@ impl Pod {
                 ),
                 resources: s.resources,
                 allocated_resources: s.allocated_resources,
+                nominated_node_name: s.nominated_node_name,
                 ..Default::default()
             }),
         }

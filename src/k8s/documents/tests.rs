@@ -92,7 +92,7 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
             ]
         },
         "status": {
-            "phase": phase, "reason": "Evicted", "podIP": "10.1.0.1",
+            "phase": phase, "reason": "Evicted", "podIP": "10.1.0.1", "nominatedNodeName": "n2",
             "conditions": [
                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"},
                 {"type": "PodResizePending", "status": "True", "reason": "Deferred"},
@@ -174,6 +174,11 @@ fn nodes() -> Vec<Value> {
                 {"type": "MemoryPressure", "status": "False", "lastTransitionTime": "2026-11-09T10:03:00Z"}
             ]}
     })];
+    // Conditions that make a node unready (upstream's GetNodeReadiness) are read both ways.
+    for kind in ["DiskPressure", "NetworkUnavailable"] {
+        out.push(json!({"kind": "Node", "metadata": {"name": kind},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": kind, "status": "True"}]}}));
+    }
     for case in cases() {
         objects_of(&case, "Node", &mut out);
     }
@@ -197,6 +202,7 @@ fn a_pod_read_lean_converts_to_the_model_the_full_object_gives() {
             let m = model(&lean).unwrap().meta;
             assert!(m.prefer_no_eviction && m.has_resource_claims, "{text}");
             assert_eq!(m.conditions.len(), 3);
+            assert_eq!(m.nominated_node.as_deref(), Some("n2"));
             assert!(m.conditions[2].last_transition.is_some());
             assert!(m.containers.last().is_some_and(|c| c.ephemeral));
         }
@@ -218,6 +224,12 @@ fn a_node_read_lean_converts_to_the_model_the_full_object_gives() {
             .into_core();
         let model = |n: &core::Node| node(n).map_err(|e| e.to_string());
         assert_eq!(model(&lean), model(&full), "{text}");
+        let m = model(&lean).unwrap_or_default();
+        match m.name.as_str() {
+            "DiskPressure" => assert!(m.disk_pressure && !m.network_unavailable, "{text}"),
+            "NetworkUnavailable" => assert!(m.network_unavailable && !m.disk_pressure, "{text}"),
+            _ => {}
+        }
     }
 }
 

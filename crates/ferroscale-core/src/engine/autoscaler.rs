@@ -118,6 +118,9 @@ pub fn run_once(
         .map(|g| (g.id.as_str(), settings.options_of(g).max_node_startup_time))
         .collect();
     let mut registered: HashMap<&str, i32> = HashMap::new();
+    // The nodes still starting: an upcoming copy stands for each, so the cluster maxima count the copy
+    // and not the node as well (upstream counts its ready nodes and the upcoming ones).
+    let mut starting = (0, Amount::default());
     for n in world.nodes {
         let Some(g) = world.node_groups.get(&n.name) else {
             continue;
@@ -128,6 +131,9 @@ pub fn run_once(
             .unwrap_or(settings.defaults.max_node_startup_time);
         if NodeReadiness::of(n, startup, now, &settings.taints) != NodeReadiness::NotStarted {
             *registered.entry(g.as_str()).or_default() += 1;
+        } else {
+            starting.0 += 1;
+            starting.1.add(&Amount::of_node(n), 1);
         }
     }
     for g in world.groups {
@@ -142,7 +148,7 @@ pub fn run_once(
     for i in &infos[existing..] {
         upcoming.add(&Amount::of_node(&i.node), 1);
     }
-    ledger.count_upcoming(infos.len() - existing, &upcoming);
+    ledger.count_upcoming(infos.len() - existing, &upcoming, &starting);
 
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
     // DaemonSet pods never do: a new node would start its own copy (upstream's filter_out_daemon_sets).
@@ -154,6 +160,18 @@ pub fn run_once(
     {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
             d.pending.push((p.key(), Pending::Expendable));
+            continue;
+        }
+        // Upstream's FilterOutExpendableAndSplit: a pod waiting for preemption on its nominated node
+        // (while that node exists) is placed there whatever it fits, and asks for no node.
+        if let Some((n, &i)) = p
+            .meta
+            .nominated_node
+            .as_deref()
+            .and_then(|n| index.get(n).map(|i| (n, i)))
+        {
+            infos[i].add(Arc::clone(p));
+            d.pending.push((p.key(), Pending::Nominated(n.to_string())));
             continue;
         }
         if let Some((claim, wait)) = p.claims.iter().find_map(|c| match c.state {
@@ -202,7 +220,15 @@ pub fn run_once(
         }
     }
 
-    scale_up(&ctx, memory, &candidates, &infos, existing, &mut d);
+    scale_up(
+        &ctx,
+        memory,
+        &candidates,
+        &infos,
+        existing,
+        &starting,
+        &mut d,
+    );
     for s in &d.scale_up {
         if let Some(g) = ctx.groups.get(s.group.as_str()).copied() {
             ledger.count_scale_up(&ctx, g, s.delta);

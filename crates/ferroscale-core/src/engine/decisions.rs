@@ -25,6 +25,10 @@ pub struct ScaleDown {
     /// Pods left to go down with the node unevicted, besides DaemonSet and mirror pods: expendable ones
     /// and those terminating past their grace period (upstream leaves them out of the drain too).
     pub left: Vec<String>,
+    /// DaemonSet pods to evict after `evict`, best effort (upstream's
+    /// `--daemonset-eviction-for-occupied-nodes`, true, and `--daemonset-eviction-for-empty-nodes`,
+    /// false). Decided here; the actuator does not evict them yet (they stop with the node).
+    pub daemon_sets: Vec<String>,
 }
 
 /// A cloud instance to delete because it never became a usable node.

@@ -145,6 +145,26 @@ pub(super) struct Drained {
     pub(super) left: Vec<String>,
     /// A pod the node waits for (`safe-to-evict: "on-completion"`).
     pub(super) waits_for: Option<String>,
+    /// The DaemonSet pods bound to the node, which stay with it.
+    pub(super) daemon_sets: Vec<String>,
+}
+
+impl Drained {
+    /// The DaemonSet pods a removal of the node evicts (best effort), as upstream's flags say: those of
+    /// a node with pods to evict (`evicting`) with `--daemonset-eviction-for-occupied-nodes`, of an
+    /// empty one with `--daemonset-eviction-for-empty-nodes`.
+    pub(super) fn daemon_sets_evicted(&mut self, s: &Settings, evicting: bool) -> Vec<String> {
+        let on = if evicting {
+            s.daemonset_eviction_for_occupied_nodes
+        } else {
+            s.daemonset_eviction_for_empty_nodes
+        };
+        if on {
+            std::mem::take(&mut self.daemon_sets)
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// The drain of `pods` against `pdbs` (the ledger's: what the loop's earlier actions left of them), or
@@ -165,6 +185,9 @@ pub(super) fn drain(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Draine
                 ..(**p).clone()
             })),
             Drain::Stay if !p.node_bound() => d.left.push(p.key()),
+            Drain::Stay if p.is_daemon_set() && !p.meta.mirror && p.node_name.is_some() => {
+                d.daemon_sets.push(p.key())
+            }
             Drain::Stay => {}
             Drain::Wait => {
                 d.waits_for.get_or_insert_with(|| p.key());

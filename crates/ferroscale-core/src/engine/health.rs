@@ -11,23 +11,7 @@ use super::taints::TaintConfig;
 use crate::model::duration::secs;
 use crate::model::workload::Node;
 
-/// Taints that say a node is not ready whatever its condition reads (upstream's `GetReadinessState`):
-/// the node lifecycle controller's, put on before the condition is read.
-const NOT_READY_TAINTS: &[&str] = &[
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/network-unavailable",
-];
-
-/// Whether `node` is ready as upstream reads it: its `Ready` condition, no not-ready taint, and no
-/// start-up taint (`startup-taint.`/`ignore-taint.` prefixes: upstream's `FilterOutNodesWithStartupTaints`
-/// counts such a node as still starting).
-pub fn is_ready(node: &Node, taints: &TaintConfig) -> bool {
-    node.ready
-        && !node
-            .taints
-            .iter()
-            .any(|t| NOT_READY_TAINTS.contains(&t.key.as_str()) || taints.is_startup(t))
-}
+pub use super::readiness::is_ready;
 
 /// A registered node's readiness, as upstream's cluster state sorts it (`updateReadinessStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +25,8 @@ pub enum NodeReadiness {
 
 impl NodeReadiness {
     /// `node` at `now`: ready; else not started while it was first seen less than `max_startup` ago
-    /// (`Node::seen`: the loop's own clock, never the API server's); else unready. Readiness itself is [`is_ready`]: the `Ready` condition, without a not-ready or
-    /// start-up taint.
+    /// (`Node::seen`: the loop's own clock, never the API server's); else unready. Readiness itself is
+    /// [`is_ready`], defined once.
     pub fn of(node: &Node, max_startup: Duration, now: i64, taints: &TaintConfig) -> Self {
         if is_ready(node, taints) {
             NodeReadiness::Ready

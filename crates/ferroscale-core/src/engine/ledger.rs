@@ -76,7 +76,8 @@ pub(super) fn count_down<'p>(pdbs: &mut [Pdb], pods: impl IntoIterator<Item = &'
     }
 }
 
-/// The loop's ledger.
+/// The loop's ledger (cloned when scale-down plans again: `scale_down::atomic`).
+#[derive(Clone)]
 pub(super) struct Ledger {
     books: HashMap<String, Books>,
     out: HashSet<String>,
@@ -95,6 +96,9 @@ pub(super) struct Ledger {
     amount: Amount,
     /// Each unhealthy group's unready nodes, read on the first surge (most loops ask for none).
     unhealthy: std::cell::OnceCell<HashMap<String, usize>>,
+    /// The one atomic group whose removals may exceed the parallelism caps this loop (upstream's
+    /// `CropNodes`: one slice may overflow, so that a group larger than the caps can go at all).
+    overflow: Option<String>,
 }
 
 impl Ledger {
@@ -158,6 +162,7 @@ impl Ledger {
             nodes: world.nodes.len(),
             amount,
             unhealthy: std::cell::OnceCell::new(),
+            overflow: None,
         }
     }
 
@@ -318,8 +323,10 @@ impl Ledger {
         }
         let removals = self.removals_in_flight + self.removals;
         let drains = self.drains_in_flight + self.drains;
-        if removals >= s.max_scale_down_parallelism
-            || (evict > 0 && drains >= s.max_drain_parallelism)
+        let overflows = group.is_some_and(|g| self.overflow.as_deref() == Some(g.id.as_str()));
+        if !overflows
+            && (removals >= s.max_scale_down_parallelism
+                || (evict > 0 && drains >= s.max_drain_parallelism))
         {
             let earlier = self.removals_in_flight >= s.max_scale_down_parallelism
                 || (evict > 0 && self.drains_in_flight >= s.max_drain_parallelism);
@@ -369,6 +376,18 @@ impl Ledger {
         }
         self.evictions += evict.len();
         count_down(&mut self.pdbs, evict);
+    }
+
+    /// Lets the removals of atomic group `g` exceed the parallelism caps this loop, if no other group
+    /// does yet and the caps leave room for at least one removal (and one drain, when `drain`): as
+    /// upstream's budgets, one whole slice may overflow, the first one to come.
+    pub fn overflow_for(&mut self, ctx: &Ctx, g: &str, drain: bool) {
+        let s = ctx.settings;
+        let room = self.removals_in_flight + self.removals < s.max_scale_down_parallelism
+            && (!drain || self.drains_in_flight + self.drains < s.max_drain_parallelism);
+        if self.overflow.is_none() && room {
+            self.overflow = Some(g.to_string());
+        }
     }
 
     /// Marks `node` out of service for an action that removes it later (a replacement's old node, once

@@ -3,7 +3,8 @@
 //! binpacking of pending pods onto new nodes of a template, `expander` the choice among scale-up options,
 //! `similar` which groups share one, `autoscaler` one loop (with `scale_up`, `scale_down` and `cleanup`),
 //! `utilization`, `drainability` and `limits` upstream's scale-down rules, `reasons` why it decided so,
-//! `health` upstream's cluster and group health, `status` upstream's status (the conditions of
+//! `readiness` what a ready node is (upstream's `GetNodeReadiness`, defined once), `health` upstream's
+//! cluster and group health, `status` upstream's status (the conditions of
 //! the cluster and its groups), `upstream` upstream's metric label values for the reasons.
 
 pub mod autoscaler;
@@ -23,6 +24,7 @@ pub mod limits;
 pub mod memory;
 mod methods;
 pub mod predicates;
+pub mod readiness;
 pub mod reasons;
 mod replace;
 mod scale_down;

@@ -6,90 +6,11 @@ use std::fmt;
 use super::limits::Resource;
 use super::predicates::Unfit;
 use crate::model::lifecycle::DisruptionReason;
-use crate::model::volumes::Wait;
 
 pub use super::memory::Pause;
 
-/// Why a pending pod gets no new node this loop.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Pending {
-    /// Its priority is below `--expendable-pods-priority-cutoff`.
-    Expendable,
-    /// Younger than `--new-pod-scale-up-delay`.
-    TooNew,
-    /// It fits on an existing node: no scale-up needed.
-    FitsOnNode(String),
-    /// It fits on a node its group is already launching: no scale-up needed.
-    FitsOnUpcoming { group: String },
-    /// A claim it mounts must be bound (or created) before any node can take it; no new node helps.
-    WaitsForVolume { claim: String, wait: Wait },
-    /// There is no node group at all.
-    NoNodeGroup,
-    /// Every group refused it: each reason with how many groups gave it, most frequent first.
-    NoGroupFits(Vec<(Refusal, usize)>),
-}
-
-impl Pending {
-    /// Whether no existing or upcoming node will take the pod (upstream's unschedulable pods).
-    pub fn unschedulable(&self) -> bool {
-        !matches!(
-            self,
-            Pending::FitsOnNode(_) | Pending::FitsOnUpcoming { .. }
-        )
-    }
-
-    /// Whether the pod could have triggered a scale-up and did not (upstream's NotTriggerScaleUp):
-    /// unschedulable and not merely too new to count yet.
-    pub fn not_triggered(&self) -> bool {
-        self.unschedulable() && *self != Pending::TooNew
-    }
-
-    /// The groups' refusals, summarized: most frequent first, then by text.
-    pub fn no_group_fits(refusals: impl IntoIterator<Item = (Refusal, usize)>) -> Pending {
-        let mut v: Vec<(Refusal, usize)> = refusals.into_iter().collect();
-        v.sort_by_cached_key(|(r, n)| (std::cmp::Reverse(*n), r.to_string()));
-        Pending::NoGroupFits(v)
-    }
-}
-
-const NO_SCALE_UP_NEEDED: &str = "no scale-up needed";
-
-impl fmt::Display for Pending {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pending::Expendable => {
-                write!(
-                    f,
-                    "expendable: priority below --expendable-pods-priority-cutoff"
-                )
-            }
-            Pending::TooNew => write!(f, "younger than --new-pod-scale-up-delay"),
-            Pending::FitsOnNode(n) => write!(f, "fits on node {n}; {NO_SCALE_UP_NEEDED}"),
-            Pending::FitsOnUpcoming { group } => {
-                write!(
-                    f,
-                    "fits on an upcoming node of {group}; {NO_SCALE_UP_NEEDED}"
-                )
-            }
-            Pending::WaitsForVolume { claim, wait } => write!(
-                f,
-                "waits for pvc {claim}: {}; no node can take the pod before that",
-                wait.as_str()
-            ),
-            Pending::NoNodeGroup => write!(f, "no node group"),
-            Pending::NoGroupFits(refusals) => {
-                write!(f, "no group fits: ")?;
-                for (k, (r, n)) in refusals.iter().enumerate() {
-                    if k > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{n} {r}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
+mod pending;
+pub use pending::Pending;
 
 /// Why one group cannot take a pod.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -205,6 +126,9 @@ pub enum Unremovable {
     OnCompletion { pod: String },
     /// Unneeded; this loop's removal budget is spent.
     WaitsForNextLoop,
+    /// Its group scales all or nothing (`zeroOrMaxNodeScaling`) and not every node of it can go now
+    /// (upstream's `AtomicScaleDownFailed`).
+    AtomicScaleDownFailed { group: String },
     /// Unready, and scale-down of unready nodes is disabled (`--scale-down-unready-enabled=false`).
     UnreadyKept,
     /// Unneeded, but `--max-scale-down-parallelism` or `--max-drain-parallelism` removals are in flight.
@@ -261,6 +185,10 @@ impl fmt::Display for Unremovable {
                 "unneeded, but pod {pod} (safe-to-evict: on-completion) runs until it is done"
             ),
             Unremovable::WaitsForNextLoop => write!(f, "unneeded; waits for the next loop"),
+            Unremovable::AtomicScaleDownFailed { group } => write!(
+                f,
+                "group {group} scales all or nothing (zeroOrMaxNodeScaling) and not all its nodes can go"
+            ),
             Unremovable::EvictionLimit { max } => write!(f, "--max-evictions-per-loop ({max}) reached"),
             Unremovable::SurgeRefused(r) => write!(f, "due for replacement, no new node now: {r}"),
             Unremovable::Descheduled { pod } => {

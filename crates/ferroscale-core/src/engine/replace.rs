@@ -181,7 +181,7 @@ pub(super) fn retire(
     reason: DisruptionReason,
     d: &mut Decisions,
 ) -> Result<(), Unremovable> {
-    let drained = drain(&info.bound(), ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
+    let mut drained = drain(&info.bound(), ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
     if let Some(pod) = drained.waits_for {
         return Err(Unremovable::OnCompletion { pod });
     }
@@ -192,6 +192,7 @@ pub(super) fn retire(
         reason,
         notice: None,
     });
+    let evicting = !drained.movable.is_empty();
     d.scale_down.push(ScaleDown {
         node: info.node.name.clone(),
         group: g.id.clone(),
@@ -204,6 +205,7 @@ pub(super) fn retire(
             disruption: Some(reason),
         },
         evict: drained.movable.iter().map(|p| p.key()).collect(),
+        daemon_sets: drained.daemon_sets_evicted(ctx.settings, evicting),
         left: drained.left,
     });
     Ok(())

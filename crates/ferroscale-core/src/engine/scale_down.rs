@@ -2,7 +2,8 @@
 //! group's threshold, GPU nodes by GPU: `utilization`) for the group's unneeded time, the drain of its
 //! pods is allowed (`drainability`) and every pod that moves fits on another node, its group stays at or
 //! above min size and the cluster at or above the `--cores-total`, `--memory-total` and `--gpu-total`
-//! minima (`limits`), and scale-down is not paused; empty nodes go in bulk, one node with pods per loop. A node the
+//! minima (`limits`), and scale-down is not paused; empty nodes first, up to `--max-scale-down-parallelism`
+//! (`--max-drain-parallelism` for nodes with pods); a group that scales all or nothing goes whole or not at all. A node the
 //! descheduler emptied (`Memory::emptying`) is looked at first and goes at once, whatever its utilization,
 //! under the same rules, the group's disruption budget (or `--max-disruption`) and its do-not-disrupt pods.
 
@@ -24,6 +25,7 @@ use super::utilization::{missing_allocatable, utilization, LeftOut};
 use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::{Pdb, Pod};
+use atomic::{empty, Atomic, Marks};
 use removal::{place_elsewhere, unneeded_limit, Cursors};
 
 /// A pod an admitted removal moves, and the index of the node it goes to.
@@ -31,7 +33,8 @@ pub(super) type Move = (usize, Arc<Pod>);
 
 /// Decides which of the `existing` nodes go (their pods placed on the others in `infos`), each removal
 /// admitted by the `ledger`, and why the others stay. Returns the moves of the removals admitted: the
-/// what-if placements of the nodes found unneeded and kept never leave this function.
+/// what-if placements of the nodes found unneeded and kept never leave this function. A plan that
+/// takes part of an atomic group (`zeroOrMaxNodeScaling`) is made again with that group kept whole.
 pub(super) fn scale_down(
     ctx: &Ctx,
     memory: &mut Memory,
@@ -39,6 +42,35 @@ pub(super) fn scale_down(
     infos: &[NodeInfo],
     existing: usize,
     d: &mut Decisions,
+) -> Vec<Move> {
+    let mut atomic = Atomic::of(ctx);
+    if atomic.groups.is_empty() {
+        return plan(ctx, memory, ledger, infos, existing, d, &atomic);
+    }
+    loop {
+        let (memory_before, ledger_before, marks) = (memory.clone(), ledger.clone(), Marks::of(d));
+        let moves = plan(ctx, memory, ledger, infos, existing, d, &atomic);
+        let partial = atomic.partial(ctx, &infos[..existing], &d.scale_down[marks.0..]);
+        if partial.is_empty() {
+            return moves;
+        }
+        // Each pass keeps at least one more group whole: at most one pass per atomic group.
+        *memory = memory_before;
+        *ledger = ledger_before;
+        marks.truncate(d);
+        atomic.blocked.extend(partial);
+    }
+}
+
+/// One plan of [`scale_down`], the groups of `atomic.blocked` kept whole.
+fn plan(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    ledger: &mut Ledger,
+    infos: &[NodeInfo],
+    existing: usize,
+    d: &mut Decisions,
+    atomic: &Atomic,
 ) -> Vec<Move> {
     let now = ctx.now;
     let settings = ctx.settings;
@@ -76,14 +108,28 @@ pub(super) fn scale_down(
     let mut landing: HashSet<String> = HashSet::default();
     let any_repelling = repelling(&infos[..existing]);
     let limit = unneeded_limit(settings, memory.unneeded_since.len());
+    // Unneeded nodes of groups that scale one by one: what upstream's limit counts.
+    let mut individual = 0;
     // The nodes held for a replacement first: they go once their new nodes join, so their pods'
     // room is reserved before any other node is found unneeded (a surge node is not taken away from
     // the pods it came for). Then the nodes the descheduler emptied: it moved their pods off already.
-    let rank: Vec<(bool, bool)> = infos[..existing]
+    // Then the nodes of atomic groups, which upstream's budgets serve before the others. Then
+    // upstream's order of candidates: empty nodes, then those found unneeded before, then the rest,
+    // each in the cluster's order.
+    let rank: Vec<(bool, bool, bool, bool, bool)> = infos[..existing]
         .iter()
         .map(|i| {
             let name = i.node.name.as_str();
-            (!ledger.held(name), !memory.emptying.contains_key(name))
+            (
+                !ledger.held(name),
+                !memory.emptying.contains_key(name),
+                !ctx.world
+                    .node_groups
+                    .get(name)
+                    .is_some_and(|g| atomic.is_atomic(g)),
+                !empty(i, ctx),
+                !memory.unneeded_since.contains_key(name),
+            )
         })
         .collect();
     let mut order: Vec<usize> = (0..existing).collect();
@@ -91,10 +137,12 @@ pub(super) fn scale_down(
     for i in order {
         let emptying = memory.emptying.get(&infos[i].node.name).copied();
         let held = ledger.held(&infos[i].node.name);
-        if still_unneeded.len() >= limit && emptying.is_none() && !held {
-            // Upstream's planner stops here too: more unneeded nodes than it could remove before they
-            // are looked at again only cost time. The rest are looked at in a later loop.
-            break;
+        let group_id = ctx.world.node_groups.get(&infos[i].node.name);
+        let in_atomic = group_id.is_some_and(|g| atomic.is_atomic(g));
+        if individual >= limit && emptying.is_none() && !held && !in_atomic {
+            // Upstream's planner skips these too: more unneeded nodes than it could remove before
+            // they are looked at again only cost time. They are looked at in a later loop.
+            continue;
         }
         let node = infos[i].node.clone();
         if held {
@@ -112,12 +160,7 @@ pub(super) fn scale_down(
         if ledger.out_of_service(&node.name) || ctx.world.interrupted.contains_key(&node.name) {
             continue;
         }
-        let Some(group) = ctx
-            .world
-            .node_groups
-            .get(&node.name)
-            .and_then(|g| ctx.groups.get(g.as_str()))
-        else {
+        let Some(group) = group_id.and_then(|g| ctx.groups.get(g.as_str())) else {
             continue;
         };
         let opts = settings.options_of(group);
@@ -190,6 +233,17 @@ pub(super) fn scale_down(
             );
             continue;
         }
+        // An underutilized node of an atomic group that cannot go whole is not simulated: it stays a
+        // destination for the others' pods (upstream's prefilter and its simulation's rollback).
+        if atomic.blocked.contains(&group.id) {
+            keep(
+                d,
+                Unremovable::AtomicScaleDownFailed {
+                    group: group.id.clone(),
+                },
+            );
+            continue;
+        }
         if let Some(p) = snap[i]
             .pods
             .iter()
@@ -201,17 +255,15 @@ pub(super) fn scale_down(
             );
             continue;
         }
-        let Drained {
-            movable,
-            left,
-            waits_for,
-        } = match drain(&snap[i].pods, &pdbs, ctx) {
+        let mut drained = match drain(&snap[i].pods, &pdbs, ctx) {
             Ok(drained) => drained,
             Err(b) => {
                 keep(d, Unremovable::Blocked(b));
                 continue;
             }
         };
+        let movable = std::mem::take(&mut drained.movable);
+        let waits_for = drained.waits_for.take();
         let repels = movable
             .iter()
             .map(|p| Repel::of(p))
@@ -232,6 +284,7 @@ pub(super) fn scale_down(
         let since = *memory.unneeded_since.get(&node.name).unwrap_or(&now);
         if util.value <= threshold {
             still_unneeded.insert(node.name.clone(), since);
+            individual += usize::from(!in_atomic);
         }
         let waited = now - emptying.unwrap_or(since);
         let needed = secs(if ready {
@@ -273,18 +326,17 @@ pub(super) fn scale_down(
         let really = |p: &Arc<Pod>| here.contains(&(p.namespace.as_str(), p.name.as_str()));
         let evict: Vec<Arc<Pod>> = movable.iter().filter(|p| really(p)).cloned().collect();
         let empty = evict.is_empty();
-        let empties = d.scale_down.iter().filter(|s| s.evict.is_empty()).count();
-        if empty && empties >= settings.max_empty_bulk_delete {
-            keep(d, Unremovable::WaitsForNextLoop);
-            continue;
-        }
-        // Plain scale-down keeps upstream's caps (--max-scale-down-parallelism, --max-empty-bulk-delete,
-        // --max-drain-parallelism); a group's own disruption budget limits it too, --max-disruption not.
+        // Plain scale-down keeps upstream's caps (--max-scale-down-parallelism for every removal,
+        // --max-drain-parallelism for those with pods to evict; --max-empty-bulk-delete no more, as
+        // upstream since 1.33); a group's own disruption budget limits it too, --max-disruption not.
         // A descheduled node is a voluntary disruption as a replacement is: `--max-disruption` too.
         let kind = match emptying {
             Some(_) => Kind::Voluntary,
             None => Kind::ScaleDown,
         };
+        if in_atomic {
+            ledger.overflow_for(ctx, &group.id, !evict.is_empty());
+        }
         if let Err(why) = ledger.take_removal(ctx, &node, Some(group), &evict, kind) {
             keep(d, why.into());
             continue;
@@ -318,7 +370,8 @@ pub(super) fn scale_down(
                 disruption,
             },
             evict: evict.iter().map(|p| p.key()).collect(),
-            left,
+            daemon_sets: drained.daemon_sets_evicted(settings, !empty),
+            left: drained.left,
         });
     }
     memory.unneeded_since = still_unneeded;
@@ -366,6 +419,9 @@ pub(super) fn recently_descheduled(info: &NodeInfo, memory: &Memory) -> Option<S
         .map(|p| p.key())
 }
 
+mod atomic;
 mod removal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_daemon_sets;

@@ -59,14 +59,18 @@ pub(super) fn scale_up(
     candidates: &[&Pod],
     infos: &[NodeInfo],
     existing: usize,
+    starting: &(usize, Amount),
     d: &mut Decisions,
 ) {
+    // The cluster as its maxima count it: a node still starting only by the upcoming copy standing
+    // for it.
     let mut used = Amount::default();
     for i in infos {
         used.add(&Amount::of_node(&i.node), 1);
     }
+    used.add(&starting.1, -1);
     let mut budget = Budget {
-        nodes: infos.len(),
+        nodes: infos.len().saturating_sub(starting.0),
         amount: used,
     };
     let mut refusals: Vec<BTreeMap<Refusal, usize>> = vec![BTreeMap::new(); candidates.len()];

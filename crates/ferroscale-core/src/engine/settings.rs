@@ -56,8 +56,13 @@ pub struct Settings {
     /// `--blocking-system-pod-distruption-timeout` (upstream's spelling): a kube-system pod without a
     /// PodDisruptionBudget keeps its node until this long after its creation.
     pub blocking_system_pod_disruption_timeout: Duration,
-    /// `--max-empty-bulk-delete`.
+    /// `--max-empty-bulk-delete`: deprecated and read by nothing, as upstream's since 1.33.
     pub max_empty_bulk_delete: usize,
+    /// `--daemonset-eviction-for-occupied-nodes`: a removed node with pods to evict has its DaemonSet
+    /// pods evicted too (best effort, after the others).
+    pub daemonset_eviction_for_occupied_nodes: bool,
+    /// `--daemonset-eviction-for-empty-nodes`: so has an empty one.
+    pub daemonset_eviction_for_empty_nodes: bool,
     /// `--balance-similar-node-groups`.
     pub balance_similar_node_groups: bool,
     /// How similar groups are told (`--balancing-label`, `--balancing-ignore-label`, the ratios).
@@ -184,6 +189,8 @@ impl Settings {
             min_replica_count: 0,
             blocking_system_pod_disruption_timeout: Duration::from_secs(3600),
             max_empty_bulk_delete: 10,
+            daemonset_eviction_for_occupied_nodes: true,
+            daemonset_eviction_for_empty_nodes: false,
             balance_similar_node_groups: false,
             balancing: Balancing::DEFAULT,
             ok_total_unready_count: 3,

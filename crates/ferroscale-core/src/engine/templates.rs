@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::readiness::is_ready;
 use super::taints::TaintConfig;
 use crate::labels;
 use crate::model::workload::{Node, Pod};
@@ -115,12 +116,11 @@ pub fn sanitize_taints(taints: &[Taint], config: &TaintConfig) -> Vec<Taint> {
 /// ready for at least [`STABILIZATION_DELAY`] (a start-up taint means not ready yet), not cordoned, not
 /// tainted for deletion, and not being removed.
 pub fn good_candidate(node: &Node, now: i64, being_removed: bool, taints: &TaintConfig) -> bool {
-    node.ready
+    is_ready(node, taints)
         && node.ready_since + STABILIZATION_DELAY < now
         && !node.unschedulable
         && !being_removed
         && !node.marked_for_deletion()
-        && !node.taints.iter().any(|t| taints.is_startup(t))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub const CLOUD_PROVIDER_ERROR: &str = "cloudProviderError";
 
 /// Upstream's `UnremovableReason` values that ferroscale gives, in upstream's order: the gauge is set
 /// for each of them every loop (0 when no node is kept for it), so a series never goes stale.
-pub const UNREMOVABLE_REASONS: [&str; 12] = [
+pub const UNREMOVABLE_REASONS: [&str; 13] = [
     "ScaleDownDisabledAnnotation",
     "NotUnneededLongEnough",
     "NodeGroupMinSizeReached",
@@ -26,6 +26,7 @@ pub const UNREMOVABLE_REASONS: [&str; 12] = [
     "CurrentlyBeingDeleted",
     "UnexpectedError",
     "ScaleDownUnreadyDisabled",
+    "AtomicScaleDownFailed",
 ];
 
 impl Unremovable {
@@ -44,6 +45,7 @@ impl Unremovable {
             Unremovable::UnreadyKept => "ScaleDownUnreadyDisabled",
             Unremovable::BeingDeleted => "CurrentlyBeingDeleted",
             Unremovable::UtilizationUnknown { .. } => "UnexpectedError",
+            Unremovable::AtomicScaleDownFailed { .. } => "AtomicScaleDownFailed",
             Unremovable::Paused(_)
             | Unremovable::WaitsForNextLoop
             | Unremovable::ParallelismReached
@@ -170,6 +172,7 @@ mod tests {
             Unremovable::OutsideDisruptionWindow { group: "g".into() },
             Unremovable::BeingDeleted,
             Unremovable::UtilizationUnknown { resource: "cpu" },
+            Unremovable::AtomicScaleDownFailed { group: "g".into() },
         ];
         for u in all {
             assert!(

@@ -72,6 +72,9 @@ pub struct PodMeta {
     /// `status.conditions`, as the descheduler's `PodLifeTime` `conditions` filter reads them (empty
     /// for most pods: nothing allocated).
     pub conditions: Box<[PodCondition]>,
+    /// `status.nominatedNodeName`: the scheduler preempts pods on that node for this one, which waits
+    /// for them to go (upstream places it there and asks no node for it).
+    pub nominated_node: Option<Box<str>>,
 }
 
 /// One of a pod's `status.conditions`. Strings are the shared copies (conditions repeat across pods).

@@ -254,7 +254,12 @@ pub struct Node {
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     pub provider_id: String,
+    /// Its `Ready` condition is `True` (readiness as a whole: `engine::health::is_ready`).
     pub ready: bool,
+    /// Its `DiskPressure` condition is `True`: upstream counts the node as not ready.
+    pub disk_pressure: bool,
+    /// Its `NetworkUnavailable` condition is `True`: upstream counts the node as not ready.
+    pub network_unavailable: bool,
     /// When its readiness last changed (the latest transition of its Ready, DiskPressure and
     /// NetworkUnavailable conditions), seconds since the epoch; 0 when unknown.
     pub ready_since: i64,

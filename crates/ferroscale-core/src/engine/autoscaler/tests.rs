@@ -286,3 +286,55 @@ fn a_pods_own_scale_up_delay_only_lengthens_the_flags() {
         .run_once(&long, &mut Memory::default(), T0);
     assert_eq!(why(&d, "shop/young"), &Pending::TooNew);
 }
+
+/// Upstream: core/static_autoscaler_test.go TestStaticAutoscalerRunOnceWithUnschedulableNominatedPods
+/// (FilterOutExpendableAndSplit): a pod waiting for preemption on its nominated node asks for nothing;
+/// nominated for a node that is gone, it is pending as any other.
+#[test]
+fn a_pod_nominated_for_a_node_waits_there_and_asks_for_nothing() {
+    let nominated = |n: &str| {
+        let mut p = web("preemptor", 3000).unschedulable().build();
+        p.meta.nominated_node = Some(n.into());
+        p
+    };
+    let full = || pool("pool", 0, &[("a", &[("victim", 3500)])]);
+    let d = full()
+        .pod(nominated("a"))
+        .run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty(), "{d:?}");
+    assert_eq!(why(&d, "shop/preemptor"), &Pending::Nominated("a".into()));
+    assert!(!Pending::Nominated("a".into()).unschedulable());
+    let d =
+        full()
+            .pod(nominated("gone"))
+            .run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+}
+
+/// Upstream: core/scaleup/orchestrator (MaxNodesTotal counts the ready nodes and the upcoming ones):
+/// a node still starting is upcoming and counted once.
+#[test]
+fn a_booting_node_counts_once_against_max_nodes_total() {
+    use crate::fixtures::no_schedule;
+    let b = worker("b")
+        .taint(no_schedule("node.kubernetes.io/not-ready", ""))
+        .created(T0 - 60)
+        .build();
+    let world = booting(crate::model::workload::Node { ready: false, ..b })
+        .pod(web("more-1", 3000).unschedulable().build())
+        .pod(web("more-2", 3000).unschedulable().build());
+    // a (ready) + b (upcoming) + 2 more = 4: the maximum allows both.
+    let s = Settings {
+        max_nodes_total: 4,
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up.len(), 1, "{d:?}");
+    assert_eq!(d.scale_up[0].delta, 2, "{d:?}");
+    let s = Settings {
+        max_nodes_total: 3,
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(d.scale_up[0].delta, 1, "{d:?}");
+}

@@ -16,10 +16,13 @@ impl Ledger {
         (self.nodes, &self.amount)
     }
 
-    /// Counts nodes on their way (upcoming) against the cluster maxima.
-    pub fn count_upcoming(&mut self, nodes: usize, amount: &Amount) {
-        self.nodes += nodes;
+    /// Counts nodes on their way (upcoming) against the cluster maxima, less the registered nodes still
+    /// starting (`starting`: how many, and their capacity) that upcoming copies stand for: a booting
+    /// node is counted once.
+    pub fn count_upcoming(&mut self, nodes: usize, amount: &Amount, starting: &(usize, Amount)) {
+        self.nodes = (self.nodes + nodes).saturating_sub(starting.0);
         self.amount.add(amount, 1);
+        self.amount.add(&starting.1, -1);
     }
 
     /// Counts a scale-up of `count` nodes of `g` decided outside the ledger (scale-up's own limits).

@@ -137,8 +137,9 @@ fn unneeded_nodes_are_no_destinations() {
 }
 
 /// Found by the consolidation property test: scale-down removes `src` (its pod planned onto `mid`) and
-/// then `mid` (empty now, the pod planned further, onto `far`); `far`, empty as the cluster stands,
-/// receives that pod, so consolidation may not delete it in the same loop.
+/// then `mid` (underutilized still, the pod planned further, onto `far`); `far`, underutilized as the
+/// cluster stands, receives that pod, so consolidation may not delete it in the same loop. (Empty
+/// nodes are looked at first, as upstream's: `mid` holds a small pod so that `src` comes first.)
 #[test]
 fn a_node_receiving_a_pod_moved_twice_is_taken_by_no_later_method() {
     let node = |name: &str, cpu: i64| worker(name).sized(resources(cpu, 16 * GIB, 110)).build();
@@ -152,7 +153,9 @@ fn a_node_receiving_a_pod_moved_twice_is_taken_by_no_later_method() {
         .node_of("pool", node("src", 4000))
         .node_of("pool", node("mid", 8000))
         .node_of("pool", node("far", 4000))
-        .pod(web("p", 1500).on("src").build());
+        .pod(web("p", 1500).on("src").build())
+        .pod(web("q", 100).on("mid").build())
+        .pod(web("r", 100).on("far").build());
     let mut s = quick();
     s.consolidation = Consolidation {
         policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,

@@ -7,8 +7,9 @@ use crate::engine::decisions::Decisions;
 use crate::engine::predicates::Unfit;
 use crate::engine::reasons::{Blocker, Pause, Unremovable};
 use crate::engine::{Memory, Settings};
-use crate::fixtures::{pdb, pool, TestWorld};
+use crate::fixtures::{group, pdb, pool, web, worker, TestWorld};
 use crate::model::lifecycle::{Budget, DisruptionReason};
+use crate::model::InstanceState;
 
 const T0: i64 = 10_000;
 /// Upstream's `--scale-down-unneeded-time`.
@@ -77,29 +78,30 @@ fn underutilized_nodes_go_after_the_unneeded_time_and_a_busy_one_stays() {
     );
 
     let d = world.run_once(&s, &mut memory, T0 + UNNEEDED);
-    assert_eq!(removed(&d), ["light", "empty"]);
-    let light = &d.scale_down[0];
+    // Empty nodes first, as upstream's candidates are sorted.
+    assert_eq!(removed(&d), ["empty", "light"]);
+    let light = &d.scale_down[1];
     assert_eq!(light.evict, ["shop/web"]);
-    assert!(!light.reason.empty && d.scale_down[1].reason.empty);
+    assert!(!light.reason.empty && d.scale_down[0].reason.empty);
     assert_eq!(light.reason.waited, UNNEEDED);
     assert_eq!(kept(&d, "busy"), &busy);
 }
 
 /// Upstream: kubernetes-sigs/karpenter pkg/controllers/disruption (budgets apply to voluntary
 /// disruptions) and cluster-autoscaler core/scaledown/planner/planner.go (plain scale-down is capped by
-/// --max-scale-down-parallelism and --max-empty-bulk-delete only).
+/// --max-scale-down-parallelism and --max-drain-parallelism only).
 #[test]
 fn the_groups_disruption_budget_and_min_size_keep_nodes() {
     // --max-disruption's default 10% does not slow plain scale-down: both unneeded nodes go.
     let d = after_unneeded_time(&three(0), &Settings::upstream());
-    assert_eq!(removed(&d), ["light", "empty"]);
+    assert_eq!(removed(&d), ["empty", "light"]);
     // A budget the group set does: one at a time.
     let mut budgeted = three(0);
     budgeted.group_mut("pool").lifecycle.disruption_budget = Some(Budget::Count(1));
     let d = after_unneeded_time(&budgeted, &Settings::upstream());
-    assert_eq!(removed(&d), ["light"]);
+    assert_eq!(removed(&d), ["empty"]);
     assert_eq!(
-        kept(&d, "empty"),
+        kept(&d, "light"),
         &Unremovable::DisruptionBudget {
             group: "pool".into(),
             allowed: 1
@@ -110,9 +112,9 @@ fn the_groups_disruption_budget_and_min_size_keep_nodes() {
     let d = after_unneeded_time(&budgeted, &Settings::upstream());
     assert!(removed(&d).is_empty(), "{d:?}");
     let d = after_unneeded_time(&three(2), &unbudgeted());
-    assert_eq!(removed(&d), ["light"]);
+    assert_eq!(removed(&d), ["empty"]);
     assert_eq!(
-        kept(&d, "empty"),
+        kept(&d, "light"),
         &Unremovable::AtMinSize {
             group: "pool".into()
         }
@@ -149,8 +151,10 @@ fn a_pod_that_may_not_move_or_has_nowhere_to_go_keeps_its_node() {
     );
 }
 
+/// Upstream: core/scaledown/budgets (CropNodes) and processors/scaledowncandidates (empty nodes
+/// sorted first, then previously unneeded ones); --max-empty-bulk-delete caps nothing since 1.33.
 #[test]
-fn empty_nodes_go_in_bulk_and_one_node_with_pods_per_loop() {
+fn empty_nodes_go_first_within_the_parallelism_and_one_node_with_pods_per_loop() {
     let world = pool(
         "pool",
         0,
@@ -163,8 +167,50 @@ fn empty_nodes_go_in_bulk_and_one_node_with_pods_per_loop() {
         ],
     );
     let d = after_unneeded_time(&world, &unbudgeted());
-    assert_eq!(removed(&d), ["light-1", "empty-1", "empty-2"]);
+    assert_eq!(removed(&d), ["empty-1", "empty-2", "light-1"]);
     assert_eq!(kept(&d, "light-2"), &Unremovable::WaitsForNextLoop);
+    // The deprecated --max-empty-bulk-delete caps nothing; --max-scale-down-parallelism caps all.
+    let s = Settings {
+        max_empty_bulk_delete: 1,
+        ..unbudgeted()
+    };
+    let d = after_unneeded_time(&world, &s);
+    assert_eq!(removed(&d), ["empty-1", "empty-2", "light-1"]);
+    let s = Settings {
+        max_scale_down_parallelism: 2,
+        ..unbudgeted()
+    };
+    let d = after_unneeded_time(&world, &s);
+    assert_eq!(removed(&d), ["empty-1", "empty-2"], "{d:?}");
+}
+
+/// Upstream: processors/scaledowncandidates/previouscandidates: nodes found unneeded in an earlier
+/// loop are looked at before the others (after the empty ones), so they keep their place.
+#[test]
+fn nodes_found_unneeded_before_are_looked_at_before_the_others() {
+    let world = pool(
+        "pool",
+        0,
+        &[
+            ("light-1", &[("web-1", 200)]),
+            ("light-2", &[("web-2", 200)]),
+            ("busy", &[("hog", 3000)]),
+        ],
+    );
+    // No unneeded time: both may go at once, but one drain per loop (--max-drain-parallelism 1).
+    let mut s = unbudgeted();
+    s.defaults.scale_down_unneeded_time = std::time::Duration::ZERO;
+    let d = world.run_once(&s, &mut Memory::default(), T0);
+    assert_eq!(removed(&d), ["light-1"], "cluster order: {d:?}");
+    let mut memory = Memory::default();
+    memory.unneeded_since.insert("light-2".into(), T0 - 60);
+    let d = world.run_once(&s, &mut memory, T0);
+    assert_eq!(
+        removed(&d),
+        ["light-2"],
+        "unneeded before, looked at first: {d:?}"
+    );
+    assert_eq!(kept(&d, "light-1"), &Unremovable::WaitsForNextLoop);
 }
 
 #[test]
@@ -362,4 +408,71 @@ fn the_gpu_minimum_keeps_a_gpu_node_of_its_type() {
         kept(&d, "gpu-2").to_string(),
         "the cluster would go below the minimum of --gpu-total"
     );
+}
+
+/// `slice` of four idle nodes (one running `busy`'s pod when `blocked`) that scales all or nothing,
+/// and a `pool` node with room for whatever they hold.
+fn atomic_slice(blocked: bool) -> TestWorld {
+    let hog: &[(&str, i64)] = if blocked { &[("hog", 3000)] } else { &[] };
+    let mut w = pool(
+        "slice",
+        0,
+        &[
+            ("s-1", &[]),
+            ("s-2", &[("tiny", 100)]),
+            ("s-3", &[]),
+            ("s-4", hog),
+        ],
+    );
+    w.group_mut("slice").options = Some(crate::model::AutoscalingOptions {
+        zero_or_max_node_scaling: Some(true),
+        ..Default::default()
+    });
+    // A busy node of another group, at its min size, with room for the tiny pod.
+    let spare = group("other")
+        .sizes(1, 10, 1)
+        .instance("spare", InstanceState::Running);
+    w.group(spare.build())
+        .node_of("other", worker("spare").build())
+        .pod(web("load", 2500).on("spare").build())
+}
+
+/// Upstream: core/scaledown/budgets/budgets_test.go and processors/nodes AtomicResizeFilteringProcessor:
+/// an atomic group goes whole or not at all, each of its nodes kept for AtomicScaleDownFailed.
+#[test]
+fn an_atomic_group_goes_whole_or_not_at_all() {
+    let mut s = unbudgeted();
+    s.max_drain_parallelism = 10;
+    let d = after_unneeded_time(&atomic_slice(false), &s);
+    let mut gone = removed(&d);
+    gone.sort();
+    assert_eq!(gone, ["s-1", "s-2", "s-3", "s-4"], "{d:?}");
+    // One node busy: none goes, where plain scale-down would take three.
+    let d = after_unneeded_time(&atomic_slice(true), &s);
+    assert!(removed(&d).is_empty(), "{d:?}");
+    let failed = Unremovable::AtomicScaleDownFailed {
+        group: "slice".into(),
+    };
+    for n in ["s-1", "s-2", "s-3"] {
+        assert_eq!(kept(&d, n), &failed, "{n}");
+    }
+    assert!(matches!(
+        kept(&d, "s-4"),
+        Unremovable::NotUnderutilized { .. }
+    ));
+    let mut plain = atomic_slice(true);
+    plain.group_mut("slice").options = None;
+    assert_eq!(after_unneeded_time(&plain, &s).scale_down.len(), 3);
+    // The parallelism allows three removals: as upstream's budgets, one whole slice may overflow it.
+    s.max_scale_down_parallelism = 3;
+    let d = after_unneeded_time(&atomic_slice(false), &s);
+    assert_eq!(removed(&d).len(), 4, "{d:?}");
+    // Not when the caps are spent already: the group waits rather than going in part.
+    let mut busy = atomic_slice(false);
+    for k in 1..=3 {
+        busy.removing.insert(format!("elsewhere-{k}"), false);
+    }
+    let d = after_unneeded_time(&busy, &s);
+    assert!(removed(&d).is_empty(), "{d:?}");
+    assert_eq!(kept(&d, "s-1"), &Unremovable::ParallelismReached);
 }
