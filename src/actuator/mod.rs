@@ -362,13 +362,14 @@ impl<C: Cluster> Actuator<C> {
             provider_id: node.provider_id,
             pods: self.bound_to(&s.node, &s.evict, view),
             left: s.left.clone(),
+            daemon_sets: self.bound_to(&s.node, &s.daemon_sets, view),
             reason: Why::ScaleDown(s.reason.clone()),
             pace: Pace::Drain,
             stage: SharedStage::default(),
             intent,
         };
         self.remover.record.activity("scaleDown", now);
-        let background = !removal.pods.is_empty();
+        let background = !(removal.pods.is_empty() && removal.daemon_sets.is_empty());
         self.start(removal, now, background).await;
         true
     }

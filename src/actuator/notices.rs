@@ -93,6 +93,7 @@ impl<C: Cluster> Actuator<C> {
                 provider_id: node.provider_id,
                 pods,
                 left,
+                daemon_sets: Vec::new(),
                 reason: Why::Notice(d.reason),
                 pace,
                 stage: SharedStage::default(),

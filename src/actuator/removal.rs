@@ -25,6 +25,9 @@ use crate::model::lifecycle::DisruptionReason;
 /// with the API's own time they end inside the two minutes a spot warning gives.
 pub const INTERRUPTION_GRACE: Duration = Duration::from_secs(45);
 
+/// Most a DaemonSet pod's best-effort eviction waits: they are few and small, and the node goes anyway.
+pub const DAEMON_SET_GRACE: Duration = Duration::from_secs(10);
+
 /// Why a node is being taken out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Why {
@@ -133,6 +136,8 @@ pub struct Removal {
     /// Pods (`namespace/name`) that go down with the node unevicted: expendable ones and those
     /// terminating past their grace period.
     pub left: Vec<String>,
+    /// DaemonSet pods evicted after `pods`, best effort (`--daemonset-eviction-for-*`).
+    pub daemon_sets: Vec<Evictee>,
     pub reason: Why,
     pub pace: Pace,
     /// Where the removal stands, as the loop sees it too.
@@ -307,6 +312,17 @@ impl<C: Cluster> Remover<C> {
                 tracing::warn!(node = %r.node, error = %e, "not every pod left before the instance goes; deleting it anyway")
             }
             None => {}
+        }
+        if !r.daemon_sets.is_empty() {
+            // Last, so what they serve (networking, storage, logs) outlives the other pods; best
+            // effort, as upstream: a DaemonSet pod that stays dies with the node.
+            let settings = settings.capped(DAEMON_SET_GRACE);
+            if let Some(e) = self
+                .evict_all(&r.daemon_sets, &settings, event, &note)
+                .await
+            {
+                tracing::info!(node = %r.node, error = %e, "a DaemonSet pod was not evicted; it stops with the node");
+            }
         }
         if !involuntary {
             // A pod bound to the node after the decision (before the taint took) would be killed

@@ -60,9 +60,8 @@ impl LoopFlags {
             min_replica_count: self.min_replica_count,
             blocking_system_pod_disruption_timeout: self.blocking_system_pod_distruption_timeout.0,
             max_empty_bulk_delete: self.max_empty_bulk_delete,
-            // Accepted with a warning (`upstream_flags`): the actuator does not evict them yet.
-            daemonset_eviction_for_occupied_nodes: UPSTREAM.daemonset_eviction_for_occupied_nodes,
-            daemonset_eviction_for_empty_nodes: UPSTREAM.daemonset_eviction_for_empty_nodes,
+            daemonset_eviction_for_occupied_nodes: self.daemonset_eviction_for_occupied_nodes,
+            daemonset_eviction_for_empty_nodes: self.daemonset_eviction_for_empty_nodes,
             balance_similar_node_groups: self.balance_similar_node_groups,
             balancing: Balancing {
                 labels: self.balancing_label.clone(),

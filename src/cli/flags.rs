@@ -343,6 +343,12 @@ pub struct LoopFlags {
     /// --max-scale-down-parallelism only. Accepted so that upstream's command lines still start.
     #[arg(long, default_value_t = UPSTREAM.max_empty_bulk_delete)]
     pub max_empty_bulk_delete: usize,
+    /// Evict a removed node's DaemonSet pods after its other pods, best effort, when it had pods.
+    #[arg(long, default_value_t = UPSTREAM.daemonset_eviction_for_occupied_nodes, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub daemonset_eviction_for_occupied_nodes: bool,
+    /// Evict a removed empty node's DaemonSet pods, best effort.
+    #[arg(long, default_value_t = UPSTREAM.daemonset_eviction_for_empty_nodes, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub daemonset_eviction_for_empty_nodes: bool,
     /// Split scale-ups across groups with the same template (zone aside).
     #[arg(long, default_value_t = UPSTREAM.balance_similar_node_groups, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,

@@ -42,6 +42,7 @@ mod run;
 mod run_aws;
 mod run_clock;
 mod run_consolidation;
+mod run_daemon_sets;
 mod run_deschedule;
 mod run_deschedule_declined;
 mod run_deschedule_emptied;

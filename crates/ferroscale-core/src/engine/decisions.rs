@@ -27,7 +27,7 @@ pub struct ScaleDown {
     pub left: Vec<String>,
     /// DaemonSet pods to evict after `evict`, best effort (upstream's
     /// `--daemonset-eviction-for-occupied-nodes`, true, and `--daemonset-eviction-for-empty-nodes`,
-    /// false). Decided here; the actuator does not evict them yet (they stop with the node).
+    /// false): a failure does not keep the node.
     pub daemon_sets: Vec<String>,
 }
 
