@@ -14,7 +14,7 @@ use super::args::Strategy;
 use super::evictor::Kept;
 use super::policy::Policy;
 use super::strategies;
-use super::view::{Cluster, Proposal, View};
+use super::view::{Cluster, Proposal, Verdict, View};
 use super::Evictor;
 use crate::clock::Clock;
 use crate::engine::predicates::Unfit;
@@ -201,11 +201,11 @@ pub fn plan(
                 .filter(|a| a.strategy().balances() == balance)
             {
                 let start = clock.elapsed();
-                let proposals = strategies::propose(args, &view, &evictor);
-                let n = proposals.len();
-                for p in proposals {
-                    planner.consider(p, &profile.name);
-                }
+                let mut n = 0;
+                strategies::propose_into(args, &view, &evictor, &mut |p| {
+                    n += 1;
+                    planner.consider(p, &profile.name)
+                });
                 planner.out.durations.push(StrategyRun {
                     profile: profile.name.clone(),
                     strategy: args.strategy(),
@@ -292,10 +292,11 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn consider(&mut self, p: Proposal, profile: &str) {
+    /// Plans the proposal or declines it, saying which to the strategy.
+    fn consider(&mut self, p: Proposal, profile: &str) -> Verdict {
         let key = (p.pod.namespace.to_string(), p.pod.name.clone());
         if self.planned.contains(&key) {
-            return;
+            return Verdict::Declined;
         }
         match self.check(&p) {
             Ok((to, pdbs)) => {
@@ -308,14 +309,22 @@ impl<'a> Planner<'a> {
                     strategy: p.strategy,
                     profile: profile.to_string(),
                 });
+                Verdict::Evicted
             }
-            Err(why) => self.out.declined.push(Declined {
-                pod: p.pod,
-                node: p.node,
-                strategy: p.strategy,
-                profile: profile.to_string(),
-                why,
-            }),
+            Err(why) => {
+                let verdict = match why {
+                    Why::Limit(Limit::PerNode(_) | Limit::Total(_)) => Verdict::NodeDone,
+                    _ => Verdict::Declined,
+                };
+                self.out.declined.push(Declined {
+                    pod: p.pod,
+                    node: p.node,
+                    strategy: p.strategy,
+                    profile: profile.to_string(),
+                    why,
+                });
+                verdict
+            }
         }
     }
 
@@ -481,3 +490,5 @@ impl<'a> Planner<'a> {
 mod tests;
 #[cfg(test)]
 mod tests_memo;
+#[cfg(test)]
+mod tests_converge;

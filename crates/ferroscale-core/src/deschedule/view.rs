@@ -102,6 +102,20 @@ impl Proposal {
     }
 }
 
+/// What the plan made of a proposal, told back to the strategy that made it: the node-utilization
+/// strategies count only evictions made (as the descheduler counts its evictor's successes) and go
+/// on to their next candidate when one is declined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Planned: the pod leaves its node.
+    Evicted,
+    /// Declined (no place, a budget, a cooldown, …): the strategy may try its next pod.
+    Declined,
+    /// Declined by a limit that holds for the rest of this node's pods (`maxNoOfPodsToEvictPerNode`,
+    /// `maxNoOfPodsToEvictTotal`): the strategy moves on to its next node.
+    NodeDone,
+}
+
 /// Whether scale-down (ours or another autoscaler's) is taking `node`: it carries the deletion taint,
 /// the first step of a removal.
 pub fn being_removed(node: &Node) -> bool {
