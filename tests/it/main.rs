@@ -66,6 +66,7 @@ mod simulate_consolidation_report;
 mod simulate_consolidation_safety;
 mod simulate_consolidation_stability;
 mod simulate_deschedule;
+mod simulate_deschedule_converge;
 mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;
 mod simulate_drain;
