@@ -20,7 +20,9 @@ fn zoned(name: &str, zone: &str) -> String {
 /// A pod on `a` of `memory`, of priority `priority`, mounting `claim` when given.
 fn on_a(name: &str, memory: &str, priority: i32, claim: Option<&str>) -> String {
     let volume = claim
-        .map(|c| format!("  volumes: [{{name: data, persistentVolumeClaim: {{claimName: {c}}}}}]\n"))
+        .map(|c| {
+            format!("  volumes: [{{name: data, persistentVolumeClaim: {{claimName: {c}}}}}]\n")
+        })
         .unwrap_or_default();
     pod(
         "shop",
@@ -148,5 +150,8 @@ fn eviction_limits_node_counts_evictions_made_not_proposals() {
     let lines = simulate(&cluster(6, "1Gi"), &policy(10, 20, limits), "1");
     let moved = evicted(&lines[0]);
     assert_eq!(moved.len(), 5, "{}", lines[0]);
-    assert!(moved.iter().all(|p| p.starts_with("shop/movable")), "{moved:?}");
+    assert!(
+        moved.iter().all(|p| p.starts_with("shop/movable")),
+        "{moved:?}"
+    );
 }

@@ -48,7 +48,10 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}],
                      "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}]}
-                ]}},
+                ]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 20, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+                ]},
                 "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone",
                      "namespaces": ["data"], "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
@@ -199,6 +202,11 @@ fn a_pod_read_lean_converts_to_the_model_the_full_object_gives() {
             assert_eq!(m.conditions.len(), 3);
             assert!(m.conditions[2].last_transition.is_some());
             assert!(m.containers.last().is_some_and(|c| c.ephemeral));
+            // ScheduleAnyway spread and preferred node affinity, kept for the descheduler.
+            assert_eq!(m.soft_spread.len(), 1);
+            assert_eq!(m.soft_spread[0].topology_key, "host");
+            assert_eq!(m.preferred_node_affinity.len(), 1);
+            assert_eq!(m.preferred_node_affinity[0].0, 20);
         }
         assert_eq!(claim_names(&lean), claim_names(&full), "{text}");
         assert_eq!(pod_terminal(&lean), pod_terminal(&full));

@@ -489,6 +489,6 @@ impl<'a> Planner<'a> {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_memo;
-#[cfg(test)]
 mod tests_converge;
+#[cfg(test)]
+mod tests_memo;

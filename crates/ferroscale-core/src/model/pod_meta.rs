@@ -3,6 +3,7 @@
 
 use thin_vec::ThinVec;
 
+use super::selector::{Requirement, SpreadConstraint};
 use super::shared::{Shared, SharedName};
 
 /// What autoscaling rules (not the scheduler's filters) read of a pod.
@@ -72,6 +73,14 @@ pub struct PodMeta {
     /// `status.conditions`, as the descheduler's `PodLifeTime` `conditions` filter reads them (empty
     /// for most pods: nothing allocated).
     pub conditions: Box<[PodCondition]>,
+    /// `whenUnsatisfiable: ScheduleAnyway` topology spread constraints: the scheduler only scores
+    /// them, so no filter of the engine reads them; the descheduler's spread plugin balances them
+    /// when its `constraints` names `ScheduleAnyway`.
+    pub soft_spread: ThinVec<SpreadConstraint>,
+    /// `preferredDuringSchedulingIgnoredDuringExecution` node affinity: each term's weight and
+    /// requirements (ANDed). The scheduler only scores it; `RemovePodsViolatingNodeAffinity` moves a
+    /// pod to a node it prefers more.
+    pub preferred_node_affinity: ThinVec<(i32, Vec<Requirement>)>,
 }
 
 /// One of a pod's `status.conditions`. Strings are the shared copies (conditions repeat across pods).

@@ -161,7 +161,9 @@ pub fn propose_into(
 ) {
     match args {
         PluginArgs::LowNodeUtilization(a) => low_utilization::propose_into(a, view, evictor, sink),
-        PluginArgs::HighNodeUtilization(a) => high_utilization::propose_into(a, view, evictor, sink),
+        PluginArgs::HighNodeUtilization(a) => {
+            high_utilization::propose_into(a, view, evictor, sink)
+        }
         other => {
             for p in propose(other, view, evictor) {
                 sink(p);
