@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::namespace_of;
-pub use super::pod_status::{pod_failed_bound, pod_terminal};
+pub use super::pod_status::{pod_finished_bound, pod_terminal};
 use super::selectors::{affinity_terms, label_selector, node_selector_terms};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
@@ -411,7 +411,7 @@ impl Inputs {
             // As the dump reader keeps them: one that does not convert is left out.
             failed: pods
                 .iter()
-                .filter(|p| pod_failed_bound(p))
+                .filter(|p| pod_finished_bound(p))
                 .filter_map(|p| pod(p).ok())
                 .collect(),
         })

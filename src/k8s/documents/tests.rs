@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::convert::Converting;
 use super::{chunks, lean, stream};
-use crate::k8s::objects::{node, pod, pod_failed_bound, pod_terminal};
+use crate::k8s::objects::{node, pod, pod_finished_bound, pod_terminal};
 use crate::k8s::volumes::claim_names;
 
 /// A pod setting every field the converters read, in varied states.
@@ -210,7 +210,7 @@ fn a_pod_read_lean_converts_to_the_model_the_full_object_gives() {
         }
         assert_eq!(claim_names(&lean), claim_names(&full), "{text}");
         assert_eq!(pod_terminal(&lean), pod_terminal(&full));
-        assert_eq!(pod_failed_bound(&lean), pod_failed_bound(&full));
+        assert_eq!(pod_finished_bound(&lean), pod_finished_bound(&full));
     }
 }
 

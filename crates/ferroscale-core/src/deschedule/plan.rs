@@ -18,7 +18,7 @@ use super::view::{Cluster, Proposal, Verdict, View};
 use super::Evictor;
 use crate::clock::Clock;
 use crate::engine::predicates::Unfit;
-use crate::model::workload::{LabelSelector, Node, Pod, PodPhase};
+use crate::model::workload::{LabelSelector, Node, Pod};
 
 mod history;
 mod sim;
@@ -50,8 +50,8 @@ pub struct Eviction {
     pub strategy: Strategy,
     /// The policy's profile whose strategy proposed it.
     pub profile: String,
-    /// Where the simulation places it (its replacement, for a controller's pod); empty for a failed pod,
-    /// which needs no place.
+    /// Where the simulation places it (its replacement, for a controller's pod); empty for a finished
+    /// (failed or succeeded) pod, which needs no place.
     pub to: String,
 }
 
@@ -328,7 +328,8 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Where the pod goes (None: a failed pod, which needs no place) and the budgets it spends, or why not.
+    /// Where the pod goes (None: a finished pod, which needs no place) and the budgets it spends, or
+    /// why not.
     #[allow(clippy::type_complexity)]
     fn check(&mut self, p: &Proposal) -> Result<(Option<(String, usize)>, Vec<usize>), Why> {
         let owner = owner_key(&p.pod);
@@ -346,6 +347,11 @@ impl<'a> Planner<'a> {
             }
         }
         self.limits(p)?;
+        // A finished pod needs no place, and its eviction spends no disruption budget: the API
+        // evicts a pod that is not running without checking them.
+        if p.pod.meta.phase.finished() {
+            return Ok((None, Vec::new()));
+        }
         let pdbs: Vec<usize> = self
             .cluster
             .pdbs
@@ -359,9 +365,6 @@ impl<'a> Planner<'a> {
             return Err(Why::Budget {
                 pdb: format!("{}/{}", b.namespace, b.name),
             });
-        }
-        if p.pod.meta.phase == PodPhase::Failed {
-            return Ok((None, pdbs));
         }
         let to = self.destination(p, last.map(|m| m.from.as_str()))?;
         Ok((Some(to), pdbs))
@@ -473,7 +476,7 @@ impl<'a> Planner<'a> {
             .entry(p.pod.namespace.to_string())
             .or_default() += 1;
         let Some((name, j)) = to else {
-            // A failed pod's removal moves nothing: its workload stays free for other strategies.
+            // A finished pod's removal moves nothing: its workload stays free for other strategies.
             return;
         };
         self.owners.insert(owner_key(&p.pod), p.strategy);
@@ -492,3 +495,5 @@ mod tests;
 mod tests_converge;
 #[cfg(test)]
 mod tests_memo;
+#[cfg(test)]
+mod tests_finished;

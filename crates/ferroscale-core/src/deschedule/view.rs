@@ -12,8 +12,8 @@ pub struct Cluster<'a> {
     pub nodes: &'a [Node],
     /// Every live pod, bound or pending.
     pub pods: &'a [Arc<Pod>],
-    /// Pods in phase `Failed`, still bound to their node (`RemoveFailedPods` reads them; the
-    /// autoscaling engine never sees them).
+    /// Pods finished (phase `Failed` or `Succeeded`), still bound to their node (`RemoveFailedPods`
+    /// and `PodLifeTime` read them; the autoscaling engine never sees them).
     pub failed: &'a [Arc<Pod>],
     pub pdbs: &'a [Pdb],
     /// Nodes being removed (scale-down, replacement, an interruption): no pod is planned onto them.
@@ -66,7 +66,7 @@ impl<'a> View<'a> {
         self.bound.get(node).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The failed pods still bound to a node.
+    /// The finished (failed or succeeded) pods still bound to a node.
     pub fn failed_on(&self, node: &str) -> &[Arc<Pod>] {
         self.failed.get(node).map(Vec::as_slice).unwrap_or(&[])
     }

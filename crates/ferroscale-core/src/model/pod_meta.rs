@@ -109,6 +109,11 @@ pub enum PodPhase {
 }
 
 impl PodPhase {
+    /// `Succeeded` or `Failed`: the pod's containers are done and it needs no node.
+    pub fn finished(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+
     /// The phase as the API writes it (unknown words read as `Unknown`).
     pub fn parse(v: &str) -> PodPhase {
         match v {
