@@ -158,6 +158,11 @@ pub struct Descheduler<C: Cluster = LiveCluster> {
 }
 
 impl<C: Cluster> Descheduler<C> {
+    /// The PriorityClasses a dump holds (`simulate`): `run` reads those the policy names from the API.
+    pub fn know_priority_classes(&mut self, classes: BTreeMap<String, i32>) {
+        self.priority_classes = classes;
+    }
+
     /// A descheduler evicting through `cluster`.
     pub fn with_cluster(
         settings: DeschedulerSettings,

@@ -359,8 +359,11 @@ pub struct Inputs {
     pub pdbs: Vec<Pdb>,
     /// The pods DaemonSets would start on a new node.
     pub daemon_pods: Vec<Pod>,
-    /// Pods in phase `Failed` still bound to a node, for the descheduler's `RemoveFailedPods`.
+    /// Pods finished (`Failed`, `Succeeded`) still bound to a node, for the descheduler's
+    /// `RemoveFailedPods` and `PodLifeTime`.
     pub failed: Vec<Pod>,
+    /// PriorityClass name → value (a dump's; `run` reads them from the API as it needs them).
+    pub priority_classes: BTreeMap<String, i32>,
 }
 
 impl Inputs {
@@ -414,6 +417,7 @@ impl Inputs {
                 .filter(|p| pod_finished_bound(p))
                 .filter_map(|p| pod(p).ok())
                 .collect(),
+            priority_classes: BTreeMap::new(),
         })
     }
 }

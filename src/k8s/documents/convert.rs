@@ -95,12 +95,14 @@ impl Converting {
             .map(daemonset_pod)
             .collect::<Result<_>>()?;
         rest.set_pods_context(&mut pods);
+        let priority_classes = rest.priority_values();
         Ok(Inputs {
             nodes,
             pods,
             pdbs,
             daemon_pods,
             failed,
+            priority_classes,
         })
     }
 }
