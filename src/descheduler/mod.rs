@@ -329,6 +329,7 @@ impl<C: Cluster> Descheduler<C> {
             self.cluster.clone(),
             self.metrics.clone(),
             self.settings.dry_run,
+            self.settings.policy.grace_period_seconds,
             batch,
             now,
             self.outcomes.clone(),
@@ -412,6 +413,7 @@ async fn evict_batch<C: Cluster>(
     cluster: C,
     metrics: DeschedulerMetrics,
     dry_run: bool,
+    policy_grace: Option<u64>,
     batch: Vec<(Eviction, Evictee)>,
     at: i64,
     outcomes: mpsc::UnboundedSender<Done>,
@@ -435,7 +437,7 @@ async fn evict_batch<C: Cluster>(
             metrics.eviction(true, labels);
             Outcome::Would
         } else {
-            let grace = e.pod.meta.grace_period.unwrap_or(30).max(0);
+            let grace = crate::deschedule::policy::grace_period(policy_grace, &e.pod);
             match cluster.evict_once(&pod, grace, to).await {
                 Attempt::Evicted => {
                     tracing::info!(pod = key, node, strategy, to, "evicted");

@@ -70,7 +70,10 @@ fn upstreams_pod_life_time_transition_example_removes_succeeded_pods() {
         // Done at the start: not yet.
         succeeded("finished-now", NEW),
         // The newest object: the simulation starts when it was created.
-        created(pod("default", "running", "100m", "100Mi", Some("a"), ""), NEW),
+        created(
+            pod("default", "running", "100m", "100Mi", Some("a"), ""),
+            NEW,
+        ),
     ]
     .join("---\n");
     let lines = simulate(&cluster, policy);

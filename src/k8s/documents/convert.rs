@@ -7,7 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Object, Objects, Sink};
 use crate::error::Result;
-use crate::k8s::objects::{daemonset_pod, node, pdb, pod, pod_finished_bound, pod_terminal, Inputs};
+use crate::k8s::objects::{
+    daemonset_pod, node, pdb, pod, pod_finished_bound, pod_terminal, Inputs,
+};
 use crate::model::workload::{Node, Pod};
 
 /// A dump being converted.

@@ -494,6 +494,6 @@ mod tests;
 #[cfg(test)]
 mod tests_converge;
 #[cfg(test)]
-mod tests_memo;
-#[cfg(test)]
 mod tests_finished;
+#[cfg(test)]
+mod tests_memo;

@@ -40,6 +40,8 @@ struct Store {
     refuse: Option<String>,
     /// Collections whose lists and watches fail (500) while set.
     failing: std::collections::BTreeSet<String>,
+    /// Each eviction asked, as (namespace/name, `deleteOptions.gracePeriodSeconds`).
+    eviction_graces: Vec<(String, Option<i64>)>,
 }
 
 /// The API server; cheap to clone.
@@ -224,6 +226,11 @@ impl KubeApi {
     ) {
         self.store.lock().unwrap().interference =
             Some(((collection.into(), namespace.into(), name.into()), change));
+    }
+
+    /// Each eviction asked so far: the pod (namespace/name) and the grace period it was given.
+    pub fn eviction_graces(&self) -> Vec<(String, Option<i64>)> {
+        self.store.lock().unwrap().eviction_graces.clone()
     }
 
     /// Requests received so far, as `METHOD path?query`.
