@@ -21,7 +21,7 @@
 //! leaves the empty node to cluster-autoscaler. The live parts (the Kubernetes API's client, the
 //! watch-fed index) are in [`live`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +41,7 @@ use crate::metrics::{DeschedulerMetrics, EvictedLabels, StrategyLabels};
 use crate::model::workload::{Node, Pdb, Pod};
 
 pub mod declined;
+mod known;
 pub mod live;
 pub mod standalone;
 
@@ -145,8 +146,8 @@ pub struct Descheduler<C: Cluster = LiveCluster> {
     metrics: DeschedulerMetrics,
     /// When the last cycle ran, on the loop's clock.
     last: Option<i64>,
-    /// The values of the PriorityClasses the policy's `priorityThreshold.name`s name (`live`).
-    priority_classes: BTreeMap<String, i32>,
+    /// The PriorityClasses and Namespaces the policy's evictors read (`live`, `known`).
+    known: known::Known,
     /// The declined proposals last reported (their Events are not repeated while nothing changes).
     declined: declined::Reported,
     /// Whether the nodes the plan empties are left to scale-down's removal (`run`, `simulate`).
@@ -158,11 +159,6 @@ pub struct Descheduler<C: Cluster = LiveCluster> {
 }
 
 impl<C: Cluster> Descheduler<C> {
-    /// The PriorityClasses a dump holds (`simulate`): `run` reads those the policy names from the API.
-    pub fn know_priority_classes(&mut self, classes: BTreeMap<String, i32>) {
-        self.priority_classes = classes;
-    }
-
     /// A descheduler evicting through `cluster`.
     pub fn with_cluster(
         settings: DeschedulerSettings,
@@ -176,7 +172,7 @@ impl<C: Cluster> Descheduler<C> {
             cluster,
             metrics,
             last: None,
-            priority_classes: BTreeMap::new(),
+            known: known::Known::default(),
             declined: declined::Reported::default(),
             hands_over_emptied: false,
             background: None,
@@ -272,7 +268,8 @@ impl<C: Cluster> Descheduler<C> {
             failed: seen.failed,
             pdbs: seen.pdbs,
             removing: &removing,
-            priority_classes: &self.priority_classes,
+            priority_classes: &self.known.priority_classes,
+            namespaces: self.known.namespaces.as_ref(),
             now,
         };
         let mut planned = plan(

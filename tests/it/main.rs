@@ -45,6 +45,7 @@ mod run_consolidation;
 mod run_deschedule;
 mod run_deschedule_declined;
 mod run_deschedule_emptied;
+mod run_deschedule_namespaces;
 mod run_index;
 mod run_intake;
 mod run_intake_process;

@@ -84,7 +84,7 @@ pub(crate) async fn indexed(api: &KubeApi) -> (Watches, Index) {
 }
 
 /// A descheduler against `api`, with its metrics.
-fn descheduler(api: &KubeApi, policy: Policy) -> (Descheduler, Arc<Metrics>) {
+pub(crate) fn descheduler(api: &KubeApi, policy: Policy) -> (Descheduler, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::default().with_descheduler());
     let client = api.client();
     let d = Descheduler::new(
@@ -291,7 +291,7 @@ async fn run_deschedules_after_its_loop_every_interval() {
 
 /// `run` with RemoveFailedPods and PodLifeTime (every pod older than a second), a budget allowing one
 /// disruption of `web`.
-fn lifetime_policy() -> Policy {
+pub(crate) fn lifetime_policy() -> Policy {
     Policy {
         profiles: vec![Profile {
             name: "default".into(),

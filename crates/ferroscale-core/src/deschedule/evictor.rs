@@ -286,7 +286,11 @@ impl<'a> Evictor<'a> {
             return Err(Kept::NoOtherNode);
         }
         if let Some(s) = self.compiled.namespace_selector.clone()? {
-            if !s.matches(&pod.namespace_labels) {
+            let labels = match self.view.cluster.namespaces {
+                Some(all) => all.get(pod.namespace.as_str()),
+                None => Some(&*pod.namespace_labels),
+            };
+            if !labels.is_some_and(|l| s.matches(l)) {
                 return Err(Kept::Namespace);
             }
         }

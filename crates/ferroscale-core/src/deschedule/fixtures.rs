@@ -98,6 +98,7 @@ impl Fixture {
             pdbs: &self.pdbs,
             removing: &self.removing,
             priority_classes: &self.priority_classes,
+            namespaces: None,
             now: self.now,
         }
     }

@@ -20,6 +20,9 @@ pub struct Cluster<'a> {
     pub removing: &'a HashSet<String>,
     /// PriorityClass name → value, for the evictor's `priorityThreshold.name`.
     pub priority_classes: &'a BTreeMap<String, i32>,
+    /// Namespace name → labels, for the evictor's `namespaceLabelSelector` (`run` lists them);
+    /// None: each pod's `namespace_labels` (a dump's loader sets them).
+    pub namespaces: Option<&'a BTreeMap<String, BTreeMap<String, String>>>,
     /// Seconds since the epoch.
     pub now: i64,
 }
