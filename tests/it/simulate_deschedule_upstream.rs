@@ -104,3 +104,35 @@ fn a_priority_threshold_name_reads_the_priority_class_of_the_dump() {
     let lines = simulate(&cluster, policy);
     assert_eq!(evicted(&lines[0]), ["web/ordinary"], "{}", lines[0]);
 }
+
+/// Every policy file of upstream's `examples/` (kept byte for byte in the core's `policy/examples/`)
+/// and `tests/fixtures/descheduler/` (its chart's default values at HEAD, v0.31.0 and v0.29.0 as its
+/// ConfigMap renders them, its `test/manifests/v1alpha2/configmap.yaml`), each through `simulate`.
+#[test]
+fn every_upstream_policy_file_is_accepted_by_simulate() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dirs = [
+        root.join("crates/ferroscale-core/src/deschedule/policy/examples"),
+        root.join("tests/fixtures/descheduler"),
+    ];
+    let mut files: Vec<_> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 13, "{files:?}");
+    let cluster = [
+        node("a", "small", "2", "8Gi"),
+        node("b", "small", "2", "8Gi"),
+        old(pod("default", "web-1", "100m", "100Mi", Some("a"), "")),
+        created(pod("default", "web-2", "100m", "100Mi", Some("a"), ""), NEW),
+    ]
+    .join("---\n");
+    for f in files {
+        let policy = std::fs::read_to_string(&f).unwrap();
+        let lines = simulate(&cluster, &policy);
+        assert_eq!(lines.len(), 1, "{}", f.display());
+    }
+}

@@ -315,3 +315,5 @@ impl Draft {
         Ok(policy)
     }
 }
+#[cfg(test)]
+mod tests_files;
