@@ -206,6 +206,16 @@ pub fn plan(
                     n += 1;
                     planner.consider(p, &profile.name)
                 });
+                // The pods it considered and the evictor kept, each with why.
+                for (pod, kept) in evictor.take_kept() {
+                    planner.out.declined.push(Declined {
+                        node: pod.node_name.clone().unwrap_or_default(),
+                        pod,
+                        strategy: args.strategy(),
+                        profile: profile.name.clone(),
+                        why: Why::Kept(kept),
+                    });
+                }
                 planner.out.durations.push(StrategyRun {
                     profile: profile.name.clone(),
                     strategy: args.strategy(),
@@ -495,5 +505,7 @@ mod tests;
 mod tests_converge;
 #[cfg(test)]
 mod tests_finished;
+#[cfg(test)]
+mod tests_kept;
 #[cfg(test)]
 mod tests_memo;

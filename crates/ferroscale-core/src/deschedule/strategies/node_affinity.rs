@@ -84,7 +84,7 @@ pub fn propose(
             for pod in view.pods_on(&node.name) {
                 let violates = !pod.node_affinity.is_empty()
                     && scope.admits(pod)
-                    && evictor.filter(pod).is_ok()
+                    && evictor.allows(pod)
                     && placement(pod, node).is_err()
                     && fit.fits_any_other_unspread(pod);
                 if violates && proposed.insert(pod.key()) {
@@ -113,7 +113,7 @@ fn preferred(
         for pod in view.pods_on(&node.name) {
             if pod.meta.preferred_node_affinity.is_empty()
                 || !scope.admits(pod)
-                || evictor.filter(pod).is_err()
+                || !evictor.allows(pod)
             {
                 continue;
             }

@@ -121,7 +121,7 @@ pub fn propose(
     let mut by_namespace: BTreeMap<&str, Vec<Arc<Pod>>> = BTreeMap::new();
     for node in view.nodes() {
         for p in view.pods_on(&node.name) {
-            if scope.admits(p) && evictor.filter(p).is_ok() {
+            if scope.admits(p) && evictor.allows(p) {
                 by_namespace
                     .entry(&p.namespace)
                     .or_default()

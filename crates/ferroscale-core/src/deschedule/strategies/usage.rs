@@ -215,9 +215,10 @@ impl<'e> NodeFit<'e> {
         NodeFit { evictor }
     }
 
-    /// Whether the pod may be evicted as far as `nodeFit` (and the namespace selector) go.
-    pub fn admits(&self, pod: &Pod) -> bool {
-        self.evictor.pre_evict(pod).is_ok()
+    /// Whether the pod may be evicted as far as `nodeFit` (and the namespace selector) go; a
+    /// refusal is noted for the plan.
+    pub fn admits(&self, pod: &Arc<Pod>) -> bool {
+        self.evictor.pre_evicts(pod)
     }
 }
 
@@ -286,7 +287,7 @@ impl Loop<'_, '_> {
             let mut removable: Vec<Arc<Pod>> = source
                 .pods
                 .iter()
-                .filter(|p| self.evictor.filter(p).is_ok() && (self.eligible)(p))
+                .filter(|p| self.evictor.allows(p) && (self.eligible)(p))
                 .cloned()
                 .collect();
             if removable.is_empty() {
