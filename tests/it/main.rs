@@ -14,6 +14,7 @@ mod aws_scaling;
 mod aws_templates;
 mod chart;
 mod chart_descheduler;
+mod chart_descheduler_upstream;
 mod chart_monitoring;
 mod chart_policy;
 mod chart_security;
