@@ -3,7 +3,7 @@
 //! pods, finished pods still bound, PodDisruptionBudgets, each pod's UID) and the PriorityClasses
 //! and Namespaces the policy reads from the API.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -122,6 +122,24 @@ impl Descheduler<LiveCluster> {
                 self.known.namespaces.get_or_insert_with(Default::default);
             }
         }
+    }
+}
+
+/// What every descheduler knows beside its index (`known`): `simulate` gives it a dump's
+/// PriorityClasses.
+impl<C: crate::actuator::Cluster> Descheduler<C> {
+    /// The PriorityClasses a dump holds (`simulate`): `run` reads those the policy names from the API.
+    pub fn know_priority_classes(&mut self, classes: BTreeMap<String, i32>) {
+        self.known.priority_classes = classes;
+    }
+
+    /// Whether a profile's evictor selects namespaces by their labels.
+    pub(super) fn reads_namespaces(&self) -> bool {
+        self.settings
+            .policy
+            .profiles
+            .iter()
+            .any(|p| p.evictor.namespace_label_selector.is_some())
     }
 }
 

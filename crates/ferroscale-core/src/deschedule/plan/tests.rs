@@ -1,5 +1,6 @@
 use super::*;
 use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
+use crate::engine::predicates::Unfit;
 use crate::fixtures::{node, pod, resources};
 use crate::model::workload::{LabelSelector, Pdb, PodPhase};
 
