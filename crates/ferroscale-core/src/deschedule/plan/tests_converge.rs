@@ -134,3 +134,42 @@ fn a_per_node_limit_of_the_policy_ends_the_node_with_one_decline() {
         .count();
     assert_eq!(limits, 1, "{:?}", p.declined);
 }
+
+#[test]
+fn high_node_utilization_counts_only_the_room_its_evictions_take() {
+    use crate::deschedule::strategies::high_utilization::HighNodeUtilizationArgs;
+    let on = |name: &str, node_name: &str, cpu: i64, prio: i32| {
+        pod("shop", name)
+            .requests(resources(cpu, GI, 1))
+            .on(node_name)
+            .priority(prio)
+            .owner("ReplicaSet", name)
+    };
+    let pods = vec![
+        // a (20% cpu, underutilized): a pinned pod first, too big for b's room, then a movable one.
+        on("pinned", "a", 500, 0)
+            .with(|p| {
+                p.node_selector.insert("zone".into(), "z1".into());
+            })
+            .build(),
+        on("movable", "a", 300, 10).build(),
+        // b: 400m of room left.
+        on("busy", "b", 3600, 0).build(),
+    ];
+    let f = Fixture::new(vec![n("a", "z1"), n("b", "z2")], pods);
+    let policy = Policy {
+        profiles: vec![Profile {
+            name: "p".into(),
+            strategies: vec![PluginArgs::HighNodeUtilization(HighNodeUtilizationArgs {
+                thresholds: [("cpu".to_string(), 20.0)].into(),
+                ..Default::default()
+            })],
+            ..Profile::default()
+        }],
+        ..Policy::default()
+    };
+    let p = cycle(&f, &policy);
+    // The pinned pod's decline leaves b's room to the movable one.
+    assert_eq!(names(&p.evictions), ["movable"], "{:?}", p.declined);
+    assert!(p.emptied.is_empty(), "the pinned pod stays on a");
+}
