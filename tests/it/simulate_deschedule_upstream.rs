@@ -65,6 +65,7 @@ fn upstreams_pod_life_time_transition_example_removes_succeeded_pods() {
     );
     let cluster = [
         node("a", "small", "2", "8Gi"),
+        node("b", "small", "2", "8Gi"),
         // Done a day before the simulation starts: over the example's four hours.
         succeeded("finished-long-ago", OLD),
         // Done at the start: not yet.

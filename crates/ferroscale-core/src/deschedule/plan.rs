@@ -125,6 +125,10 @@ pub fn plan(
         .filter(|n| n.ready && selector.as_ref().is_none_or(|s| s.matches(&n.labels)))
         .cloned()
         .collect();
+    // As the descheduler: a cycle needs two ready nodes (one alone: evictions only disrupt).
+    if selected.len() <= 1 {
+        return Plan::default();
+    }
     let cluster_for_strategies = Cluster {
         nodes: &selected,
         ..*cluster

@@ -113,3 +113,34 @@ fn a_failed_pods_eviction_leaves_the_budget_to_the_running_ones() {
         .collect();
     assert_eq!(gone, ["failed", "running"], "{:?}", planner.out.declined);
 }
+
+#[test]
+fn one_ready_node_alone_is_not_descheduled() {
+    // As the descheduler: a cycle needs two ready nodes within the policy's nodeSelector.
+    let mut f = Fixture::new(
+        vec![n("a")],
+        vec![job_pod("done-long-ago", PodPhase::Succeeded, 50_000)],
+    );
+    f.now = 100_000;
+    let p = plan(
+        &transition(),
+        &f.cluster(),
+        &History::default(),
+        &Settings::default(),
+        &FixedClock::default(),
+    );
+    assert!(p.evictions.is_empty() && p.declined.is_empty());
+    let mut f = Fixture::new(
+        vec![n("a"), n("b")],
+        vec![job_pod("done-long-ago", PodPhase::Succeeded, 50_000)],
+    );
+    f.now = 100_000;
+    let p = plan(
+        &transition(),
+        &f.cluster(),
+        &History::default(),
+        &Settings::default(),
+        &FixedClock::default(),
+    );
+    assert_eq!(p.evictions.len(), 1);
+}
