@@ -246,6 +246,7 @@ impl World {
             pdbs: &[],
             removing: &self.removing,
             priority_classes: &self.classes,
+            namespaces: None,
             now: NOW,
         }
     }

@@ -1,11 +1,13 @@
 //! The descheduler on the live cluster, shared by `run` and `ferroscale deschedule`: it evicts through
 //! the Kubernetes API ([`LiveCluster`]), reads its cycles from the watch-fed [`Index`] (nodes, live
-//! pods, failed pods still bound, PodDisruptionBudgets, each pod's UID) and the PriorityClasses the
-//! policy names from the API.
+//! pods, finished pods still bound, PodDisruptionBudgets, each pod's UID) and the PriorityClasses
+//! and Namespaces the policy reads from the API.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::ListParams;
 use kube::{Api, Client};
 
 use super::{Cycle, Descheduler, DeschedulerSettings, Identify, Seen};
@@ -51,6 +53,7 @@ impl Descheduler<LiveCluster> {
         now: i64,
     ) -> Cycle {
         self.read_priority_classes().await;
+        self.read_namespaces().await;
         let seen = Seen {
             nodes: index.nodes.items(),
             pods: index.pods.items(),
@@ -72,13 +75,15 @@ impl Descheduler<LiveCluster> {
             .iter()
             .filter_map(|p| p.evictor.priority_threshold.as_ref())
             .map(|t| t.name.clone())
-            .filter(|n| !n.is_empty() && !self.priority_classes.contains_key(n))
+            .filter(|n| !n.is_empty() && !self.known.priority_classes.contains_key(n))
             .collect();
         let api: Api<PriorityClass> = Api::all(self.cluster.client().clone());
         for name in names {
             match api.get_opt(&name).await {
                 Ok(Some(class)) => {
-                    self.priority_classes.insert(name, class.value.unwrap_or(0));
+                    self.known
+                        .priority_classes
+                        .insert(name, class.value.unwrap_or(0));
                 }
                 Ok(None) => {
                     tracing::warn!(
@@ -91,6 +96,50 @@ impl Descheduler<LiveCluster> {
                 }
             }
         }
+    }
+}
+
+impl Descheduler<LiveCluster> {
+    /// Lists the Namespaces' labels once per cycle when a profile's evictor has a
+    /// `namespaceLabelSelector`; a list that fails is logged and the last one kept (none yet: no
+    /// namespace matches, so no pod is evicted for want of its labels).
+    async fn read_namespaces(&mut self) {
+        if !self.reads_namespaces() {
+            return;
+        }
+        let api: Api<Namespace> = Api::all(self.cluster.client().clone());
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                let labels = list
+                    .items
+                    .into_iter()
+                    .filter_map(|n| Some((n.metadata.name?, n.metadata.labels.unwrap_or_default())))
+                    .collect();
+                self.known.namespaces = Some(labels);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "listing Namespaces for namespaceLabelSelector failed; tried again next cycle");
+                self.known.namespaces.get_or_insert_with(Default::default);
+            }
+        }
+    }
+}
+
+/// What every descheduler knows beside its index (`known`): `simulate` gives it a dump's
+/// PriorityClasses.
+impl<C: crate::actuator::Cluster> Descheduler<C> {
+    /// The PriorityClasses a dump holds (`simulate`): `run` reads those the policy names from the API.
+    pub fn know_priority_classes(&mut self, classes: BTreeMap<String, i32>) {
+        self.known.priority_classes = classes;
+    }
+
+    /// Whether a profile's evictor selects namespaces by their labels.
+    pub(super) fn reads_namespaces(&self) -> bool {
+        self.settings
+            .policy
+            .profiles
+            .iter()
+            .any(|p| p.evictor.namespace_label_selector.is_some())
     }
 }
 

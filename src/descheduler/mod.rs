@@ -21,7 +21,7 @@
 //! leaves the empty node to cluster-autoscaler. The live parts (the Kubernetes API's client, the
 //! watch-fed index) are in [`live`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +41,7 @@ use crate::metrics::{DeschedulerMetrics, EvictedLabels, StrategyLabels};
 use crate::model::workload::{Node, Pdb, Pod};
 
 pub mod declined;
+mod known;
 pub mod live;
 pub mod standalone;
 
@@ -145,8 +146,8 @@ pub struct Descheduler<C: Cluster = LiveCluster> {
     metrics: DeschedulerMetrics,
     /// When the last cycle ran, on the loop's clock.
     last: Option<i64>,
-    /// The values of the PriorityClasses the policy's `priorityThreshold.name`s name (`live`).
-    priority_classes: BTreeMap<String, i32>,
+    /// The PriorityClasses and Namespaces the policy's evictors read (`live`, `known`).
+    known: known::Known,
     /// The declined proposals last reported (their Events are not repeated while nothing changes).
     declined: declined::Reported,
     /// Whether the nodes the plan empties are left to scale-down's removal (`run`, `simulate`).
@@ -171,7 +172,7 @@ impl<C: Cluster> Descheduler<C> {
             cluster,
             metrics,
             last: None,
-            priority_classes: BTreeMap::new(),
+            known: known::Known::default(),
             declined: declined::Reported::default(),
             hands_over_emptied: false,
             background: None,
@@ -267,7 +268,8 @@ impl<C: Cluster> Descheduler<C> {
             failed: seen.failed,
             pdbs: seen.pdbs,
             removing: &removing,
-            priority_classes: &self.priority_classes,
+            priority_classes: &self.known.priority_classes,
+            namespaces: self.known.namespaces.as_ref(),
             now,
         };
         let mut planned = plan(
@@ -324,6 +326,7 @@ impl<C: Cluster> Descheduler<C> {
             self.cluster.clone(),
             self.metrics.clone(),
             self.settings.dry_run,
+            self.settings.policy.grace_period_seconds,
             batch,
             now,
             self.outcomes.clone(),
@@ -407,6 +410,7 @@ async fn evict_batch<C: Cluster>(
     cluster: C,
     metrics: DeschedulerMetrics,
     dry_run: bool,
+    policy_grace: Option<u64>,
     batch: Vec<(Eviction, Evictee)>,
     at: i64,
     outcomes: mpsc::UnboundedSender<Done>,
@@ -430,7 +434,7 @@ async fn evict_batch<C: Cluster>(
             metrics.eviction(true, labels);
             Outcome::Would
         } else {
-            let grace = e.pod.meta.grace_period.unwrap_or(30).max(0);
+            let grace = crate::deschedule::policy::grace_period(policy_grace, &e.pod);
             match cluster.evict_once(&pod, grace, to).await {
                 Attempt::Evicted => {
                     tracing::info!(pod = key, node, strategy, to, "evicted");

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-use super::objects::{daemonset_pod, node, pdb, pod, pod_failed_bound, pod_terminal};
+use super::objects::{daemonset_pod, node, pdb, pod, pod_finished_bound, pod_terminal};
 use super::volumes::claim_names;
 use crate::model::workload::{Node, Pdb, Pod};
 
@@ -21,8 +21,8 @@ pub struct PodExtra {
     pub uid: Option<String>,
     /// Names of the PersistentVolumeClaims it mounts (in its namespace).
     pub claims: Vec<String>,
-    /// It failed and is still bound to its node: the index keeps it apart, for the descheduler's
-    /// `RemoveFailedPods`, never for the autoscaling engine.
+    /// It finished (failed or succeeded) and is still bound to its node: the index keeps it apart,
+    /// for the descheduler's `RemoveFailedPods` and `PodLifeTime`, never for the autoscaling engine.
     pub failed: bool,
 }
 
@@ -34,10 +34,10 @@ pub struct NodeExtra {
     pub intent: Option<String>,
 }
 
-/// A pod as its watch delivers it to the index (None: finished, not indexed). A pod that failed and is
-/// still bound is delivered marked [`PodExtra::failed`].
+/// A pod as its watch delivers it to the index (None: finished and unbound, not indexed). A pod
+/// finished and still bound is delivered marked [`PodExtra::failed`].
 pub fn convert_pod(p: &core::Pod) -> Option<Converted<(Arc<Pod>, PodExtra)>> {
-    let failed = pod_failed_bound(p);
+    let failed = pod_finished_bound(p);
     if pod_terminal(p) && !failed {
         return None;
     }

@@ -68,6 +68,8 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("", "replicationcontrollers", "watch"),
     // The descheduler's `priorityThreshold.name`, read once per class.
     ("scheduling.k8s.io", "priorityclasses", "get"),
+    // The descheduler's `namespaceLabelSelector`, listed once per cycle.
+    ("", "namespaces", "list"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),
@@ -109,6 +111,8 @@ pub const DESCHEDULE_PERMISSIONS: &[(&str, &str, &str)] = &[
     ("", "replicationcontrollers", "list"),
     ("", "replicationcontrollers", "watch"),
     ("scheduling.k8s.io", "priorityclasses", "get"),
+    // Only read when a profile's `namespaceLabelSelector` is set.
+    ("", "namespaces", "list"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("coordination.k8s.io", "leases", "create"),

@@ -11,13 +11,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use super::namespace_of;
-pub use super::pod_status::{pod_failed_bound, pod_terminal};
-use super::selectors::{affinity_terms, label_selector, merge_label_keys, node_selector_terms};
+pub use super::pod_status::{pod_finished_bound, pod_terminal};
+use super::selectors::{affinity_terms, label_selector, node_selector_terms};
 use super::volumes::Storage;
 use crate::error::{Error, Result};
 use crate::model::workload::{
-    HostPort, LabelSelector, Node, Pdb, Pod, PodMeta, SafeToEvict, SelectorOp, SpreadConstraint,
-    Toleration, TolerationValue, DAEMON_SET,
+    HostPort, LabelSelector, Node, Pdb, Pod, PodMeta, SafeToEvict, Toleration, TolerationValue,
+    DAEMON_SET,
 };
 use crate::model::{Resources, Taint, TaintEffect, UnknownTaintEffect};
 
@@ -130,34 +130,10 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
     // One lock of the shared tables for all of this pod's shared values.
     let shared = &mut super::shared::tables();
     let labels = shared.labels(p.metadata.labels.as_ref());
-    let spread = spec
-        .topology_spread_constraints
-        .iter()
-        .flatten()
-        .enumerate()
-        .filter(|(_, c)| c.when_unsatisfiable == "DoNotSchedule")
-        .map(|(i, c)| {
-            let mut selector = match &c.label_selector {
-                Some(s) => label_selector(
-                    s,
-                    &at(&format!(
-                        "spec.topologySpreadConstraints[{i}].labelSelector"
-                    )),
-                )?,
-                // No selector selects no pod: every domain counts 0.
-                None => LabelSelector::nothing(),
-            };
-            merge_label_keys(&mut selector, &c.match_label_keys, SelectorOp::In, &labels);
-            Ok(SpreadConstraint {
-                max_skew: c.max_skew,
-                topology_key: c.topology_key.clone(),
-                selector,
-                min_domains: c.min_domains,
-                ignore_node_affinity: c.node_affinity_policy.as_deref() == Some("Ignore"),
-                honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
-            })
-        })
-        .collect::<Result<_>>()?;
+    let spread = super::pod_facts::spread(spec, &labels, &at, "DoNotSchedule")?;
+    let mut facts = super::pod_facts::meta(p, shared);
+    facts.soft_spread = super::pod_facts::spread(spec, &labels, &at, "ScheduleAnyway")?;
+    facts.preferred_node_affinity = super::pod_facts::preferred_node_affinity(spec, &at)?;
     let no_annotations = BTreeMap::new();
     let annotations = p.metadata.annotations.as_ref().unwrap_or(&no_annotations);
     let unschedulable = p
@@ -261,7 +237,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             do_not_disrupt: super::pod_status::do_not_disrupt(annotations),
             deletion_cost: super::pod_status::deletion_cost(annotations),
             evict_annotation: super::pod_status::evict_annotation(annotations),
-            ..super::pod_facts::meta(p, shared)
+            ..facts
         },
         labels,
         namespace: shared.name(&namespace),
@@ -394,8 +370,11 @@ pub struct Inputs {
     pub pdbs: Vec<Pdb>,
     /// The pods DaemonSets would start on a new node.
     pub daemon_pods: Vec<Pod>,
-    /// Pods in phase `Failed` still bound to a node, for the descheduler's `RemoveFailedPods`.
+    /// Pods finished (`Failed`, `Succeeded`) still bound to a node, for the descheduler's
+    /// `RemoveFailedPods` and `PodLifeTime`.
     pub failed: Vec<Pod>,
+    /// PriorityClass name → value (a dump's; `run` reads them from the API as it needs them).
+    pub priority_classes: BTreeMap<String, i32>,
 }
 
 impl Inputs {
@@ -446,9 +425,10 @@ impl Inputs {
             // As the dump reader keeps them: one that does not convert is left out.
             failed: pods
                 .iter()
-                .filter(|p| pod_failed_bound(p))
+                .filter(|p| pod_finished_bound(p))
                 .filter_map(|p| pod(p).ok())
                 .collect(),
+            priority_classes: BTreeMap::new(),
         })
     }
 }

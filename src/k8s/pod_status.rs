@@ -103,9 +103,11 @@ pub(super) fn evict_annotation(annotations: &BTreeMap<String, String>) -> bool {
     annotations.contains_key(labels::DESCHEDULER_EVICT)
 }
 
-/// Whether a pod failed and is still bound to its node: the descheduler's `RemoveFailedPods` reads it.
-pub fn pod_failed_bound(p: &core::Pod) -> bool {
-    p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+/// Whether a pod is finished (phase `Failed` or `Succeeded`) and still bound to its node: the
+/// descheduler's `RemoveFailedPods` (failed ones) and `PodLifeTime` (`states: [Succeeded]`, say) read
+/// it; the autoscaling engine never does.
+pub fn pod_finished_bound(p: &core::Pod) -> bool {
+    pod_terminal(p)
         && p.spec
             .as_ref()
             .and_then(|s| s.node_name.as_deref())

@@ -31,6 +31,7 @@ impl Simulation {
         let metrics = DeschedulerMetrics::unregistered();
         let mut d = Descheduler::with_cluster(settings, self.cluster.clone(), metrics);
         d.hand_emptied_to_scale_down();
+        d.know_priority_classes(self.priority_classes.clone());
         self.descheduler = Some(d);
     }
 

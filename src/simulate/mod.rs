@@ -89,6 +89,8 @@ pub struct Simulation {
     /// `--deschedule-policy`: the descheduler (`run`'s, evicting through the simulated cluster) run
     /// after the loops its interval says.
     descheduler: Option<Descheduler<SimCluster>>,
+    /// The dump's PriorityClasses (name → value), for the policy's `priorityThreshold.name`.
+    priority_classes: std::collections::BTreeMap<String, i32>,
 }
 
 impl Simulation {
@@ -109,6 +111,7 @@ impl Simulation {
             pdbs,
             daemon_pods,
             failed,
+            priority_classes,
         } = inputs;
         let start = pods
             .iter()
@@ -218,6 +221,7 @@ impl Simulation {
             interrupted: Noticed::default(),
             binding: true,
             descheduler: None,
+            priority_classes,
         })
     }
 

@@ -158,7 +158,8 @@ fn a_cycle_asks_for_a_bounded_number_of_evictions_and_leaves_the_rest_for_a_late
     use ferroscale::deschedule::strategies::failed::RemoveFailedPodsArgs;
     use ferroscale::descheduler::EVICTIONS_PER_CYCLE;
     let extra = 5;
-    let mut objects = vec![node("a", "big", "8", "32Gi")];
+    // Two nodes: as the descheduler, a cycle needs two ready ones.
+    let mut objects = vec![node("a", "big", "8", "32Gi"), node("b", "big", "8", "32Gi")];
     for i in 0..EVICTIONS_PER_CYCLE + extra {
         let p = pod("d", &format!("crashed-{i}"), "1m", "1Mi", Some("a"), "");
         objects.push(format!("{p}status: {{phase: Failed}}\n"));

@@ -48,9 +48,11 @@ profiles:
           - "RemoveFailedPods"
 "#;
 
-/// A node with a web pod and a failed Job pod still bound to it, and RemoveFailedPods' policy in `dir`.
+/// Two nodes (a cycle needs two, as the descheduler's), one with a web pod and a failed Job pod still
+/// bound to it, and RemoveFailedPods' policy in `dir`.
 fn failed_pod_cluster(api: &KubeApi, dir: &std::path::Path) -> std::path::PathBuf {
     api.put(NODES, node("pool-a", "memory:///pool/i-a", "4", "16Gi"));
+    api.put(NODES, node("pool-b", "memory:///pool/i-b", "4", "16Gi"));
     api.put(PODS, pod("web-1", "200m", Some("pool-a"), "web"));
     let mut failed = pod("job-1", "100m", Some("pool-a"), "job");
     failed["status"] = json!({"phase": "Failed", "reason": "Error"});

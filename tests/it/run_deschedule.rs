@@ -84,7 +84,7 @@ pub(crate) async fn indexed(api: &KubeApi) -> (Watches, Index) {
 }
 
 /// A descheduler against `api`, with its metrics.
-fn descheduler(api: &KubeApi, policy: Policy) -> (Descheduler, Arc<Metrics>) {
+pub(crate) fn descheduler(api: &KubeApi, policy: Policy) -> (Descheduler, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::default().with_descheduler());
     let client = api.client();
     let d = Descheduler::new(
@@ -291,7 +291,7 @@ async fn run_deschedules_after_its_loop_every_interval() {
 
 /// `run` with RemoveFailedPods and PodLifeTime (every pod older than a second), a budget allowing one
 /// disruption of `web`.
-fn lifetime_policy() -> Policy {
+pub(crate) fn lifetime_policy() -> Policy {
     Policy {
         profiles: vec![Profile {
             name: "default".into(),
@@ -436,4 +436,29 @@ async fn a_cycles_evictions_run_in_the_background_and_do_not_hold_the_loop() {
     let scrape = h.metrics.encode();
     let sample = "descheduler_pods_evicted_total{result=\"success\",strategy=\"RemoveFailedPods\",profile=\"default\",namespace=\"default\",node=\"pool-a\"} 1";
     assert!(scrape.contains(sample), "{scrape}");
+}
+
+#[tokio::test]
+async fn each_eviction_gives_the_policys_grace_period_else_the_pods_own() {
+    let api = cluster(2).await;
+    let (_watches, index) = indexed(&api).await;
+    let dedup = || policy(&[Strategy::RemoveDuplicates]);
+    let with_grace = Policy {
+        grace_period_seconds: Some(5),
+        ..dedup()
+    };
+    let (mut d, _) = descheduler(&api, with_grace);
+    let plan = evicting(&index, "web-1", Strategy::RemoveDuplicates);
+    assert_eq!(d.carry_out(&index, &plan, now()).await.evicted.len(), 1);
+    let (mut d, _) = descheduler(&api, dedup());
+    let plan = evicting(&index, "web-2", Strategy::RemoveDuplicates);
+    assert_eq!(d.carry_out(&index, &plan, now()).await.evicted.len(), 1);
+    // gracePeriodSeconds: 5 sent as the descheduler sends it; without it, the pod's own (30: none set).
+    assert_eq!(
+        api.eviction_graces(),
+        [
+            ("default/web-1".to_string(), Some(5)),
+            ("default/web-2".to_string(), Some(30))
+        ]
+    );
 }

@@ -287,6 +287,9 @@ flags (--nodes, --node-group-auto-discovery, --tls-client-san) are kept with any
 - --leader-elect-resource-name={{ .Values.standalone.leaseName }}
 - --status-config-map-name={{ .Values.standalone.statusConfigMapName }}
 {{- if .Values.descheduler.enabled }}
+{{- if include "ferroscale.deschedulerCron" . }}
+{{- fail "descheduler.kind: CronJob runs `ferroscale deschedule` in provider mode; standalone deschedules inside run (use Deployment)" }}
+{{- end }}
 - --deschedule-policy=/etc/ferroscale/config/deschedule-policy.yaml
 - --deschedule-interval={{ include "ferroscale.deschedulerInterval" . }}
 - --deschedule-cooldown={{ .Values.descheduler.cooldown }}
@@ -321,19 +324,30 @@ not 1e+08. */}}
 {{/* The descheduler policy file as the descheduler chart writes it: apiVersion and kind, then
 descheduler.policy (its deschedulerPolicy). */}}
 {{- define "ferroscale.deschedulerPolicy" -}}
-apiVersion: {{ .Values.descheduler.policyAPIVersion | quote }}
+{{- $d := .Values.descheduler -}}
+apiVersion: {{ $d.deschedulerPolicyAPIVersion | default $d.policyAPIVersion | quote }}
 kind: "DeschedulerPolicy"
-{{ toYaml .Values.descheduler.policy }}
+{{ toYaml ($d.deschedulerPolicy | default $d.policy) }}
 {{- end -}}
 
 {{/* descheduler.interval, refused when zero: `run` needs an interval, and `deschedule` with 0 runs one
 cycle and exits, which a Deployment would restart forever. */}}
 {{- define "ferroscale.deschedulerInterval" -}}
-{{- $i := toString .Values.descheduler.interval -}}
+{{- $d := .Values.descheduler -}}
+{{- $i := toString ($d.deschedulingInterval | default $d.interval) -}}
 {{- if regexMatch "^([0.]+(ns|us|µs|ms|s|m|h))+$" $i -}}
 {{- fail "descheduler.interval: must be more than 0s" -}}
 {{- end -}}
 {{- $i -}}
+{{- end -}}
+
+{{/* Whether the descheduler runs as a CronJob (descheduler.kind, the descheduler chart's `kind`). */}}
+{{- define "ferroscale.deschedulerCron" -}}
+{{- $kind := .Values.descheduler.kind | default "Deployment" -}}
+{{- if not (has $kind (list "Deployment" "CronJob")) -}}
+{{- fail (printf "descheduler.kind: %s is neither Deployment nor CronJob" $kind) -}}
+{{- end -}}
+{{- if eq $kind "CronJob" -}}true{{- end -}}
 {{- end -}}
 
 {{/* The name of the descheduler's objects in provider mode (`ferroscale deschedule`'s Deployment). */}}
@@ -363,15 +377,16 @@ the chart creates it. */}}
 descheduler.extraArgs sets, then those, each --key=value. */}}
 {{- define "ferroscale.deschedulerArgs" -}}
 {{- $d := .Values.descheduler -}}
+{{- $cron := eq (include "ferroscale.deschedulerCron" .) "true" -}}
 {{- $extra := $d.extraArgs | default dict -}}
 {{- $own := list
   "deschedule"
   "--policy-config-file=/etc/ferroscale/descheduler/policy.yaml"
-  (printf "--descheduling-interval=%s" (include "ferroscale.deschedulerInterval" .))
+  (printf "--descheduling-interval=%s" (ternary "0s" (include "ferroscale.deschedulerInterval" .) $cron))
   (printf "--deschedule-cooldown=%s" $d.cooldown)
   (printf "--dry-run=%v" $d.dryRun)
   (printf "--address=0.0.0.0:%v" .Values.metricsPort)
-  (printf "--leader-elect=%v" $d.leaderElect)
+  (printf "--leader-elect=%v" (and $d.leaderElect (not $cron)))
   (printf "--leader-elect-resource-name=%s" $d.leaseName)
   (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) -}}
 {{- range $own }}

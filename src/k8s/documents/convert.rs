@@ -7,7 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Object, Objects, Sink};
 use crate::error::Result;
-use crate::k8s::objects::{daemonset_pod, node, pdb, pod, pod_failed_bound, pod_terminal, Inputs};
+use crate::k8s::objects::{
+    daemonset_pod, node, pdb, pod, pod_finished_bound, pod_terminal, Inputs,
+};
 use crate::model::workload::{Node, Pod};
 
 /// A dump being converted.
@@ -28,7 +30,7 @@ impl Sink for Converting {
     fn add(&mut self, object: Object) -> Result<()> {
         match object {
             Object::Node(n) => self.nodes.push(node(&n)?),
-            Object::Pod(p) if pod_failed_bound(&p) => self.failed.extend(pod(&p).ok()),
+            Object::Pod(p) if pod_finished_bound(&p) => self.failed.extend(pod(&p).ok()),
             Object::Pod(p) if pod_terminal(&p) => {}
             Object::Pod(p) => {
                 let model = pod(&p)?;
@@ -95,12 +97,14 @@ impl Converting {
             .map(daemonset_pod)
             .collect::<Result<_>>()?;
         rest.set_pods_context(&mut pods);
+        let priority_classes = rest.priority_values();
         Ok(Inputs {
             nodes,
             pods,
             pdbs,
             daemon_pods,
             failed,
+            priority_classes,
         })
     }
 }

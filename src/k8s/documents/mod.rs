@@ -18,6 +18,7 @@ mod yaml;
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use serde::{Deserialize, Deserializer};
 use serde_path_to_error::Track;
@@ -40,6 +41,8 @@ pub struct Objects {
     pub replication_controllers: Vec<core::ReplicationController>,
     /// Their labels are what pod affinity's `namespaceSelector` matches.
     pub namespaces: Vec<core::Namespace>,
+    /// What the descheduler's `priorityThreshold.name` names.
+    pub priority_classes: Vec<PriorityClass>,
 }
 
 impl Objects {
@@ -66,7 +69,16 @@ impl Objects {
             Err,
         )?;
         self.set_pods_context(&mut inputs.pods);
+        inputs.priority_classes = self.priority_values();
         Ok(inputs)
+    }
+
+    /// Each PriorityClass's value (none written: 0, as the API defaults it).
+    fn priority_values(&self) -> std::collections::BTreeMap<String, i32> {
+        self.priority_classes
+            .iter()
+            .filter_map(|c| Some((c.metadata.name.clone()?, c.value.unwrap_or(0))))
+            .collect()
     }
 
     /// Sets what pods take from the other objects: their owners' replicas, their namespaces' labels.
@@ -94,6 +106,7 @@ enum Object {
     ReplicaSet(Box<ReplicaSet>),
     ReplicationController(Box<core::ReplicationController>),
     Namespace(Box<core::Namespace>),
+    PriorityClass(Box<PriorityClass>),
 }
 
 impl Object {
@@ -114,6 +127,7 @@ impl Object {
                 Object::ReplicationController(Deserialize::deserialize(de)?)
             }
             Kind::Namespace => Object::Namespace(Deserialize::deserialize(de)?),
+            Kind::PriorityClass => Object::PriorityClass(Deserialize::deserialize(de)?),
         })
     }
 }
@@ -138,6 +152,7 @@ impl Sink for Objects {
             Object::ReplicaSet(o) => self.replicasets.push(*o),
             Object::ReplicationController(o) => self.replication_controllers.push(*o),
             Object::Namespace(o) => self.namespaces.push(*o),
+            Object::PriorityClass(o) => self.priority_classes.push(*o),
         }
         Ok(())
     }
@@ -158,6 +173,7 @@ enum Kind {
     ReplicaSet,
     ReplicationController,
     Namespace,
+    PriorityClass,
 }
 
 impl Kind {
@@ -175,7 +191,8 @@ impl Kind {
             | "CSINodeList"
             | "ReplicaSetList"
             | "ReplicationControllerList"
-            | "NamespaceList" => Kind::List,
+            | "NamespaceList"
+            | "PriorityClassList" => Kind::List,
             "Node" => Kind::Node,
             "Pod" => Kind::Pod,
             "PodDisruptionBudget" => Kind::PodDisruptionBudget,
@@ -187,9 +204,10 @@ impl Kind {
             "ReplicaSet" => Kind::ReplicaSet,
             "ReplicationController" => Kind::ReplicationController,
             "Namespace" => Kind::Namespace,
+            "PriorityClass" => Kind::PriorityClass,
             other => {
                 return Err(Error::config(format!(
-                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, Namespace, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
+                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, Namespace, PriorityClass, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
                 )))
             }
         })

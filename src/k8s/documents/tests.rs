@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::convert::Converting;
 use super::{chunks, lean, stream};
-use crate::k8s::objects::{node, pod, pod_failed_bound, pod_terminal};
+use crate::k8s::objects::{node, pod, pod_finished_bound, pod_terminal};
 use crate::k8s::volumes::claim_names;
 
 /// A pod setting every field the converters read, in varied states.
@@ -48,7 +48,10 @@ fn everything(phase: &str, node_name: Option<&str>) -> Value {
                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}],
                      "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}]}
-                ]}},
+                ]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 20, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+                ]},
                 "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone",
                      "namespaces": ["data"], "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
@@ -205,10 +208,15 @@ fn a_pod_read_lean_converts_to_the_model_the_full_object_gives() {
             assert_eq!(m.nominated_node.as_deref(), Some("n2"));
             assert!(m.conditions[2].last_transition.is_some());
             assert!(m.containers.last().is_some_and(|c| c.ephemeral));
+            // ScheduleAnyway spread and preferred node affinity, kept for the descheduler.
+            assert_eq!(m.soft_spread.len(), 1);
+            assert_eq!(m.soft_spread[0].topology_key, "host");
+            assert_eq!(m.preferred_node_affinity.len(), 1);
+            assert_eq!(m.preferred_node_affinity[0].0, 20);
         }
         assert_eq!(claim_names(&lean), claim_names(&full), "{text}");
         assert_eq!(pod_terminal(&lean), pod_terminal(&full));
-        assert_eq!(pod_failed_bound(&lean), pod_failed_bound(&full));
+        assert_eq!(pod_finished_bound(&lean), pod_finished_bound(&full));
     }
 }
 

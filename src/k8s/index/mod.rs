@@ -25,8 +25,9 @@ use crate::model::workload::{Node, Pdb, Pod};
 pub struct Index {
     /// Shared with the engine's simulations, which never copy them.
     pub pods: Slab<Arc<Pod>, PodExtra>,
-    /// Pods that failed and are still bound to their node: the descheduler's `RemoveFailedPods` reads
-    /// them; the autoscaling engine never does (they need no place).
+    /// Pods finished (failed or succeeded) and still bound to their node: the descheduler's
+    /// `RemoveFailedPods` and `PodLifeTime` read them; the autoscaling engine never does (they need
+    /// no place).
     pub failed: Slab<Arc<Pod>, PodExtra>,
     pub nodes: Slab<Node, NodeExtra>,
     pub pdbs: Slab<Pdb>,

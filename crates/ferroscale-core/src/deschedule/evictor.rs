@@ -13,6 +13,7 @@ use crate::model::volumes::ClaimState;
 use crate::model::workload::{LabelSelector, Pod, PodPhase, SafeToEvict};
 
 mod config;
+mod noted;
 #[cfg(test)]
 mod tests;
 
@@ -158,6 +159,8 @@ pub struct Evictor<'a> {
     fit: OnceLock<(Vec<NodeInfo>, Repel)>,
     /// Pods per owner (namespace, kind, name), for `minReplicas`, built at the first need.
     owners: OnceLock<HashMap<(String, String, String), usize>>,
+    /// The pods a strategy considered and this evictor kept, with why (`noted`).
+    kept: std::sync::Mutex<Vec<(std::sync::Arc<Pod>, Kept)>>,
 }
 
 impl<'a> Evictor<'a> {
@@ -196,6 +199,7 @@ impl<'a> Evictor<'a> {
             compiled,
             fit: OnceLock::new(),
             owners: OnceLock::new(),
+            kept: Default::default(),
         }
     }
 
@@ -286,7 +290,11 @@ impl<'a> Evictor<'a> {
             return Err(Kept::NoOtherNode);
         }
         if let Some(s) = self.compiled.namespace_selector.clone()? {
-            if !s.matches(&pod.namespace_labels) {
+            let labels = match self.view.cluster.namespaces {
+                Some(all) => all.get(pod.namespace.as_str()),
+                None => Some(&*pod.namespace_labels),
+            };
+            if !labels.is_some_and(|l| s.matches(l)) {
                 return Err(Kept::Namespace);
             }
         }

@@ -76,12 +76,12 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Nodes and pods; failed pods (phase `Failed`) go to `failed`.
+    /// Nodes and pods; finished pods (phase `Failed` or `Succeeded`) go to `failed`.
     pub fn new(nodes: Vec<Node>, pods: Vec<Pod>) -> Self {
         let (failed, pods): (Vec<_>, Vec<_>) = pods
             .into_iter()
             .map(Arc::new)
-            .partition(|p| p.meta.phase == PodPhase::Failed);
+            .partition(|p| p.meta.phase.finished());
         Fixture {
             nodes,
             pods,
@@ -98,6 +98,7 @@ impl Fixture {
             pdbs: &self.pdbs,
             removing: &self.removing,
             priority_classes: &self.priority_classes,
+            namespaces: None,
             now: self.now,
         }
     }

@@ -7,25 +7,24 @@
 //! was moved within the cooldown.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::Arc;
 
 use super::args::Strategy;
-use super::evictor::Kept;
 use super::policy::Policy;
 use super::strategies;
-use super::view::{Cluster, Proposal, View};
+use super::view::{Cluster, Proposal, Verdict, View};
 use super::Evictor;
 use crate::clock::Clock;
-use crate::engine::predicates::Unfit;
-use crate::model::workload::{LabelSelector, Node, Pod, PodPhase};
+use crate::model::workload::{LabelSelector, Node, Pod};
 
 mod history;
 mod sim;
+mod why;
 
 use sim::Sim;
 
 pub use history::{owner_key, History, Move};
+pub use why::{Limit, Why};
 
 /// Settings of the planner beyond the policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +49,8 @@ pub struct Eviction {
     pub strategy: Strategy,
     /// The policy's profile whose strategy proposed it.
     pub profile: String,
-    /// Where the simulation places it (its replacement, for a controller's pod); empty for a failed pod,
-    /// which needs no place.
+    /// Where the simulation places it (its replacement, for a controller's pod); empty for a finished
+    /// (failed or succeeded) pod, which needs no place.
     pub to: String,
 }
 
@@ -64,66 +63,6 @@ pub struct Declined {
     /// The policy's profile whose strategy proposed it.
     pub profile: String,
     pub why: Why,
-}
-
-/// Which of the policy's limits a proposal ran into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    /// `maxNoOfPodsToEvictPerNode`.
-    PerNode(u32),
-    /// `maxNoOfPodsToEvictPerNamespace`.
-    PerNamespace(u32),
-    /// `maxNoOfPodsToEvictTotal`.
-    Total(u32),
-}
-
-/// Why a proposal is declined.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Why {
-    /// The evictor keeps it.
-    Kept(Kept),
-    /// No node other than its own (and those being removed) can take it now: evicted, it would stay
-    /// pending or land back where it is. The first refusal is the reason.
-    NoPlace(Option<Unfit>),
-    /// The only place is the node an earlier cycle moved its workload from: the move would undo it.
-    WouldUndo { node: String },
-    /// Its workload was moved at `at` and the cooldown has not passed.
-    Cooldown { until: i64 },
-    /// Another strategy plans to move its workload this cycle.
-    Contested { by: Strategy },
-    /// A PodDisruptionBudget covering it allows no more disruptions.
-    Budget { pdb: String },
-    /// One of the policy's limits is reached.
-    Limit(Limit),
-}
-
-impl fmt::Display for Why {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Why::Kept(k) => write!(f, "kept: {k}"),
-            Why::NoPlace(Some(u)) => write!(f, "no other node can take it: {u}"),
-            Why::NoPlace(None) => write!(f, "no other node can take it"),
-            Why::WouldUndo { node } => {
-                write!(
-                    f,
-                    "it would go back to {node}, which an earlier cycle moved it from"
-                )
-            }
-            Why::Cooldown { until } => write!(
-                f,
-                "its workload was moved recently (cooldown until {until})"
-            ),
-            Why::Contested { by } => write!(f, "{by} moves its workload this cycle"),
-            Why::Budget { pdb } => {
-                write!(f, "PodDisruptionBudget {pdb} allows no more disruptions")
-            }
-            Why::Limit(Limit::PerNode(n)) => write!(f, "maxNoOfPodsToEvictPerNode ({n}) reached"),
-            Why::Limit(Limit::PerNamespace(n)) => {
-                write!(f, "maxNoOfPodsToEvictPerNamespace ({n}) reached")
-            }
-            Why::Limit(Limit::Total(n)) => write!(f, "maxNoOfPodsToEvictTotal ({n}) reached"),
-        }
-    }
 }
 
 /// One cycle's plan.
@@ -186,6 +125,10 @@ pub fn plan(
         .filter(|n| n.ready && selector.as_ref().is_none_or(|s| s.matches(&n.labels)))
         .cloned()
         .collect();
+    // As the descheduler: a cycle needs two ready nodes (one alone: evictions only disrupt).
+    if selected.len() <= 1 {
+        return Plan::default();
+    }
     let cluster_for_strategies = Cluster {
         nodes: &selected,
         ..*cluster
@@ -201,10 +144,20 @@ pub fn plan(
                 .filter(|a| a.strategy().balances() == balance)
             {
                 let start = clock.elapsed();
-                let proposals = strategies::propose(args, &view, &evictor);
-                let n = proposals.len();
-                for p in proposals {
-                    planner.consider(p, &profile.name);
+                let mut n = 0;
+                strategies::propose_into(args, &view, &evictor, &mut |p| {
+                    n += 1;
+                    planner.consider(p, &profile.name)
+                });
+                // The pods it considered and the evictor kept, each with why.
+                for (pod, kept) in evictor.take_kept() {
+                    planner.out.declined.push(Declined {
+                        node: pod.node_name.clone().unwrap_or_default(),
+                        pod,
+                        strategy: args.strategy(),
+                        profile: profile.name.clone(),
+                        why: Why::Kept(kept),
+                    });
                 }
                 planner.out.durations.push(StrategyRun {
                     profile: profile.name.clone(),
@@ -292,10 +245,11 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn consider(&mut self, p: Proposal, profile: &str) {
+    /// Plans the proposal or declines it, saying which to the strategy.
+    fn consider(&mut self, p: Proposal, profile: &str) -> Verdict {
         let key = (p.pod.namespace.to_string(), p.pod.name.clone());
         if self.planned.contains(&key) {
-            return;
+            return Verdict::Declined;
         }
         match self.check(&p) {
             Ok((to, pdbs)) => {
@@ -308,18 +262,27 @@ impl<'a> Planner<'a> {
                     strategy: p.strategy,
                     profile: profile.to_string(),
                 });
+                Verdict::Evicted
             }
-            Err(why) => self.out.declined.push(Declined {
-                pod: p.pod,
-                node: p.node,
-                strategy: p.strategy,
-                profile: profile.to_string(),
-                why,
-            }),
+            Err(why) => {
+                let verdict = match why {
+                    Why::Limit(Limit::PerNode(_) | Limit::Total(_)) => Verdict::NodeDone,
+                    _ => Verdict::Declined,
+                };
+                self.out.declined.push(Declined {
+                    pod: p.pod,
+                    node: p.node,
+                    strategy: p.strategy,
+                    profile: profile.to_string(),
+                    why,
+                });
+                verdict
+            }
         }
     }
 
-    /// Where the pod goes (None: a failed pod, which needs no place) and the budgets it spends, or why not.
+    /// Where the pod goes (None: a finished pod, which needs no place) and the budgets it spends, or
+    /// why not.
     #[allow(clippy::type_complexity)]
     fn check(&mut self, p: &Proposal) -> Result<(Option<(String, usize)>, Vec<usize>), Why> {
         let owner = owner_key(&p.pod);
@@ -337,6 +300,11 @@ impl<'a> Planner<'a> {
             }
         }
         self.limits(p)?;
+        // A finished pod needs no place, and its eviction spends no disruption budget: the API
+        // evicts a pod that is not running without checking them.
+        if p.pod.meta.phase.finished() {
+            return Ok((None, Vec::new()));
+        }
         let pdbs: Vec<usize> = self
             .cluster
             .pdbs
@@ -350,9 +318,6 @@ impl<'a> Planner<'a> {
             return Err(Why::Budget {
                 pdb: format!("{}/{}", b.namespace, b.name),
             });
-        }
-        if p.pod.meta.phase == PodPhase::Failed {
-            return Ok((None, pdbs));
         }
         let to = self.destination(p, last.map(|m| m.from.as_str()))?;
         Ok((Some(to), pdbs))
@@ -464,7 +429,7 @@ impl<'a> Planner<'a> {
             .entry(p.pod.namespace.to_string())
             .or_default() += 1;
         let Some((name, j)) = to else {
-            // A failed pod's removal moves nothing: its workload stays free for other strategies.
+            // A finished pod's removal moves nothing: its workload stays free for other strategies.
             return;
         };
         self.owners.insert(owner_key(&p.pod), p.strategy);
@@ -479,5 +444,11 @@ impl<'a> Planner<'a> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_converge;
+#[cfg(test)]
+mod tests_finished;
+#[cfg(test)]
+mod tests_kept;
 #[cfg(test)]
 mod tests_memo;

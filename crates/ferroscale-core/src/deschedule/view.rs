@@ -12,14 +12,17 @@ pub struct Cluster<'a> {
     pub nodes: &'a [Node],
     /// Every live pod, bound or pending.
     pub pods: &'a [Arc<Pod>],
-    /// Pods in phase `Failed`, still bound to their node (`RemoveFailedPods` reads them; the
-    /// autoscaling engine never sees them).
+    /// Pods finished (phase `Failed` or `Succeeded`), still bound to their node (`RemoveFailedPods`
+    /// and `PodLifeTime` read them; the autoscaling engine never sees them).
     pub failed: &'a [Arc<Pod>],
     pub pdbs: &'a [Pdb],
     /// Nodes being removed (scale-down, replacement, an interruption): no pod is planned onto them.
     pub removing: &'a HashSet<String>,
     /// PriorityClass name → value, for the evictor's `priorityThreshold.name`.
     pub priority_classes: &'a BTreeMap<String, i32>,
+    /// Namespace name → labels, for the evictor's `namespaceLabelSelector` (`run` lists them);
+    /// None: each pod's `namespace_labels` (a dump's loader sets them).
+    pub namespaces: Option<&'a BTreeMap<String, BTreeMap<String, String>>>,
     /// Seconds since the epoch.
     pub now: i64,
 }
@@ -66,7 +69,7 @@ impl<'a> View<'a> {
         self.bound.get(node).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The failed pods still bound to a node.
+    /// The finished (failed or succeeded) pods still bound to a node.
     pub fn failed_on(&self, node: &str) -> &[Arc<Pod>] {
         self.failed.get(node).map(Vec::as_slice).unwrap_or(&[])
     }
@@ -100,6 +103,20 @@ impl Proposal {
             onto: None,
         }
     }
+}
+
+/// What the plan made of a proposal, told back to the strategy that made it: the node-utilization
+/// strategies count only evictions made (as the descheduler counts its evictor's successes) and go
+/// on to their next candidate when one is declined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Planned: the pod leaves its node.
+    Evicted,
+    /// Declined (no place, a budget, a cooldown, …): the strategy may try its next pod.
+    Declined,
+    /// Declined by a limit that holds for the rest of this node's pods (`maxNoOfPodsToEvictPerNode`,
+    /// `maxNoOfPodsToEvictTotal`): the strategy moves on to its next node.
+    NodeDone,
 }
 
 /// Whether scale-down (ours or another autoscaler's) is taking `node`: it carries the deletion taint,

@@ -3,6 +3,7 @@
 
 use thin_vec::ThinVec;
 
+use super::selector::{Requirement, SpreadConstraint};
 use super::shared::{Shared, SharedName};
 
 /// What autoscaling rules (not the scheduler's filters) read of a pod.
@@ -75,6 +76,14 @@ pub struct PodMeta {
     /// `status.nominatedNodeName`: the scheduler preempts pods on that node for this one, which waits
     /// for them to go (upstream places it there and asks no node for it).
     pub nominated_node: Option<Box<str>>,
+    /// `whenUnsatisfiable: ScheduleAnyway` topology spread constraints: the scheduler only scores
+    /// them, so no filter of the engine reads them; the descheduler's spread plugin balances them
+    /// when its `constraints` names `ScheduleAnyway`.
+    pub soft_spread: ThinVec<SpreadConstraint>,
+    /// `preferredDuringSchedulingIgnoredDuringExecution` node affinity: each term's weight and
+    /// requirements (ANDed). The scheduler only scores it; `RemovePodsViolatingNodeAffinity` moves a
+    /// pod to a node it prefers more.
+    pub preferred_node_affinity: ThinVec<(i32, Vec<Requirement>)>,
 }
 
 /// One of a pod's `status.conditions`. Strings are the shared copies (conditions repeat across pods).
@@ -103,6 +112,11 @@ pub enum PodPhase {
 }
 
 impl PodPhase {
+    /// `Succeeded` or `Failed`: the pod's containers are done and it needs no node.
+    pub fn finished(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+
     /// The phase as the API writes it (unknown words read as `Unknown`).
     pub fn parse(v: &str) -> PodPhase {
         match v {

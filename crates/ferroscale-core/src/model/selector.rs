@@ -195,6 +195,23 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
     req(part, SelectorOp::Exists, Vec::new())
 }
 
+/// A topology spread constraint (in `Pod::spread`, `whenUnsatisfiable: DoNotSchedule`; in
+/// `PodMeta::soft_spread`, `ScheduleAnyway`) (its `matchLabelKeys` merged
+/// into `selector` by the adapter; no `labelSelector` selects no pod). The defaults are upstream's:
+/// `minDomains` 1, `nodeAffinityPolicy: Honor`, `nodeTaintsPolicy: Ignore`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpreadConstraint {
+    pub max_skew: i32,
+    pub topology_key: String,
+    pub selector: LabelSelector,
+    /// `minDomains`: with fewer eligible domains, the least populated one counts as holding 0 pods.
+    pub min_domains: Option<i32>,
+    /// `nodeAffinityPolicy: Ignore`: nodes the pod's node selector and affinity exclude count too.
+    pub ignore_node_affinity: bool,
+    /// `nodeTaintsPolicy: Honor`: nodes with a taint the pod does not tolerate do not count.
+    pub honor_taints: bool,
+}
+
 #[cfg(test)]
 mod parse_tests {
     use super::*;

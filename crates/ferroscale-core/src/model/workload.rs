@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 pub use super::pod_meta::{ContainerState, Owner, PodCondition, PodMeta, PodPhase, SafeToEvict};
-pub use super::selector::{LabelSelector, Requirement, SelectorOp, FIELD_NODE_NAME};
+pub use super::selector::{
+    LabelSelector, Requirement, SelectorOp, SpreadConstraint, FIELD_NODE_NAME,
+};
 use thin_vec::ThinVec;
 
 use super::shared::{Labels, Shared, SharedName};
@@ -80,22 +82,6 @@ pub struct PodAffinityTerm {
     /// `namespaceSelector`: None when not set (matches no namespace); an empty one matches them all.
     pub namespace_selector: Option<LabelSelector>,
     pub topology_key: String,
-}
-
-/// A topology spread constraint with `whenUnsatisfiable: DoNotSchedule` (its `matchLabelKeys` merged
-/// into `selector` by the adapter; no `labelSelector` selects no pod). The defaults are upstream's:
-/// `minDomains` 1, `nodeAffinityPolicy: Honor`, `nodeTaintsPolicy: Ignore`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SpreadConstraint {
-    pub max_skew: i32,
-    pub topology_key: String,
-    pub selector: LabelSelector,
-    /// `minDomains`: with fewer eligible domains, the least populated one counts as holding 0 pods.
-    pub min_domains: Option<i32>,
-    /// `nodeAffinityPolicy: Ignore`: nodes the pod's node selector and affinity exclude count too.
-    pub ignore_node_affinity: bool,
-    /// `nodeTaintsPolicy: Honor`: nodes with a taint the pod does not tolerate do not count.
-    pub honor_taints: bool,
 }
 
 /// A host port a container binds: (protocol, host IP, port).

@@ -12,6 +12,9 @@ use super::{KubeApi, PDBS, PODS};
 impl KubeApi {
     pub(super) fn evict(&self, namespace: &str, name: &str, body: Option<&Value>) -> Response {
         let mut s = self.store.lock().unwrap();
+        let grace = body.and_then(|b| b.pointer("/deleteOptions/gracePeriodSeconds"));
+        s.eviction_graces
+            .push((format!("{namespace}/{name}"), grace.and_then(Value::as_i64)));
         let key = |c: &str, n: &str| (c.to_string(), namespace.to_string(), n.to_string());
         let Some(pod) = s.objects.get(&key(PODS, name)).cloned() else {
             return status(404, "NotFound", format!("pods {name:?} not found"));

@@ -40,6 +40,8 @@ struct Store {
     refuse: Option<String>,
     /// Collections whose lists and watches fail (500) while set.
     failing: std::collections::BTreeSet<String>,
+    /// Each eviction asked, as (namespace/name, `deleteOptions.gracePeriodSeconds`).
+    eviction_graces: Vec<(String, Option<i64>)>,
 }
 
 /// The API server; cheap to clone.
@@ -66,6 +68,7 @@ pub const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
 pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 pub const PRIORITYCLASSES: &str = "/apis/scheduling.k8s.io/v1/priorityclasses";
+pub const NAMESPACES: &str = "/api/v1/namespaces";
 
 mod eviction;
 mod faults;
@@ -224,6 +227,11 @@ impl KubeApi {
     ) {
         self.store.lock().unwrap().interference =
             Some(((collection.into(), namespace.into(), name.into()), change));
+    }
+
+    /// Each eviction asked so far: the pod (namespace/name) and the grace period it was given.
+    pub fn eviction_graces(&self) -> Vec<(String, Option<i64>)> {
+        self.store.lock().unwrap().eviction_graces.clone()
     }
 
     /// Requests received so far, as `METHOD path?query`.

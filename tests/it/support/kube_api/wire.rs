@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 use super::{
-    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NODES, PDBS, PODS,
-    PRIORITYCLASSES, REPLICASETS, VOLUMES,
+    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NAMESPACES, NODES, PDBS,
+    PODS, PRIORITYCLASSES, REPLICASETS, VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -26,6 +26,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         CSINODES => "CSINode",
         REPLICASETS => "ReplicaSet",
         PRIORITYCLASSES => "PriorityClass",
+        NAMESPACES => "Namespace",
         _ => "Unknown",
     }
 }

@@ -1,7 +1,8 @@
 use super::*;
 use crate::deschedule::fixtures::{DeschedulerPod, Fixture};
+use crate::engine::predicates::Unfit;
 use crate::fixtures::{node, pod, resources};
-use crate::model::workload::{LabelSelector, Pdb};
+use crate::model::workload::{LabelSelector, Pdb, PodPhase};
 
 const GI: i64 = 1 << 30;
 

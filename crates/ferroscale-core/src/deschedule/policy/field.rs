@@ -172,6 +172,11 @@ impl<'a> Object<'a> {
         Field::new(value, path)
     }
 
+    /// Whether the key is written (null or not).
+    pub fn map_has(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+
     /// The field when present and not null.
     pub fn opt(&self, key: &str) -> Option<Field<'a>> {
         let f = self.get(key);

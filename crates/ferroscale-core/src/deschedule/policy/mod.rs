@@ -56,6 +56,16 @@ pub struct Policy {
     pub grace_period_seconds: Option<u64>,
 }
 
+/// The grace period an eviction gives the pod, in seconds: the policy's `gracePeriodSeconds` when
+/// set (as the descheduler sends it with each eviction), else the pod's own
+/// `terminationGracePeriodSeconds` (the API's default, 30, when it has none).
+pub fn grace_period(policy: Option<u64>, pod: &crate::model::workload::Pod) -> i64 {
+    match policy {
+        Some(g) => i64::try_from(g).unwrap_or(i64::MAX),
+        None => pod.meta.grace_period.unwrap_or(30).max(0),
+    }
+}
+
 /// One profile: its evictor and its strategies, `deschedule` ones then `balance` ones, each in the
 /// order the policy enables them. (The descheduler runs every profile's `deschedule` plugins
 /// before any profile's `balance` ones.)
@@ -305,3 +315,5 @@ impl Draft {
         Ok(policy)
     }
 }
+#[cfg(test)]
+mod tests_files;

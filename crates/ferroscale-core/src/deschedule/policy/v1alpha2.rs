@@ -35,9 +35,25 @@ const POINTS: [&str; 8] = [
 ];
 
 pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
-    let o = root.object(&TOP)?;
+    // v1alpha1's `strategies`, left null by the descheduler's chart when a user unsets its v1alpha1
+    // default (its issues #1268, #1383): read as absent, as the descheduler ran such files.
+    let mut known = TOP.to_vec();
+    known.push("strategies");
+    let o = root.object(&known)?;
     let mut draft = Draft::default();
     let mut warnings = Vec::new();
+    if let Some(s) = o.opt("strategies") {
+        return Err(s.err(
+            "a descheduler/v1alpha1 field: a v1alpha2 policy enables plugins in its profiles \
+             (null is accepted, as the descheduler's chart leaves it)",
+        ));
+    }
+    if o.map_has("strategies") {
+        warnings.push(Warning::new(
+            "strategies",
+            "null: ignored (a v1alpha1 field the descheduler's chart leaves in v1alpha2 files)",
+        ));
+    }
     limits(&o, &mut draft.limits)?;
     if let Some(g) = o.opt("gracePeriodSeconds") {
         draft.limits.grace_period_seconds = Some(g.int(0, i64::MAX)?.unsigned_abs());

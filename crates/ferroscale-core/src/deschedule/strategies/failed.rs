@@ -97,7 +97,7 @@ pub fn propose(args: &RemoveFailedPodsArgs, view: &View, evictor: &Evictor) -> V
         out.extend(
             failed
                 .filter(|p| {
-                    scope.admits(p) && args.selects(p, view.now()) && evictor.admits(p).is_ok()
+                    scope.admits(p) && args.selects(p, view.now()) && evictor.admits_noting(p)
                 })
                 .map(|p| Proposal::anywhere(p, Strategy::RemoveFailedPods)),
         );

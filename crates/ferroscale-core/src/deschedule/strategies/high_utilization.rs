@@ -9,6 +9,7 @@ use super::low_utilization::thresholds;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::validate;
+use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::Pod;
 
@@ -49,6 +50,22 @@ impl HighNodeUtilizationArgs {
 /// The pods `HighNodeUtilization` would evict, in the order it would evict them; `onto`: the
 /// schedulable nodes that are not underutilized.
 pub fn propose(args: &HighNodeUtilizationArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+    let mut out = Vec::new();
+    propose_into(args, view, evictor, &mut |p| {
+        out.push(p);
+        Verdict::Evicted
+    });
+    out
+}
+
+/// The pods this strategy would evict, each told to `sink` in turn: a declined one is replaced by
+/// the node's next candidate, only the evictions made count.
+pub fn propose_into(
+    args: &HighNodeUtilizationArgs,
+    view: &View,
+    evictor: &Evictor,
+    sink: &mut dyn FnMut(Proposal) -> Verdict,
+) {
     let names = usage::counted(&args.thresholds);
     let full: Thresholds = args.thresholds.keys().map(|k| (k.clone(), 100.0)).collect();
     let (mut under, mut rest) = (Vec::new(), Vec::new());
@@ -73,7 +90,7 @@ pub fn propose(args: &HighNodeUtilizationArgs, view: &View, evictor: &Evictor) -
         || under.len() == view.nodes().len()
         || rest.is_empty()
     {
-        return Vec::new();
+        return;
     }
     usage::sort_by_usage(&mut under, true);
     let only_thresholding = args
@@ -92,7 +109,7 @@ pub fn propose(args: &HighNodeUtilizationArgs, view: &View, evictor: &Evictor) -
         go_on: &|_, available| usage::room_left(available),
         node_limit: None,
     }
-    .run(under, &rest)
+    .run(under, &rest, sink);
 }
 
 #[cfg(test)]

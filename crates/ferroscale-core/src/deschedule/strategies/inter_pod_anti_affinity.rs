@@ -198,10 +198,7 @@ pub fn propose(
             .unwrap_or_default();
         priority_low_to_high(&mut pods);
         for pod in &pods {
-            if !pod.anti_affinity.is_empty()
-                && near.repelled(pod, node)
-                && evictor.filter(pod).is_ok()
-            {
+            if !pod.anti_affinity.is_empty() && near.repelled(pod, node) && evictor.allows(pod) {
                 near.gone.insert(Arc::as_ptr(pod));
                 out.push(Proposal::anywhere(
                     pod,

@@ -239,7 +239,7 @@ pub fn propose(args: &PodLifeTimeArgs, view: &View, evictor: &Evictor) -> Vec<Pr
         .nodes()
         .iter()
         .flat_map(|n| view.pods_on(&n.name).iter().chain(view.failed_on(&n.name)))
-        .filter(|p| scope.admits(p) && args.selects(p, view.now()) && evictor.admits(p).is_ok())
+        .filter(|p| scope.admits(p) && args.selects(p, view.now()) && evictor.admits_noting(p))
         .collect();
     pods.sort_by_key(|p| p.meta.created);
     pods.into_iter()

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::validate;
+use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
 
 /// `LowNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.
@@ -141,6 +142,22 @@ pub(super) fn thresholds(t: &Thresholds, field: &str, out: &mut Problems) -> boo
 /// The pods `LowNodeUtilization` would evict, in the order it would evict them; `onto`: the
 /// underutilized nodes.
 pub fn propose(args: &LowNodeUtilizationArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+    let mut out = Vec::new();
+    propose_into(args, view, evictor, &mut |p| {
+        out.push(p);
+        Verdict::Evicted
+    });
+    out
+}
+
+/// The pods this strategy would evict, each told to `sink` in turn: a declined one is replaced by
+/// the node's next candidate, only the evictions made count.
+pub fn propose_into(
+    args: &LowNodeUtilizationArgs,
+    view: &View,
+    evictor: &Evictor,
+    sink: &mut dyn FnMut(Proposal) -> Verdict,
+) {
     let names = usage::counted(&args.thresholds);
     let snapshot = usage::snapshot(view, &names);
     let pct: Vec<_> = snapshot
@@ -180,7 +197,7 @@ pub fn propose(args: &LowNodeUtilizationArgs, view: &View, evictor: &Evictor) ->
         || under.len() == view.nodes().len()
         || over.is_empty()
     {
-        return Vec::new();
+        return;
     }
     usage::sort_by_usage(&mut over, false);
     let go_on = |n: &NodeUsage, available: &usage::Amounts| {
@@ -201,7 +218,7 @@ pub fn propose(args: &LowNodeUtilizationArgs, view: &View, evictor: &Evictor) ->
         go_on: &go_on,
         node_limit: args.eviction_limits.as_ref().and_then(|l| l.node),
     }
-    .run(over, &under)
+    .run(over, &under, sink);
 }
 
 #[cfg(test)]

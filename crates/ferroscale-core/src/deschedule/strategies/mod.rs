@@ -3,6 +3,7 @@
 //! decides.
 
 use super::args::{ArgsError, Strategy};
+use super::view::Verdict;
 use super::{Evictor, Proposal, View};
 use failed::RemoveFailedPodsArgs;
 use high_utilization::HighNodeUtilizationArgs;
@@ -149,7 +150,29 @@ impl PluginArgs {
     }
 }
 
-/// The evictions a configured strategy proposes this cycle.
+/// The evictions a configured strategy proposes this cycle, each told to `sink` as it is made and
+/// answered with what the plan made of it: `LowNodeUtilization` and `HighNodeUtilization` go on to
+/// their next candidates when one is declined; the others propose every pod they find either way.
+pub fn propose_into(
+    args: &PluginArgs,
+    view: &View,
+    evictor: &Evictor,
+    sink: &mut dyn FnMut(Proposal) -> Verdict,
+) {
+    match args {
+        PluginArgs::LowNodeUtilization(a) => low_utilization::propose_into(a, view, evictor, sink),
+        PluginArgs::HighNodeUtilization(a) => {
+            high_utilization::propose_into(a, view, evictor, sink)
+        }
+        other => {
+            for p in propose(other, view, evictor) {
+                sink(p);
+            }
+        }
+    }
+}
+
+/// The evictions a configured strategy proposes this cycle, as if the plan made every one.
 pub fn propose(args: &PluginArgs, view: &View, evictor: &Evictor) -> Vec<Proposal> {
     match args {
         PluginArgs::RemoveFailedPods(a) => failed::propose(a, view, evictor),

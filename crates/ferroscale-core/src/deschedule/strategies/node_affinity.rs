@@ -1,10 +1,10 @@
 //! `RemovePodsViolatingNodeAffinity`, as the descheduler's plugin of that name proposes evictions:
-//! pods with required node affinity whose node no longer matches their node selector and required
-//! affinity, when they fit some node (the scheduler's filters but topology spread, which the planner
-//! checks).
-//!
-//! `preferredDuringSchedulingIgnoredDuringExecution` is read but proposes nothing: the pod model keeps
-//! only required node affinity (see [`RemovePodsViolatingNodeAffinityArgs::warnings`]).
+//! for `requiredDuringSchedulingIgnoredDuringExecution`, pods with required node affinity whose node
+//! no longer matches their node selector and required affinity; for
+//! `preferredDuringSchedulingIgnoredDuringExecution`, pods with preferred node affinity some node
+//! matches with more weight than theirs (each proposal's `onto`: those nodes, so the plan never moves
+//! a pod to a node it prefers no more). Either only when they fit some other node (the scheduler's
+//! filters but topology spread, which the planner checks).
 
 use std::collections::HashSet;
 
@@ -16,6 +16,7 @@ use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strateg
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::placement;
+use crate::model::workload::{Node, Pod};
 
 /// `nodeAffinityType` values the descheduler knows.
 pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
@@ -51,19 +52,12 @@ impl RemovePodsViolatingNodeAffinityArgs {
         out.done()
     }
 
-    /// What a run will not do as the descheduler would: a type it does not know (it logs and skips
-    /// it too) and the preferred type, which ferroscale does not evaluate.
+    /// What a run skips, as the descheduler does (it logs and skips a type it does not know).
     pub fn warnings(&self) -> Vec<String> {
         self.node_affinity_type
             .iter()
-            .filter_map(|t| match t.as_str() {
-                REQUIRED => None,
-                PREFERRED => Some(format!(
-                    "nodeAffinityType {PREFERRED}: not evaluated (only required node affinity is \
-                     modelled); no pod is evicted for it"
-                )),
-                other => Some(format!("nodeAffinityType {other:?}: unknown, ignored")),
-            })
+            .filter(|t| *t != REQUIRED && *t != PREFERRED)
+            .map(|t| format!("nodeAffinityType {t:?}: unknown, ignored"))
             .collect()
     }
 }
@@ -80,6 +74,9 @@ pub fn propose(
     let mut out = Vec::new();
     let mut proposed = HashSet::new();
     for kind in &args.node_affinity_type {
+        if kind == PREFERRED {
+            preferred(view, &scope, evictor, &fit, &mut proposed, &mut out);
+        }
         if kind != REQUIRED {
             continue;
         }
@@ -87,7 +84,7 @@ pub fn propose(
             for pod in view.pods_on(&node.name) {
                 let violates = !pod.node_affinity.is_empty()
                     && scope.admits(pod)
-                    && evictor.filter(pod).is_ok()
+                    && evictor.allows(pod)
                     && placement(pod, node).is_err()
                     && fit.fits_any_other_unspread(pod);
                 if violates && proposed.insert(pod.key()) {
@@ -100,6 +97,60 @@ pub fn propose(
         }
     }
     out
+}
+
+/// The preferred type's proposals: pods some node matches with more preferred weight than their own
+/// node, each onto those nodes.
+fn preferred(
+    view: &View,
+    scope: &Scope,
+    evictor: &Evictor,
+    fit: &Fit,
+    proposed: &mut HashSet<String>,
+    out: &mut Vec<Proposal>,
+) {
+    for node in view.nodes() {
+        for pod in view.pods_on(&node.name) {
+            if pod.meta.preferred_node_affinity.is_empty()
+                || !scope.admits(pod)
+                || !evictor.allows(pod)
+            {
+                continue;
+            }
+            let here = weight(pod, node);
+            let better: Vec<String> = view
+                .nodes()
+                .iter()
+                .filter(|n| weight(pod, n) > here)
+                .map(|n| n.name.clone())
+                .collect();
+            if better.is_empty() || !fit.fits_any_other_unspread(pod) {
+                continue;
+            }
+            if proposed.insert(pod.key()) {
+                out.push(Proposal {
+                    onto: Some(better.into()),
+                    ..Proposal::anywhere(pod, Strategy::RemovePodsViolatingNodeAffinity)
+                });
+            }
+        }
+    }
+}
+
+/// The sum of the weights of the pod's preferred node affinity terms the node matches (a term
+/// without requirements matches none), as the descheduler and the scheduler's scoring add them.
+pub fn weight(pod: &Pod, node: &Node) -> i64 {
+    pod.meta
+        .preferred_node_affinity
+        .iter()
+        .filter(|(_, term)| {
+            !term.is_empty()
+                && term
+                    .iter()
+                    .all(|r| r.admits_node(&node.labels, node.field_name()))
+        })
+        .map(|(w, _)| i64::from(*w))
+        .sum()
 }
 
 #[cfg(test)]

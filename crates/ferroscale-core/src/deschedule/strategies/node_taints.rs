@@ -72,7 +72,7 @@ pub fn propose(
             continue;
         }
         for pod in view.pods_on(&node.name) {
-            if !scope.admits(pod) || evictor.filter(pod).is_err() {
+            if !scope.admits(pod) || !evictor.allows(pod) {
                 continue;
             }
             let tolerated = |t: &&Taint| pod.tolerations.iter().any(|tol| tol.tolerates(t));

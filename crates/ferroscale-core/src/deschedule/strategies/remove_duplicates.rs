@@ -58,7 +58,7 @@ pub fn propose(args: &RemoveDuplicatesArgs, view: &View, evictor: &Evictor) -> V
                     .iter()
                     .any(|o| args.exclude_owner_kinds.contains(&o.kind))
                 || !scope.admits(pod)
-                || evictor.filter(pod).is_err()
+                || !evictor.allows(pod)
                 // The costliest check last.
                 || !fit.admits(pod)
             {

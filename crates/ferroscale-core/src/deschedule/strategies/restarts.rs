@@ -81,7 +81,7 @@ pub fn propose(
             .filter(|p| scope.admits(p))
             .map(|p| (args.restarts(p), p))
             .filter(|(n, p)| {
-                *n >= args.pod_restart_threshold && args.in_states(p) && evictor.admits(p).is_ok()
+                *n >= args.pod_restart_threshold && args.in_states(p) && evictor.admits_noting(p)
             })
             .collect();
         pods.sort_by_key(|(n, _)| std::cmp::Reverse(*n));

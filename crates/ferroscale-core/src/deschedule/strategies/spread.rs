@@ -4,9 +4,9 @@
 //! moved from the largest domains towards the smallest until each is within the skew of the average.
 //! Each proposal's `onto` is the nodes of the domains below the average.
 //!
-//! The pod model keeps only `whenUnsatisfiable: DoNotSchedule` constraints: `ScheduleAnyway` in
-//! `constraints` is accepted and balances nothing (see
-//! [`RemovePodsViolatingTopologySpreadConstraintArgs::warnings`]).
+//! `constraints` says which kinds of constraint are balanced: `DoNotSchedule` (the default; the pod's
+//! `spread`) and `ScheduleAnyway` (its `meta.soft_spread`), each kind counted apart, as the
+//! descheduler compares constraints with their `whenUnsatisfiable`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -62,24 +62,13 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
         out.done()
     }
 
-    /// What a run will not do as the descheduler would: `ScheduleAnyway` constraints are not modelled.
-    pub fn warnings(&self) -> Vec<String> {
-        if self
-            .constraints
-            .contains(&WhenUnsatisfiable::ScheduleAnyway)
-        {
-            vec![
-                "constraints: ScheduleAnyway is not evaluated (only DoNotSchedule constraints are \
-                  modelled); no pod is evicted for it"
-                    .to_string(),
-            ]
-        } else {
-            Vec::new()
-        }
-    }
-
     fn balances_do_not_schedule(&self) -> bool {
         self.constraints.is_empty() || self.constraints.contains(&WhenUnsatisfiable::DoNotSchedule)
+    }
+
+    fn balances_schedule_anyway(&self) -> bool {
+        self.constraints
+            .contains(&WhenUnsatisfiable::ScheduleAnyway)
     }
 }
 
@@ -88,12 +77,15 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
 struct Tsc {
     c: SpreadConstraint,
     pod: Arc<Pod>,
+    /// `whenUnsatisfiable: ScheduleAnyway`.
+    soft: bool,
 }
 
 impl Tsc {
     /// Same constraint, counting the same nodes (the descheduler's deep equality).
-    fn same(&self, c: &SpreadConstraint, pod: &Pod) -> bool {
-        self.c == *c
+    fn same(&self, c: &SpreadConstraint, soft: bool, pod: &Pod) -> bool {
+        self.soft == soft
+            && self.c == *c
             && (c.ignore_node_affinity
                 || (self.pod.node_selector == pod.node_selector
                     && self.pod.node_affinity == pod.node_affinity))
@@ -118,14 +110,18 @@ pub fn propose(
     view: &View,
     evictor: &Evictor,
 ) -> Vec<Proposal> {
-    if !args.balances_do_not_schedule() {
+    let (hard, soft) = (
+        args.balances_do_not_schedule(),
+        args.balances_schedule_anyway(),
+    );
+    if !hard && !soft {
         return Vec::new();
     }
     let scope = Scope::new(&args.namespaces, &args.label_selector);
     let mut by_namespace: BTreeMap<&str, Vec<Arc<Pod>>> = BTreeMap::new();
     for node in view.nodes() {
         for p in view.pods_on(&node.name) {
-            if scope.admits(p) && evictor.filter(p).is_ok() {
+            if scope.admits(p) && evictor.allows(p) {
                 by_namespace
                     .entry(&p.namespace)
                     .or_default()
@@ -143,15 +139,18 @@ pub fn propose(
         let mut by_selector: HashMap<(&str, &BTreeMap<String, String>), Vec<usize>> =
             HashMap::new();
         for p in pods {
-            for c in &p.spread {
+            let hard = p.spread.iter().filter(|_| hard).map(|c| (c, false));
+            let soft = p.meta.soft_spread.iter().filter(|_| soft);
+            for (c, is_soft) in hard.chain(soft.map(|c| (c, true))) {
                 let bucket = by_selector
                     .entry((&c.topology_key, &c.selector.match_labels))
                     .or_default();
-                if !bucket.iter().any(|&i| constraints[i].same(c, p)) {
+                if !bucket.iter().any(|&i| constraints[i].same(c, is_soft, p)) {
                     bucket.push(constraints.len());
                     constraints.push(Tsc {
                         c: c.clone(),
                         pod: p.clone(),
+                        soft: is_soft,
                     });
                 }
             }

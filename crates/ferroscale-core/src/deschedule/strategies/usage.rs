@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
+use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
 use crate::model::{Resources, TaintEffect};
@@ -214,9 +215,10 @@ impl<'e> NodeFit<'e> {
         NodeFit { evictor }
     }
 
-    /// Whether the pod may be evicted as far as `nodeFit` (and the namespace selector) go.
-    pub fn admits(&self, pod: &Pod) -> bool {
-        self.evictor.pre_evict(pod).is_ok()
+    /// Whether the pod may be evicted as far as `nodeFit` (and the namespace selector) go; a
+    /// refusal is noted for the plan.
+    pub fn admits(&self, pod: &Arc<Pod>) -> bool {
+        self.evictor.pre_evicts(pod)
     }
 }
 
@@ -257,8 +259,16 @@ pub struct Loop<'e, 'v> {
 }
 
 impl Loop<'_, '_> {
-    /// The evictions from `sources` (in order) towards `destinations`.
-    pub fn run(&self, sources: Vec<NodeUsage>, destinations: &[NodeUsage]) -> Vec<Proposal> {
+    /// The evictions from `sources` (in order) towards `destinations`, each told to `sink` as it is
+    /// chosen. Only those the sink makes count (towards the usage left and `node_limit`): after a
+    /// declined one the loop goes on to the node's next pod, as the descheduler goes on after a
+    /// failed eviction, until the node is within its target, the limit is reached or no pod is left.
+    pub fn run(
+        &self,
+        sources: Vec<NodeUsage>,
+        destinations: &[NodeUsage],
+        sink: &mut dyn FnMut(Proposal) -> Verdict,
+    ) {
         let mut available: Amounts = Amounts::new();
         for d in destinations {
             for n in self.names {
@@ -273,12 +283,11 @@ impl Loop<'_, '_> {
             .iter()
             .flat_map(|n| n.exclude.iter().map(String::as_str))
             .collect();
-        let mut out = Vec::new();
         for mut source in sources {
             let mut removable: Vec<Arc<Pod>> = source
                 .pods
                 .iter()
-                .filter(|p| self.evictor.filter(p).is_ok() && (self.eligible)(p))
+                .filter(|p| self.evictor.allows(p) && (self.eligible)(p))
                 .cloned()
                 .collect();
             if removable.is_empty() {
@@ -299,22 +308,26 @@ impl Loop<'_, '_> {
                 {
                     continue;
                 }
+                let verdict = sink(Proposal {
+                    onto: Some(onto.clone()),
+                    ..Proposal::anywhere(&pod, self.strategy)
+                });
+                match verdict {
+                    Verdict::Evicted => {}
+                    Verdict::Declined => continue,
+                    Verdict::NodeDone => break,
+                }
                 for n in self.names {
                     let used = if n == PODS { 1 } else { request(&pod, n) };
                     *source.usage.entry(n.clone()).or_default() -= used;
                     *available.entry(n.clone()).or_default() -= used;
                 }
                 evicted += 1;
-                out.push(Proposal {
-                    onto: Some(onto.clone()),
-                    ..Proposal::anywhere(&pod, self.strategy)
-                });
                 if !(self.go_on)(&source, &available) {
                     break;
                 }
             }
         }
-        out
     }
 }
 

@@ -4,8 +4,7 @@
 //! them: nodes 2000m / 3000 bytes / 10 pods, `nodeWithLabels` labelled `kubernetes.io/desiredNode=yes`;
 //! three pods owned by a pod on one node, `podWithNodeAffinity` requiring that label (`In [yes]`),
 //! `pod1` and `pod2` without affinity. The limits are the planner's: those cases check how many
-//! proposals a limit lets through. The `[preferred affinity]` cases expecting an eviction are not
-//! transcribed: the pod model has no preferred node affinity.
+//! proposals a limit lets through.
 
 use super::*;
 use crate::deschedule::strategies::testkit::*;
@@ -92,21 +91,48 @@ fn pod_is_correctly_scheduled_on_node_no_eviction_expected_required_affinity() {
     assert!(got.is_empty());
 }
 
-/// Also "... [preferred affinity]" expecting none: the preferred type proposes nothing here, and says
-/// so.
+/// `addPodsToNode(.., "preferred...")`: the first pod prefers the label with weight 10.
+fn preferring(node: &str) -> Vec<Pod> {
+    let mut pods = pods_on(node, false, false);
+    pods[0].meta.preferred_node_affinity = vec![(
+        10,
+        vec![req("kubernetes.io/desiredNode", SelectorOp::In, &["yes"])],
+    )]
+    .into();
+    pods
+}
+
 #[test]
 fn pod_is_correctly_scheduled_on_node_no_eviction_expected_preferred_affinity() {
-    let got = evict(
-        &[PREFERRED],
-        vec![labelled()],
-        pods_on(LABELLED, false, false),
-    );
+    let got = evict(&[PREFERRED], vec![labelled()], preferring(LABELLED));
     assert!(got.is_empty());
+}
+
+#[test]
+fn pod_is_scheduled_on_node_without_matching_labels_another_schedulable_node_available_with_better_fit_should_be_evicted(
+) {
     let a = RemovePodsViolatingNodeAffinityArgs {
         node_affinity_type: vec![PREFERRED.into()],
         ..Default::default()
     };
-    assert!(a.warnings()[0].contains("not evaluated"));
+    assert!(a.warnings().is_empty(), "the preferred type is honoured");
+    let args = PluginArgs::RemovePodsViolatingNodeAffinity(a);
+    let got = run(
+        args,
+        vec![bare(), labelled()],
+        preferring(BARE),
+        EvictorArgs::default(),
+    );
+    assert_eq!(names(&got), ["podWithNodeAffinity"]);
+    // Only onto the node it prefers more: the plan never moves it to one it prefers no more.
+    assert_eq!(got[0].onto.as_deref(), Some(&[LABELLED.to_string()][..]));
+}
+
+#[test]
+fn pod_is_scheduled_on_node_without_matching_labels_but_no_node_where_pod_fits_is_available_should_not_evict_preferred_affinity(
+) {
+    let got = evict(&[PREFERRED], vec![bare(), cordoned()], preferring(BARE));
+    assert!(got.is_empty());
 }
 
 #[test]

@@ -4,9 +4,7 @@
 //! request 100m, owned by a ReplicaSet, listed on each node by name (the source sorts them so); the
 //! default constraint is `maxSkew` over `zone` selecting `foo=bar`, `DoNotSchedule`. `nodeFit` is the
 //! evictor's: those cases check which proposals fit another node, by the scheduler's filters. The
-//! cases whose evictions come from `ScheduleAnyway` constraints ("(both constraints)", "(soft
-//! constraints)", "Multiple constraints (6 nodes/2 zones, 4 pods)") are not transcribed: the pod model
-//! keeps only `DoNotSchedule` ones.
+//! cases of `ScheduleAnyway` constraints are in `tests/soft.rs`.
 
 use super::*;
 use crate::deschedule::fixtures::DeschedulerPod;
@@ -45,6 +43,8 @@ struct G {
     node: &'static str,
     labels: Vec<(&'static str, &'static str)>,
     spread: Vec<SpreadConstraint>,
+    /// `whenUnsatisfiable: ScheduleAnyway` constraints.
+    soft: Vec<SpreadConstraint>,
     node_selector: Vec<(&'static str, &'static str)>,
     node_affinity: Vec<Vec<Requirement>>,
     no_owners: bool,
@@ -89,6 +89,7 @@ fn create(groups: &[G]) -> Vec<Pod> {
                 b.with(move |p| {
                     p.labels = labels(&gr.labels).into();
                     p.spread = gr.spread.clone().into();
+                    p.meta.soft_spread = gr.soft.clone().into();
                     p.node_selector = labels(&gr.node_selector);
                     p.node_affinity = gr.node_affinity.clone();
                     *p.tolerations = gr.tolerations.clone();
@@ -354,3 +355,4 @@ fn three_domains_size_5_5_5_max_skew_1_should_move_0_to_retain_5_5_5() {
 }
 
 mod more;
+mod soft;

@@ -237,16 +237,15 @@ fn two_domains_sizes_1_4_2_1_node_fit_enabled_should_move_1() {
     assert_eq!(got, ["pod-4"]);
 }
 
-/// Not an upstream case: `ScheduleAnyway` alone balances nothing and says so; unknown values are
-/// refused, naming them.
+/// Not an upstream case: `ScheduleAnyway` alone leaves `DoNotSchedule` constraints alone; unknown
+/// values are refused, naming them.
 #[test]
-fn schedule_anyway_alone_balances_nothing() {
+fn schedule_anyway_alone_balances_no_do_not_schedule_constraint() {
     let groups = [g(1, "n1").spread(zone(1)), g(2, "n1"), g(1, "n2")];
     let a = RemovePodsViolatingTopologySpreadConstraintArgs {
         constraints: vec![WhenUnsatisfiable::ScheduleAnyway],
         ..Default::default()
     };
-    assert!(a.warnings()[0].contains("ScheduleAnyway"));
     let p = PluginArgs::RemovePodsViolatingTopologySpreadConstraint(a);
     assert!(balance(two_zones(), &groups, p, false).is_empty());
     let bad = serde_norway::from_str::<RemovePodsViolatingTopologySpreadConstraintArgs>(
@@ -358,11 +357,19 @@ fn identical_constraints_as_the_descheduler() {
     let known = Tsc {
         c: zone(2),
         pod: owner.clone(),
+        soft: false,
     };
-    assert!(known.same(&zone(2), &owner), "new constraint is identical");
     assert!(
-        !known.same(&node_key(3), &owner),
+        known.same(&zone(2), false, &owner),
+        "new constraint is identical"
+    );
+    assert!(
+        !known.same(&node_key(3), false, &owner),
         "new constraint is different"
+    );
+    assert!(
+        !known.same(&zone(2), true, &owner),
+        "whenUnsatisfiable differs"
     );
 }
 
