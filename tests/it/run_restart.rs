@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::support::fixtures::kube::{node, pod, POOL};
 use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
-use crate::support::restart::{reconciled, Site};
+use crate::support::restart::{allow, intent_written, one_evicted, reconciled, Site};
 use crate::support::run_harness::{eager, has_deletion_taint, pool, Harness};
 
 /// Successful evictions of `pod` (the API deleted it): at most one, or it was evicted twice.
@@ -62,12 +62,7 @@ async fn scale_down_killed_after_its_intent_is_written_is_rolled_back_then_done_
     s.api.hold("GET /api/v1/nodes/pool-b");
     let t = now();
     let _ = h.runner.run_once(t).await;
-    s.api
-        .wait_for("the intent", |api| {
-            api.get(NODES, "", "pool-b").unwrap()["metadata"]["annotations"]["ferroscale.io/intent"]
-                .is_string()
-        })
-        .await;
+    intent_written(&s.api, "pool-b").await;
     let mut h = s.restart(h, t + 5).await;
     assert_eq!(reconciled(&h, "scale-down", "rolled_back"), 1);
     s.settle(&mut h, t + 10, pool_b_gone).await;
@@ -84,15 +79,7 @@ async fn scale_down_killed_with_half_its_pods_evicted_evicts_only_the_rest() {
     h.synced(2, 3).await;
     let t = now();
     let _ = h.runner.run_once(t).await;
-    s.api
-        .wait_for("one pod evicted, the other refused", |api| {
-            ["web-1", "web-2"]
-                .iter()
-                .filter(|p| api.get(PODS, "default", p).is_none())
-                .count()
-                == 1
-        })
-        .await;
+    one_evicted(&s.api, ["web-1", "web-2"]).await;
     let first = if s.api.get(PODS, "default", "web-1").is_none() {
         "web-1"
     } else {
@@ -105,12 +92,7 @@ async fn scale_down_killed_with_half_its_pods_evicted_evicts_only_the_rest() {
         .filter(|r| r.contains(&format!("pods/{first}/eviction")))
         .count();
     // The budget recovers (the evicted pod's replacement runs elsewhere) while nobody runs.
-    s.api.update(
-        PDBS,
-        "default",
-        "web",
-        json!({"status": {"disruptionsAllowed": 1}}),
-    );
+    allow(&s.api, 1);
     let mut h = s.restart(h, t + 5).await;
     assert_eq!(reconciled(&h, "scale-down", "rolled_back"), 1);
     assert!(
@@ -248,21 +230,8 @@ async fn drift_killed_mid_drain_drains_the_rest_on_the_same_surge() {
     s.join(t + 5);
     h.synced(3, 2).await;
     let _ = h.runner.run_once(t + 10).await.unwrap();
-    s.api
-        .wait_for("one pod evicted", |api| {
-            ["web-1", "web-2"]
-                .iter()
-                .filter(|p| api.get(PODS, "default", p).is_none())
-                .count()
-                == 1
-        })
-        .await;
-    s.api.update(
-        PDBS,
-        "default",
-        "web",
-        json!({"status": {"disruptionsAllowed": 1}}),
-    );
+    one_evicted(&s.api, ["web-1", "web-2"]).await;
+    allow(&s.api, 1);
     let mut h = s.restart(h, t + 15).await;
     assert_eq!(reconciled(&h, "replacement", "resumed"), 1);
     s.settle(&mut h, t + 20, pool_a_replaced).await;
@@ -316,12 +285,7 @@ async fn a_notice_killed_after_its_intent_is_written_is_carried_on_from_the_node
     s.api.hold("GET /api/v1/nodes/pool-b");
     let t = now();
     let _ = h.runner.run_once(t).await;
-    s.api
-        .wait_for("the intent", |api| {
-            api.get(NODES, "", "pool-b").unwrap()["metadata"]["annotations"]["ferroscale.io/intent"]
-                .is_string()
-        })
-        .await;
+    intent_written(&s.api, "pool-b").await;
     // The restarted process hears of no notice: the node's intent carries it.
     let mut h = s.restart(h, t + 5).await;
     assert_eq!(reconciled(&h, "notice", "resumed"), 1);
@@ -337,22 +301,9 @@ async fn a_notice_killed_mid_drain_is_carried_on_and_leaves_no_cordon() {
     h.synced(2, 3).await;
     let t = now();
     let _ = h.runner.run_once(t).await;
-    s.api
-        .wait_for("one pod evicted", |api| {
-            ["web-1", "web-2"]
-                .iter()
-                .filter(|p| api.get(PODS, "default", p).is_none())
-                .count()
-                == 1
-        })
-        .await;
+    one_evicted(&s.api, ["web-1", "web-2"]).await;
     assert!(s.api.get(NODES, "", "pool-b").unwrap()["spec"]["unschedulable"] == true);
-    s.api.update(
-        PDBS,
-        "default",
-        "web",
-        json!({"status": {"disruptionsAllowed": 1}}),
-    );
+    allow(&s.api, 1);
     let mut h = s.restart(h, t + 5).await;
     assert_eq!(reconciled(&h, "notice", "resumed"), 1);
     s.settle(&mut h, t + 10, pool_b_gone).await;

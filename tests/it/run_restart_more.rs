@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::run_deschedule_emptied::{objects, settings as desched_settings};
 use crate::support::fixtures::kube::{node, pod, POOL};
 use crate::support::kube_api::{KubeApi, NODES, PDBS, PODS};
-use crate::support::restart::{reconciled, Site};
+use crate::support::restart::{allow, intent_of, one_evicted, reconciled, Site};
 use crate::support::run_harness::{has_deletion_taint, Harness};
 
 // ---- consolidation: m5-0..2 (9 of 16 cores used each) into one node of group `big` ----
@@ -143,16 +143,6 @@ async fn consolidation_killed_with_half_its_pods_evicted_finishes_on_the_new_nod
     assert_eq!(s.summary(), reference);
 }
 
-/// The web pods' budget allows `n` disruptions now (its controller recomputed it).
-fn allow(api: &KubeApi, n: i64) {
-    api.update(
-        PDBS,
-        "default",
-        "web",
-        json!({"status": {"disruptionsAllowed": n}}),
-    );
-}
-
 fn web_pods_left(api: &KubeApi) -> usize {
     ["web-0", "web-1"]
         .iter()
@@ -223,9 +213,7 @@ async fn an_emptied_node_killed_after_its_intent_is_written_is_removed_by_the_ne
     let t = now();
     h.runner.run_once(t).await.unwrap();
     assert!(
-        s.api.get(NODES, "", "pool-a").unwrap()["metadata"]["annotations"]["ferroscale.io/intent"]
-            .as_str()
-            .is_some_and(|i| i.contains("descheduled")),
+        intent_of(&s.api, "pool-a").is_some_and(|i| i.contains("descheduled")),
         "written with the cycle"
     );
     let mut h = s.restart(h, t + 5).await;
@@ -245,15 +233,7 @@ async fn an_emptied_node_killed_mid_drain_is_drained_of_the_rest() {
     // Emptied under a budget allowing both moves; by the drain, it allows one.
     allow(&s.api, 1);
     h.runner.run_once(t + 10).await.unwrap();
-    s.api
-        .wait_for("one pod evicted", |api| {
-            ["web-1", "web-2"]
-                .iter()
-                .filter(|p| api.get(PODS, "default", p).is_none())
-                .count()
-                == 1
-        })
-        .await;
+    one_evicted(&s.api, ["web-1", "web-2"]).await;
     allow(&s.api, 1);
     let mut h = s.restart(h, t + 15).await;
     assert_eq!(reconciled(&h, "descheduled", "resumed"), 1);
@@ -307,11 +287,7 @@ async fn a_new_leader_finishes_a_consolidation_the_old_one_left_mid_drain() {
     // By the time the new node joins, the budget allows one web pod to go: the other waits.
     allow(&s.api, 1);
     s.join(now());
-    s.api
-        .wait_for("one web pod evicted, the other held by its budget", |api| {
-            web_pods_left(api) == 1
-        })
-        .await;
+    one_evicted(&s.api, ["web-0", "web-1"]).await;
     // a steps down mid-drain (its drains stop where they are), and b takes the Lease over.
     stop_a.send(()).unwrap();
     a_runs.await.unwrap().unwrap();

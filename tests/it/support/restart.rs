@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::fixtures::kube::node;
 use super::gated::Gated;
-use super::kube_api::{KubeApi, NODES, PODS};
+use super::kube_api::{KubeApi, NODES, PDBS, PODS};
 use super::run_harness::{has_deletion_taint, run_settings, Harness};
 
 /// What survives a kill: the API server, the cloud, and how the process is configured.
@@ -261,4 +261,38 @@ pub fn reconciled(h: &Harness, action: &str, outcome: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(&want))
         .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// The node's `ferroscale.io/intent` annotation, as the API holds it.
+pub fn intent_of(api: &KubeApi, node: &str) -> Option<String> {
+    api.get(NODES, "", node)?["metadata"]["annotations"]["ferroscale.io/intent"]
+        .as_str()
+        .map(String::from)
+}
+
+/// Waits until `node` carries an intent.
+pub async fn intent_written(api: &KubeApi, node: &str) {
+    api.wait_for("the intent", |api| intent_of(api, node).is_some())
+        .await;
+}
+
+/// Waits until exactly one of `pods` was evicted (the other refused by its budget, and retried).
+pub async fn one_evicted(api: &KubeApi, pods: [&str; 2]) {
+    api.wait_for("one pod evicted, the other held by its budget", |api| {
+        pods.iter()
+            .filter(|p| api.get(PODS, "default", p).is_none())
+            .count()
+            == 1
+    })
+    .await;
+}
+
+/// The `web` budget allows `n` disruptions now (its controller recomputed it).
+pub fn allow(api: &KubeApi, n: i64) {
+    api.update(
+        PDBS,
+        "default",
+        "web",
+        json!({"status": {"disruptionsAllowed": n}}),
+    );
 }
