@@ -48,7 +48,19 @@ async fn scale_down_reference() -> String {
     let s = scale_down_site(2).await;
     let mut h = s.start().await;
     h.synced(2, 3).await;
-    s.settle(&mut h, now(), pool_b_gone).await;
+    let t = s.settle(&mut h, now(), pool_b_gone).await;
+    // Steady loops write no intent: only differences are written.
+    let patches = |api: &KubeApi| {
+        api.requests()
+            .iter()
+            .filter(|r| r.starts_with("PATCH /api/v1/nodes"))
+            .count()
+    };
+    let before = patches(&s.api);
+    h.synced_any().await;
+    h.runner.run_once(t).await.unwrap();
+    h.runner.run_once(t + 10).await.unwrap();
+    assert_eq!(patches(&s.api), before, "{:#?}", s.api.requests());
     s.summary()
 }
 
