@@ -64,6 +64,7 @@ mod run_restart_more;
 mod run_safety;
 mod run_volumes;
 mod simulate;
+mod simulate_backoff;
 mod simulate_conductor;
 mod simulate_conductor_props;
 mod simulate_consolidation;
