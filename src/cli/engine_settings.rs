@@ -4,6 +4,7 @@
 use super::flags::{ExpanderFlags, LoopFlags, UPSTREAM};
 use super::values::GpuTotal;
 use crate::engine::limits::GpuLimit;
+use crate::engine::settings::NodeGroupBackoff;
 use crate::engine::similar::Balancing;
 use crate::engine::taints::TaintConfig;
 use crate::engine::Settings;
@@ -49,6 +50,13 @@ impl LoopFlags {
             max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
             expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
+            // Set by the command from its own `--scan-interval` (`run`, `simulate`).
+            scan_interval: UPSTREAM.scan_interval,
+            node_group_backoff: NodeGroupBackoff {
+                initial: self.initial_node_group_backoff_duration.0,
+                max: self.max_node_group_backoff_duration.0,
+                reset: self.node_group_backoff_reset_timeout.0,
+            },
             scale_down_enabled: self.scale_down_enabled,
             scale_down_delay_after_add: self.scale_down_delay_after_add.0,
             scale_down_delay_after_delete: self.scale_down_delay_after_delete.0,

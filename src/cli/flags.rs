@@ -271,6 +271,15 @@ pub struct LoopFlags {
     /// Pods with priority below this never trigger a scale-up.
     #[arg(long, default_value_t = UPSTREAM.expendable_pods_priority_cutoff, allow_negative_numbers = true)]
     pub expendable_pods_priority_cutoff: i32,
+    /// A group whose scale-up failed is passed over this long after its first failure.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_group_backoff.initial))]
+    pub initial_node_group_backoff_duration: GoDuration,
+    /// A failure after the last backoff ended doubles it, up to this long.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_group_backoff.max))]
+    pub max_node_group_backoff_duration: GoDuration,
+    /// A group without a failed scale-up for this long backs off from the first duration again.
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_group_backoff.reset))]
+    pub node_group_backoff_reset_timeout: GoDuration,
     /// Whether nodes are ever removed.
     #[arg(long, default_value_t = UPSTREAM.scale_down_enabled, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub scale_down_enabled: bool,

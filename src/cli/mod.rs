@@ -173,6 +173,32 @@ mod tests {
     }
 
     #[test]
+    fn upstreams_backoff_flags_and_scan_interval_reach_the_engine() {
+        let f = run_flags(&[
+            "--initial-node-group-backoff-duration=1m",
+            "--max-node-group-backoff-duration",
+            "4m",
+            "--node-group-backoff-reset-timeout=1h",
+        ])
+        .unwrap();
+        assert!(f.upstream_only.is_empty(), "{:?}", f.upstream_only);
+        let s = f.rules.engine(&f.expander).unwrap();
+        let minutes = |m: u64| std::time::Duration::from_secs(m * 60);
+        assert_eq!(
+            (s.node_group_backoff.initial, s.node_group_backoff.max),
+            (minutes(1), minutes(4))
+        );
+        assert_eq!(s.node_group_backoff.reset, minutes(60));
+        // Without them, upstream's 5m, 30m and 3h.
+        let s = flags::default_engine();
+        assert_eq!(
+            (s.node_group_backoff.initial, s.node_group_backoff.max),
+            (minutes(5), minutes(30))
+        );
+        assert_eq!(s.node_group_backoff.reset, minutes(180));
+    }
+
+    #[test]
     fn a_flag_nobody_has_is_still_an_error() {
         let e = run_flags(&["--scan-intervall", "20s"]).unwrap_err();
         assert!(e.contains("--scan-intervall"), "{e}");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
 use super::deschedule_flags::DescheduleFlags;
-use super::flags::{CloudFlags, ExpanderFlags, LoopFlags};
+use super::flags::{CloudFlags, ExpanderFlags, LoopFlags, UPSTREAM};
 use super::kube_client::{identity, kube_clients};
 use super::serve::{bind, PRIORITY_FILE_POLL};
 use super::values::GoDuration;
@@ -50,8 +50,8 @@ pub struct RunFlags {
     /// Address of the HTTP listener for /metrics and /health-check.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8085")]
     pub address: SocketAddr,
-    /// Time between loops.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    /// Time between loops (also what upstream's unneeded-nodes limit divides the unneeded time by).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scan_interval))]
     pub scan_interval: GoDuration,
     /// Decide and report (logs, metrics), but change nothing: no cloud calls, taints, evictions,
     /// events, status or Lease.
@@ -191,7 +191,10 @@ pub async fn main(flags: RunFlags) -> Result<()> {
     for flag in &flags.upstream_only {
         tracing::warn!(%flag, "a cluster-autoscaler flag ferroscale does not implement; ignored");
     }
-    let settings = flags.rules.engine(&flags.expander)?;
+    let settings = crate::engine::Settings {
+        scan_interval: flags.scan_interval.0,
+        ..flags.rules.engine(&flags.expander)?
+    };
     let identity = identity();
     let run_settings = flags.run_settings(&identity)?;
     flags.cloud.check(&flags.expander)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::relative_to_config;
 use super::deschedule_flags::DescheduleFlags;
-use super::flags::{ExpanderFlags, LoopFlags};
+use super::flags::{ExpanderFlags, LoopFlags, UPSTREAM};
 use super::values::GoDuration;
 use crate::cloud::memory::MemoryConfig;
 use crate::engine::Settings;
@@ -38,8 +38,9 @@ pub struct SimulateFlags {
     /// Loops to run.
     #[arg(long, default_value_t = 1)]
     pub loops: u32,
-    /// Virtual time between loops.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    /// Virtual time between loops (also what upstream's unneeded-nodes limit divides the unneeded time
+    /// by).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scan_interval))]
     pub scan_interval: GoDuration,
     /// Virtual time from a scale-up to the new node joining (0: the next loop).
     #[arg(long, value_name = "DURATION", default_value = "0s")]
@@ -108,6 +109,14 @@ struct Variant {
 
 /// `groups` and `settings` with consolidation `policy` for every group (a group's own policy replaced,
 /// its `after` kept), and `min_savings` if given.
+/// The engine's settings from the loop's flags and `expander`, loops `--scan-interval` apart.
+fn rules(flags: &SimulateFlags, expander: &ExpanderFlags) -> Result<crate::engine::Settings> {
+    Ok(crate::engine::Settings {
+        scan_interval: flags.scan_interval.0,
+        ..flags.rules.engine(expander)?
+    })
+}
+
 fn with_policy(
     groups: &MemoryConfig,
     settings: &Settings,
@@ -177,7 +186,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     let mut variants = Vec::new();
     match (&chains, &policies) {
         (_, Some(policies)) => {
-            let settings = flags.rules.engine(&flags.expander)?;
+            let settings = rules(&flags, &flags.expander)?;
             for p in policies {
                 let (groups, settings) = with_policy(&groups, &settings, p.policy, p.min_savings);
                 variants.push(Variant {
@@ -195,7 +204,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
                     expander: chain.clone(),
                     ..flags.expander.clone()
                 };
-                let settings = flags.rules.engine(&expander)?;
+                let settings = rules(&flags, &expander)?;
                 let off = (flags.report.is_some()
                     && crate::simulate::consolidates(&groups, &prices, &settings)?)
                 .then(|| with_policy(&groups, &settings, ConsolidationPolicy::Never, None));

@@ -46,6 +46,7 @@ pub fn run_once(
         templates: group_templates(world, memory, now, &settings.taints),
     };
     let mut d = Decisions::default();
+    memory.backoff_policy = settings.node_group_backoff;
 
     // Upstream's cluster health: with too many unready nodes the loop only reports.
     if let Some(u) = unhealthy(&ctx) {

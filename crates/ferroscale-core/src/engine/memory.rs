@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
-use super::settings::Settings;
+use super::settings::{NodeGroupBackoff, Settings};
 use super::templates::GroupTemplate;
 use crate::backoff::Exponential;
 use crate::labels;
@@ -24,6 +24,9 @@ pub struct Memory {
     pub last_scale_down_failure: Option<i64>,
     /// Group → its backoff after failed scale-ups.
     pub backoff: HashMap<String, Backoff>,
+    /// How long groups back off: the settings' of the last loop (`run_once` sets it), so a failure
+    /// the actuator records after the loop backs off by the same flags as the engine's own.
+    pub backoff_policy: NodeGroupBackoff,
     /// Instance (provider id) → when it was first seen without a node.
     pub unregistered_since: HashMap<String, i64>,
     /// (instance type, zone) → until when it is taken as out of capacity: a launch that failed for lack
@@ -99,24 +102,30 @@ fn type_and_zone(t: &TemplateNode) -> Option<(String, String)> {
     ))
 }
 
-/// Backoff after a failed scale-up: 5 minutes, doubled per failure up to 30; forgotten after the reset.
-const BACKOFF: Exponential = Exponential::new(Duration::from_secs(300), Duration::from_secs(1800));
-const BACKOFF_RESET: i64 = 3 * 3600;
-
 impl Memory {
     /// Records that a scale-up of `group` failed at `now` for `reason` (upstream's error code): it is
-    /// skipped for 5m, 10m, ... up to 30m.
+    /// skipped for `--initial-node-group-backoff-duration`; a failure after that backoff ended doubles
+    /// it, up to `--max-node-group-backoff-duration`, and one while it lasts keeps its length (upstream:
+    /// concurrent failures do not compound). A group without a failure for
+    /// `--node-group-backoff-reset-timeout` starts again from the first.
     pub fn scale_up_failed(&mut self, group: &str, reason: &str, now: i64) {
-        let last = self
+        let policy = self.backoff_policy;
+        let pauses = Exponential::new(policy.initial, policy.max);
+        let seconds = match self
             .backoff
             .get(group)
-            .filter(|b| now - b.last_failure < BACKOFF_RESET)
-            .map(|b| Duration::from_secs(u64::try_from(b.seconds).unwrap_or(0)));
-        let seconds = secs(BACKOFF.after(last));
+            .filter(|b| now.saturating_sub(b.last_failure) <= secs(policy.reset))
+        {
+            None => secs(pauses.first),
+            Some(b) if now < b.until => b.seconds,
+            Some(b) => secs(pauses.after(Some(Duration::from_secs(
+                u64::try_from(b.seconds).unwrap_or(0),
+            )))),
+        };
         self.backoff.insert(
             group.to_string(),
             Backoff {
-                until: now + seconds,
+                until: now.saturating_add(seconds),
                 seconds,
                 last_failure: now,
                 reason: reason.to_string(),
@@ -135,13 +144,15 @@ impl Memory {
     }
 
     /// Records that spot capacity of `instance_type` in `zone` is being taken back (a spot interruption
-    /// warning): every group of that type in that zone is avoided for the first backoff.
+    /// warning): every group of that type in that zone is avoided for the first backoff
+    /// (`--initial-node-group-backoff-duration`).
     pub fn capacity_lost(&mut self, instance_type: String, zone: String, now: i64) {
+        let first = secs(self.backoff_policy.initial);
         let until = self
             .out_of_capacity
             .entry((instance_type, zone))
             .or_insert(now);
-        *until = (*until).max(now.saturating_add(secs(BACKOFF.first)));
+        *until = (*until).max(now.saturating_add(first));
     }
 
     /// Until when a template's instance type and zone are out of capacity, if they are.

@@ -9,7 +9,8 @@
 //! 1. [`Notices`], involuntary first: the cloud takes those instances whatever happens; then voluntary
 //!    ones, which need their pods' new nodes asked for by this loop's scale-up (so they run before it).
 //! 2. [`ScaleDownMethod`]: upstream's scale-down (empty nodes in bulk, then drained ones, a node the
-//!    descheduler emptied first), only in a loop without a scale-up.
+//!    descheduler emptied first). In a loop that scales up it still finds the unneeded nodes (their
+//!    timers and soft taints), as upstream's RunOnce; its removals wait `--scale-down-delay-after-add`.
 //! 3. [`Replacement`]: drift and expiry, surge first.
 //! 4. [`Consolidation`]: deletions, and replacements surge first.
 //! 5. The descheduler, outside the core loop (`run` and `simulate` run it after acting): it plans on the
@@ -75,7 +76,7 @@ pub(super) struct ScaleDownMethod;
 
 impl Method for ScaleDownMethod {
     fn run(&mut self, t: &mut Turn) {
-        if !t.ctx.settings.scale_down_enabled || !t.d.scale_up.is_empty() {
+        if !t.ctx.settings.scale_down_enabled {
             return;
         }
         let moves = scale_down(

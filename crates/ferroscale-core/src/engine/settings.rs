@@ -32,6 +32,12 @@ pub struct Settings {
     pub new_pod_scale_up_delay: Duration,
     /// `--expendable-pods-priority-cutoff`: pods below it never trigger a scale-up.
     pub expendable_pods_priority_cutoff: i32,
+    /// `--scan-interval`: the time between loops, which upstream's unneeded-nodes limit divides the
+    /// unneeded time by.
+    pub scan_interval: Duration,
+    /// How long a group backs off after failed scale-ups (`--initial-node-group-backoff-duration`,
+    /// `--max-node-group-backoff-duration`, `--node-group-backoff-reset-timeout`).
+    pub node_group_backoff: NodeGroupBackoff,
     /// `--scale-down-enabled`.
     pub scale_down_enabled: bool,
     /// `--scale-down-delay-after-add`.
@@ -126,6 +132,35 @@ pub struct Settings {
     pub consolidation_search_time: Duration,
 }
 
+/// Upstream's exponential backoff of a group after failed scale-ups (`exponential_backoff.go`): the
+/// first failure backs it off `initial`, a failure after that backoff ended doubles it up to `max`, and
+/// a group without a failure for `reset` starts again from `initial`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeGroupBackoff {
+    /// `--initial-node-group-backoff-duration`.
+    pub initial: Duration,
+    /// `--max-node-group-backoff-duration`.
+    pub max: Duration,
+    /// `--node-group-backoff-reset-timeout`.
+    pub reset: Duration,
+}
+
+impl NodeGroupBackoff {
+    /// Upstream's defaults: 5m, 30m, 3h.
+    pub const UPSTREAM: NodeGroupBackoff = NodeGroupBackoff {
+        initial: Duration::from_secs(5 * 60),
+        max: Duration::from_secs(30 * 60),
+        reset: Duration::from_secs(3 * 3600),
+    };
+}
+
+impl Default for NodeGroupBackoff {
+    /// Upstream's defaults, for a memory no loop has run with yet.
+    fn default() -> Self {
+        NodeGroupBackoff::UPSTREAM
+    }
+}
+
 impl Settings {
     /// A group's disruption budget: its own, else `--max-disruption`.
     pub fn budget_of(&self, g: &NodeGroup) -> Budget {
@@ -178,6 +213,8 @@ impl Settings {
             max_nodegroup_binpacking_duration: Duration::from_secs(10),
             new_pod_scale_up_delay: Duration::ZERO,
             expendable_pods_priority_cutoff: -10,
+            scan_interval: Duration::from_secs(10),
+            node_group_backoff: NodeGroupBackoff::UPSTREAM,
             scale_down_enabled: true,
             scale_down_delay_after_add: Duration::from_secs(600),
             scale_down_delay_after_delete: Duration::ZERO,

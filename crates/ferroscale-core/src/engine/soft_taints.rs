@@ -89,4 +89,54 @@ mod tests {
         let d = world.run_once(&s, &mut Memory::default(), 10_000);
         assert_eq!(d.soft_taint, Vec::<String>::new());
     }
+
+    /// Upstream: static_autoscaler.go RunOnce runs scale-down's UpdateClusterState and
+    /// updateSoftDeletionTaints in a loop that scaled up too; only the removals wait for
+    /// `--scale-down-delay-after-add`.
+    #[test]
+    fn a_loop_that_scales_up_still_times_unneeded_nodes_and_soft_taints_them() {
+        use crate::engine::reasons::{Pause, Unremovable};
+        use crate::fixtures::{group, node, resources, web, GIB};
+        const T0: i64 = 10_000;
+        // `wide` fits only a node of `big`: every loop scales up.
+        let mut world = pool("pool", 0, &[("busy", &[("hog", 3000)]), ("idle", &[])])
+            .group(
+                group("big")
+                    .sizes(0, 10, 0)
+                    .template(node("big").sized(resources(8000, 32 * GIB, 50)).template())
+                    .build(),
+            )
+            .pod(web("wide", 6000).unschedulable().build());
+        world.nodes[0].taints.push(candidate());
+        let s = Settings::upstream();
+        let mut memory = Memory::default();
+        let d = world.run_once(&s, &mut memory, T0);
+        assert_eq!(d.scale_up.len(), 1, "{d:?}");
+        assert_eq!(memory.unneeded_since.get("idle"), Some(&T0), "{memory:?}");
+        assert_eq!(
+            (d.soft_taint, d.soft_untaint),
+            (vec!["idle".to_string()], vec!["busy".to_string()])
+        );
+
+        // The unneeded time is up in another loop that scales up: the timer ran on, the removal waits.
+        let d = world.run_once(&s, &mut memory, T0 + 600);
+        assert_eq!(d.scale_up.len(), 1, "{d:?}");
+        assert!(d.scale_down.is_empty(), "{d:?}");
+        assert!(
+            d.unremovable
+                .contains(&("idle".into(), Unremovable::Paused(Pause::AfterAdd))),
+            "{d:?}"
+        );
+        assert_eq!(memory.unneeded_since.get("idle"), Some(&T0));
+
+        // Without the delay, as upstream, the node goes in the loop that scales up.
+        let no_delay = Settings {
+            scale_down_delay_after_add: std::time::Duration::ZERO,
+            ..Settings::upstream()
+        };
+        let d = world.run_once(&no_delay, &mut memory, T0 + 601);
+        assert_eq!(d.scale_up.len(), 1, "{d:?}");
+        let removed: Vec<&str> = d.scale_down.iter().map(|r| r.node.as_str()).collect();
+        assert_eq!(removed, ["idle"]);
+    }
 }

@@ -1,6 +1,6 @@
 //! One loop (`run_once`) as a person reads its decisions: why each pending pod waits, nothing but a
 //! report from an unhealthy cluster, scale-down held back by a doubt about the state but scale-up not,
-//! and no scale-down in a loop that scales up.
+//! and no removal in a loop that scales up (within `--scale-down-delay-after-add`).
 
 use std::time::Duration;
 
@@ -100,13 +100,21 @@ fn a_doubt_holds_scale_down_back_but_not_scale_up() {
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
     assert_eq!(d.scale_up[0].group, "big");
 
-    // Without the doubt, no scale-down either in a loop that scales up.
+    // Without the doubt, a loop that scales up still finds the idle node unneeded (as upstream), and
+    // its removal waits for --scale-down-delay-after-add.
     world.doubts.clear();
     let mut memory = Memory::default();
     world.run_once(&s, &mut memory, T0);
     let d = world.run_once(&s, &mut memory, T0 + 600);
     assert_eq!(d.scale_up.len(), 1, "{d:?}");
-    assert!(d.scale_down.is_empty() && d.unremovable.is_empty(), "{d:?}");
+    assert!(d.scale_down.is_empty(), "{d:?}");
+    assert_eq!(
+        d.unremovable,
+        [(
+            "idle".to_string(),
+            crate::engine::reasons::Unremovable::Paused(crate::engine::reasons::Pause::AfterAdd)
+        )]
+    );
 }
 
 /// A pool whose node `a` is full and whose target (2) counts `b`, registered at `created` as `b` says;

@@ -11,23 +11,21 @@ use crate::engine::settings::Settings;
 use crate::labels;
 use crate::model::workload::Pod;
 
-/// The loop interval upstream's unneeded-nodes limit assumes (`--scan-interval`'s default).
-const LOOP_INTERVAL_SECS: u64 = 10;
-
 /// Upstream's `unneededNodesLimit`: one loop finds at most 2 × `--max-scale-down-parallelism` more
 /// unneeded nodes than the last (a buffer for nodes that stop being unneeded), and never more than the
 /// parallelism times the loops of one unneeded time, plus that buffer: scale-down could not remove more
-/// before they are looked at again.
+/// before they are looked at again. The loops are `--scan-interval` apart (upstream measures the
+/// shortest time between two loops, which is the scan interval when loops come on time).
 pub(super) fn unneeded_limit(settings: &Settings, previously: usize) -> usize {
     let n = settings.max_scale_down_parallelism.max(1);
+    let interval = settings.scan_interval.as_nanos().max(1);
     let unneeded = settings
         .defaults
         .scale_down_unneeded_time
-        .as_secs()
-        .max(LOOP_INTERVAL_SECS);
-    let upper = n
-        .saturating_mul((unneeded / LOOP_INTERVAL_SECS) as usize)
-        .saturating_add(n);
+        .as_nanos()
+        .max(interval);
+    let loops = usize::try_from(unneeded / interval).unwrap_or(usize::MAX);
+    let upper = n.saturating_mul(loops).saturating_add(n);
     previously.saturating_add(2 * n).min(upper)
 }
 

@@ -243,6 +243,21 @@ fn each_loop_finds_at_most_twice_the_parallelism_more_unneeded_nodes() {
         found.push(memory.unneeded_since.len());
     }
     assert_eq!(found, [2, 4, 6, 7]);
+
+    // Its upper bound is the parallelism per loop of one unneeded time, loops `--scan-interval` apart,
+    // plus the buffer: with 5m loops and the 10m unneeded time, 1 × 2 + 1.
+    let slow = Settings {
+        scan_interval: std::time::Duration::from_secs(300),
+        ..s
+    };
+    let mut memory = Memory::default();
+    let found: Vec<usize> = (0..4)
+        .map(|k| {
+            world.run_once(&slow, &mut memory, T0 + k);
+            memory.unneeded_since.len()
+        })
+        .collect();
+    assert_eq!(found, [2, 3, 3, 3]);
 }
 
 /// Upstream: eligibility.go applies the utilization threshold to unready nodes too; an unready node

@@ -294,3 +294,45 @@ fn a_group_whose_nodes_never_become_ready_is_skipped_for_a_healthy_one() {
         }]
     );
 }
+
+/// Upstream: exponential_backoff.go with `--initial-node-group-backoff-duration`,
+/// `--max-node-group-backoff-duration` and `--node-group-backoff-reset-timeout`. A group whose scale-ups
+/// keep failing is passed over for the flags' first backoff, doubled per failure after one ended up to
+/// the max; a failure while it is backed off keeps its length, and one after the reset time starts over.
+#[test]
+fn a_failing_group_backs_off_as_long_as_the_backoff_flags_say() {
+    let world = TestWorld::default()
+        .group(from_zero("failing", 4000))
+        .pod(pending("web", 3000));
+    let s = Settings {
+        node_group_backoff: crate::engine::settings::NodeGroupBackoff {
+            initial: std::time::Duration::from_secs(60),
+            max: std::time::Duration::from_secs(240),
+            reset: std::time::Duration::from_secs(3600),
+        },
+        ..Settings::upstream()
+    };
+    let mut memory = Memory::default();
+    let mut at = NOW;
+    let mut pauses = Vec::new();
+    for _ in 0..4 {
+        // The loop grows the group (the backoff is over) and hands over its settings; its launch fails.
+        let d = world.run_once(&s, &mut memory, at);
+        assert_eq!(d.scale_up.len(), 1, "{d:?}");
+        memory.scale_up_failed("failing", "cloudProviderError", at);
+        let until = memory.backed_off("failing", at).unwrap();
+        let d = world.run_once(&s, &mut memory, until - 1);
+        assert!(d.scale_up.is_empty(), "backed off until {until}: {d:?}");
+        pauses.push(until - at);
+        at = until + 1;
+    }
+    assert_eq!(pauses, [60, 120, 240, 240]);
+
+    // Another failure while backed off keeps the length; one after the reset time starts over.
+    memory.scale_up_failed("failing", "cloudProviderError", at);
+    memory.scale_up_failed("failing", "cloudProviderError", at + 10);
+    assert_eq!(memory.backed_off("failing", at + 10), Some(at + 10 + 240));
+    let later = at + 10 + 3601;
+    memory.scale_up_failed("failing", "cloudProviderError", later);
+    assert_eq!(memory.backed_off("failing", later), Some(later + 60));
+}
