@@ -419,6 +419,7 @@ pub struct LoopFlags {
     /// count or a percentage rounded up, 0 blocking (a group's `disruptionBudget` overrides, and only a
     /// group's own budget also limits scale-down).
     #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_disruption.to_string())]
+    #[serde(deserialize_with = "count_or_text")]
     pub max_disruption: String,
     /// Most nodes a minute that spot warnings and stopping instances take out without regard to pod
     /// disruption budgets, a count or a percentage of the cluster's nodes rounded up (`10%`); beyond it

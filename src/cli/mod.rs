@@ -217,4 +217,15 @@ mod tests {
             assert_eq!(f.rules.max_interruptions_per_minute, read);
         }
     }
+
+    #[test]
+    fn a_config_file_gives_the_disruption_budget_as_a_count_or_a_share() {
+        let dir = tempfile::tempdir().unwrap();
+        for (written, read) in [("2", "2"), ("\"25%\"", "25%")] {
+            let path = dir.path().join("run.yaml");
+            std::fs::write(&path, format!("maxDisruption: {written}\n")).unwrap();
+            let f = run_flags(&["--config", path.to_str().unwrap()]).unwrap();
+            assert_eq!(f.rules.max_disruption, read);
+        }
+    }
 }
