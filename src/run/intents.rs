@@ -3,6 +3,8 @@
 //! drain's taint and cordon undone, the annotation cleared) or found finished; each outcome is an
 //! Event on its node and a count in `ferroscale_intents_reconciled_total{action,outcome}`.
 
+use std::collections::HashSet;
+
 use crate::actuator::{Cluster, EventKind, Lookup, Mark, Regarding};
 use crate::engine::intents::{self, Outcome, Reconciled};
 use crate::model::instance_id;
@@ -14,7 +16,8 @@ use crate::metrics::IntentMetrics;
 impl Runner {
     /// Reconciles every intent on the nodes, then takes off the deletion taints nothing owns (left
     /// by a version without intents, or by cluster-autoscaler), as upstream cleans up when it starts
-    /// acting. `now` is the loop's clock. Not in dry-run.
+    /// acting: one reading of the index and one cloud refresh serve both. `now` is the loop's clock.
+    /// Not in dry-run.
     pub async fn start_acting(&mut self, now: i64) {
         if self.run.dry_run {
             return;
@@ -43,7 +46,28 @@ impl Runner {
             let uid = self.observer.index.node(&r.node).and_then(|n| n.uid);
             undo(&cluster, &record, r, uid, now).await;
         }
-        self.clean_stale_taints().await;
+        // From the same reading: deletion taints no intent accounts for, unless their instance is
+        // terminating (untainted, pods would land on it and die undrained).
+        let reconciled: HashSet<&str> = outcomes.iter().map(|r| r.node.as_str()).collect();
+        let stale = nodes
+            .iter()
+            .filter(|f| !reconciled.contains(f.name.as_str()))
+            .filter(|f| {
+                self.observer
+                    .index
+                    .nodes
+                    .get(&f.name)
+                    .is_some_and(|(n, _)| n.marked_for_deletion())
+            })
+            .filter(|f| {
+                if f.terminating {
+                    tracing::info!(node = %f.name, "deletion taint kept: its instance is terminating");
+                }
+                !f.terminating
+            })
+            .map(|f| f.name.clone())
+            .collect();
+        self.actuator.clean_stale_taints(stale).await;
     }
 }
 

@@ -309,17 +309,6 @@ impl Runner {
             .await;
     }
 
-    /// Takes the deletion taint off every node that has it, no removal of this replica works on and
-    /// whose instance is not terminating, as upstream cleans up when it starts acting. Not in dry-run.
-    pub async fn clean_stale_taints(&mut self) {
-        if self.run.dry_run {
-            return;
-        }
-        self.observer.update_index(crate::time::loop_now());
-        let tainted = self.observer.tainted_and_staying().await;
-        self.actuator.clean_stale_taints(tainted).await;
-    }
-
     /// Runs loops every `--scan-interval` until `shutdown` completes. With a Lease, loops run only while
     /// this replica leads; losing the lease ends the run with an error (the process restarts as a
     /// follower, as upstream's does).

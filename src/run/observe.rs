@@ -192,43 +192,6 @@ impl Observer {
         (facts, groups)
     }
 
-    /// Nodes carrying the deletion taint now.
-    pub fn tainted(&self) -> Vec<String> {
-        self.index
-            .nodes
-            .items()
-            .iter()
-            .filter(|n| n.marked_for_deletion())
-            .map(|n| n.name.clone())
-            .collect()
-    }
-
-    /// Nodes carrying the deletion taint whose instance is not already terminating, as the cloud says
-    /// after a refresh: a node on its way out keeps the taint (untainted, pods would land on it and die
-    /// undrained). A failed refresh leaves the last snapshot to judge by.
-    pub async fn tainted_and_staying(&mut self) -> Vec<String> {
-        if let Err(e) = self.cloud.refresh().await {
-            tracing::warn!(error = %e, "cloud not refreshed before the stale-taint cleanup");
-        }
-        let snapshot = self.cloud.snapshot();
-        let leaving = |provider_id: &str| {
-            snapshot
-                .group_for_provider_id(provider_id)
-                .and_then(|g| g.instances.iter().find(|i| i.id == provider_id))
-                .is_some_and(|i| i.state == InstanceState::Deleting)
-        };
-        self.tainted()
-            .into_iter()
-            .filter(|name| {
-                let keep = (self.index.nodes.get(name)).is_some_and(|(n, _)| leaving(&n.provider_id));
-                if keep {
-                    tracing::info!(node = %name, "deletion taint kept: its instance is terminating");
-                }
-                !keep
-            })
-            .collect()
-    }
-
     /// The groups as the cloud holds them now (after the loop acted).
     pub fn groups(&self) -> Vec<Arc<NodeGroup>> {
         self.cloud.snapshot().groups().cloned().collect()
