@@ -281,11 +281,7 @@ async fn notice_site(allowed: i64) -> Site {
 }
 
 async fn notice_reference() -> String {
-    let s = notice_site(2).await;
-    let mut h = s.start().await;
-    h.synced(2, 3).await;
-    s.settle(&mut h, now(), pool_b_gone).await;
-    s.summary()
+    notice_site(2).await.uninterrupted(2, 3, pool_b_gone).await
 }
 
 #[tokio::test]

@@ -197,11 +197,10 @@ fn pool_a_gone(s: &Site) -> bool {
 }
 
 async fn emptied_reference() -> String {
-    let s = emptied_site(false).await;
-    let mut h = s.start().await;
-    h.synced(2, 3).await;
-    s.settle(&mut h, now(), pool_a_gone).await;
-    s.summary()
+    emptied_site(false)
+        .await
+        .uninterrupted(2, 3, pool_a_gone)
+        .await
 }
 
 #[tokio::test]
@@ -293,13 +292,7 @@ async fn a_new_leader_finishes_a_consolidation_the_old_one_left_mid_drain() {
     a_runs.await.unwrap().unwrap();
     allow(&s.api, 1);
     s.run.lease = Some(lease("b"));
-    let b = Harness::with_cloud(
-        s.api.clone(),
-        s.cloud.clone(),
-        s.settings.clone(),
-        s.run.clone(),
-    )
-    .await;
+    let b = s.process().await;
     let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
     let metrics = b.metrics.clone();
     let b_runs = tokio::spawn(b.runner.run(async {

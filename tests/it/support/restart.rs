@@ -66,15 +66,34 @@ impl Site {
         }
     }
 
-    /// The first process.
-    pub async fn start(&self) -> Harness {
-        let mut h = Harness::with_cloud(
+    /// A process on this site, its watches synced with the API (not reconciled yet).
+    pub async fn process(&self) -> Harness {
+        Harness::with_cloud(
             self.api.clone(),
             self.cloud.clone(),
             self.settings.clone(),
             self.run.clone(),
         )
-        .await;
+        .await
+    }
+
+    /// The run no kill interrupts, from the first process with `nodes` nodes and `pods` pods until
+    /// `done`: the summary the killed runs are compared with.
+    pub async fn uninterrupted(
+        &self,
+        nodes: usize,
+        pods: usize,
+        done: impl Fn(&Site) -> bool,
+    ) -> String {
+        let mut h = self.start().await;
+        h.synced(nodes, pods).await;
+        self.settle(&mut h, now(), done).await;
+        self.summary()
+    }
+
+    /// The first process.
+    pub async fn start(&self) -> Harness {
+        let mut h = self.process().await;
         if let Some((n, r)) = &self.notice {
             h.runner
                 .set_interruptions(Once(HashMap::from([(n.clone(), *r)])));
@@ -104,13 +123,7 @@ impl Site {
     async fn restart_dropped(&self, t: i64) -> Harness {
         self.cloud.open();
         self.api.release();
-        let mut h = Harness::with_cloud(
-            self.api.clone(),
-            self.cloud.clone(),
-            self.settings.clone(),
-            self.run.clone(),
-        )
-        .await;
+        let mut h = self.process().await;
         h.synced_any().await;
         h.runner.start_acting(t).await;
         h
