@@ -89,6 +89,10 @@ pub const BALANCING_IGNORED: &[&str] = &[
     "topology.k8s.aws/zone-id",
     NODE_GROUP,
 ];
+/// Taint (NoSchedule) on the old nodes of a replacement or consolidation from the moment the plan
+/// starts, while its new nodes come up, so that nothing new is scheduled where it would be evicted
+/// again (Karpenter's `karpenter.sh/disrupted`); taken off if the plan is dropped.
+pub const DISRUPTED: &str = "ferroscale.io/disrupted";
 /// Soft taint upstream puts on nodes it found unneeded (PreferNoSchedule).
 pub const DELETION_CANDIDATE: &str = "DeletionCandidateOfClusterAutoscaler";
 /// The taint a cordoned node stands for: a pod tolerating it (NoSchedule) may land on the node anyway,

@@ -19,6 +19,13 @@ pub struct Memory {
     /// Node → when it was first seen unneeded (seconds).
     pub unneeded_since: HashMap<String, i64>,
     pub last_scale_up: Option<i64>,
+    /// When new nodes were last asked for a replacement or a consolidation (a surge): scale-down
+    /// pauses after it as after any scale-up, consolidation does not (its own surge is no sign the
+    /// cluster is short).
+    pub last_surge: Option<i64>,
+    /// A deletion consolidation found and holds until it is validated again
+    /// ([`crate::engine::consolidate::VALIDATION`] later), as Karpenter validates its commands.
+    pub validating: Option<Validating>,
     /// When a node was last removed, and when a removal last failed (set by whoever carries them out).
     pub last_scale_down_delete: Option<i64>,
     pub last_scale_down_failure: Option<i64>,
@@ -69,6 +76,13 @@ pub struct Consolidating {
     pub nodes: Vec<String>,
     pub group: String,
     pub count: i32,
+    pub since: i64,
+}
+
+/// A deletion held for validation: its nodes, sorted, and when it was first found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validating {
+    pub nodes: Vec<String>,
     pub since: i64,
 }
 
@@ -171,10 +185,22 @@ impl Memory {
     /// `-after-delete`), if it does: upstream's scale-down cooldown; and while a consolidation's new
     /// nodes are on their way, whose plan counts on the other nodes as they are.
     pub fn scale_down_paused(&self, s: &Settings, now: i64) -> Option<Pause> {
+        let added = self.last_scale_up.max(self.last_surge);
+        self.paused(s, now, added)
+    }
+
+    /// Why consolidation waits at `now`: scale-down's cooldown, but after a scale-up for pending pods
+    /// only, not after a replacement's or consolidation's own surge (which would hold every plan for
+    /// `--scale-down-delay-after-add` after the last).
+    pub fn consolidation_paused(&self, s: &Settings, now: i64) -> Option<Pause> {
+        self.paused(s, now, self.last_scale_up)
+    }
+
+    fn paused(&self, s: &Settings, now: i64, added: Option<i64>) -> Option<Pause> {
         let within = |t: Option<i64>, d: std::time::Duration| {
             t.is_some_and(|t| now.saturating_sub(t) < secs(d))
         };
-        if within(self.last_scale_up, s.scale_down_delay_after_add) {
+        if within(added, s.scale_down_delay_after_add) {
             Some(Pause::AfterAdd)
         } else if within(
             self.last_scale_down_failure,

@@ -154,7 +154,7 @@ pub(super) fn replace(
     surges.sort();
     if !surges.is_empty() {
         // A surge is a scale-up: scale-down pauses after it as after any other.
-        memory.last_scale_up = Some(ctx.now);
+        memory.last_surge = Some(ctx.now);
     }
     for (group, (delta, nodes)) in surges {
         d.scale_up.push(ScaleUp {

@@ -94,10 +94,11 @@ impl GroupTemplate {
 }
 
 /// Whether a taint belongs to the node's moment rather than to its group: the autoscaler's own
-/// (ToBeDeleted, DeletionCandidate), node conditions, cloud initialisation, start-up and status taints.
+/// (ToBeDeleted, DeletionCandidate, disrupted), node conditions, cloud initialisation, start-up and status taints.
 fn transient(t: &Taint, taints: &TaintConfig) -> bool {
     t.key == labels::TO_BE_DELETED
         || t.key == labels::DELETION_CANDIDATE
+        || t.key == labels::DISRUPTED
         || labels::NODE_CONDITION_TAINTS.contains(&t.key.as_str())
         || taints.is_startup(t)
         || taints.is_status(t)
@@ -138,6 +139,7 @@ mod tests {
             "dedicated",
             labels::TO_BE_DELETED,
             labels::DELETION_CANDIDATE,
+            labels::DISRUPTED,
             "node.kubernetes.io/not-ready",
             "node.cloudprovider.kubernetes.io/uninitialized",
             "startup-taint.cluster-autoscaler.kubernetes.io/cni",

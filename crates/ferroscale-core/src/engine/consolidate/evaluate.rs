@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 
 use super::candidates::Candidate;
-use super::reasons::Declined;
+use super::reasons::{Declined, Placement};
 use crate::engine::context::{new_node, Ctx};
 use crate::engine::decisions::Decisions;
 use crate::engine::estimator::estimate_within;
@@ -72,6 +72,37 @@ fn pool(l: &std::collections::BTreeMap<String, String>) -> Option<(String, Strin
         l.get(labels::INSTANCE_TYPE)?.clone(),
         l.get(labels::ZONE)?.clone(),
     ))
+}
+
+/// Sorts `pods` as the scheduler's queue takes them: higher priority first, then older first (then
+/// by key, so that the order is total). A plan binds its pods in this order, as the scheduler will.
+pub fn queue_order(pods: &mut [&Pod]) {
+    pods.sort_by(|a, b| {
+        (-i64::from(a.meta.priority), a.meta.created, a.key()).cmp(&(
+            -i64::from(b.meta.priority),
+            b.meta.created,
+            b.key(),
+        ))
+    });
+}
+
+/// The first of `pods` (in queue order) that fits on none of `count` new nodes like `node` when
+/// each is bound in turn to the first it fits, if one does not.
+fn stranded(pods: &[&Pod], node: &Node, count: usize) -> Option<String> {
+    let mut nodes: Vec<NodeInfo> = (0..count)
+        .map(|k| {
+            let mut n = node.clone();
+            n.name = format!("{}-new-{k}", node.name);
+            n.labels
+                .insert(labels::HOSTNAME.to_string(), n.name.clone());
+            NodeInfo::new(n)
+        })
+        .collect();
+    first_fit(pods, &mut nodes, |_| true)
+        .iter()
+        .zip(pods)
+        .find(|(at, _)| at.is_none())
+        .map(|(_, p)| p.key())
 }
 
 /// Evaluates sets of candidates against the rest of the cluster.
@@ -177,10 +208,12 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 rest.push(info);
             }
         }
-        let pods: Vec<&Pod> = set
+        let mut pods: Vec<&Pod> = set
             .iter()
             .flat_map(|&k| cands[k].movable.iter().map(|p| p.as_ref()))
             .collect();
+        // Placed as the scheduler will bind them once evicted: in its queue order.
+        queue_order(&mut pods);
         let placed = first_fit(&pods, &mut rest, |_| true);
         let found = self.judge(cands, set, &pods, &placed, &rest);
         // Back as they were: the nodes that took pods copied afresh, the others moved back.
@@ -230,6 +263,9 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             .collect();
         // The cheapest new capacity that takes every pod left, within bounds and limits.
         let mut best: Option<(f64, usize, &Target)> = None;
+        // The cheapest kept from the plan by the spot rule, and the first pod left stranded.
+        let mut spot: Option<(f64, usize, &Target)> = None;
+        let mut strands: Option<(String, String, usize)> = None;
         if !left.is_empty() {
             let base: &[NodeInfo] = if left.iter().any(|p| p.inter_pod()) {
                 rest
@@ -237,13 +273,11 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 &[]
             };
             for t in &self.targets {
-                if t.spot && !spot_from.is_empty() {
-                    // Spot to spot only onto a pool no more recently interrupted than those left.
+                // Spot to spot only onto a pool no more recently interrupted than those left.
+                let spot_held = t.spot && !spot_from.is_empty() && {
                     let m = self.mark(&t.pool);
-                    if m.is_some() && spot_from.iter().any(|p| self.mark(p) < m) {
-                        continue;
-                    }
-                }
+                    m.is_some() && spot_from.iter().any(|p| self.mark(p) < m)
+                };
                 let e = estimate_within(&left, &t.node, t.room, base, None);
                 if !e.unplaced.is_empty() || e.nodes == 0 {
                     continue;
@@ -262,16 +296,46 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 {
                     continue;
                 }
+                // Bound in the scheduler's order, every pod left must find its place on the new
+                // nodes: the estimator packs largest first, the scheduler binds by priority.
+                if let Some(pod) = stranded(&left, &t.node, n) {
+                    strands.get_or_insert((pod, t.group.id.clone(), n));
+                    continue;
+                }
                 let c = t.price * n as f64;
-                let better =
-                    best.is_none_or(|(bc, bn, bt)| (c, n, &t.group.id) < (bc, bn, &bt.group.id));
-                if better {
+                let key = |o: &Option<(f64, usize, &Target)>| {
+                    o.is_none_or(|(bc, bn, bt)| (c, n, &t.group.id) < (bc, bn, &bt.group.id))
+                };
+                if spot_held {
+                    if key(&spot) {
+                        spot = Some((c, n, t));
+                    }
+                } else if key(&best) {
                     best = Some((c, n, t));
                 }
             }
-            if best.is_none() {
-                return Err(Declined::NothingCheaper);
+        }
+        // Why no cheaper plan, with its figures: the spot rule kept a cheaper one, a pod would be
+        // stranded, or the cheapest placement costs as much.
+        let nothing = |cheapest: Option<Placement>| {
+            if let Some((cost, n, t)) = spot.filter(|(c, _, _)| *c < price) {
+                let (instance_type, zone) = t.pool.clone().unwrap_or_default();
+                return Declined::SpotRule {
+                    group: t.group.id.clone(),
+                    count: n as i32,
+                    instance_type,
+                    zone,
+                    cost,
+                    price,
+                };
             }
+            if let Some((pod, group, count)) = strands.clone() {
+                return Declined::Stranded { pod, group, count };
+            }
+            Declined::NothingCheaper { price, cheapest }
+        };
+        if !left.is_empty() && best.is_none() {
+            return Err(nothing(None));
         }
         let (new_cost, into) = match best {
             Some((c, n, t)) => (c, Some((t.group.id.clone(), n as i32))),
@@ -296,7 +360,11 @@ impl<'a, 'c> Evaluator<'a, 'c> {
         }
         let saving = price - new_cost;
         if saving <= 0.0 {
-            return Err(Declined::NothingCheaper);
+            return Err(nothing(Some(Placement {
+                group: best.map(|(_, _, t)| t.group.id.clone()),
+                count: best.map_or(0, |(_, n, _)| n as i32),
+                cost: new_cost,
+            })));
         }
         if saving < s.consolidation_min_savings * price {
             return Err(Declined::SavingTooSmall {

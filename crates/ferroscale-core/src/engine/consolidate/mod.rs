@@ -20,31 +20,34 @@
 
 mod candidates;
 mod evaluate;
+mod progress;
 pub mod reasons;
 
 use std::collections::HashMap;
 
-use super::cleanup::TIMEOUT;
 use super::context::Ctx;
 use super::decisions::{
     ConsolidationAction, ConsolidationPlan, Decisions, NewNodes, Replacement, ScaleUp,
 };
-use super::drainability::drain;
-use super::health::is_ready;
 use super::ledger::Ledger;
-use super::memory::{Consolidating, Memory};
-use super::predicates::{first_fit, NodeInfo};
+use super::memory::{Consolidating, Memory, Validating};
+use super::predicates::NodeInfo;
 use super::reasons::{Blocker, Unremovable};
 use super::replace::retire;
 use crate::clock::Deadline;
-use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::Pod;
 use candidates::{candidates, room, Candidate};
 use evaluate::{Evaluator, Found};
+use progress::progress;
 
 pub use candidates::eviction_cost;
+pub use evaluate::queue_order;
 pub use reasons::{Declined, Waits};
+
+/// How long a deletion is held before it is validated again and acted on (Karpenter's validation
+/// period: it waits this long, then re-simulates the command and acts only if it still holds).
+pub const VALIDATION: i64 = 15;
 
 /// Adds this loop's consolidations to `d`, each admitted by the `ledger`: the old nodes of those under
 /// way whose new nodes have joined, and at most one new plan. `infos` are the loop's existing nodes with
@@ -77,13 +80,50 @@ pub(super) fn consolidate(
         return;
     }
     let cands = candidates(ctx, memory, ledger, infos, d);
-    if cands.is_empty() {
-        return;
-    }
-    let Some(best) = search(ctx, memory, ledger, infos, &cands, d) else {
+    let best = if cands.is_empty() {
+        None
+    } else {
+        search(ctx, memory, ledger, infos, &cands, d)
+    };
+    let Some(best) = best else {
+        memory.validating = None;
         return;
     };
+    if best.into.is_none() {
+        let mut nodes: Vec<String> = best
+            .set
+            .iter()
+            .map(|&k| infos[cands[k].index].node.name.clone())
+            .collect();
+        nodes.sort();
+        if let Some(why) = validated(ctx, memory, nodes) {
+            d.consolidation_waits = Some(why);
+            return;
+        }
+    }
+    memory.validating = None;
     carry_out(ctx, memory, ledger, infos, &cands, best, d);
+}
+
+/// Holds the deletion of `nodes` until it has been found again [`VALIDATION`] seconds after it was
+/// first: None when it may be acted on now, else why it waits. A different plan found meanwhile
+/// replaces the held one and waits in turn, as Karpenter drops a command whose re-simulation differs.
+fn validated(ctx: &Ctx, memory: &mut Memory, nodes: Vec<String>) -> Option<Waits> {
+    let since = match &memory.validating {
+        Some(v) if v.nodes == nodes => v.since,
+        _ => ctx.now,
+    };
+    if ctx.now - since >= VALIDATION {
+        return None;
+    }
+    memory.validating = Some(Validating {
+        nodes: nodes.clone(),
+        since,
+    });
+    Some(Waits::Validating {
+        nodes,
+        until: since + VALIDATION,
+    })
 }
 
 /// Why no new plan is looked for this loop, if none is.
@@ -104,182 +144,13 @@ fn waits(ctx: &Ctx, memory: &Memory, d: &Decisions) -> Option<Waits> {
     if !d.scale_up.is_empty() {
         return Some(Waits::ScalingUp);
     }
-    if let Some(p) = memory.scale_down_paused(ctx.settings, ctx.now) {
+    if let Some(p) = memory.consolidation_paused(ctx.settings, ctx.now) {
         return Some(Waits::Paused(p));
     }
     d.scale_down
         .iter()
         .any(|s| s.reason.disruption.is_some())
         .then_some(Waits::Retiring)
-}
-
-/// The consolidations under way: the old nodes go once the new ones have joined (each admitted by the
-/// ledger; one it declines for now waits for a later loop), or stay if they have not in time, and the
-/// new nodes' group then backs off as after a failed scale-up.
-fn progress(
-    ctx: &Ctx,
-    memory: &mut Memory,
-    ledger: &mut Ledger,
-    infos: &[NodeInfo],
-    present: &HashMap<&str, &NodeInfo>,
-    d: &mut Decisions,
-) {
-    let world = ctx.world;
-    let plans = std::mem::take(&mut memory.consolidating);
-    for plan in plans {
-        let Some(g) = ctx.groups.get(plan.group.as_str()).copied() else {
-            continue;
-        };
-        let provision = secs(ctx.settings.options_of(g).max_node_provision_time);
-        let mut fresh: Vec<&str> = present
-            .values()
-            .filter(|i| {
-                let name = i.node.name.as_str();
-                world.node_groups.get(name) == Some(&g.id)
-                    && is_ready(&i.node, &ctx.settings.taints)
-                    && i.node.seen > plan.since
-                    && !memory.surge_claimed.contains_key(name)
-                    // A new node on its way out is no room for the old nodes' pods (scale-down
-                    // waits while a replacement is under way, but a removal may be in flight).
-                    && !ledger.out_of_service(name)
-            })
-            .map(|i| i.node.name.as_str())
-            .collect();
-        fresh.sort();
-        let joined = fresh.len() >= plan.count as usize;
-        fresh.truncate(plan.count as usize);
-        if joined && !still_fits(ctx, ledger, infos, &plan, &fresh) {
-            // New pods (bound since) took the room the plan counted on: the old nodes stay.
-            for old in &plan.nodes {
-                memory.consolidated.insert(old.clone(), ctx.now);
-                d.consolidation_declined.push((
-                    old.clone(),
-                    Declined::RoomTaken {
-                        group: g.id.clone(),
-                    },
-                ));
-            }
-        } else if joined {
-            let first = plan.nodes.iter().min().cloned().unwrap_or_default();
-            for new in fresh {
-                memory.surge_claimed.insert(new.to_string(), first.clone());
-            }
-            let mut waiting = Vec::new();
-            for old in &plan.nodes {
-                let Some(info) = present.get(old.as_str()) else {
-                    continue;
-                };
-                let Some(og) = world
-                    .node_groups
-                    .get(old)
-                    .and_then(|id| ctx.groups.get(id.as_str()).copied())
-                else {
-                    continue;
-                };
-                // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
-                // its node, as it keeps it from scale-down.
-                if let Some(p) = info.bound().iter().find(|p| p.meta.do_not_disrupt) {
-                    d.consolidation_declined
-                        .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
-                    continue;
-                }
-                match retire(ctx, ledger, info, og, DisruptionReason::Consolidation, d) {
-                    Ok(()) => {}
-                    // Held by the caps or a PodDisruptionBudget for now: a later loop retires it,
-                    // within the group's provision time from now.
-                    Err(
-                        why @ (Unremovable::ParallelismReached
-                        | Unremovable::WaitsForNextLoop
-                        | Unremovable::EvictionLimit { .. }
-                        | Unremovable::Blocked(Blocker::Budget { .. })),
-                    ) if plan.count > 0 || ctx.now - plan.since <= provision => {
-                        d.consolidation_declined.push((old.clone(), why.into()));
-                        waiting.push(old.clone());
-                    }
-                    Err(why) => {
-                        memory.consolidated.insert(old.clone(), ctx.now);
-                        d.consolidation_declined.push((old.clone(), why.into()));
-                    }
-                }
-            }
-            if !waiting.is_empty() {
-                memory.consolidating.push(Consolidating {
-                    nodes: waiting,
-                    group: plan.group.clone(),
-                    count: 0,
-                    since: if plan.count > 0 { ctx.now } else { plan.since },
-                });
-            }
-        } else if ctx.now - plan.since > provision {
-            // The new nodes did not come: their group backs off as after a failed scale-up, so the
-            // plan is not made again while it does (consolidation waits while a group backs off).
-            memory.scale_up_failed(&g.id, TIMEOUT, ctx.now);
-            for old in &plan.nodes {
-                memory.consolidated.insert(old.clone(), ctx.now);
-                d.consolidation_declined.push((
-                    old.clone(),
-                    Declined::NotReadyInTime {
-                        group: g.id.clone(),
-                    },
-                ));
-            }
-        } else {
-            memory.consolidating.push(plan);
-        }
-    }
-}
-
-/// Whether the pods `plan` evicts still fit on the rest of the cluster as this loop leaves it
-/// (scale-down's removals and moves applied), as the plan placed them: first fit on the other nodes
-/// in order, the rest, largest first, on the new nodes `fresh`.
-fn still_fits(
-    ctx: &Ctx,
-    ledger: &Ledger,
-    infos: &[NodeInfo],
-    plan: &Consolidating,
-    fresh: &[&str],
-) -> bool {
-    let world = ctx.world;
-    let going = |n: &str| {
-        plan.nodes.iter().any(|x| x == n)
-            || ledger.out_of_service(n)
-            || world.interrupted.contains_key(n)
-    };
-    let usable = |i: &&NodeInfo| {
-        is_ready(&i.node, &ctx.settings.taints) && !i.node.template && !going(&i.node.name)
-    };
-    let is_new = |i: &&NodeInfo| fresh.contains(&i.node.name.as_str());
-    let mut others: Vec<NodeInfo> = infos
-        .iter()
-        .filter(usable)
-        .filter(|i| !is_new(i))
-        .cloned()
-        .collect();
-    let mut new: Vec<NodeInfo> = infos
-        .iter()
-        .filter(usable)
-        .filter(is_new)
-        .cloned()
-        .collect();
-    // A node whose drain is refused is kept by `retire`: only the pods that would move count.
-    let movable: Vec<_> = infos
-        .iter()
-        .filter(|i| plan.nodes.contains(&i.node.name))
-        .filter_map(|i| drain(&i.bound(), ledger.pdbs(), ctx).ok())
-        .flat_map(|x| x.movable)
-        .collect();
-    let pods: Vec<&Pod> = movable.iter().map(|p| p.as_ref()).collect();
-    let placed = first_fit(&pods, &mut others, |_| true);
-    let mut left: Vec<&Pod> = pods
-        .iter()
-        .zip(&placed)
-        .filter(|(_, at)| at.is_none())
-        .map(|(p, _)| *p)
-        .collect();
-    left.sort_by_key(|p| std::cmp::Reverse((p.requests.cpu_milli, p.requests.memory)));
-    first_fit(&left, &mut new, |_| true)
-        .iter()
-        .all(Option::is_some)
 }
 
 /// The best plan among single candidates and prefixes of the candidates' order, within the bounds.
@@ -313,8 +184,7 @@ fn search(
             .and_then(|f| admissible(ctx, ledger, cands, f))
         {
             Ok(f) => consider(f),
-            // No cheaper placement is the common case, not worth reporting each loop.
-            Err(Declined::NothingCheaper) => {}
+            // "No cheaper placement" too, with its figures: every node looked at and kept says why.
             Err(why) => d
                 .consolidation_declined
                 .push((infos[cands[k].index].node.name.clone(), why)),
@@ -348,8 +218,9 @@ fn search(
     best
 }
 
-/// `f` if the ledger would admit it now: its evictions within every PodDisruptionBudget, node after
-/// node; for a deletion (carried out this loop) also within the caps.
+/// `f` if the ledger would admit it now: each node's evictions within every PodDisruptionBudget as
+/// it allows now (the nodes go one after another, a node whose budget is spent waiting until the
+/// pods evicted before run again); for a deletion also within the caps.
 fn admissible(
     ctx: &Ctx,
     ledger: &Ledger,
@@ -358,7 +229,9 @@ fn admissible(
 ) -> Result<Found, Declined> {
     let pods: Vec<&[std::sync::Arc<Pod>]> =
         f.set.iter().map(|&k| cands[k].movable.as_slice()).collect();
-    ledger.pdb_check_all(&pods).map_err(Declined::Blocked)?;
+    for node in &pods {
+        ledger.pdb_check_all(&[node]).map_err(Declined::Blocked)?;
+    }
     if f.into.is_none() {
         let drains = pods.iter().filter(|p| !p.is_empty()).count();
         if drains > ledger.drains_left(ctx) {
@@ -393,17 +266,22 @@ fn carry_out(
     nodes.sort();
     // The plan's nodes are no longer declined for something a smaller plan lacked.
     d.consolidation_declined.retain(|(n, _)| !nodes.contains(n));
-    let pods_evicted = f
-        .set
+    // The nodes go in the order of their names, their pods listed in that order.
+    let mut order = f.set.clone();
+    order.sort_by_key(|&k| &infos[cands[k].index].node.name);
+    let pods_evicted = order
         .iter()
         .flat_map(|&k| cands[k].movable.iter().map(|p| p.key()))
         .collect();
     let action = match &f.into {
         None => {
-            for &k in &f.set {
+            // In the plan's order; a node whose PodDisruptionBudget (or the caps) holds it now waits,
+            // out of service, for a later loop: never two nodes' pods of one budget at once.
+            let mut waiting: Vec<(String, String)> = Vec::new();
+            for &k in &order {
                 let c = &cands[k];
                 let info = &infos[c.index];
-                if let Err(why) = retire(
+                match retire(
                     ctx,
                     ledger,
                     info,
@@ -411,9 +289,30 @@ fn carry_out(
                     DisruptionReason::Consolidation,
                     d,
                 ) {
-                    d.consolidation_declined
-                        .push((info.node.name.clone(), why.into()));
+                    Ok(()) => {}
+                    Err(
+                        why @ (Unremovable::ParallelismReached
+                        | Unremovable::WaitsForNextLoop
+                        | Unremovable::EvictionLimit { .. }
+                        | Unremovable::Blocked(Blocker::Budget { .. })),
+                    ) => {
+                        ledger.hold(&info.node.name, &c.group.id);
+                        d.consolidation_declined
+                            .push((info.node.name.clone(), why.into()));
+                        waiting.push((info.node.name.clone(), c.group.id.clone()));
+                    }
+                    Err(why) => d
+                        .consolidation_declined
+                        .push((info.node.name.clone(), why.into())),
                 }
+            }
+            if let Some((_, group)) = waiting.first() {
+                memory.consolidating.push(Consolidating {
+                    group: group.clone(),
+                    nodes: waiting.into_iter().map(|(n, _)| n).collect(),
+                    count: 0,
+                    since: ctx.now,
+                });
             }
             ConsolidationAction::Delete
         }
@@ -448,7 +347,7 @@ fn carry_out(
                 since: ctx.now,
             });
             // New capacity is a scale-up: scale-down pauses after it as after any other.
-            memory.last_scale_up = Some(ctx.now);
+            memory.last_surge = Some(ctx.now);
             ConsolidationAction::Replace
         }
     };
@@ -479,6 +378,8 @@ impl From<crate::engine::ledger::Declined> for Declined {
     }
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

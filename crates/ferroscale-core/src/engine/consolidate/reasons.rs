@@ -20,8 +20,29 @@ pub enum Declined {
         pods: usize,
         min_per_pod: f64,
     },
-    /// No placement of its pods, on the other nodes and new ones of any group, costs less.
-    NothingCheaper,
+    /// No placement of its pods, on the other nodes and new ones of any group, costs less than its
+    /// nodes' `price`: the cheapest found (None: no group may take the pods the others cannot).
+    NothingCheaper {
+        price: f64,
+        cheapest: Option<Placement>,
+    },
+    /// A spot node's cheaper home is spot capacity of a pool (type × zone) interrupted or short more
+    /// recently than its own, within three hours: `count` nodes of `group` for `cost` of `price`.
+    SpotRule {
+        group: String,
+        count: i32,
+        instance_type: String,
+        zone: String,
+        cost: f64,
+        price: f64,
+    },
+    /// Bound in the scheduler's queue order (priority, then age), `pod` would fit on none of the
+    /// other nodes and the `count` new nodes of `group` the cheapest placement counted on.
+    Stranded {
+        pod: String,
+        group: String,
+        count: usize,
+    },
     /// The cluster would go below `--cores-total`, `--memory-total` or `--gpu-total`'s minimum.
     ClusterLimit(Resource),
     /// Its group has its disruption budget's worth of nodes out already.
@@ -54,6 +75,15 @@ pub enum Declined {
     Descheduled { pod: String },
 }
 
+/// The cheapest placement of a node's pods: `count` new nodes of `group` (none when they all fit on
+/// the other nodes) for `cost` dollars an hour.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    pub group: Option<String>,
+    pub count: i32,
+    pub cost: f64,
+}
+
 impl fmt::Display for Declined {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -74,7 +104,42 @@ impl fmt::Display for Declined {
                 f,
                 "saving too small: ${saving:.4}/h for {pods} pods evicted is below ${min_per_pod}/h per pod"
             ),
-            Declined::NothingCheaper => f.write_str("no cheaper placement of its pods"),
+            Declined::NothingCheaper { price, cheapest } => match cheapest {
+                None => write!(
+                    f,
+                    "no cheaper placement: no group may take the pods the other nodes cannot (${price:.4}/h now)"
+                ),
+                Some(Placement {
+                    group: Some(g),
+                    count,
+                    cost,
+                }) => write!(
+                    f,
+                    "no cheaper placement: {count} new node(s) of group {g} would cost ${cost:.4}/h, not less than its ${price:.4}/h"
+                ),
+                Some(Placement { cost, .. }) => write!(
+                    f,
+                    "no cheaper placement: its pods fit on the other nodes, but it costs ${price:.4}/h and that saves ${:.4}/h",
+                    price - cost
+                ),
+            },
+            Declined::SpotRule {
+                group,
+                count,
+                instance_type,
+                zone,
+                cost,
+                price,
+            } => write!(
+                f,
+                "spot to spot: {count} node(s) of group {group} would cost ${cost:.4}/h of its ${price:.4}/h, \
+                 but spot {instance_type} in {zone} was interrupted or short more recently than its own pool"
+            ),
+            Declined::Stranded { pod, group, count } => write!(
+                f,
+                "bound in the scheduler's order (priority, then age), pod {pod} would fit on none of the other \
+                 nodes and {count} new node(s) of group {group}"
+            ),
             Declined::ClusterLimit(r) => write!(f, "the cluster would go below its minimum {r}"),
             Declined::DisruptionBudget { group, allowed } => write!(
                 f,
@@ -123,6 +188,9 @@ pub enum Waits {
     /// Nodes are retired this loop (a replacement's old nodes, drift, a notice): where their pods
     /// will run is not known yet, and a new plan could count on the same room.
     Retiring,
+    /// A deletion of `nodes` was found; it is acted on if it is found again from `until` (seconds),
+    /// [`super::VALIDATION`] after it was first, as Karpenter validates a command before acting.
+    Validating { nodes: Vec<String>, until: i64 },
 }
 
 impl fmt::Display for Waits {
@@ -133,16 +201,23 @@ impl fmt::Display for Waits {
             Waits::Paused(p) => write!(f, "{p}"),
             Waits::InProgress => f.write_str("a consolidation is under way"),
             Waits::Retiring => f.write_str("nodes are retired this loop; their pods move first"),
+            Waits::Validating { nodes, until } => write!(
+                f,
+                "deleting {} is validated again at {until} before it is acted on",
+                nodes.join(", ")
+            ),
         }
     }
 }
 
 impl Declined {
     /// Every [`Declined::label`], for series set to 0 before the first.
-    pub const LABELS: [&'static str; 16] = [
+    pub const LABELS: [&'static str; 18] = [
         "saving_too_small",
         "saving_per_pod_too_small",
         "nothing_cheaper",
+        "spot_rule",
+        "stranded",
         "cluster_limit",
         "disruption_budget",
         "min_size",
@@ -163,7 +238,9 @@ impl Declined {
         match self {
             Declined::SavingTooSmall { .. } => "saving_too_small",
             Declined::SavingPerPodTooSmall { .. } => "saving_per_pod_too_small",
-            Declined::NothingCheaper => "nothing_cheaper",
+            Declined::NothingCheaper { .. } => "nothing_cheaper",
+            Declined::SpotRule { .. } => "spot_rule",
+            Declined::Stranded { .. } => "stranded",
             Declined::ClusterLimit(_) => "cluster_limit",
             Declined::DisruptionBudget { .. } => "disruption_budget",
             Declined::AtMinSize { .. } => "min_size",

@@ -76,10 +76,14 @@ fn a_drifted_node_is_surged_first_and_goes_once_the_new_node_has_joined() {
         d.scale_down.is_empty(),
         "nothing goes before the surge joins"
     );
-    assert_eq!(
-        memory.last_scale_up,
-        Some(T0),
+    assert_eq!(memory.last_surge, Some(T0));
+    assert!(
+        memory.scale_down_paused(&s, T0 + 1).is_some(),
         "a surge pauses scale-down too"
+    );
+    assert!(
+        memory.consolidation_paused(&s, T0 + 1).is_none(),
+        "but not consolidation"
     );
 
     // Asked again while the surge is on its way: nothing more.
