@@ -100,6 +100,8 @@ pub trait Lookup: Sync {
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee>;
     /// Every node's `ferroscale.io/intent` annotation, as the view has it (node, text).
     fn intents(&self) -> Vec<(String, String)>;
+    /// The nodes carrying the disruption taint ([`Mark::Disrupted`]), as the view has them.
+    fn disrupted(&self) -> Vec<String>;
 }
 
 /// The autoscaler's own taints, as upstream writes them: the value is the time it was added (seconds).
@@ -109,6 +111,9 @@ pub enum Mark {
     ToBeDeleted,
     /// `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`: the node is unneeded (a soft taint).
     DeletionCandidate,
+    /// `ferroscale.io/disrupted:NoSchedule`: the node is the old node of a replacement or
+    /// consolidation under way (Karpenter's `karpenter.sh/disrupted`).
+    Disrupted,
 }
 
 impl Mark {
@@ -116,12 +121,13 @@ impl Mark {
         match self {
             Mark::ToBeDeleted => crate::labels::TO_BE_DELETED,
             Mark::DeletionCandidate => crate::labels::DELETION_CANDIDATE,
+            Mark::Disrupted => crate::labels::DISRUPTED,
         }
     }
 
     pub fn effect(self) -> crate::model::TaintEffect {
         match self {
-            Mark::ToBeDeleted => crate::model::TaintEffect::NoSchedule,
+            Mark::ToBeDeleted | Mark::Disrupted => crate::model::TaintEffect::NoSchedule,
             Mark::DeletionCandidate => crate::model::TaintEffect::PreferNoSchedule,
         }
     }

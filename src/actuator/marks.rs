@@ -1,13 +1,13 @@
-//! The autoscaler's marks on nodes besides a removal's own: upstream's soft taints, and the durable
+//! The autoscaler's marks on nodes besides a removal's own: upstream's soft taints, the durable
 //! intents (`engine::intents`) brought to what the loop's decisions say holds, before anything they
-//! announce is done.
+//! announce is done, and the disruption taint on the old nodes of the plans those intents name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::cluster::{Cluster, Lookup, Mark};
 use super::removal::Removing;
-use crate::engine::intents::Intent;
+use crate::engine::intents::{Action, Intent};
 use crate::engine::Decisions;
 
 /// Upstream's soft taints: takes `DeletionCandidateOfClusterAutoscaler` off the nodes needed again,
@@ -78,6 +78,49 @@ pub(super) async fn write_intents<C: Cluster>(
             }
             Err(e) => {
                 tracing::warn!(node, error = %e, "intent not written; the next loop tries again")
+            }
+        }
+    }
+}
+
+/// Whether `intent` names the old node of a plan under way whose new nodes come (or came) up: a
+/// replacement's or a consolidation's.
+fn disrupts(intent: &Intent) -> bool {
+    matches!(intent.action, Action::Replacement | Action::Consolidation)
+}
+
+/// The disruption taint (`ferroscale.io/disrupted:NoSchedule`, Karpenter's `karpenter.sh/disrupted`)
+/// on the old nodes of every plan under way, from the loop that starts it, so that nothing new is
+/// scheduled where it would be evicted again; taken off the nodes whose plan was dropped. A node a
+/// removal works on is left to it. A failure is logged and tried again by the next loop.
+pub(super) async fn disruption_taints<C: Cluster>(
+    cluster: &C,
+    removing: &HashMap<String, Removing>,
+    wanted: &BTreeMap<String, Intent>,
+    view: &dyn Lookup,
+    now: i64,
+) {
+    if cluster.may_act("tainting disrupted nodes").is_err() {
+        return;
+    }
+    let tainted: std::collections::HashSet<String> = view.disrupted().into_iter().collect();
+    let on = wanted
+        .iter()
+        .filter(|(n, i)| disrupts(i) && !tainted.contains(*n) && view.node(n).is_some())
+        .map(|(n, _)| (n.as_str(), true));
+    let off = tainted
+        .iter()
+        .filter(|n| !wanted.get(*n).is_some_and(disrupts))
+        .map(|n| (n.as_str(), false));
+    let changes: Vec<(&str, bool)> = on.chain(off).collect();
+    for (node, on) in changes {
+        if removing.contains_key(node) {
+            continue;
+        }
+        match cluster.set_taint(node, Mark::Disrupted, on, now).await {
+            Ok(()) => tracing::info!(node, on, "disruption taint"),
+            Err(e) => {
+                tracing::warn!(node, on, error = %e, "disruption taint not changed; the next loop tries again")
             }
         }
     }

@@ -183,9 +183,11 @@ impl<C: Cluster> Actuator<C> {
         memory: &mut Memory,
         now: i64,
     ) -> Acted {
-        // Intents before anything they announce (a surge, a drain).
+        // Intents before anything they announce (a surge, a drain), and the old nodes of the plans
+        // they name tainted before their surge is asked for.
         if let Some(wanted) = &d.intents {
             self.write_these(wanted, view).await;
+            marks::disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
         }
         let mut acted = Acted {
             deleted_instances: self.delete_instances(&d.delete_instances).await,
@@ -423,6 +425,17 @@ impl<C: Cluster> Actuator<C> {
     /// cycle (its emptied nodes' intents would otherwise wait for the next loop).
     pub async fn write_these(&self, wanted: &BTreeMap<String, Intent>, view: &dyn Lookup) {
         marks::write_intents(self.cluster(), &self.removing, wanted, view).await;
+    }
+
+    /// Brings the disruption taints to the plans `wanted` names (see `marks::disruption_taints`): at
+    /// start, after the intents were reconciled, a stale one (its plan rolled back, or none) goes.
+    pub async fn disruption_taints(
+        &self,
+        wanted: &BTreeMap<String, Intent>,
+        view: &dyn Lookup,
+        now: i64,
+    ) {
+        marks::disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
     }
 
     /// Tries again to take off the deletion taints failed removals could not remove.

@@ -199,6 +199,15 @@ impl Lookup for Index {
             .collect()
     }
 
+    fn disrupted(&self) -> Vec<String> {
+        self.nodes
+            .items()
+            .iter()
+            .filter(|n| n.taints.iter().any(|t| t.key == crate::labels::DISRUPTED))
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {
         self.pods
             .items()

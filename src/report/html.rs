@@ -2,13 +2,13 @@
 //! its nodes per group and its decisions with their reasons. No script, no stylesheet or image from
 //! elsewhere: the file is the whole page.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::charts::{lines, Series};
 use super::{outcomes, policy_outcomes, ChainRun, Extras};
 use crate::error::Result;
-use crate::simulate::LoopReport;
+use crate::simulate::{LoopReport, Reasoned};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:16px;color:#222;background:#fff}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}h3{font-size:16px}\
@@ -350,6 +350,8 @@ fn decisions(
         }
         now.insert(key);
     }
+    // Nodes kept are folded by reason: one row per reason with their count, the list behind a click.
+    let mut folds: BTreeMap<(&str, &str), Vec<&Reasoned>> = BTreeMap::new();
     for (decision, list) in [
         ("pending", &l.pending),
         ("kept", &l.unremovable),
@@ -359,10 +361,43 @@ fn decisions(
             let what = r.pod.as_deref().or(r.node.as_deref()).unwrap_or("");
             let key = (format!("{decision} {what}"), r.reason.clone());
             if !before.contains(&key) {
-                row(decision, what, &r.reason);
+                if r.node.is_some() {
+                    folds.entry((decision, r.kind)).or_default().push(r);
+                } else {
+                    row(decision, what, &r.reason);
+                }
             }
             now.insert(key);
         }
     }
+    for ((decision, kind), rs) in folds {
+        fold(h, l, decision, kind, &rs);
+    }
     now
+}
+
+/// One row for the nodes `rs` kept for the same reason (`kind`): their count, and each node with its
+/// reason in full inside a `<details>` element, closed until clicked.
+fn fold(h: &mut String, l: &LoopReport, decision: &str, kind: &str, rs: &[&Reasoned]) {
+    let nodes = if rs.len() == 1 { "node" } else { "nodes" };
+    let _ = write!(
+        h,
+        "<tr class=\"fold\"><td class=\"n\">{}</td><td class=\"n\">+{}s</td><td>{}</td><td>{} {nodes}</td>\
+         <td><details><summary>{}: {} {nodes}</summary><ul>",
+        l.loop_number,
+        l.time,
+        escape(decision),
+        rs.len(),
+        escape(kind),
+        rs.len()
+    );
+    for r in rs {
+        let _ = write!(
+            h,
+            "<li>{}: {}</li>",
+            escape(r.node.as_deref().unwrap_or("")),
+            escape(&r.reason)
+        );
+    }
+    h.push_str("</ul></details></td></tr>\n");
 }

@@ -46,6 +46,12 @@ impl Runner {
             let uid = self.observer.index.node(&r.node).and_then(|n| n.uid);
             undo(&cluster, &record, r, uid, now).await;
         }
+        // The disruption taint stays on the old nodes of the plans resumed, and goes from any other
+        // (a plan rolled back, or one whose intent was lost).
+        let wanted = intents::desired(&self.decider.memory);
+        self.actuator
+            .disruption_taints(&wanted, &self.observer.index, now)
+            .await;
         // From the same reading: deletion taints no intent accounts for, unless their instance is
         // terminating (untainted, pods would land on it and die undrained).
         let reconciled: HashSet<&str> = outcomes.iter().map(|r| r.node.as_str()).collect();

@@ -348,6 +348,7 @@ pub struct SimView {
     nodes: HashMap<String, NodeRef>,
     on_node: HashMap<String, Vec<Evictee>>,
     intents: Vec<(String, String)>,
+    disrupted: Vec<String>,
 }
 
 impl SimView {
@@ -385,11 +386,18 @@ impl SimView {
             .map(|(n, i)| (n.clone(), i.clone()))
             .collect();
         intents.sort();
+        let disrupted = state
+            .nodes
+            .iter()
+            .filter(|n| n.taints.iter().any(|t| t.key == crate::labels::DISRUPTED))
+            .map(|n| n.name.clone())
+            .collect();
         let mut view = SimView {
             pods: HashMap::new(),
             nodes: HashMap::new(),
             on_node: HashMap::new(),
             intents,
+            disrupted,
         };
         if wanted.is_empty() && nodes.is_empty() {
             return view;
@@ -432,6 +440,10 @@ impl Lookup for SimView {
 
     fn intents(&self) -> Vec<(String, String)> {
         self.intents.clone()
+    }
+
+    fn disrupted(&self) -> Vec<String> {
+        self.disrupted.clone()
     }
 
     fn pods_to_evict(&self, node: &str) -> Vec<Evictee> {

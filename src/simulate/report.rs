@@ -15,6 +15,10 @@ pub struct Reasoned {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     pub reason: String,
+    /// The reason's stable name, without its figures (upstream's `UnremovableReason`, consolidation's
+    /// `Declined::label`): what the HTML report folds kept nodes by. Not in the JSON.
+    #[serde(skip)]
+    pub kind: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -392,6 +396,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 pod: Some(p.clone()),
                 node: None,
                 reason: r.to_string(),
+                kind: "",
             })
             .collect(),
         unremovable: d
@@ -401,6 +406,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 pod: None,
                 node: Some(n.clone()),
                 reason: r.to_string(),
+                kind: r.upstream_reason(),
             })
             .collect(),
         nodes: BTreeMap::new(),
@@ -440,6 +446,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 pod: None,
                 node: Some(n.clone()),
                 reason: why.to_string(),
+                kind: why.label(),
             })
             .collect(),
         consolidation_waits: d.consolidation_waits.as_ref().map(ToString::to_string),
