@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::cluster::{Cluster, Lookup, Mark};
 use super::removal::Removing;
+use super::Actuator;
 use crate::engine::intents::{Action, Intent};
 use crate::engine::Decisions;
 
@@ -123,5 +124,18 @@ pub(super) async fn disruption_taints<C: Cluster>(
                 tracing::warn!(node, on, error = %e, "disruption taint not changed; the next loop tries again")
             }
         }
+    }
+}
+
+impl<C: Cluster> Actuator<C> {
+    /// Brings the disruption taints to the plans `wanted` names (see [`disruption_taints`]): at
+    /// start, after the intents were reconciled, a stale one (its plan rolled back, or none) goes.
+    pub async fn disruption_taints(
+        &self,
+        wanted: &BTreeMap<String, Intent>,
+        view: &dyn Lookup,
+        now: i64,
+    ) {
+        disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
     }
 }

@@ -427,17 +427,6 @@ impl<C: Cluster> Actuator<C> {
         marks::write_intents(self.cluster(), &self.removing, wanted, view).await;
     }
 
-    /// Brings the disruption taints to the plans `wanted` names (see `marks::disruption_taints`): at
-    /// start, after the intents were reconciled, a stale one (its plan rolled back, or none) goes.
-    pub async fn disruption_taints(
-        &self,
-        wanted: &BTreeMap<String, Intent>,
-        view: &dyn Lookup,
-        now: i64,
-    ) {
-        marks::disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
-    }
-
     /// Tries again to take off the deletion taints failed removals could not remove.
     pub async fn retry_untaint(&mut self) {
         if self.untaint.is_empty() || self.cluster().may_act("untainting").is_err() {

@@ -76,6 +76,8 @@ pub(super) fn consolidate(
         return;
     }
     if let Some(why) = waits(ctx, memory, d) {
+        // A deletion held for validation is found afresh once nothing holds consolidation back.
+        memory.validating = None;
         d.consolidation_waits = Some(why);
         return;
     }

@@ -201,11 +201,15 @@ impl fmt::Display for Waits {
             Waits::Paused(p) => write!(f, "{p}"),
             Waits::InProgress => f.write_str("a consolidation is under way"),
             Waits::Retiring => f.write_str("nodes are retired this loop; their pods move first"),
-            Waits::Validating { nodes, until } => write!(
-                f,
-                "deleting {} is validated again at {until} before it is acted on",
-                nodes.join(", ")
-            ),
+            Waits::Validating { nodes, until } => {
+                let at = jiff::Timestamp::from_second(*until)
+                    .map_or_else(|_| format!("{until}s"), |t| t.to_string());
+                write!(
+                    f,
+                    "deleting {} is validated again at {at} before it is acted on",
+                    nodes.join(", ")
+                )
+            }
         }
     }
 }
