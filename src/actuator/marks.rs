@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::cluster::{Cluster, Lookup, Mark};
 use super::removal::Removing;
-use super::Actuator;
 use crate::engine::intents::{Action, Intent};
 use crate::engine::Decisions;
 
@@ -92,11 +91,12 @@ fn disrupts(intent: &Intent) -> bool {
 
 /// The disruption taint (`ferroscale.io/disrupted:NoSchedule`, Karpenter's `karpenter.sh/disrupted`)
 /// on the old nodes of every plan under way, from the loop that starts it, so that nothing new is
-/// scheduled where it would be evicted again; taken off the nodes whose plan was dropped. A node a
-/// removal works on is left to it. A failure is logged and tried again by the next loop.
-pub(super) async fn disruption_taints<C: Cluster>(
+/// scheduled where it would be evicted again; taken off the nodes whose plan was dropped (at start,
+/// after the intents are reconciled: a stale one). A node a removal works on (`removing`) is left to
+/// it. A failure is logged and tried again by the next loop.
+pub async fn disruption_taints<C: Cluster>(
     cluster: &C,
-    removing: &HashMap<String, Removing>,
+    removing: impl Fn(&str) -> bool,
     wanted: &BTreeMap<String, Intent>,
     view: &dyn Lookup,
     now: i64,
@@ -115,7 +115,7 @@ pub(super) async fn disruption_taints<C: Cluster>(
         .map(|n| (n.as_str(), false));
     let changes: Vec<(&str, bool)> = on.chain(off).collect();
     for (node, on) in changes {
-        if removing.contains_key(node) {
+        if removing(node) {
             continue;
         }
         match cluster.set_taint(node, Mark::Disrupted, on, now).await {
@@ -124,18 +124,5 @@ pub(super) async fn disruption_taints<C: Cluster>(
                 tracing::warn!(node, on, error = %e, "disruption taint not changed; the next loop tries again")
             }
         }
-    }
-}
-
-impl<C: Cluster> Actuator<C> {
-    /// Brings the disruption taints to the plans `wanted` names (see [`disruption_taints`]): at
-    /// start, after the intents were reconciled, a stale one (its plan rolled back, or none) goes.
-    pub async fn disruption_taints(
-        &self,
-        wanted: &BTreeMap<String, Intent>,
-        view: &dyn Lookup,
-        now: i64,
-    ) {
-        disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
     }
 }

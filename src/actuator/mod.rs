@@ -13,6 +13,7 @@ pub mod removal;
 pub use cluster::{
     Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
+pub use marks::disruption_taints;
 pub use removal::{Finished, Pace, Removal, Removing, SharedStage, Stage, Why};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -187,7 +188,8 @@ impl<C: Cluster> Actuator<C> {
         // they name tainted before their surge is asked for.
         if let Some(wanted) = &d.intents {
             self.write_these(wanted, view).await;
-            marks::disruption_taints(self.cluster(), &self.removing, wanted, view, now).await;
+            let removing = |n: &str| self.removing.contains_key(n);
+            marks::disruption_taints(self.cluster(), removing, wanted, view, now).await;
         }
         let mut acted = Acted {
             deleted_instances: self.delete_instances(&d.delete_instances).await,

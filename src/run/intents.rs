@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::actuator::{Cluster, EventKind, Lookup, Mark, Regarding};
+use crate::actuator::{disruption_taints, Cluster, EventKind, Lookup, Mark, Regarding};
 use crate::engine::intents::{self, Outcome, Reconciled};
 use crate::model::instance_id;
 
@@ -49,9 +49,9 @@ impl Runner {
         // The disruption taint stays on the old nodes of the plans resumed, and goes from any other
         // (a plan rolled back, or one whose intent was lost).
         let wanted = intents::desired(&self.decider.memory);
-        self.actuator
-            .disruption_taints(&wanted, &self.observer.index, now)
-            .await;
+        let removing = self.actuator.in_flight();
+        let busy = |n: &str| removing.contains_key(n);
+        disruption_taints(&cluster, busy, &wanted, &self.observer.index, now).await;
         // From the same reading: deletion taints no intent accounts for, unless their instance is
         // terminating (untainted, pods would land on it and die undrained).
         let reconciled: HashSet<&str> = outcomes.iter().map(|r| r.node.as_str()).collect();
