@@ -11,6 +11,7 @@ mod drain;
 mod drain_node;
 mod estimate;
 mod filter;
+mod loop_expect;
 mod loops;
 mod readiness;
 mod requests;

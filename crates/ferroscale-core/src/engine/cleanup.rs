@@ -87,6 +87,28 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 still.insert(i.id.clone(), since);
             }
         }
+        // Upstream's overrideNodesToDeleteForZeroOrMax: an atomic group whose launch failed in part
+        // goes whole, its other instances with the failed ones.
+        let launch_code = g.instances.iter().find_map(|i| {
+            let failed = i.error.is_some() && i.state != InstanceState::Deleting;
+            failed.then(|| i.error.as_ref().map(|e| e.code.clone()))?
+        });
+        if let Some(code) =
+            launch_code.filter(|_| ctx.settings.options_of(g).zero_or_max_node_scaling)
+        {
+            for i in &g.instances {
+                let going = d.delete_instances.iter().any(|x| x.instance == i.id);
+                if going || i.state == InstanceState::Deleting {
+                    continue;
+                }
+                still.remove(&i.id);
+                d.delete_instances.push(DeleteInstance {
+                    group: g.id.clone(),
+                    instance: i.id.clone(),
+                    reason: InstanceFault::AtomicGroupFailed { code: code.clone() },
+                });
+            }
+        }
         // Capacity asked for that the cloud has not launched (placeholders).
         let undelivered = g.placeholder_count() as i32;
         if undelivered > 0 {
