@@ -87,14 +87,10 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 still.insert(i.id.clone(), since);
             }
         }
-        // Upstream's overrideNodesToDeleteForZeroOrMax: an atomic group whose launch failed in part
-        // goes whole, its other instances with the failed ones.
-        let launch_code = g.instances.iter().find_map(|i| {
-            let failed = i.error.is_some() && i.state != InstanceState::Deleting;
-            failed.then(|| i.error.as_ref().map(|e| e.code.clone()))?
-        });
-        if let Some(code) =
-            launch_code.filter(|_| ctx.settings.options_of(g).zero_or_max_node_scaling)
+        // Upstream's overrideNodesToDeleteForZeroOrMax: an atomic group with an instance that failed to
+        // launch or to register goes whole, its other instances with those.
+        let atomic = ctx.settings.options_of(g).zero_or_max_node_scaling;
+        if let Some(code) = failed.clone().filter(|_| atomic)
         {
             for i in &g.instances {
                 let going = d.delete_instances.iter().any(|x| x.instance == i.id);

@@ -347,8 +347,8 @@ pub enum InstanceFault {
     LaunchFailed { code: String },
     /// No node registered for it within the group's `maxNodeProvisionTime`.
     NotRegistered { within_secs: i64 },
-    /// Another instance of its atomic group (`zeroOrMaxNodeScaling`) failed to launch, with that error
-    /// code: the group goes whole or not at all.
+    /// Another instance of its atomic group (`zeroOrMaxNodeScaling`) failed to launch or register, with
+    /// that error code (`timeout` for the latter): the group goes whole or not at all.
     AtomicGroupFailed { code: String },
 }
 
@@ -360,7 +360,7 @@ impl fmt::Display for InstanceFault {
                 write!(f, "no node registered within {within_secs}s")
             }
             InstanceFault::AtomicGroupFailed { code } => {
-                write!(f, "launch of its atomic group failed: {code}")
+                write!(f, "another instance of its atomic group failed: {code}")
             }
         }
     }

@@ -19,11 +19,11 @@ pub(super) fn soft_taints(ctx: &Ctx, memory: &Memory, d: &mut Decisions) {
     let candidate = |n: &crate::model::workload::Node| {
         n.taints.iter().any(|t| t.key == labels::DELETION_CANDIDATE)
     };
-    let settled = ctx
-        .world
-        .nodes
-        .iter()
-        .filter(|n| !ctx.world.removing.contains_key(&n.name));
+    // Only nodes of node groups (upstream's filterNodesFromSelectedGroups): a node no group holds keeps
+    // whatever taints it has.
+    let settled = ctx.world.nodes.iter().filter(|n| {
+        ctx.world.node_groups.contains_key(&n.name) && !ctx.world.removing.contains_key(&n.name)
+    });
     let (unneeded, needed): (Vec<_>, Vec<_>) = settled.partition(|n| {
         memory.unneeded_since.contains_key(&n.name) || memory.emptying.contains_key(&n.name)
     });
