@@ -40,6 +40,9 @@ pub struct Expect {
     /// Nodes the last loop finds unneeded, among others maybe (upstream's tests of one node's removal).
     #[serde(default)]
     removable: Option<BTreeSet<String>>,
+    /// How many nodes the last loop finds unneeded (upstream's tests of the unneeded-nodes limit).
+    #[serde(default)]
+    unneeded_count: Option<usize>,
     /// Pods the last loop's removals evict (all of them).
     #[serde(default)]
     evicted: Option<BTreeSet<String>>,
@@ -167,6 +170,11 @@ impl Expect {
                     "{node} not unneeded ({:?}), upstream: removable",
                     kept(node).map(|n| &n.reason)
                 ));
+            }
+        }
+        if let Some(want) = self.unneeded_count {
+            if unneeded.len() != want {
+                wrong.push(format!("{} nodes unneeded, upstream {want}", unneeded.len()));
             }
         }
         if let Some(want) = &self.unneeded {

@@ -13,8 +13,8 @@
 //! still keep them, but for a later reason (a pod's drain, the unneeded time), never for one of
 //! eligibility's own (being deleted, the annotation, utilization, unready with unready scale-down off).
 //! `scan_interval`, `provision_delay` and `node_ready_delay` (Go durations) pace the loops as
-//! `simulate`'s flags do (10s, 0, 0 when left out); `history` gives what upstream's tests register
-//! before their loops (a scale-up, a removal, a failed removal some time before the last loop).
+//! `simulate`'s flags do (`--scan-interval`, 0, 0 when left out); `history` gives what upstream's tests register
+//! before their loops (a scale-up, a removal, a failed removal some time before the last loop; nodes found unneeded).
 
 use std::time::Duration;
 
@@ -63,6 +63,9 @@ struct History {
     scale_down_ago: Option<String>,
     #[serde(default)]
     scale_down_failure_ago: Option<String>,
+    /// Nodes found unneeded by a loop just before (upstream's previously unneeded nodes).
+    #[serde(default)]
+    unneeded: Vec<String>,
 }
 
 fn one() -> u32 {
@@ -98,7 +101,7 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     }
     let pacing = Pacing {
         loops: case.loops,
-        scan_interval: duration(&case.scan_interval, Duration::from_secs(10))?,
+        scan_interval: duration(&case.scan_interval, settings.scan_interval)?,
         provision_delay: duration(&case.provision_delay, Duration::ZERO)?,
         node_ready_delay: duration(&case.node_ready_delay, Duration::ZERO)?,
     };
@@ -118,6 +121,9 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     memory.last_scale_down_delete = ago(&h.scale_down_ago)?.or(memory.last_scale_down_delete);
     memory.last_scale_down_failure =
         ago(&h.scale_down_failure_ago)?.or(memory.last_scale_down_failure);
+    for node in &h.unneeded {
+        memory.unneeded_since.insert(node.clone(), start);
+    }
     let mut report = None;
     let mut at = start;
     for _ in 0..case.loops {
