@@ -174,7 +174,10 @@ impl Expect {
         }
         if let Some(want) = self.unneeded_count {
             if unneeded.len() != want {
-                wrong.push(format!("{} nodes unneeded, upstream {want}", unneeded.len()));
+                wrong.push(format!(
+                    "{} nodes unneeded, upstream {want}",
+                    unneeded.len()
+                ));
             }
         }
         if let Some(want) = &self.unneeded {

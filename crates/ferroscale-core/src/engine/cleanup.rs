@@ -90,8 +90,7 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
         // Upstream's overrideNodesToDeleteForZeroOrMax: an atomic group with an instance that failed to
         // launch or to register goes whole, its other instances with those.
         let atomic = ctx.settings.options_of(g).zero_or_max_node_scaling;
-        if let Some(code) = failed.clone().filter(|_| atomic)
-        {
+        if let Some(code) = failed.clone().filter(|_| atomic) {
             for i in &g.instances {
                 let going = d.delete_instances.iter().any(|x| x.instance == i.id);
                 if going || i.state == InstanceState::Deleting {
