@@ -43,7 +43,7 @@ pub struct Expect {
     /// How many nodes the last loop finds unneeded (upstream's tests of the unneeded-nodes limit).
     #[serde(default)]
     unneeded_count: Option<usize>,
-    /// Pods the last loop's removals evict (all of them).
+    /// Pods the last loop's removals evict (all of them, DaemonSet pods included).
     #[serde(default)]
     evicted: Option<BTreeSet<String>>,
     /// Nodes carrying the soft taint (`DeletionCandidateOfClusterAutoscaler`) after the last loop (all
@@ -132,7 +132,7 @@ impl Expect {
             let got: BTreeSet<String> = r
                 .scale_down
                 .iter()
-                .flat_map(|d| d.evicted.iter().cloned())
+                .flat_map(|d| d.evicted.iter().chain(&d.daemon_sets).cloned())
                 .collect();
             if &got != want {
                 wrong.push(format!("evicted {got:?}, upstream {want:?}"));
