@@ -122,6 +122,35 @@ mod tests {
         assert_eq!(d.soft_taint, Vec::<String>::new());
     }
 
+    /// Upstream: unneeded/nodes.go (LoadFromExistingTaints): with `--node-deletion-candidate-ttl`, the
+    /// first loop takes a node soft-tainted within the TTL as unneeded since the taint's time; an older
+    /// taint, a value that is no time, or a TTL of 0 start the unneeded time at the loop.
+    #[test]
+    fn the_first_loop_reads_soft_taints_back_within_the_ttl() {
+        const T0: i64 = 10_000;
+        let tainted = |value: String| Taint {
+            value,
+            ..candidate()
+        };
+        let mut world = pool("pool", 0, &[("recent", &[]), ("old", &[]), ("bad", &[])]);
+        world.nodes[0].taints.push(tainted((T0 - 120).to_string()));
+        world.nodes[1].taints.push(tainted((T0 - 1200).to_string()));
+        world.nodes[2].taints.push(tainted("INVALID_VALUE".into()));
+        let mut s = Settings {
+            node_deletion_candidate_ttl: std::time::Duration::from_secs(300),
+            ..Settings::upstream()
+        };
+        s.defaults.scale_down_unneeded_time = std::time::Duration::from_secs(60);
+        let d = world.run_once(&s, &mut Memory::default(), T0);
+        let removed: Vec<&str> = d.scale_down.iter().map(|r| r.node.as_str()).collect();
+        assert_eq!(removed, ["recent"], "{d:?}");
+
+        // Off by default: every unneeded time starts at the first loop.
+        s.node_deletion_candidate_ttl = std::time::Duration::ZERO;
+        let d = world.run_once(&s, &mut Memory::default(), T0);
+        assert!(d.scale_down.is_empty(), "{d:?}");
+    }
+
     /// Upstream: static_autoscaler.go calls updateSoftDeletionTaints after StartDeletion as well: a loop
     /// that removes a node still soft-taints the other unneeded nodes and untaints needed ones; the node
     /// it removes gets no soft taint.
