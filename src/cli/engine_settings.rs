@@ -127,6 +127,7 @@ impl LoopFlags {
             },
             max_bulk_soft_taint_count: self.max_bulk_soft_taint_count,
             max_bulk_soft_taint_time: self.max_bulk_soft_taint_time.0,
+            node_deletion_candidate_ttl: self.node_deletion_candidate_ttl.0,
             bypassed_scheduler_names: self
                 .bypassed_scheduler_names
                 .iter()

@@ -322,6 +322,10 @@ pub struct LoopFlags {
     /// How long one loop may spend soft-tainting.
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.max_bulk_soft_taint_time))]
     pub max_bulk_soft_taint_time: GoDuration,
+    /// At start, nodes whose soft taint is younger than this count as unneeded since the taint's time
+    /// (0: off; a restart starts every unneeded time over).
+    #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_deletion_candidate_ttl))]
+    pub node_deletion_candidate_ttl: GoDuration,
     /// Schedulers whose pods count as pending as soon as they have no node, without waiting for the
     /// scheduler to mark them unschedulable (comma-separated, as upstream).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]

@@ -224,6 +224,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod> {
             daemon_set_annotation: annotations
                 .get(labels::DAEMONSET_POD)
                 .is_some_and(|v| v == "true"),
+            ds_eviction: annotations.get(labels::ENABLE_DS_EVICTION).map(|v| v == "true"),
             // A value that does not parse is ignored, as upstream does (it logs it).
             scale_up_delay: annotations
                 .get(labels::POD_SCALE_UP_DELAY)

@@ -343,6 +343,12 @@ impl Simulation {
         &self.memory
     }
 
+    /// The engine's memory to set up before a loop: a history the cluster does not show (an earlier
+    /// scale-up, removal or failure), as upstream's tests register one before their first loop.
+    pub fn memory_mut(&mut self) -> &mut Memory {
+        &mut self.memory
+    }
+
     /// Moves the virtual clock to `now` without running a loop.
     pub fn set_now(&mut self, now: i64) {
         self.now = now;

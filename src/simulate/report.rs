@@ -43,6 +43,10 @@ pub struct ScaleDownReport {
     pub group: String,
     pub reason: String,
     pub evicted: Vec<String>,
+    /// DaemonSet pods evicted too (`--daemonset-eviction-for-occupied-nodes`, `-empty-nodes`, or their
+    /// pod's `cluster-autoscaler.kubernetes.io/enable-ds-eviction`), after the others.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub daemon_sets: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -364,6 +368,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 group: down.group.clone(),
                 reason: down.reason.to_string(),
                 evicted: down.evict.clone(),
+                daemon_sets: down.daemon_sets.clone(),
             })
             .collect(),
         delete_instances: d

@@ -12,16 +12,20 @@
 //! `eligible` names nodes that pass upstream's eligibility step (its unneeded candidates): a loop may
 //! still keep them, but for a later reason (a pod's drain, the unneeded time), never for one of
 //! eligibility's own (being deleted, the annotation, utilization, unready with unready scale-down off).
+//! `scan_interval`, `provision_delay` and `node_ready_delay` (Go durations) pace the loops as
+//! `simulate`'s flags do (`--scan-interval`, 0, 0 when left out); `history` gives what upstream's tests register
+//! before their loops (a scale-up, a removal, a failed removal some time before the last loop; nodes found unneeded).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ferroscale::cloud::memory::MemoryConfig;
 use ferroscale::engine::expander::Priorities;
+use ferroscale::model::parse_go_duration;
 use ferroscale::pricing::PriceOverrides;
 use ferroscale::simulate::{Pacing, Simulation};
 use serde::Deserialize;
 
+use super::loop_expect::Expect;
 use super::support;
 
 #[derive(Deserialize)]
@@ -38,7 +42,30 @@ struct Case {
     /// left them: unschedulable, maybe waiting to preempt lower-priority pods).
     #[serde(default = "yes")]
     bind_pending: bool,
+    #[serde(default)]
+    scan_interval: Option<String>,
+    #[serde(default)]
+    provision_delay: Option<String>,
+    #[serde(default)]
+    node_ready_delay: Option<String>,
+    #[serde(default)]
+    history: History,
     expect: Expect,
+}
+
+/// What happened before the first loop, as Go durations before it.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct History {
+    #[serde(default)]
+    scale_up_ago: Option<String>,
+    #[serde(default)]
+    scale_down_ago: Option<String>,
+    #[serde(default)]
+    scale_down_failure_ago: Option<String>,
+    /// Nodes found unneeded by a loop just before (upstream's previously unneeded nodes).
+    #[serde(default)]
+    unneeded: Vec<String>,
 }
 
 fn one() -> u32 {
@@ -49,52 +76,17 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct Expect {
-    /// Group → nodes added by the last loop (all of them: a group not named grows by none).
-    #[serde(default)]
-    scale_up: Option<BTreeMap<String, i32>>,
-    /// The last loop's scale-ups are one of these (upstream leaves the choice among them to chance).
-    #[serde(default)]
-    scale_up_one_of: Option<Vec<BTreeMap<String, i32>>>,
-    /// Nodes the last loop removes (all of them).
-    #[serde(default)]
-    scale_down: Option<BTreeSet<String>>,
-    /// Pod → a word of why it stays pending.
-    #[serde(default)]
-    pending: Option<BTreeMap<String, String>>,
-    /// Node → a word of why it is kept.
-    #[serde(default)]
-    unremovable: Option<BTreeMap<String, String>>,
-    /// Whether the loop found the cluster unhealthy and decided nothing.
-    #[serde(default)]
-    unhealthy: Option<bool>,
-    /// Nodes that pass upstream's eligibility checks (`eligibility.FilterOutUnremovable`'s unneeded
-    /// candidates): kept, if at all, only for a later reason (a pod's drain, the unneeded time, …).
-    #[serde(default)]
-    eligible: Option<BTreeSet<String>>,
-    /// The nodes the last loop finds unneeded (all of them): those it removes and those it keeps for a
-    /// reason that starts with "unneeded" (not for long enough yet, a budget spent, …).
-    #[serde(default)]
-    unneeded: Option<BTreeSet<String>>,
-    /// Nodes the last loop finds unneeded, among others maybe (upstream's tests of one node's removal).
-    #[serde(default)]
-    removable: Option<BTreeSet<String>>,
+fn duration(text: &Option<String>, default: Duration) -> Result<Duration, String> {
+    text.as_deref().map_or(Ok(default), parse_go_duration)
 }
 
-/// Words of the reasons that keep a node at upstream's eligibility step: being deleted, the
-/// scale-down-disabled annotation, utilization above the threshold or not known, unready with
-/// `--scale-down-unready-enabled=false`.
-const INELIGIBLE: [&str; 5] = [
-    "being deleted",
-    "disabled by annotation",
-    "above threshold",
-    "utilization unknown",
-    "--scale-down-unready-enabled",
-];
-
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
+    // `CONFORMANCE_DEBUG=<words of a case's name>` prints each loop of the cases so named.
+    let debug = std::env::var("CONFORMANCE_DEBUG").is_ok_and(|w| {
+        case.get("name")
+            .and_then(|n| n.as_str())
+            .is_some_and(|n| n.contains(&w))
+    });
     let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
     let objects = support::objects(&case.objects)?;
     let groups = serde_norway::to_string(&case.groups).map_err(|e| e.to_string())?;
@@ -109,107 +101,50 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     }
     let pacing = Pacing {
         loops: case.loops,
-        scan_interval: Duration::from_secs(10),
-        provision_delay: Duration::ZERO,
-        node_ready_delay: Duration::ZERO,
+        scan_interval: duration(&case.scan_interval, settings.scan_interval)?,
+        provision_delay: duration(&case.provision_delay, Duration::ZERO)?,
+        node_ready_delay: duration(&case.node_ready_delay, Duration::ZERO)?,
     };
+    let start = sim.now();
+    // History is told from the last loop's time, as upstream registers it relative to the wall clock
+    // of the loop that decides.
+    let last =
+        start + i64::from(case.loops.saturating_sub(1)) * pacing.scan_interval.as_secs() as i64;
+    let ago = |d: &Option<String>| -> Result<Option<i64>, String> {
+        d.as_ref()
+            .map(|t| Ok(last - parse_go_duration(t)?.as_secs() as i64))
+            .transpose()
+    };
+    let h = &case.history;
+    let memory = sim.memory_mut();
+    memory.last_scale_up = ago(&h.scale_up_ago)?.or(memory.last_scale_up);
+    memory.last_scale_down_delete = ago(&h.scale_down_ago)?.or(memory.last_scale_down_delete);
+    memory.last_scale_down_failure =
+        ago(&h.scale_down_failure_ago)?.or(memory.last_scale_down_failure);
+    for node in &h.unneeded {
+        memory.unneeded_since.insert(node.clone(), start);
+    }
     let mut report = None;
+    let mut at = start;
     for _ in 0..case.loops {
+        at = sim.now();
         // `step` moves the clock on by the scan interval itself.
         report = Some(sim.step(&settings, &pacing));
+        if debug {
+            eprintln!("{}", serde_json::to_string(&report).unwrap_or_default());
+            eprintln!(
+                "{:?}",
+                sim.cluster()
+                    .state()
+                    .nodes
+                    .iter()
+                    .map(|n| (&n.name, &n.taints))
+                    .collect::<Vec<_>>()
+            );
+        }
     }
     let r = report.ok_or("loops: 0")?;
-    let mut wrong = Vec::new();
-    let scaled: BTreeMap<String, i32> = r
-        .scale_up
-        .iter()
-        .map(|u| (u.group.clone(), u.delta))
-        .collect();
-    if let Some(want) = &case.expect.scale_up {
-        if &scaled != want {
-            wrong.push(format!("scale-up {scaled:?}, upstream {want:?}"));
-        }
-    }
-    if let Some(any) = &case.expect.scale_up_one_of {
-        if !any.contains(&scaled) {
-            wrong.push(format!("scale-up {scaled:?}, upstream one of {any:?}"));
-        }
-    }
-    if let Some(want) = &case.expect.scale_down {
-        let got: BTreeSet<String> = r.scale_down.iter().map(|d| d.node.clone()).collect();
-        if &got != want {
-            wrong.push(format!("scale-down {got:?}, upstream {want:?}"));
-        }
-    }
-    for (pod, why) in case.expect.pending.iter().flatten() {
-        match r.pending.iter().find(|p| p.pod.as_deref() == Some(pod)) {
-            Some(p) if p.reason.contains(why.as_str()) => {}
-            Some(p) => wrong.push(format!(
-                "{pod} pending because {:?}, upstream: {why}",
-                p.reason
-            )),
-            None => wrong.push(format!("{pod} not pending, upstream: {why}")),
-        }
-    }
-    for (node, why) in case.expect.unremovable.iter().flatten() {
-        match r
-            .unremovable
-            .iter()
-            .find(|n| n.node.as_deref() == Some(node))
-        {
-            Some(n) if n.reason.contains(why.as_str()) => {}
-            Some(n) => wrong.push(format!(
-                "{node} kept because {:?}, upstream: {why}",
-                n.reason
-            )),
-            None => wrong.push(format!("{node} not kept, upstream: {why}")),
-        }
-    }
-    let unneeded: BTreeSet<String> = r
-        .scale_down
-        .iter()
-        .map(|d| d.node.clone())
-        .chain(
-            r.unremovable
-                .iter()
-                .filter(|n| n.reason.starts_with("unneeded"))
-                .filter_map(|n| n.node.clone()),
-        )
-        .collect();
-    for node in case.expect.removable.iter().flatten() {
-        if !unneeded.contains(node) {
-            let why = r
-                .unremovable
-                .iter()
-                .find(|n| n.node.as_deref() == Some(node));
-            wrong.push(format!(
-                "{node} not unneeded ({:?}), upstream: removable",
-                why.map(|n| &n.reason)
-            ));
-        }
-    }
-    if let Some(want) = &case.expect.unneeded {
-        if &unneeded != want {
-            wrong.push(format!("unneeded {unneeded:?}, upstream {want:?}"));
-        }
-    }
-    for node in case.expect.eligible.iter().flatten() {
-        let kept = r
-            .unremovable
-            .iter()
-            .find(|n| n.node.as_deref() == Some(node));
-        if let Some(n) = kept.filter(|n| INELIGIBLE.iter().any(|w| n.reason.contains(w))) {
-            wrong.push(format!(
-                "{node} kept because {:?}, upstream: eligible",
-                n.reason
-            ));
-        }
-    }
-    if let Some(want) = case.expect.unhealthy {
-        if r.unhealthy.is_some() != want {
-            wrong.push(format!("unhealthy: {:?}, upstream: {want}", r.unhealthy));
-        }
-    }
+    let wrong = case.expect.compare(&r, &sim, at);
     if wrong.is_empty() {
         Ok(())
     } else {

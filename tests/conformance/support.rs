@@ -73,12 +73,24 @@ struct Flags {
 }
 
 /// The engine's settings from upstream flags as a case writes them (`--flag=value`), else the defaults.
+/// `--scan-interval` (a flag of the process, not of the loop) sets the interval the engine counts loops
+/// by.
 pub fn settings(flags: &[String]) -> Result<Settings, String> {
-    let f = Flags::try_parse_from(
-        std::iter::once("conformance".to_string()).chain(flags.iter().cloned()),
-    )
-    .map_err(|e| e.to_string())?;
-    f.run.engine(&f.expander).map_err(|e| e.to_string())
+    let mut scan = None;
+    let mut rest = Vec::new();
+    for f in flags {
+        match f.strip_prefix("--scan-interval=") {
+            Some(d) => scan = Some(ferroscale::model::parse_go_duration(d)?),
+            None => rest.push(f.clone()),
+        }
+    }
+    let f = Flags::try_parse_from(std::iter::once("conformance".to_string()).chain(rest))
+        .map_err(|e| e.to_string())?;
+    let mut settings = f.run.engine(&f.expander).map_err(|e| e.to_string())?;
+    if let Some(scan) = scan {
+        settings.scan_interval = scan;
+    }
+    Ok(settings)
 }
 
 /// `RFC 3339` time as seconds since the epoch.

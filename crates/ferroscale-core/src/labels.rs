@@ -57,6 +57,9 @@ pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-do
 /// Pod annotation: `"true"` makes the pod count as a DaemonSet pod whatever owns it (upstream's
 /// `pod.IsDaemonSetPod`), for pods a DaemonSet-like controller runs on every node.
 pub const DAEMONSET_POD: &str = "cluster-autoscaler.kubernetes.io/daemonset-pod";
+/// A DaemonSet pod's own say on whether a removal of its node evicts it (`"true"`: yes, anything else:
+/// no), whatever `--daemonset-eviction-for-*` says.
+pub const ENABLE_DS_EVICTION: &str = "cluster-autoscaler.kubernetes.io/enable-ds-eviction";
 /// Pod annotation: a Go duration this pod waits, from its creation, before it may trigger a scale-up
 /// (upstream's per-pod `--new-pod-scale-up-delay`; it can only lengthen the flag's delay).
 pub const POD_SCALE_UP_DELAY: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";

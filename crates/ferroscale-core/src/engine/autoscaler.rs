@@ -64,6 +64,24 @@ pub fn run_once(
     for c in &d.cancel {
         *deleting.entry(c.group.clone()).or_default() += c.count;
     }
+    // Upstream's LongUnregistered: an instance kept without a node past its group's
+    // maxNodeProvisionTime (a group at min size keeps it) is not on its way any more.
+    for g in world.groups {
+        let limit = crate::model::duration::secs(settings.options_of(g).max_node_provision_time);
+        let long = g
+            .instances
+            .iter()
+            .filter(|i| {
+                memory
+                    .unregistered_since
+                    .get(&i.id)
+                    .is_some_and(|since| now - since >= limit)
+            })
+            .count() as i32;
+        if long > 0 {
+            *deleting.entry(g.id.clone()).or_default() += long;
+        }
+    }
 
     // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
     let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();

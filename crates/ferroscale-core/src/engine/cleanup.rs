@@ -87,6 +87,23 @@ pub(super) fn cleanup_instances(ctx: &Ctx, memory: &mut Memory, d: &mut Decision
                 still.insert(i.id.clone(), since);
             }
         }
+        // Upstream's overrideNodesToDeleteForZeroOrMax: an atomic group with an instance that failed to
+        // launch or to register goes whole, its other instances with those.
+        let atomic = ctx.settings.options_of(g).zero_or_max_node_scaling;
+        if let Some(code) = failed.clone().filter(|_| atomic) {
+            for i in &g.instances {
+                let going = d.delete_instances.iter().any(|x| x.instance == i.id);
+                if going || i.state == InstanceState::Deleting {
+                    continue;
+                }
+                still.remove(&i.id);
+                d.delete_instances.push(DeleteInstance {
+                    group: g.id.clone(),
+                    instance: i.id.clone(),
+                    reason: InstanceFault::AtomicGroupFailed { code: code.clone() },
+                });
+            }
+        }
         // Capacity asked for that the cloud has not launched (placeholders).
         let undelivered = g.placeholder_count() as i32;
         if undelivered > 0 {

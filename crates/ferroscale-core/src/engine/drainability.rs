@@ -145,25 +145,28 @@ pub(super) struct Drained {
     pub(super) left: Vec<String>,
     /// A pod the node waits for (`safe-to-evict: "on-completion"`).
     pub(super) waits_for: Option<String>,
-    /// The DaemonSet pods bound to the node, which stay with it.
-    pub(super) daemon_sets: Vec<String>,
+    /// The DaemonSet pods bound to the node, which stay with it, each with its own say on its eviction
+    /// (`cluster-autoscaler.kubernetes.io/enable-ds-eviction`).
+    pub(super) daemon_sets: Vec<(String, Option<bool>)>,
 }
 
 impl Drained {
     /// The DaemonSet pods a removal of the node evicts (best effort), as upstream's flags say: those of
     /// a node with pods to evict (`evicting`) with `--daemonset-eviction-for-occupied-nodes`, of an
-    /// empty one with `--daemonset-eviction-for-empty-nodes`.
+    /// empty one with `--daemonset-eviction-for-empty-nodes`; a pod's
+    /// `cluster-autoscaler.kubernetes.io/enable-ds-eviction` overrides the flag (only `"true"` evicts),
+    /// as upstream's `daemonset.PodsToEvict`.
     pub(super) fn daemon_sets_evicted(&mut self, s: &Settings, evicting: bool) -> Vec<String> {
         let on = if evicting {
             s.daemonset_eviction_for_occupied_nodes
         } else {
             s.daemonset_eviction_for_empty_nodes
         };
-        if on {
-            std::mem::take(&mut self.daemon_sets)
-        } else {
-            Vec::new()
-        }
+        std::mem::take(&mut self.daemon_sets)
+            .into_iter()
+            .filter(|(_, own)| own.unwrap_or(on))
+            .map(|(key, _)| key)
+            .collect()
     }
 }
 
@@ -186,7 +189,7 @@ pub(super) fn drain(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Draine
             })),
             Drain::Stay if !p.node_bound() => d.left.push(p.key()),
             Drain::Stay if p.is_daemon_set() && !p.meta.mirror && p.node_name.is_some() => {
-                d.daemon_sets.push(p.key())
+                d.daemon_sets.push((p.key(), p.meta.ds_eviction))
             }
             Drain::Stay => {}
             Drain::Wait => {

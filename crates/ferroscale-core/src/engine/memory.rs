@@ -67,6 +67,9 @@ pub struct Memory {
     /// caller before each loop from the descheduler's history: scale-down and consolidation do not move
     /// them again meanwhile (they keep their nodes), as the descheduler leaves alone what they moved.
     pub descheduled: HashSet<String>,
+    /// Whether the nodes' soft taints were read back into `unneeded_since` (once, at the first loop,
+    /// with `--node-deletion-candidate-ttl`).
+    pub candidates_loaded: bool,
 }
 
 /// A consolidation under way: `count` new nodes of `group` were asked for `since`; `nodes` go once

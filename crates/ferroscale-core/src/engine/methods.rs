@@ -28,7 +28,7 @@ use super::predicates::NodeInfo;
 use super::reasons::Unremovable;
 use super::replace::replace;
 use super::scale_down::scale_down;
-use super::soft_taints::soft_taints;
+use super::soft_taints::{load_deletion_candidates, soft_taints};
 use crate::model::workload::Pod;
 
 /// What a method works on in its turn.
@@ -79,6 +79,7 @@ impl Method for ScaleDownMethod {
         if !t.ctx.settings.scale_down_enabled {
             return;
         }
+        load_deletion_candidates(t.ctx, t.memory);
         let moves = scale_down(
             t.ctx,
             t.memory,

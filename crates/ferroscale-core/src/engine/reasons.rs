@@ -347,6 +347,9 @@ pub enum InstanceFault {
     LaunchFailed { code: String },
     /// No node registered for it within the group's `maxNodeProvisionTime`.
     NotRegistered { within_secs: i64 },
+    /// Another instance of its atomic group (`zeroOrMaxNodeScaling`) failed to launch or register, with
+    /// that error code (`timeout` for the latter): the group goes whole or not at all.
+    AtomicGroupFailed { code: String },
 }
 
 impl fmt::Display for InstanceFault {
@@ -355,6 +358,9 @@ impl fmt::Display for InstanceFault {
             InstanceFault::LaunchFailed { code } => write!(f, "launch failed: {code}"),
             InstanceFault::NotRegistered { within_secs } => {
                 write!(f, "no node registered within {within_secs}s")
+            }
+            InstanceFault::AtomicGroupFailed { code } => {
+                write!(f, "another instance of its atomic group failed: {code}")
             }
         }
     }

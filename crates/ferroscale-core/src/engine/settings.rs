@@ -114,6 +114,9 @@ pub struct Settings {
     pub max_bulk_soft_taint_count: usize,
     /// `--max-bulk-soft-taint-time`: how long one loop spends on them.
     pub max_bulk_soft_taint_time: Duration,
+    /// `--node-deletion-candidate-ttl`: at start, a node whose soft taint is younger than this is taken
+    /// as unneeded since the taint's time, so a restart does not start its unneeded time over (0: off).
+    pub node_deletion_candidate_ttl: Duration,
     /// `--consolidation`: the policy of groups that set none (`Never`: cluster-autoscaler's behaviour).
     pub consolidation: Consolidation,
     /// `--consolidation-min-savings`: a plan goes ahead only if it saves at least this share (0.1: 10%)
@@ -248,6 +251,7 @@ impl Settings {
             bypassed_scheduler_names: Vec::new(),
             max_bulk_soft_taint_count: 10,
             max_bulk_soft_taint_time: Duration::from_secs(3),
+            node_deletion_candidate_ttl: Duration::ZERO,
             consolidation: Consolidation::default(),
             consolidation_min_savings: 0.1,
             consolidation_min_savings_per_pod: 0.0,

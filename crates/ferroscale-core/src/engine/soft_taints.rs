@@ -1,6 +1,7 @@
-//! Upstream's soft taints (`UpdateSoftDeletionTaints`): in a loop whose scale-down removed nothing, nodes
-//! found unneeded get `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`, so the scheduler prefers
-//! other nodes and they empty before their unneeded time is up; nodes needed again lose it. Taints come
+//! Upstream's soft taints (`UpdateSoftDeletionTaints`): in every loop that runs scale-down, removals or
+//! not (static_autoscaler.go calls it after `StartDeletion` too), nodes found unneeded get
+//! `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`, so the scheduler prefers other nodes and
+//! they empty before their unneeded time is up; nodes needed again lose it. Taints come
 //! off first, then go on, together at most `--max-bulk-soft-taint-count` per loop (0: none); nodes being
 //! removed are left alone (their deletion taint says more). A node the descheduler emptied and scale-down
 //! keeps for now (`Memory::emptying`) counts as unneeded: its pods are not to come back meanwhile.
@@ -10,20 +11,51 @@ use super::decisions::Decisions;
 use super::memory::Memory;
 use crate::labels;
 
+/// Upstream's `LoadFromExistingTaints`: once, at the first loop, with `--node-deletion-candidate-ttl`
+/// set, a node whose soft taint holds a time (Unix seconds) younger than the TTL is taken as unneeded
+/// since then; a value that is no time is ignored.
+pub(super) fn load_deletion_candidates(ctx: &Ctx, memory: &mut Memory) {
+    if std::mem::replace(&mut memory.candidates_loaded, true) {
+        return;
+    }
+    let ttl = crate::model::duration::secs(ctx.settings.node_deletion_candidate_ttl);
+    if ttl == 0 {
+        return;
+    }
+    for n in ctx.world.nodes {
+        let since = n
+            .taints
+            .iter()
+            .find(|t| t.key == labels::DELETION_CANDIDATE)
+            .and_then(|t| t.value.parse::<i64>().ok());
+        if let Some(since) = since.filter(|s| s + ttl >= ctx.now) {
+            memory.unneeded_since.entry(n.name.clone()).or_insert(since);
+        }
+    }
+}
+
 /// Fills `d.soft_untaint` and `d.soft_taint` from the unneeded nodes `memory` holds after scale-down.
 pub(super) fn soft_taints(ctx: &Ctx, memory: &Memory, d: &mut Decisions) {
     let mut budget = ctx.settings.max_bulk_soft_taint_count;
-    if budget == 0 || !d.scale_down.is_empty() {
+    if budget == 0 {
         return;
     }
+    // Nodes this loop removes, and those already going (`ToBeDeletedByClusterAutoscaler`), are left
+    // alone: their deletion taint says more (upstream skips them in every loop, removals or not).
+    let going = |n: &crate::model::workload::Node| {
+        d.scale_down.iter().any(|r| r.node == n.name)
+            || n.taints.iter().any(|t| t.key == labels::TO_BE_DELETED)
+    };
     let candidate = |n: &crate::model::workload::Node| {
         n.taints.iter().any(|t| t.key == labels::DELETION_CANDIDATE)
     };
-    let settled = ctx
-        .world
-        .nodes
-        .iter()
-        .filter(|n| !ctx.world.removing.contains_key(&n.name));
+    // Only nodes of node groups (upstream's filterNodesFromSelectedGroups): a node no group holds keeps
+    // whatever taints it has.
+    let settled = ctx.world.nodes.iter().filter(|n| {
+        ctx.world.node_groups.contains_key(&n.name)
+            && !ctx.world.removing.contains_key(&n.name)
+            && !going(n)
+    });
     let (unneeded, needed): (Vec<_>, Vec<_>) = settled.partition(|n| {
         memory.unneeded_since.contains_key(&n.name) || memory.emptying.contains_key(&n.name)
     });
@@ -88,6 +120,63 @@ mod tests {
         world.nodes[1].taints.push(candidate());
         let d = world.run_once(&s, &mut Memory::default(), 10_000);
         assert_eq!(d.soft_taint, Vec::<String>::new());
+    }
+
+    /// Upstream: unneeded/nodes.go (LoadFromExistingTaints): with `--node-deletion-candidate-ttl`, the
+    /// first loop takes a node soft-tainted within the TTL as unneeded since the taint's time; an older
+    /// taint, a value that is no time, or a TTL of 0 start the unneeded time at the loop.
+    #[test]
+    fn the_first_loop_reads_soft_taints_back_within_the_ttl() {
+        const T0: i64 = 10_000;
+        let tainted = |value: String| Taint {
+            value,
+            ..candidate()
+        };
+        let mut world = pool("pool", 0, &[("recent", &[]), ("old", &[]), ("bad", &[])]);
+        world.nodes[0].taints.push(tainted((T0 - 120).to_string()));
+        world.nodes[1].taints.push(tainted((T0 - 1200).to_string()));
+        world.nodes[2].taints.push(tainted("INVALID_VALUE".into()));
+        let mut s = Settings {
+            node_deletion_candidate_ttl: std::time::Duration::from_secs(300),
+            ..Settings::upstream()
+        };
+        s.defaults.scale_down_unneeded_time = std::time::Duration::from_secs(60);
+        let d = world.run_once(&s, &mut Memory::default(), T0);
+        let removed: Vec<&str> = d.scale_down.iter().map(|r| r.node.as_str()).collect();
+        assert_eq!(removed, ["recent"], "{d:?}");
+
+        // Off by default: every unneeded time starts at the first loop.
+        s.node_deletion_candidate_ttl = std::time::Duration::ZERO;
+        let d = world.run_once(&s, &mut Memory::default(), T0);
+        assert!(d.scale_down.is_empty(), "{d:?}");
+    }
+
+    /// Upstream: static_autoscaler.go calls updateSoftDeletionTaints after StartDeletion as well: a loop
+    /// that removes a node still soft-taints the other unneeded nodes and untaints needed ones; the node
+    /// it removes gets no soft taint.
+    #[test]
+    fn a_loop_that_removes_a_node_still_refreshes_soft_taints() {
+        const T0: i64 = 10_000;
+        // One removal per loop; `old` and `young` are empty, `busy` is needed but soft-tainted.
+        let mut world = pool(
+            "pool",
+            0,
+            &[("busy", &[("hog", 3000)]), ("old", &[]), ("young", &[])],
+        );
+        world.nodes[0].taints.push(candidate());
+        let s = Settings {
+            max_scale_down_parallelism: 1,
+            ..Settings::upstream()
+        };
+        let mut memory = Memory::default();
+        memory.unneeded_since.insert("old".into(), T0 - 3600);
+        memory.unneeded_since.insert("young".into(), T0 - 3600);
+        let d = world.run_once(&s, &mut memory, T0);
+        assert_eq!(d.scale_down.len(), 1, "{d:?}");
+        let removed = d.scale_down[0].node.clone();
+        let other = if removed == "old" { "young" } else { "old" };
+        assert_eq!(d.soft_untaint, ["busy"], "{d:?}");
+        assert_eq!(d.soft_taint, [other.to_string()], "{d:?}");
     }
 
     /// Upstream: static_autoscaler.go RunOnce runs scale-down's UpdateClusterState and

@@ -75,7 +75,9 @@ impl InstanceFault {
     /// Upstream's error code for the failed scale-up: the cloud's launch error code, or `timeout`.
     pub fn code(&self) -> &str {
         match self {
-            InstanceFault::LaunchFailed { code } => code,
+            InstanceFault::LaunchFailed { code } | InstanceFault::AtomicGroupFailed { code } => {
+                code
+            }
             InstanceFault::NotRegistered { .. } => TIMEOUT,
         }
     }

@@ -41,6 +41,9 @@ pub struct PodMeta {
     /// Annotated `cluster-autoscaler.kubernetes.io/daemonset-pod: "true"`: a DaemonSet pod whatever
     /// owns it.
     pub daemon_set_annotation: bool,
+    /// `cluster-autoscaler.kubernetes.io/enable-ds-eviction`, when set: whether a removal of its node
+    /// evicts this DaemonSet pod (`"true"` only), whatever the `--daemonset-eviction-for-*` flags say.
+    pub ds_eviction: Option<bool>,
     /// Its `cluster-autoscaler.kubernetes.io/pod-scale-up-delay` annotation, in seconds, when it parses.
     pub scale_up_delay: Option<i64>,
     /// `status.phase`.

@@ -75,3 +75,35 @@ fn daemon_set_pods_are_evicted_from_occupied_nodes_and_from_empty_ones_by_flag()
     let d = removed(&none);
     assert!(daemon_sets(&d, "light").is_empty(), "{d:?}");
 }
+
+/// Upstream: utils/daemonset (PodsToEvict) and actuation/drain_test.go (TestDaemonSetEvictionForEmptyNodes):
+/// a DaemonSet pod's `cluster-autoscaler.kubernetes.io/enable-ds-eviction` decides for it, whatever the
+/// flag says; only `"true"` evicts.
+#[test]
+fn a_daemon_set_pods_own_annotation_overrides_the_flags() {
+    let with = |own: Option<bool>| {
+        let mut p = web("agent-idle", 50)
+            .controller("DaemonSet")
+            .on("idle")
+            .build();
+        p.meta.ds_eviction = own;
+        pool("pool", 0, &[("busy", &[("hog", 3000)]), ("idle", &[])]).pod(p)
+    };
+    let mut s = Settings {
+        max_disruption: Budget::Count(10),
+        ..Settings::upstream()
+    };
+    s.defaults.scale_down_unneeded_time = Duration::ZERO;
+    // Empty nodes keep their DaemonSet pods by default; the pod's "true" has it evicted.
+    let d = with(Some(true)).run_once(&s, &mut Memory::default(), 10_000);
+    assert_eq!(daemon_sets(&d, "idle"), ["shop/agent-idle"]);
+    // With the flag on, the pod's "false" keeps it.
+    let on = Settings {
+        daemonset_eviction_for_empty_nodes: true,
+        ..s.clone()
+    };
+    let d = with(Some(false)).run_once(&on, &mut Memory::default(), 10_000);
+    assert!(daemon_sets(&d, "idle").is_empty(), "{d:?}");
+    let d = with(None).run_once(&on, &mut Memory::default(), 10_000);
+    assert_eq!(daemon_sets(&d, "idle"), ["shop/agent-idle"]);
+}
