@@ -5,6 +5,7 @@
 //! a better place that exists now, on the cluster as it will be), the budgets, the limits and the
 //! previous cycles' moves, and says why for each it declines.
 
+pub mod actual;
 pub mod args;
 pub mod evictor;
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::actual::{self, Skipped};
 use super::args::Strategy;
 use super::policy::Policy;
 use super::strategies;
@@ -77,6 +78,8 @@ pub struct Plan {
     /// How long each profile's strategy took to propose and its proposals to be checked, in the order
     /// they ran (the descheduler's `strategy_duration_seconds`).
     pub durations: Vec<StrategyRun>,
+    /// Strategies that did not run this cycle, with why (`metricsUtilization` without the metrics).
+    pub skipped: Vec<Skipped>,
 }
 
 impl Plan {
@@ -143,6 +146,14 @@ pub fn plan(
                 .iter()
                 .filter(|a| a.strategy().balances() == balance)
             {
+                if let Err(why) = actual::check(args, &view) {
+                    planner.out.skipped.push(Skipped {
+                        profile: profile.name.clone(),
+                        strategy: args.strategy(),
+                        why,
+                    });
+                    continue;
+                }
                 let start = clock.elapsed();
                 let mut n = 0;
                 strategies::propose_into(args, &view, &evictor, &mut |p| {
