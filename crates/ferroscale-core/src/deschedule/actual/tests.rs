@@ -17,7 +17,10 @@ fn m(cpu_milli: i64, memory: i64) -> Measured {
 #[test]
 fn node_usage_is_smoothed_as_the_descheduler_does() {
     let mut u = Usage::default();
-    u.collect([("n1".to_string(), m(400, GI)), ("n2".to_string(), m(1400, GI))]);
+    u.collect([
+        ("n1".to_string(), m(400, GI)),
+        ("n2".to_string(), m(1400, GI)),
+    ]);
     assert_eq!(u.node("n2"), Some(m(1400, GI)), "first sample taken as is");
     u.collect([("n2".to_string(), m(500, 2 * GI))]);
     assert_eq!(u.node("n2").unwrap().cpu_milli, 1310);
@@ -82,12 +85,48 @@ fn proposed(f: &Fixture, args: LowNodeUtilizationArgs) -> Vec<String> {
 }
 
 const ALL: [(&str, Option<Measured>); 6] = [
-    ("p1", Some(Measured { cpu_milli: 300, memory: GI })),
-    ("p2", Some(Measured { cpu_milli: 300, memory: GI })),
-    ("p3", Some(Measured { cpu_milli: 300, memory: GI })),
-    ("p4", Some(Measured { cpu_milli: 300, memory: GI })),
-    ("big", Some(Measured { cpu_milli: 300, memory: GI })),
-    ("mid", Some(Measured { cpu_milli: 700, memory: GI })),
+    (
+        "p1",
+        Some(Measured {
+            cpu_milli: 300,
+            memory: GI,
+        }),
+    ),
+    (
+        "p2",
+        Some(Measured {
+            cpu_milli: 300,
+            memory: GI,
+        }),
+    ),
+    (
+        "p3",
+        Some(Measured {
+            cpu_milli: 300,
+            memory: GI,
+        }),
+    ),
+    (
+        "p4",
+        Some(Measured {
+            cpu_milli: 300,
+            memory: GI,
+        }),
+    ),
+    (
+        "big",
+        Some(Measured {
+            cpu_milli: 300,
+            memory: GI,
+        }),
+    ),
+    (
+        "mid",
+        Some(Measured {
+            cpu_milli: 700,
+            memory: GI,
+        }),
+    ),
 ];
 
 #[test]

@@ -310,8 +310,10 @@ fn metrics(o: &Object, warnings: &mut Vec<Warning>) -> Result<(), PolicyError> {
             }
         }
         let why = match source {
-            "Prometheus" => "ignored: ferroscale does not read Prometheus (a metricsUtilization \
-                             with source Prometheus is refused)",
+            "Prometheus" => {
+                "ignored: ferroscale does not read Prometheus (a metricsUtilization \
+                             with source Prometheus is refused)"
+            }
             _ => NOT_NEEDED,
         };
         warnings.push(Warning::new(&p.path, why));

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::usage::{self, Loop, NodeFit, NodeUsage};
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
-use crate::deschedule::{actual, validate};
 use crate::deschedule::view::Verdict;
+use crate::deschedule::{actual, validate};
 use crate::deschedule::{Evictor, Proposal, View};
 
 /// `LowNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.
