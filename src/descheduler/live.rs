@@ -130,7 +130,7 @@ impl Descheduler<LiveCluster> {
     /// metrics-server's usage, when a strategy's `metricsUtilization` asks: the collector started
     /// with the first cycle, the pods' usage listed now.
     async fn read_usage(&mut self) {
-        if !crate::deschedule::actual::wanted(&self.settings.policy) {
+        if !crate::deschedule::plan::reads_metrics(&self.settings.policy) {
             return;
         }
         let client = self.cluster.client().clone();

@@ -73,7 +73,7 @@ proptest! {
 #[test]
 fn a_dumps_metrics_give_the_usage_they_say() {
     let doc = "apiVersion: metrics.k8s.io/v1beta1\nkind: NodeMetricsList\nitems:\n\
-               - {metadata: {name: n1}, usage: {cpu: 1500m, memory: 2Gi}}\n---\n\
+               - {kind: NodeMetrics, metadata: {name: n1}, usage: {cpu: 1500m, memory: 2Gi}}\n---\n\
                apiVersion: metrics.k8s.io/v1beta1\nkind: PodMetrics\nmetadata: {name: p, namespace: d}\n\
                containers: [{name: a, usage: {cpu: 100m, memory: 1Mi}}, {name: b, usage: {cpu: 50m, memory: 1Mi}}]\n";
     let usage = documents::parse(doc, "dump.yaml")

@@ -40,7 +40,7 @@ fn pod_metrics(name: &str, cpu: &str) -> String {
     )
 }
 
-/// Three 2-cpu nodes. Requests: `a` 20% (four 100m pods), `b` 60% (one 1200m pod), `c` 40%.
+/// Three 2-cpu nodes. Requests: `a` 20% (four 100m pods), `b` 60% (two 600m pods), `c` 40%.
 /// Usage: `a` 80% (its pods burn 400m each), `b` 20%, `c` 40%.
 fn cluster(with_b_metrics: bool) -> Vec<String> {
     let mut c = vec![
@@ -49,9 +49,11 @@ fn cluster(with_b_metrics: bool) -> Vec<String> {
         node("c", "small", "2", "8Gi"),
         node_metrics("a", "1600m"),
         node_metrics("c", "800m"),
-        pod("d", "big", "1200m", "1Gi", Some("b"), ""),
+        pod("d", "big-1", "600m", "1Gi", Some("b"), ""),
+        pod("d", "big-2", "600m", "1Gi", Some("b"), ""),
         pod("d", "mid", "800m", "1Gi", Some("c"), ""),
-        pod_metrics("big", "200m"),
+        pod_metrics("big-1", "100m"),
+        pod_metrics("big-2", "100m"),
         pod_metrics("mid", "700m"),
     ];
     if with_b_metrics {
@@ -115,10 +117,10 @@ fn pods_move_by_usage_not_requests() {
         "{json:#}"
     );
     assert!(json.get("deschedulingSkipped").is_none(), "{json:#}");
-    // By requests the same cluster moves `b`'s pod instead.
+    // By requests the same cluster moves one of `b`'s pods instead, to `a`.
     let by_requests = POLICY.replace("      metricsUtilization: {metricsServer: true}\n", "");
     let moved = evicted(&first_loop(&cluster(true), &by_requests));
-    assert_eq!(moved, [("d/big".to_string(), "b".to_string())]);
+    assert_eq!(moved, [("d/big-1".to_string(), "b".to_string())]);
 }
 
 #[test]

@@ -6,19 +6,12 @@
 //! `deschedule` poll the API, `simulate` takes a dump's) and hands them in as typed amounts.
 //!
 //! When metrics are missing the descheduler's behaviour is kept: a node not in the collected metrics
-//! stops the plugin for the cycle ([`Unavailable`], reported by the plan); a pod without metrics,
-//! or with a container that lacks cpu or memory, is not evicted by it.
+//! stops the plugin for the cycle (`plan::Unavailable`, reported by the plan); a pod without
+//! metrics, or with a container that lacks cpu or memory, is not evicted by it
+//! (`strategies::measured`).
 
 use std::collections::{BTreeMap, HashMap};
 
-use thiserror::Error;
-
-use super::args::{Problems, Strategy, Thresholds};
-use super::policy::Policy;
-use super::strategies::low_utilization::MetricsUtilization;
-use super::strategies::usage::{Amounts, CPU, MEMORY, PODS};
-use super::strategies::PluginArgs;
-use super::view::View;
 use crate::model::workload::Pod;
 
 /// The weight of the previous value in each collection (the descheduler's `beta`).
@@ -78,109 +71,6 @@ impl Usage {
     /// A pod's usage; None when it has no metrics or a container lacks cpu or memory.
     pub fn pod(&self, pod: &Pod) -> Option<Measured> {
         self.pods.get(&pod.key()).copied().flatten()
-    }
-}
-
-/// Why a strategy did not run this cycle.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum Unavailable {
-    /// It reads actual usage and none has been collected.
-    #[error("metricsUtilization: no metrics collected (metrics.k8s.io)")]
-    NoMetrics,
-    /// It reads actual usage and this node is not in the collected metrics.
-    #[error("metricsUtilization: node {0} is not in the collected metrics (metrics.k8s.io)")]
-    NodeMissing(String),
-}
-
-/// A strategy that did not run this cycle, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    pub profile: String,
-    pub strategy: Strategy,
-    pub why: Unavailable,
-}
-
-/// Whether a configured strategy has what it reads: one that reads actual usage needs every node
-/// it looks at in the collected metrics, or it does nothing this cycle (as the descheduler's
-/// plugin fails its `Balance`).
-pub fn check(args: &PluginArgs, view: &View) -> Result<(), Unavailable> {
-    let PluginArgs::LowNodeUtilization(a) = args else {
-        return Ok(());
-    };
-    if !a.reads_metrics() {
-        return Ok(());
-    }
-    let usage = view.cluster.usage.ok_or(Unavailable::NoMetrics)?;
-    match view.nodes().iter().find(|n| usage.node(&n.name).is_none()) {
-        Some(n) => Err(Unavailable::NodeMissing(n.name.clone())),
-        None => Ok(()),
-    }
-}
-
-/// Whether a profile of the policy has a strategy reading actual usage: `run` and `deschedule`
-/// collect the metrics only then.
-pub fn wanted(policy: &Policy) -> bool {
-    policy.profiles.iter().any(|p| {
-        p.strategies.iter().any(|s| match s {
-            PluginArgs::LowNodeUtilization(a) => a.reads_metrics(),
-            _ => false,
-        })
-    })
-}
-
-/// A node's usage of `names` with its measured cpu and memory in place of its pods' requests
-/// (`pods` stays the count of its pods); false when the node was not collected.
-pub fn measured_amounts(usage: &Usage, node: &str, amounts: &mut Amounts) -> bool {
-    let Some(m) = usage.node(node) else {
-        return false;
-    };
-    for (name, v) in amounts.iter_mut() {
-        match name.as_str() {
-            CPU => *v = m.cpu_milli,
-            MEMORY => *v = m.memory,
-            _ => {}
-        }
-    }
-    true
-}
-
-/// What a pod uses of resource `name` as the eviction loop subtracts it: measured cpu and memory,
-/// one pod; None when the pod has no metrics (the loop leaves it, as the descheduler does).
-pub fn pod_amount(usage: &Usage, pod: &Pod, name: &str) -> Option<i64> {
-    let m = usage.pod(pod)?;
-    Some(match name {
-        CPU => m.cpu_milli,
-        MEMORY => m.memory,
-        PODS => 1,
-        _ => 0,
-    })
-}
-
-/// The checks of `metricsUtilization` beyond the descheduler's own (`MetricsUtilization::validate`):
-/// what ferroscale cannot honour is refused by name. Prometheus is not read; a source must be
-/// named (the descheduler's plugin fails every cycle without one); metrics-server measures cpu
-/// and memory only, so thresholds on other resources (which make the descheduler's plugin fail
-/// every cycle) are refused.
-pub fn refusals(m: &MetricsUtilization, thresholds: &Thresholds, out: &mut Problems) {
-    match (m.source.as_str(), m.metrics_server) {
-        ("Prometheus", _) => out.add(
-            "metricsUtilization.source",
-            "Prometheus is not supported: ferroscale reads actual usage from metrics-server \
-             (source: KubernetesMetrics)",
-        ),
-        ("", false) => out.add(
-            "metricsUtilization",
-            "no source: set source: KubernetesMetrics (or metricsServer: true)",
-        ),
-        _ => {}
-    }
-    for name in thresholds.keys() {
-        if ![CPU, MEMORY, PODS].contains(&name.as_str()) {
-            out.add(
-                format!("thresholds.{name}"),
-                "metricsUtilization measures cpu and memory (and counts pods) only",
-            );
-        }
     }
 }
 

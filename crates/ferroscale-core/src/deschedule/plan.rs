@@ -9,7 +9,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::actual::{self, Skipped};
 use super::args::Strategy;
 use super::policy::Policy;
 use super::strategies;
@@ -20,11 +19,13 @@ use crate::model::workload::{LabelSelector, Node, Pod};
 
 mod history;
 mod sim;
+mod skipped;
 mod why;
 
 use sim::Sim;
 
 pub use history::{owner_key, History, Move};
+pub use skipped::{reads_metrics, Skipped, Unavailable};
 pub use why::{Limit, Why};
 
 /// Settings of the planner beyond the policy.
@@ -146,7 +147,7 @@ pub fn plan(
                 .iter()
                 .filter(|a| a.strategy().balances() == balance)
             {
-                if let Err(why) = actual::check(args, &view) {
+                if let Err(why) = skipped::check(args, &view) {
                     planner.out.skipped.push(Skipped {
                         profile: profile.name.clone(),
                         strategy: args.strategy(),

@@ -3,10 +3,13 @@
 
 use super::*;
 use crate::clock::FixedClock;
+use crate::deschedule::args::Strategy;
 use crate::deschedule::fixtures::Fixture;
+use crate::deschedule::plan::{reads_metrics as wanted, Skipped, Unavailable};
 use crate::deschedule::strategies::low_utilization::{LowNodeUtilizationArgs, MetricsUtilization};
 use crate::deschedule::strategies::usage::testing::{tnode, tpod, TestPod};
 use crate::deschedule::{plan, strategies, Evictor, EvictorArgs, History, Profile, Settings};
+use crate::deschedule::{PluginArgs, Policy, View};
 
 const GI: i64 = 1 << 30;
 

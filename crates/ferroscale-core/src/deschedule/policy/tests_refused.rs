@@ -61,7 +61,7 @@ fn metrics_utilization_from_prometheus_is_refused() {
         "balance: {enabled: [LowNodeUtilization]}",
     ))
     .unwrap();
-    assert!(crate::deschedule::actual::wanted(&p));
+    assert!(crate::deschedule::plan::reads_metrics(&p));
     let e = refused(&policy(
         "LowNodeUtilization",
         "{thresholds: {cpu: 20}, targetThresholds: {cpu: 50}, metricsUtilization: {source: Prometheus, prometheus: {query: up}}}",

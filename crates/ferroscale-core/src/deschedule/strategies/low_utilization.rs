@@ -3,14 +3,15 @@
 //! overutilized; pods leave the overutilized nodes, fullest first, lowest priority first, until each
 //! is back under its target or the underutilized nodes have no room left (up to their target).
 //! Usage is the sum of the pods' requests, or with `metricsUtilization` what metrics-server measures
-//! (`deschedule::actual`).
+//! (`strategies::measured`).
 
 use serde::Deserialize;
 
+use super::measured;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
+use crate::deschedule::validate;
 use crate::deschedule::view::Verdict;
-use crate::deschedule::{actual, validate};
 use crate::deschedule::{Evictor, Proposal, View};
 
 /// `LowNodeUtilization`'s arguments, as the policy's `pluginConfig` writes them.
@@ -86,7 +87,7 @@ impl LowNodeUtilizationArgs {
         }
         if let Some(m) = &self.metrics_utilization {
             m.validate(&mut out);
-            actual::refusals(m, &self.thresholds, &mut out);
+            measured::refusals(&m.source, m.metrics_server, &self.thresholds, &mut out);
         }
         out.done()
     }
@@ -167,7 +168,7 @@ pub fn propose_into(
     if let Some(u) = measured {
         let Some(u) = u else { return };
         for (node, _, used) in &mut snapshot {
-            if !actual::measured_amounts(u, &node.name, used) {
+            if !measured::measured_amounts(u, &node.name, used) {
                 return;
             }
         }

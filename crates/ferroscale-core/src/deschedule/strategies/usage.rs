@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use crate::deschedule::actual::{pod_amount, Usage};
+use crate::deschedule::actual::Usage;
 use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
 use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
@@ -323,10 +323,12 @@ impl Loop<'_, '_> {
                     Verdict::NodeDone => break,
                 }
                 for n in self.names {
-                    let used = match self.measured {
-                        Some(u) => pod_amount(u, &pod, n).unwrap_or(0),
-                        None if n == PODS => 1,
-                        None => request(&pod, n),
+                    let used = match (self.measured.and_then(|u| u.pod(&pod)), n.as_str()) {
+                        (_, PODS) => 1,
+                        (Some(m), CPU) => m.cpu_milli,
+                        (Some(m), MEMORY) => m.memory,
+                        (Some(_), _) => 0,
+                        (None, _) => request(&pod, n),
                     };
                     *source.usage.entry(n.clone()).or_default() -= used;
                     *available.entry(n.clone()).or_default() -= used;
