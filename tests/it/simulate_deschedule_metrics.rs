@@ -9,7 +9,7 @@ use ferroscale::deschedule::{Policy, Settings};
 use serde_json::Value;
 
 use crate::simulate_deschedule::declined;
-use crate::support::fixtures::dump::{node, pod, GROUPS};
+use crate::support::fixtures::dump::{node, pod};
 use crate::support::simulate_harness::{pacing, sim};
 
 const POLICY: &str = r#"apiVersion: descheduler/v1alpha2
@@ -24,6 +24,14 @@ profiles:
       metricsUtilization: {metricsServer: true}
   plugins:
     balance: {enabled: [LowNodeUtilization]}
+"#;
+
+/// One group of 2-cpu nodes none of which scale-down marks as a candidate (a candidate carries a
+/// taint the descheduler's pods do not tolerate, so it is no destination).
+const GROUPS: &str = r#"
+nodeGroups:
+  - {name: small, minSize: 0, maxSize: 10, capacity: {cpu: 2, memory: 8Gi, pods: 20}, pricePerHour: 0.096,
+     options: {scaleDownUtilizationThreshold: 0.1}}
 "#;
 
 fn node_metrics(name: &str, cpu: &str) -> String {
@@ -119,8 +127,12 @@ fn pods_move_by_usage_not_requests() {
     assert!(json.get("deschedulingSkipped").is_none(), "{json:#}");
     // By requests the same cluster moves one of `b`'s pods instead, to `a`.
     let by_requests = POLICY.replace("      metricsUtilization: {metricsServer: true}\n", "");
-    let moved = evicted(&first_loop(&cluster(true), &by_requests));
-    assert_eq!(moved, [("d/big-1".to_string(), "b".to_string())]);
+    let json = first_loop(&cluster(true), &by_requests);
+    assert_eq!(
+        evicted(&json),
+        [("d/big-1".to_string(), "b".to_string())],
+        "{json:#}"
+    );
 }
 
 #[test]

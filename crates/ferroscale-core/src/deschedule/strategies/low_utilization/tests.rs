@@ -1,6 +1,6 @@
-//! Cases of the descheduler's `lownodeutilization_test.go` (requests-based usage; the metrics and
-//! Prometheus variants are out of scope), each named after its test function and case. Its tests run
-//! the evictor with `nodeFit` set.
+//! Cases of the descheduler's `lownodeutilization_test.go` (requests-based usage; actual usage is
+//! tested in `deschedule::actual`), each named after its test function and case. Its tests run the
+//! evictor with `nodeFit` set.
 
 use super::{EvictionLimits, LowNodeUtilizationArgs};
 use crate::deschedule::args::{Namespaces, Thresholds};
