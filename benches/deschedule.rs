@@ -247,6 +247,7 @@ impl World {
             removing: &self.removing,
             priority_classes: &self.classes,
             namespaces: None,
+            usage: None,
             now: NOW,
         }
     }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod grpc;
 pub mod guard;
 pub mod http;
+pub mod https;
 pub mod input;
 pub mod k8s;
 pub mod leadership;

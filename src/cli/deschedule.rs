@@ -3,7 +3,7 @@
 //! `--descheduling-interval`, `--dry-run`, `--leader-elect*`). `run`'s and `simulate`'s descheduler
 //! flags are the group in `deschedule_flags`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,9 +58,25 @@ pub struct DeschedulerFlags {
     #[arg(long, value_name = "FILE")]
     #[serde(deserialize_with = "relative_to_config")]
     pub kubeconfig: Option<PathBuf>,
-    /// Address of the HTTP listener for /metrics and /healthz.
+    /// Address of the HTTP listener for /metrics and /healthz (none with --secure-port).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:10258")]
     pub address: SocketAddr,
+    /// Serve /metrics and /healthz over HTTPS on this port of --bind-address instead, as the
+    /// descheduler does (its default: 10258); 0 picks a free port (logged).
+    #[arg(long, value_name = "PORT")]
+    pub secure_port: Option<u16>,
+    /// The address --secure-port listens on.
+    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// The HTTPS certificate (PEM); with neither it nor --tls-private-key-file, a self-signed one
+    /// is made at start.
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The HTTPS certificate's key (PEM).
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub tls_private_key_file: Option<PathBuf>,
     /// Take a Lease before each cycle, so only one replica evicts (needs --descheduling-interval).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: bool,
@@ -137,14 +153,7 @@ pub async fn main(flags: DeschedulerFlags) -> Result<()> {
     }
     let metrics = Arc::new(Metrics::default().with_descheduler());
     let (client, watch_client) = kube_clients(flags.kubeconfig.as_deref()).await?;
-    let listener = bind(flags.address, "--address").await?;
-    tracing::info!(http = ?listener.local_addr().ok(), "serving");
-    let router = crate::http::metrics_router(metrics.clone());
-    tokio::spawn(async move {
-        if let Err(e) = crate::http::serve(listener, router, std::future::pending()).await {
-            tracing::error!(error = %e, "HTTP listener stopped");
-        }
-    });
+    listen(&flags, crate::http::metrics_router(metrics.clone())).await?;
     let owners = settings
         .policy
         .profiles
@@ -165,6 +174,29 @@ pub async fn main(flags: DeschedulerFlags) -> Result<()> {
         crate::server::termination_signal(),
     )
     .await
+}
+
+/// Serves `router`: over HTTPS on `--bind-address`:`--secure-port` when given, else over HTTP on
+/// `--address`.
+async fn listen(flags: &DeschedulerFlags, router: axum::Router) -> Result<()> {
+    let Some(port) = flags.secure_port else {
+        let listener = bind(flags.address, "--address").await?;
+        tracing::info!(http = ?listener.local_addr().ok(), "serving");
+        tokio::spawn(async move {
+            if let Err(e) = crate::http::serve(listener, router, std::future::pending()).await {
+                tracing::error!(error = %e, "HTTP listener stopped");
+            }
+        });
+        return Ok(());
+    };
+    let certificate = crate::https::Certificate::from_flags(
+        flags.tls_cert_file.clone(),
+        flags.tls_private_key_file.clone(),
+    )?;
+    let listener = bind(SocketAddr::new(flags.bind_address, port), "--secure-port").await?;
+    tracing::info!(https = ?listener.local_addr().ok(), "serving");
+    tokio::spawn(crate::https::serve(listener, certificate, router));
+    Ok(())
 }
 
 #[cfg(test)]

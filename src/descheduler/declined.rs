@@ -92,3 +92,10 @@ fn kind(why: &Why) -> &'static str {
         Why::Limit(_) => "Limit",
     }
 }
+
+/// The strategies a plan did not run, each logged with why (`metricsUtilization` without metrics).
+pub(super) fn log_skipped(plan: &crate::deschedule::Plan) {
+    for s in &plan.skipped {
+        tracing::warn!(profile = s.profile, strategy = s.strategy.name(), reason = %s.why, "strategy not run this cycle");
+    }
+}

@@ -12,4 +12,9 @@ pub(super) struct Known {
     /// Namespace name → labels, when a profile's evictor has a `namespaceLabelSelector` (None: each
     /// pod's own namespace labels, as a dump sets them).
     pub namespaces: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// What metrics-server says nodes and pods use, when a strategy's `metricsUtilization` asks
+    /// (`live` polls it; `simulate` moves its dump's with the pods).
+    pub usage: Option<crate::deschedule::actual::Usage>,
+    /// Collects the nodes' usage in the background (`live`), once a cycle needed it.
+    pub collector: Option<super::usage::Collector>,
 }

@@ -54,6 +54,7 @@ impl Descheduler<LiveCluster> {
     ) -> Cycle {
         self.read_priority_classes().await;
         self.read_namespaces().await;
+        self.read_usage().await;
         let seen = Seen {
             nodes: index.nodes.items(),
             pods: index.pods.items(),
@@ -125,9 +126,31 @@ impl Descheduler<LiveCluster> {
     }
 }
 
+impl Descheduler<LiveCluster> {
+    /// metrics-server's usage, when a strategy's `metricsUtilization` asks: the collector started
+    /// with the first cycle, the pods' usage listed now.
+    async fn read_usage(&mut self) {
+        if !crate::deschedule::plan::reads_metrics(&self.settings.policy) {
+            return;
+        }
+        let client = self.cluster.client().clone();
+        if self.known.collector.is_none() {
+            self.known.collector = Some(super::usage::Collector::start(client.clone()).await);
+        }
+        if let Some(c) = &self.known.collector {
+            self.known.usage = c.now(&client).await;
+        }
+    }
+}
+
 /// What every descheduler knows beside its index (`known`): `simulate` gives it a dump's
 /// PriorityClasses.
 impl<C: crate::actuator::Cluster> Descheduler<C> {
+    /// What metrics-server says nodes and pods use now (`simulate`: its dump's, moved with the pods).
+    pub fn know_usage(&mut self, usage: crate::deschedule::actual::Usage) {
+        self.known.usage = Some(usage);
+    }
+
     /// The PriorityClasses a dump holds (`simulate`): `run` reads those the policy names from the API.
     pub fn know_priority_classes(&mut self, classes: BTreeMap<String, i32>) {
         self.known.priority_classes = classes;

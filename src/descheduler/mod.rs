@@ -44,6 +44,7 @@ pub mod declined;
 mod known;
 pub mod live;
 pub mod standalone;
+mod usage;
 
 /// Most evictions one cycle asks for; the plan's others wait for a later cycle.
 pub const EVICTIONS_PER_CYCLE: usize = 100;
@@ -270,6 +271,7 @@ impl<C: Cluster> Descheduler<C> {
             removing: &removing,
             priority_classes: &self.known.priority_classes,
             namespaces: self.known.namespaces.as_ref(),
+            usage: self.known.usage.as_ref(),
             now,
         };
         let mut planned = plan(
@@ -279,6 +281,7 @@ impl<C: Cluster> Descheduler<C> {
             &self.settings.plan,
             &crate::time::MONOTONIC,
         );
+        declined::log_skipped(&planned);
         for r in &planned.durations {
             self.metrics.strategy_done(
                 StrategyLabels {

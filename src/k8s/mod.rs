@@ -11,6 +11,7 @@ pub mod drain;
 pub mod events;
 pub mod index;
 pub mod lease;
+pub mod metrics_server;
 pub mod namespaces;
 pub mod objects;
 pub mod owners;
@@ -70,6 +71,11 @@ pub const PERMISSIONS: &[(&str, &str, &str)] = &[
     ("scheduling.k8s.io", "priorityclasses", "get"),
     // The descheduler's `namespaceLabelSelector`, listed once per cycle.
     ("", "namespaces", "list"),
+    // Only read when a LowNodeUtilization's `metricsUtilization` asks (metrics-server).
+    ("metrics.k8s.io", "nodes", "get"),
+    ("metrics.k8s.io", "nodes", "list"),
+    ("metrics.k8s.io", "pods", "get"),
+    ("metrics.k8s.io", "pods", "list"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("", "configmaps", "create"),
@@ -113,6 +119,11 @@ pub const DESCHEDULE_PERMISSIONS: &[(&str, &str, &str)] = &[
     ("scheduling.k8s.io", "priorityclasses", "get"),
     // Only read when a profile's `namespaceLabelSelector` is set.
     ("", "namespaces", "list"),
+    // Only read when a LowNodeUtilization's `metricsUtilization` asks (metrics-server).
+    ("metrics.k8s.io", "nodes", "get"),
+    ("metrics.k8s.io", "nodes", "list"),
+    ("metrics.k8s.io", "pods", "get"),
+    ("metrics.k8s.io", "pods", "list"),
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
     ("coordination.k8s.io", "leases", "create"),

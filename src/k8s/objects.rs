@@ -376,6 +376,9 @@ pub struct Inputs {
     pub failed: Vec<Pod>,
     /// PriorityClass name → value (a dump's; `run` reads them from the API as it needs them).
     pub priority_classes: BTreeMap<String, i32>,
+    /// What a dump's NodeMetrics and PodMetrics say nodes and pods use (None: it has none; `run`
+    /// polls metrics-server).
+    pub usage: Option<crate::deschedule::actual::Usage>,
 }
 
 impl Inputs {
@@ -430,6 +433,7 @@ impl Inputs {
                 .filter_map(|p| pod(p).ok())
                 .collect(),
             priority_classes: BTreeMap::new(),
+            usage: None,
         })
     }
 }

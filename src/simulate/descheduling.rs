@@ -56,6 +56,9 @@ impl Simulation {
                 s.pdbs.clone(),
             )
         };
+        if let Some(u) = &self.usage {
+            desched.know_usage(u.now(&nodes, &pods));
+        }
         let mut removing = removing;
         removing.extend(d.not_destinations.iter().cloned());
         let seen = Seen {

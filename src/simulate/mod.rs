@@ -14,6 +14,7 @@ mod descheduling;
 mod events;
 mod evictions;
 mod report;
+mod usage;
 
 pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
@@ -91,6 +92,8 @@ pub struct Simulation {
     descheduler: Option<Descheduler<SimCluster>>,
     /// The dump's PriorityClasses (name → value), for the policy's `priorityThreshold.name`.
     priority_classes: std::collections::BTreeMap<String, i32>,
+    /// The dump's metrics-server usage, for `metricsUtilization` (None: it has none).
+    usage: Option<usage::DumpUsage>,
 }
 
 impl Simulation {
@@ -112,7 +115,9 @@ impl Simulation {
             daemon_pods,
             failed,
             priority_classes,
+            usage,
         } = inputs;
+        let usage = usage.map(|u| usage::DumpUsage::new(u, &nodes, &pods));
         let start = pods
             .iter()
             .map(|p| p.meta.created)
@@ -222,6 +227,7 @@ impl Simulation {
             binding: true,
             descheduler: None,
             priority_classes,
+            usage,
         })
     }
 

@@ -107,6 +107,10 @@ pub struct LoopReport {
     /// The descheduler's proposals its plan declined, with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub descheduling_declined: Vec<DeclinedReport>,
+    /// The descheduler's strategies that did not run, with why (`metricsUtilization` without a
+    /// node's metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub descheduling_skipped: Vec<SkippedReport>,
     /// Consolidations decided this loop (a replacement's new nodes are also in `scaleUp` and
     /// `replacements`; its old nodes show as `disruptions` of reason `consolidation` once they have joined).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -235,6 +239,14 @@ pub struct DeclinedReport {
     pub reason: String,
 }
 
+/// A strategy that did not run this cycle, with why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SkippedReport {
+    pub profile: String,
+    pub strategy: String,
+    pub reason: String,
+}
+
 /// Adds one descheduling cycle to its loop's report: the evictions carried out, the proposals declined,
 /// the nodes emptied.
 pub fn add_descheduling(
@@ -264,6 +276,13 @@ pub fn add_descheduling(
             reason: d.why.to_string(),
         }));
     report.emptying.extend(plan.emptied.iter().cloned());
+    report
+        .descheduling_skipped
+        .extend(plan.skipped.iter().map(|s| SkippedReport {
+            profile: s.profile.clone(),
+            strategy: s.strategy.to_string(),
+            reason: s.why.to_string(),
+        }));
 }
 
 /// A node taken out of service.
@@ -439,6 +458,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
         evictions: Vec::new(),
         evictions_refused: Vec::new(),
         descheduling_declined: Vec::new(),
+        descheduling_skipped: Vec::new(),
         consolidations: d
             .consolidations
             .iter()

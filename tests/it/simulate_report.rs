@@ -205,6 +205,7 @@ fn the_page_escapes_what_it_shows() {
             evictions: vec![],
             evictions_refused: vec![],
             descheduling_declined: vec![],
+            descheduling_skipped: vec![],
             consolidations: vec![],
             consolidation_declined: vec![],
             consolidation_waits: None,

@@ -385,7 +385,7 @@ descheduler.extraArgs sets, then those, each --key=value. */}}
   (printf "--descheduling-interval=%s" (ternary "0s" (include "ferroscale.deschedulerInterval" .) $cron))
   (printf "--deschedule-cooldown=%s" $d.cooldown)
   (printf "--dry-run=%v" $d.dryRun)
-  (printf "--address=0.0.0.0:%v" .Values.metricsPort)
+  (ternary (printf "--secure-port=%v" .Values.metricsPort) (printf "--address=0.0.0.0:%v" .Values.metricsPort) (eq (toString $d.securePort) "true"))
   (printf "--leader-elect=%v" (and $d.leaderElect (not $cron)))
   (printf "--leader-elect-resource-name=%s" $d.leaseName)
   (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) -}}

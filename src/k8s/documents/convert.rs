@@ -98,6 +98,7 @@ impl Converting {
             .collect::<Result<_>>()?;
         rest.set_pods_context(&mut pods);
         let priority_classes = rest.priority_values();
+        let usage = rest.usage()?;
         Ok(Inputs {
             nodes,
             pods,
@@ -105,6 +106,7 @@ impl Converting {
             daemon_pods,
             failed,
             priority_classes,
+            usage,
         })
     }
 }

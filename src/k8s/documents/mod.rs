@@ -24,6 +24,7 @@ use serde::{Deserialize, Deserializer};
 use serde_path_to_error::Track;
 
 use crate::error::{Error, Result};
+use crate::k8s::metrics_server::{NodeMetrics, PodMetrics};
 use crate::k8s::objects::Inputs;
 
 /// The objects of a cluster dump.
@@ -43,6 +44,9 @@ pub struct Objects {
     pub namespaces: Vec<core::Namespace>,
     /// What the descheduler's `priorityThreshold.name` names.
     pub priority_classes: Vec<PriorityClass>,
+    /// metrics-server's usage, for `metricsUtilization`.
+    pub node_metrics: Vec<NodeMetrics>,
+    pub pod_metrics: Vec<PodMetrics>,
 }
 
 impl Objects {
@@ -70,6 +74,7 @@ impl Objects {
         )?;
         self.set_pods_context(&mut inputs.pods);
         inputs.priority_classes = self.priority_values();
+        inputs.usage = self.usage()?;
         Ok(inputs)
     }
 
@@ -79,6 +84,11 @@ impl Objects {
             .iter()
             .filter_map(|c| Some((c.metadata.name.clone()?, c.value.unwrap_or(0))))
             .collect()
+    }
+
+    /// The usage the metrics objects say (None: the dump has none).
+    fn usage(&self) -> Result<Option<crate::deschedule::actual::Usage>> {
+        crate::k8s::metrics_server::dump_usage(&self.node_metrics, &self.pod_metrics)
     }
 
     /// Sets what pods take from the other objects: their owners' replicas, their namespaces' labels.
@@ -107,6 +117,8 @@ enum Object {
     ReplicationController(Box<core::ReplicationController>),
     Namespace(Box<core::Namespace>),
     PriorityClass(Box<PriorityClass>),
+    NodeMetrics(Box<NodeMetrics>),
+    PodMetrics(Box<PodMetrics>),
 }
 
 impl Object {
@@ -128,6 +140,8 @@ impl Object {
             }
             Kind::Namespace => Object::Namespace(Deserialize::deserialize(de)?),
             Kind::PriorityClass => Object::PriorityClass(Deserialize::deserialize(de)?),
+            Kind::NodeMetrics => Object::NodeMetrics(Deserialize::deserialize(de)?),
+            Kind::PodMetrics => Object::PodMetrics(Deserialize::deserialize(de)?),
         })
     }
 }
@@ -153,6 +167,8 @@ impl Sink for Objects {
             Object::ReplicationController(o) => self.replication_controllers.push(*o),
             Object::Namespace(o) => self.namespaces.push(*o),
             Object::PriorityClass(o) => self.priority_classes.push(*o),
+            Object::NodeMetrics(o) => self.node_metrics.push(*o),
+            Object::PodMetrics(o) => self.pod_metrics.push(*o),
         }
         Ok(())
     }
@@ -174,6 +190,8 @@ enum Kind {
     ReplicationController,
     Namespace,
     PriorityClass,
+    NodeMetrics,
+    PodMetrics,
 }
 
 impl Kind {
@@ -192,7 +210,9 @@ impl Kind {
             | "ReplicaSetList"
             | "ReplicationControllerList"
             | "NamespaceList"
-            | "PriorityClassList" => Kind::List,
+            | "PriorityClassList"
+            | "NodeMetricsList"
+            | "PodMetricsList" => Kind::List,
             "Node" => Kind::Node,
             "Pod" => Kind::Pod,
             "PodDisruptionBudget" => Kind::PodDisruptionBudget,
@@ -205,9 +225,11 @@ impl Kind {
             "ReplicationController" => Kind::ReplicationController,
             "Namespace" => Kind::Namespace,
             "PriorityClass" => Kind::PriorityClass,
+            "NodeMetrics" => Kind::NodeMetrics,
+            "PodMetrics" => Kind::PodMetrics,
             other => {
                 return Err(Error::config(format!(
-                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, Namespace, PriorityClass, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
+                    "{at}: unsupported kind {other:?} (expected Node, Pod, PodDisruptionBudget, DaemonSet, ReplicaSet, ReplicationController, Namespace, PriorityClass, NodeMetrics, PodMetrics, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or a List)"
                 )))
             }
         })

@@ -116,7 +116,9 @@ impl Served {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        let http = address(&line, "http").expect("http address");
+        let http = address(&line, "http")
+            .or_else(|| address(&line, "https"))
+            .expect("http address");
         Served {
             grpc: address(&line, "grpc").unwrap_or(http),
             http,

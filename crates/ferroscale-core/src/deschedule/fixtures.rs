@@ -72,6 +72,8 @@ pub struct Fixture {
     pub pdbs: Vec<Pdb>,
     pub removing: HashSet<String>,
     pub priority_classes: BTreeMap<String, i32>,
+    /// Actual usage (`metricsUtilization`), when a test gives it.
+    pub usage: Option<super::actual::Usage>,
     pub now: i64,
 }
 
@@ -99,6 +101,7 @@ impl Fixture {
             removing: &self.removing,
             priority_classes: &self.priority_classes,
             namespaces: None,
+            usage: self.usage.as_ref(),
             now: self.now,
         }
     }

@@ -5,6 +5,7 @@
 //! a better place that exists now, on the cluster as it will be), the budgets, the limits and the
 //! previous cycles' moves, and says why for each it declines.
 
+pub mod actual;
 pub mod args;
 pub mod evictor;
 #[cfg(test)]
@@ -18,7 +19,8 @@ pub mod view;
 pub use args::{Namespaces, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{
-    owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, StrategyRun, Why,
+    owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, Skipped,
+    StrategyRun, Unavailable, Why,
 };
 pub use policy::{Policy, PolicyError, Profile, Warning};
 pub use strategies::PluginArgs;

@@ -19,11 +19,13 @@ use crate::model::workload::{LabelSelector, Node, Pod};
 
 mod history;
 mod sim;
+mod skipped;
 mod why;
 
 use sim::Sim;
 
 pub use history::{owner_key, History, Move};
+pub use skipped::{reads_metrics, Skipped, Unavailable};
 pub use why::{Limit, Why};
 
 /// Settings of the planner beyond the policy.
@@ -77,6 +79,8 @@ pub struct Plan {
     /// How long each profile's strategy took to propose and its proposals to be checked, in the order
     /// they ran (the descheduler's `strategy_duration_seconds`).
     pub durations: Vec<StrategyRun>,
+    /// Strategies that did not run this cycle, with why (`metricsUtilization` without the metrics).
+    pub skipped: Vec<Skipped>,
 }
 
 impl Plan {
@@ -143,6 +147,14 @@ pub fn plan(
                 .iter()
                 .filter(|a| a.strategy().balances() == balance)
             {
+                if let Err(why) = skipped::check(args, &view) {
+                    planner.out.skipped.push(Skipped {
+                        profile: profile.name.clone(),
+                        strategy: args.strategy(),
+                        why,
+                    });
+                    continue;
+                }
                 let start = clock.elapsed();
                 let mut n = 0;
                 strategies::propose_into(args, &view, &evictor, &mut |p| {

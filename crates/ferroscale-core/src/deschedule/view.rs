@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::actual::Usage;
 use super::args::Strategy;
 use crate::model::workload::{Node, Pdb, Pod};
 
@@ -23,6 +24,8 @@ pub struct Cluster<'a> {
     /// Namespace name → labels, for the evictor's `namespaceLabelSelector` (`run` lists them);
     /// None: each pod's `namespace_labels` (a dump's loader sets them).
     pub namespaces: Option<&'a BTreeMap<String, BTreeMap<String, String>>>,
+    /// What metrics-server says nodes and pods use (`metricsUtilization`); None: not collected.
+    pub usage: Option<&'a Usage>,
     /// Seconds since the epoch.
     pub now: i64,
 }

@@ -69,6 +69,9 @@ pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 pub const PRIORITYCLASSES: &str = "/apis/scheduling.k8s.io/v1/priorityclasses";
 pub const NAMESPACES: &str = "/api/v1/namespaces";
+/// metrics-server's usage (an aggregated API; served here as any other collection).
+pub const NODE_METRICS: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
+pub const POD_METRICS: &str = "/apis/metrics.k8s.io/v1beta1/pods";
 
 mod eviction;
 mod faults;

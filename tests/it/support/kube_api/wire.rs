@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 use super::{
-    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NAMESPACES, NODES, PDBS,
-    PODS, PRIORITYCLASSES, REPLICASETS, VOLUMES,
+    CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NAMESPACES, NODES,
+    NODE_METRICS, PDBS, PODS, POD_METRICS, PRIORITYCLASSES, REPLICASETS, VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -27,6 +27,8 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         REPLICASETS => "ReplicaSet",
         PRIORITYCLASSES => "PriorityClass",
         NAMESPACES => "Namespace",
+        NODE_METRICS => "NodeMetrics",
+        POD_METRICS => "PodMetrics",
         _ => "Unknown",
     }
 }

@@ -168,9 +168,7 @@ fn a_workload_moved_within_the_cooldown_stays_and_no_cycle_undoes_an_earlier_one
             profile: "default".into(),
             to: "a".into(),
         }],
-        declined: vec![],
-        emptied: vec![],
-        durations: vec![],
+        ..Plan::default()
     };
     history.record(&earlier, 1_000);
     f.now = 1_000 + 600;

@@ -87,7 +87,7 @@ profiles:
         at(ev, "priorityThreshold.value").as_i64(),
         Some(2_000_000_000)
     );
-    // The metrics provider is checked, then set aside: utilization here is by requests.
+    // The Prometheus provider is checked, then set aside: Prometheus is not read.
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0].field, "metricsProviders[0]");
 }

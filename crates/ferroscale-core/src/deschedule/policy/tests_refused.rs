@@ -3,7 +3,7 @@
 //! so ignoring it would evict more than the policy asks.
 
 use super::tests::{draft, refused};
-use super::PolicyError;
+use super::{Policy, PolicyError};
 
 /// A one-profile policy `p` configuring `plugin` with `args` (and enabling `enable`, if any).
 fn policy(plugin: &str, args: &str, enable: &str) -> String {
@@ -52,18 +52,26 @@ fn pod_facts_options_are_accepted() {
     ));
 }
 
+/// Actual usage from metrics-server is read; Prometheus is refused by name.
 #[test]
-fn metrics_utilization_is_refused() {
-    let e = refused(&policy(
+fn metrics_utilization_from_prometheus_is_refused() {
+    let (p, _) = Policy::parse(&policy(
         "LowNodeUtilization",
         "{thresholds: {cpu: 20}, targetThresholds: {cpu: 50}, metricsUtilization: {source: KubernetesMetrics}}",
+        "balance: {enabled: [LowNodeUtilization]}",
+    ))
+    .unwrap();
+    assert!(crate::deschedule::plan::reads_metrics(&p));
+    let e = refused(&policy(
+        "LowNodeUtilization",
+        "{thresholds: {cpu: 20}, targetThresholds: {cpu: 50}, metricsUtilization: {source: Prometheus, prometheus: {query: up}}}",
         "balance: {enabled: [LowNodeUtilization]}",
     ));
     assert_refused(
         &e,
         "LowNodeUtilization",
-        "metricsUtilization",
-        "not supported",
+        "metricsUtilization.source",
+        "Prometheus is not supported",
     );
 }
 

@@ -265,8 +265,8 @@ fn known() -> String {
     format!("known: {DEFAULT_EVICTOR}, {}", names.join(", "))
 }
 
-/// `metricsCollector` and `metricsProviders`: checked as the descheduler does, then ignored
-/// (utilization here is by requests).
+/// `metricsCollector` and `metricsProviders`: checked as the descheduler does, then ignored:
+/// metrics-server is read whenever a `metricsUtilization` asks, and Prometheus never.
 fn metrics(o: &Object, warnings: &mut Vec<Warning>) -> Result<(), PolicyError> {
     let collector = match o.opt("metricsCollector") {
         Some(c) => {
@@ -276,10 +276,7 @@ fn metrics(o: &Object, warnings: &mut Vec<Warning>) -> Result<(), PolicyError> {
                 .map(|e| e.boolean())
                 .transpose()?
                 .unwrap_or(false);
-            warnings.push(Warning::new(
-                "metricsCollector",
-                "ignored: ferroscale measures utilization by requests",
-            ));
+            warnings.push(Warning::new("metricsCollector", NOT_NEEDED));
             on
         }
         None => false,
@@ -312,13 +309,21 @@ fn metrics(o: &Object, warnings: &mut Vec<Warning>) -> Result<(), PolicyError> {
                 )))
             }
         }
-        warnings.push(Warning::new(
-            &p.path,
-            "ignored: ferroscale measures utilization by requests",
-        ));
+        let why = match source {
+            "Prometheus" => {
+                "ignored: ferroscale does not read Prometheus (a metricsUtilization \
+                             with source Prometheus is refused)"
+            }
+            _ => NOT_NEEDED,
+        };
+        warnings.push(Warning::new(&p.path, why));
     }
     Ok(())
 }
+
+/// Why the metrics-server settings have no effect of their own.
+const NOT_NEEDED: &str = "no effect of its own: ferroscale reads metrics.k8s.io whenever a \
+                          LowNodeUtilization's metricsUtilization asks";
 
 fn prometheus(f: &Field) -> Result<(), PolicyError> {
     if f.is_null() {

@@ -108,6 +108,7 @@ pub fn propose_into(
         names: &names,
         go_on: &|_, available| usage::room_left(available),
         node_limit: None,
+        measured: None,
     }
     .run(under, &rest, sink);
 }

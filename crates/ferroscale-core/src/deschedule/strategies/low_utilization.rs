@@ -2,10 +2,12 @@
 //! `thresholds` (all resources) are underutilized, nodes over `targetThresholds` (any resource) are
 //! overutilized; pods leave the overutilized nodes, fullest first, lowest priority first, until each
 //! is back under its target or the underutilized nodes have no room left (up to their target).
-//! Usage is the sum of the pods' requests; actual usage (`metricsUtilization`) is refused.
+//! Usage is the sum of the pods' requests, or with `metricsUtilization` what metrics-server measures
+//! (`strategies::measured`).
 
 use serde::Deserialize;
 
+use super::measured;
 use super::usage::{self, Loop, NodeFit, NodeUsage};
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy, Thresholds};
 use crate::deschedule::validate;
@@ -22,8 +24,8 @@ pub struct LowNodeUtilizationArgs {
     pub target_thresholds: Thresholds,
     /// Do nothing unless more than this many nodes are underutilized.
     pub number_of_nodes: i64,
-    /// Refused when present (after the descheduler's checks): usage from metrics-server or
-    /// Prometheus is not read.
+    /// Actual usage from metrics-server (`source: KubernetesMetrics` or `metricsServer: true`);
+    /// Prometheus is refused.
     pub metrics_utilization: Option<MetricsUtilization>,
     /// Only `exclude`: pods of these namespaces count toward usage but are not evicted.
     pub evictable_namespaces: Option<Namespaces>,
@@ -85,14 +87,16 @@ impl LowNodeUtilizationArgs {
         }
         if let Some(m) = &self.metrics_utilization {
             m.validate(&mut out);
-            out.add(
-                "metricsUtilization",
-                "not supported: ferroscale counts a node's usage from its pods' requests (the \
-                 descheduler's default), so nodes would be classed by other numbers than the \
-                 policy asks; remove metricsUtilization",
-            );
+            measured::refusals(&m.source, m.metrics_server, &self.thresholds, &mut out);
         }
         out.done()
+    }
+
+    /// Whether usage is read from metrics-server rather than counted from requests.
+    pub fn reads_metrics(&self) -> bool {
+        self.metrics_utilization
+            .as_ref()
+            .is_some_and(|m| m.metrics_server || m.source == "KubernetesMetrics")
     }
 }
 
@@ -159,7 +163,16 @@ pub fn propose_into(
     sink: &mut dyn FnMut(Proposal) -> Verdict,
 ) {
     let names = usage::counted(&args.thresholds);
-    let snapshot = usage::snapshot(view, &names);
+    let mut snapshot = usage::snapshot(view, &names);
+    let measured = args.reads_metrics().then_some(view.cluster.usage);
+    if let Some(u) = measured {
+        let Some(u) = u else { return };
+        for (node, _, used) in &mut snapshot {
+            if !measured::measured_amounts(u, &node.name, used) {
+                return;
+            }
+        }
+    }
     let pct: Vec<_> = snapshot
         .iter()
         .map(|(node, _, used)| {
@@ -217,6 +230,7 @@ pub fn propose_into(
         names: &names,
         go_on: &go_on,
         node_limit: args.eviction_limits.as_ref().and_then(|l| l.node),
+        measured: measured.flatten(),
     }
     .run(over, &under, sink);
 }

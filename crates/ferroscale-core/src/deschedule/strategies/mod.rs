@@ -22,6 +22,7 @@ pub mod high_utilization;
 pub mod inter_pod_anti_affinity;
 pub mod lifetime;
 pub mod low_utilization;
+pub mod measured;
 pub mod node_affinity;
 pub mod node_taints;
 pub mod remove_duplicates;

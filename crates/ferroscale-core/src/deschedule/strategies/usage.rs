@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use crate::deschedule::actual::Usage;
 use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
 use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
@@ -256,6 +257,9 @@ pub struct Loop<'e, 'v> {
     pub go_on: &'e dyn Fn(&NodeUsage, &Amounts) -> bool,
     /// At most this many evictions per source node.
     pub node_limit: Option<u32>,
+    /// Actual usage (`metricsUtilization`): each pod's measured usage is what its eviction frees,
+    /// and a pod without metrics is left.
+    pub measured: Option<&'e Usage>,
 }
 
 impl Loop<'_, '_> {
@@ -305,6 +309,7 @@ impl Loop<'_, '_> {
                 if !tolerates_some(&pod, &targets)
                     || excluded.contains(pod.namespace.as_str())
                     || !self.fit.admits(&pod)
+                    || self.measured.is_some_and(|u| u.pod(&pod).is_none())
                 {
                     continue;
                 }
@@ -318,7 +323,13 @@ impl Loop<'_, '_> {
                     Verdict::NodeDone => break,
                 }
                 for n in self.names {
-                    let used = if n == PODS { 1 } else { request(&pod, n) };
+                    let used = match (self.measured.and_then(|u| u.pod(&pod)), n.as_str()) {
+                        (_, PODS) => 1,
+                        (Some(m), CPU) => m.cpu_milli,
+                        (Some(m), MEMORY) => m.memory,
+                        (Some(_), _) => 0,
+                        (None, _) => request(&pod, n),
+                    };
                     *source.usage.entry(n.clone()).or_default() -= used;
                     *available.entry(n.clone()).or_default() -= used;
                 }

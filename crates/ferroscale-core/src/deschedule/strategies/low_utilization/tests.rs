@@ -1,6 +1,6 @@
-//! Cases of the descheduler's `lownodeutilization_test.go` (requests-based usage; the metrics and
-//! Prometheus variants are out of scope), each named after its test function and case. Its tests run
-//! the evictor with `nodeFit` set.
+//! Cases of the descheduler's `lownodeutilization_test.go` (requests-based usage; actual usage is
+//! tested in `deschedule::actual`), each named after its test function and case. Its tests run the
+//! evictor with `nodeFit` set.
 
 use super::{EvictionLimits, LowNodeUtilizationArgs};
 use crate::deschedule::args::{Namespaces, Thresholds};
@@ -401,24 +401,34 @@ fn args_read_as_the_descheduler_writes_them() {
     assert!(a.validate().is_ok());
 }
 
-/// Actual usage is not read: a policy asking for it is refused (after the descheduler's own checks
-/// of it), since requests would class the nodes by other numbers than the policy asks.
+/// Actual usage is read from metrics-server (`metricsServer: true`, `source: KubernetesMetrics`);
+/// what cannot be honoured is refused by name, after the descheduler's own checks.
 #[test]
-fn metrics_utilization_is_refused_by_name() {
-    let check = |m: &str| {
+fn metrics_utilization_checks() {
+    let args = |m: &str, t: &str| {
         serde_norway::from_str::<LowNodeUtilizationArgs>(&format!(
-            "thresholds: {{cpu: 20}}\ntargetThresholds: {{cpu: 50}}\nmetricsUtilization: {m}\n"
+            "thresholds: {{{t}: 20}}\ntargetThresholds: {{{t}: 50}}\nmetricsUtilization: {m}\n"
         ))
         .unwrap()
-        .validate()
-        .unwrap_err()
     };
-    let e = check("{metricsServer: true}");
-    assert_eq!(e.first().field, "metricsUtilization", "{e}");
-    assert!(e.first().why.contains("not supported"), "{e}");
-    let e = check("{source: Prometheus}");
+    for m in ["{metricsServer: true}", "{source: KubernetesMetrics}"] {
+        let a = args(m, "cpu");
+        assert!(a.validate().is_ok(), "{m}");
+        assert!(a.reads_metrics(), "{m}");
+    }
+    let e = args("{source: Prometheus}", "cpu").validate().unwrap_err();
     assert_eq!(e.first().field, "metricsUtilization.prometheus", "{e}");
     assert!(e.first().why.contains("query is required"), "{e}");
+    let e = args("{source: Prometheus, prometheus: {query: up}}", "cpu")
+        .validate()
+        .unwrap_err();
+    assert_eq!(e.first().field, "metricsUtilization.source", "{e}");
+    let e = args("{}", "cpu").validate().unwrap_err();
+    assert_eq!(e.first().field, "metricsUtilization", "{e}");
+    let e = args("{metricsServer: true}", "example.com/foo")
+        .validate()
+        .unwrap_err();
+    assert_eq!(e.first().field, "thresholds.example.com/foo", "{e}");
 }
 
 #[test]
