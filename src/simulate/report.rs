@@ -89,6 +89,10 @@ pub struct LoopReport {
     /// The scale-ups that replace them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replacements: Vec<ReplacementReport>,
+    /// Drifted or expired nodes this loop: those being replaced with why, and those kept with why
+    /// (drift replacement not enabled, do-not-disrupt).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub due: Vec<Reasoned>,
     /// The descheduler's evictions (`--deschedule-policy`), carried out after the decisions above.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evictions: Vec<EvictionReport>,
@@ -423,6 +427,15 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 group: r.group.clone(),
                 delta: r.delta,
                 for_nodes: r.for_nodes.clone(),
+            })
+            .collect(),
+        due: d
+            .due
+            .iter()
+            .map(|(n, why)| Reasoned {
+                pod: None,
+                node: Some(n.clone()),
+                reason: why.to_string(),
             })
             .collect(),
         evictions: Vec::new(),

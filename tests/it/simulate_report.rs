@@ -196,6 +196,7 @@ fn the_page_escapes_what_it_shows() {
             expander: vec![],
             disruptions: vec![],
             replacements: vec![],
+            due: vec![],
             evictions: vec![],
             evictions_refused: vec![],
             descheduling_declined: vec![],

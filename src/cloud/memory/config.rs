@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::consolidation::{Consolidation, ConsolidationPolicy};
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::{parse_go_duration, provider_id};
 use crate::model::{
@@ -83,6 +84,8 @@ pub struct GroupConfig {
     pub disruption_window: Option<WindowConfig>,
     /// `{policy: WhenEmptyOrUnderutilized, after: 10m}`; overrides `--consolidation`.
     pub consolidation: Option<ConsolidationConfig>,
+    /// `Replace` or `Never`: what is done with drifted nodes; overrides `--drift`.
+    pub drift: Option<String>,
 }
 
 /// A group's consolidation in the config.
@@ -254,6 +257,10 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         }
         None => None,
     };
+    let drift = match &g.drift {
+        Some(p) => Some(DriftPolicy::parse(p).map_err(|e| bad(i, g, "drift", e))?),
+        None => None,
+    };
     let instance_revisions = g
         .instances
         .iter()
@@ -270,6 +277,7 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         disruption_budget,
         disruption_window,
         consolidation,
+        drift,
     })
 }
 

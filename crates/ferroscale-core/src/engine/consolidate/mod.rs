@@ -62,6 +62,7 @@ pub(super) fn consolidate(
     memory
         .consolidated
         .retain(|n, _| present.contains_key(n.as_str()));
+    candidates::note_pod_changes(memory, infos, ctx.now);
     progress(ctx, memory, ledger, infos, &present, d);
     let settings = ctx.settings;
     if !ctx
@@ -178,6 +179,11 @@ fn progress(
                 };
                 // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
                 // its node, as it keeps it from scale-down.
+                if info.node.do_not_disrupt {
+                    d.consolidation_declined
+                        .push((old.clone(), Declined::NodeDoNotDisrupt));
+                    continue;
+                }
                 if let Some(p) = info.bound().iter().find(|p| p.meta.do_not_disrupt) {
                     d.consolidation_declined
                         .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
@@ -483,3 +489,5 @@ impl From<crate::engine::ledger::Declined> for Declined {
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timers;

@@ -15,7 +15,7 @@ use crate::engine::reasons::Unremovable;
 pub(super) const NOW: i64 = 100_000;
 
 /// A group of `cpus`-core nodes of `ty` at `price` an hour, sized 0..10 at `target`.
-fn priced(id: &str, ty: &str, cpus: i64, price: f64, target: i32) -> NodeGroup {
+pub(super) fn priced(id: &str, ty: &str, cpus: i64, price: f64, target: i32) -> NodeGroup {
     group(id)
         .sizes(0, 10, target)
         .price(price)
@@ -29,7 +29,7 @@ fn priced(id: &str, ty: &str, cpus: i64, price: f64, target: i32) -> NodeGroup {
 }
 
 /// A ready node `name` of `cpus` cores and type `ty`.
-fn machine(name: &str, ty: &str, cpus: i64) -> crate::model::workload::Node {
+pub(super) fn machine(name: &str, ty: &str, cpus: i64) -> crate::model::workload::Node {
     node(name)
         .labels(&[(labels::INSTANCE_TYPE, ty), (labels::ZONE, "us-east-1a")])
         .hostname()
@@ -39,7 +39,7 @@ fn machine(name: &str, ty: &str, cpus: i64) -> crate::model::workload::Node {
 }
 
 /// A ReplicaSet pod of `cpus` cores on `node`.
-fn app(name: &str, node: &str, cpus: i64) -> Pod {
+pub(super) fn app(name: &str, node: &str, cpus: i64) -> Pod {
     pod("shop", name)
         .on(node)
         .requests(resources(cpus * 1000, GIB, 1))
@@ -77,7 +77,7 @@ fn three_half_empty() -> TestWorld {
     w
 }
 
-fn declined<'a>(d: &'a Decisions, node: &str) -> Vec<&'a Declined> {
+pub(super) fn declined<'a>(d: &'a Decisions, node: &str) -> Vec<&'a Declined> {
     d.consolidation_declined
         .iter()
         .filter(|(n, _)| n == node)
@@ -242,7 +242,7 @@ fn a_new_node_whose_room_was_taken_does_not_free_the_old_ones() {
 }
 
 /// One node at $1/h with a 9-core pod, and a group whose 16-core nodes cost `price`.
-fn one_node(price: f64) -> TestWorld {
+pub(super) fn one_node(price: f64) -> TestWorld {
     TestWorld::default()
         .group(priced("a", "m5.4xlarge", 16, 1.0, 1))
         .group(priced("b", "m6a.4xlarge", 16, price, 0))
