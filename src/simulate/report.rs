@@ -81,6 +81,11 @@ pub struct LoopReport {
     pub unremovable: Vec<Reasoned>,
     /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
     pub nodes: BTreeMap<String, usize>,
+    /// Those nodes' price an hour, each priced as it is (its instance's type, zone, on-demand or spot,
+    /// else its group's price; a node of no group or unpriced counts 0): what the report's cost per
+    /// hour adds up. Not printed: a loop's line says what was decided.
+    #[serde(skip)]
+    pub cost_per_hour: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expander: Vec<String>,
     /// Nodes taken out of service on an event (`--events`), with why.
@@ -408,6 +413,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             })
             .collect(),
         nodes: BTreeMap::new(),
+        cost_per_hour: None,
         expander: d.expander.clone(),
         disruptions: d
             .disruptions

@@ -193,6 +193,7 @@ fn the_page_escapes_what_it_shows() {
             }],
             unremovable: vec![],
             nodes: [("a<b".to_string(), 1)].into(),
+            cost_per_hour: None,
             expander: vec![],
             disruptions: vec![],
             replacements: vec![],

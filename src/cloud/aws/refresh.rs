@@ -175,6 +175,7 @@ async fn node_group(
         template: Arc::new(template),
         options,
         price_per_hour: None,
+        instance_prices: Default::default(),
         launch_error,
         provider_id_prefix: provider_id::prefix(provider_id::AWS, &zone),
         lifecycle: super::lifecycle::lifecycle_of(info),

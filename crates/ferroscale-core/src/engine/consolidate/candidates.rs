@@ -24,7 +24,7 @@ pub(super) struct Candidate<'a> {
     /// Index into the loop's existing nodes.
     pub index: usize,
     pub group: &'a NodeGroup,
-    /// Its group's hourly price.
+    /// Its own hourly price (its instance's, else its group's).
     pub price: f64,
     /// Pods to evict and place elsewhere (unbound).
     pub movable: Vec<Arc<Pod>>,
@@ -160,7 +160,11 @@ pub(super) fn candidates<'a>(
             continue;
         };
         let policy = ctx.settings.consolidation_of(g);
-        let Some(price) = g.price_per_hour.filter(|p| p.is_finite() && *p > 0.0) else {
+        // The node's own price (its type, zone, on-demand or spot), not its group's blend.
+        let Some(price) = g
+            .price_of(&n.provider_id)
+            .filter(|p| p.is_finite() && *p > 0.0)
+        else {
             continue;
         };
         if !policy.enabled()
