@@ -78,7 +78,11 @@ fn a_node_annotated_do_not_disrupt_is_left_out_of_the_plan() {
     let settings = ferroscale::cli::flags::default_engine();
     let mut all = sim(&three_half_empty(), &m5_and_big(OPTED_IN));
     let r = all.step(&settings, &pacing());
-    assert_eq!(r.replacements[0].for_nodes, ["m5-0", "m5-1", "m5-2"], "the contrast");
+    assert_eq!(
+        r.replacements[0].for_nodes,
+        ["m5-0", "m5-1", "m5-2"],
+        "the contrast"
+    );
 
     let mut c = three_half_empty();
     c[0] = c[0].replace(

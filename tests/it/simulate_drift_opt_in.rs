@@ -65,7 +65,12 @@ fn a_group_or_the_flag_opts_in_and_a_groups_never_wins() {
     let r = by_group.step(&settings, &pacing());
     assert_eq!(surged(&r), ["pool-0"], "oldest first: {r:#?}");
     assert_eq!(due(&r)[0].0, "pool-0");
-    assert!(due(&r)[0].1.starts_with("drift: launched from another revision"), "{r:#?}");
+    assert!(
+        due(&r)[0]
+            .1
+            .starts_with("drift: launched from another revision"),
+        "{r:#?}"
+    );
 
     let mut every_group = settings.clone();
     every_group.drift = DriftPolicy::Replace;

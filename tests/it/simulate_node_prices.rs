@@ -30,7 +30,14 @@ fn cluster(spot_label: &str) -> Vec<String> {
              spec: {{providerID: \"memory:///mixed/i-{k}\"}}\n\
              status:\n  allocatable: {{cpu: \"2\", memory: 8Gi, pods: \"20\"}}\n  conditions: [{{type: Ready, status: \"True\"}}]\n"
         ));
-        c.push(pod("shop", &format!("web-{k}"), "500m", "1Gi", Some(&format!("mixed-{k}")), ""));
+        c.push(pod(
+            "shop",
+            &format!("web-{k}"),
+            "500m",
+            "1Gi",
+            Some(&format!("mixed-{k}")),
+            "",
+        ));
     }
     c
 }
@@ -50,7 +57,11 @@ fn spot_and_on_demand_nodes_of_a_mixed_group_are_each_priced_as_they_are() {
     assert_eq!(plan.nodes, ["mixed-1"], "the dearer node goes: {r:#?}");
     assert_eq!(plan.price_per_hour, 0.096);
     assert_eq!(plan.savings_per_hour, 0.096);
-    assert_eq!(r.cost_per_hour, Some(0.035), "the spot node is left: {r:#?}");
+    assert_eq!(
+        r.cost_per_hour,
+        Some(0.035),
+        "the spot node is left: {r:#?}"
+    );
 
     // The contrast: the same nodes with no lifecycle known are priced at the group's blend.
     let mut blended = sim(&cluster(""), &groups("{id: i-0}, {id: i-1}"));

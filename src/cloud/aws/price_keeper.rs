@@ -200,7 +200,14 @@ pub fn apply(
     for g in repriced {
         snapshot.upsert(g);
     }
-    let in_use: BTreeSet<&String> = purchases.values().flat_map(|p| &p.instance_types).collect();
+    let in_use: BTreeSet<&String> = purchases
+        .values()
+        .flat_map(|p| {
+            p.instance_types
+                .iter()
+                .chain(p.instances.iter().map(|(_, t, _)| t))
+        })
+        .collect();
     let type_prices: BTreeMap<String, f64> = in_use
         .into_iter()
         .chain(overrides.instance_types.keys())

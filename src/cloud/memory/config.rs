@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::prices::{instance_price, GroupPrices, InstanceLifecycle};
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::consolidation::{Consolidation, ConsolidationPolicy};
@@ -17,7 +18,6 @@ use crate::model::{
     reserve, AutoscalingOptions, Instance, InstanceError, InstanceState, NodeGroup, Resources,
     Taint, TemplateNode,
 };
-use super::prices::{instance_price, GroupPrices, InstanceLifecycle};
 use crate::pricing::PriceOverrides;
 
 /// The YAML document of `--memory-config`.
@@ -335,9 +335,11 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
         ("onDemandPricePerHour".into(), g.on_demand_price_per_hour),
         ("spotPricePerHour".into(), g.spot_price_per_hour),
     ];
-    let listed = g.instances.iter().enumerate().map(|(k, ic)| {
-        (format!("instances[{k}].pricePerHour"), ic.price_per_hour)
-    });
+    let listed = g
+        .instances
+        .iter()
+        .enumerate()
+        .map(|(k, ic)| (format!("instances[{k}].pricePerHour"), ic.price_per_hour));
     for (field, p) in prices.into_iter().chain(listed) {
         if let Some(p) = p.filter(|p| !p.is_finite() || *p < 0.0) {
             return Err(bad(i, g, &field, format!("must be >= 0, got {p}")));

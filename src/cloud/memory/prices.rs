@@ -80,16 +80,28 @@ mod tests {
         )
         .unwrap();
         let g = &config.node_groups[0];
-        let prices = super::super::config::listed_prices(g, "memory:///mixed/", &PriceOverrides::default());
+        let prices =
+            super::super::config::listed_prices(g, "memory:///mixed/", &PriceOverrides::default());
         let of = |id: &str| prices.get(&format!("memory:///mixed/{id}")).copied();
         assert_eq!(of("i-s"), Some(0.035));
         assert_eq!(of("i-o"), Some(0.096));
         assert_eq!(of("i-x"), None, "no lifecycle: the group's price");
         assert_eq!(of("i-p"), Some(0.2), "its own price first");
-        let labelled = |k: &str, v: &str| InstanceLifecycle::of_labels(&[(k.to_string(), v.to_string())].into());
-        assert_eq!(labelled(labels::EKS_CAPACITY_TYPE, "SPOT"), Some(InstanceLifecycle::Spot));
-        assert_eq!(labelled(labels::EKS_CAPACITY_TYPE, "ON_DEMAND"), Some(InstanceLifecycle::OnDemand));
-        assert_eq!(labelled(labels::KARPENTER_CAPACITY_TYPE, "on-demand"), Some(InstanceLifecycle::OnDemand));
+        let labelled = |k: &str, v: &str| {
+            InstanceLifecycle::of_labels(&[(k.to_string(), v.to_string())].into())
+        };
+        assert_eq!(
+            labelled(labels::EKS_CAPACITY_TYPE, "SPOT"),
+            Some(InstanceLifecycle::Spot)
+        );
+        assert_eq!(
+            labelled(labels::EKS_CAPACITY_TYPE, "ON_DEMAND"),
+            Some(InstanceLifecycle::OnDemand)
+        );
+        assert_eq!(
+            labelled(labels::KARPENTER_CAPACITY_TYPE, "on-demand"),
+            Some(InstanceLifecycle::OnDemand)
+        );
         assert_eq!(labelled("other", "spot"), None);
     }
 }

@@ -228,7 +228,11 @@ mod tests {
     fn each_instance_is_priced_by_its_own_type_and_zone() {
         let none = PriceOverrides::default();
         let instances = vec![
-            ("a".to_string(), "m5.large".to_string(), "us-east-1b".to_string()),
+            (
+                "a".to_string(),
+                "m5.large".to_string(),
+                "us-east-1b".to_string(),
+            ),
             ("b".into(), "m5a.large".into(), "us-east-1a".into()),
             ("c".into(), "c9.large".into(), "us-east-1a".into()),
         ];

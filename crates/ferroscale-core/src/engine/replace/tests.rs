@@ -8,8 +8,8 @@ use crate::engine::decisions::{Decisions, Replacement, ScaleUp};
 use crate::engine::reasons::{Due, Refusal, Unremovable};
 use crate::engine::{Memory, Settings};
 use crate::fixtures::{pool, worker, TestWorld};
-use crate::model::lifecycle::{Budget, DisruptionReason};
 use crate::model::drift::DriftPolicy;
+use crate::model::lifecycle::{Budget, DisruptionReason};
 use crate::model::InstanceState;
 
 const T0: i64 = 10_000;
@@ -140,7 +140,10 @@ fn a_drifted_node_stays_unless_its_group_or_the_flag_opts_in() {
     let mut never = drifted_off();
     never.group_mut("pool").lifecycle.drift = Some(DriftPolicy::Never);
     let d = never.run_once(&every_group, &mut Memory::default(), T0);
-    assert!(d.replacements.is_empty(), "the group's own Never wins: {d:?}");
+    assert!(
+        d.replacements.is_empty(),
+        "the group's own Never wins: {d:?}"
+    );
 }
 
 /// The node's own `karpenter.sh/do-not-disrupt` keeps it from replacement, drifted or expired, and
