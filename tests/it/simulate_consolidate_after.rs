@@ -106,3 +106,73 @@ fn a_node_annotated_do_not_disrupt_is_left_out_of_the_plan() {
         )]
     );
 }
+
+/// Group `m5` (16 cores) opted in with `after` 10m, group `cheap` (16 cores, $0.50/h) empty, and
+/// a tainted node of group `other` created an hour after the rest (the simulation starts then).
+const MOVES: &str = r#"
+nodeGroups:
+  - {name: m5, minSize: 0, maxSize: 4, capacity: {cpu: 16, memory: 64Gi, pods: 110}, pricePerHour: 0.768,
+     disruptionBudget: "100%", consolidation: {policy: WhenEmptyOrUnderutilized, after: 10m},
+     instances: [{id: i-0}, {id: i-1}]}
+  - {name: cheap, minSize: 0, maxSize: 4, capacity: {cpu: 16, memory: 64Gi, pods: 110}, pricePerHour: 0.5}
+  - {name: other, minSize: 0, maxSize: 1, capacity: {cpu: 2, memory: 8Gi, pods: 110}, instances: [{id: i-o}]}
+"#;
+
+/// m5-0 and m5-1 with one old 4-core replica each (`both_on_1`: both on m5-1, m5-0 gone), and the
+/// tainted node.
+fn moves_cluster(both_on_1: bool) -> Vec<String> {
+    let mut c = vec![node(1)];
+    if both_on_1 {
+        c.push(pod("shop", "web-0", "4", "1Gi", Some("m5-1"), ""));
+    } else {
+        c.push(node(0));
+        c.push(pod("shop", "web-0", "4", "1Gi", Some("m5-0"), ""));
+    }
+    c.push(pod("shop", "web-1", "4", "1Gi", Some("m5-1"), ""));
+    c.push(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: other-0\n  creationTimestamp: \"2026-01-01T01:00:00Z\"\n  \
+         labels: {ferroscale.io/node-group: other, kubernetes.io/hostname: other-0}\n\
+         spec: {providerID: \"memory:///other/i-o\", taints: [{key: dedicated, value: x, effect: NoSchedule}]}\n\
+         status:\n  allocatable: {cpu: \"2\", memory: 8Gi, pods: \"110\"}\n  conditions: [{type: Ready, status: \"True\"}]\n"
+            .to_string(),
+    );
+    c
+}
+
+/// A plan moves web-0 onto m5-1; m5-1, still worth replacing by a `cheap` node, waits `after` from when the
+/// moved pod was seen bound there before it is replaced: the preview's follow-up plan comes when
+/// `run`'s would, not one loop later.
+#[test]
+fn a_node_that_received_a_moved_pod_waits_after_before_the_next_plan() {
+    let mut settings = ferroscale::cli::flags::default_engine();
+    settings.scale_down_enabled = false;
+    let mut s = sim(&moves_cluster(false), MOVES);
+    let r = s.step(&settings, &pacing());
+    assert_eq!(r.consolidations.len(), 1, "{r:#?}");
+    assert_eq!(
+        (
+            r.consolidations[0].action.as_str(),
+            r.consolidations[0].nodes.clone()
+        ),
+        ("delete", vec!["m5-0".to_string()])
+    );
+    let mut next = None;
+    for _ in 0..70 {
+        let r = s.step(&settings, &pacing());
+        if let Some(plan) = r.consolidations.first() {
+            next = Some((r.time, plan.action.clone(), plan.nodes.clone()));
+            break;
+        }
+    }
+    assert_eq!(
+        next,
+        Some((10 + 600, "replace".to_string(), vec!["m5-1".to_string()])),
+        "web-0 was seen bound to m5-1 at +10s"
+    );
+
+    // The contrast: a snapshot with both replicas already on m5-1 knows of no move: replaced at once.
+    let mut snapshot_only = sim(&moves_cluster(true), MOVES);
+    let r = snapshot_only.step(&settings, &pacing());
+    assert_eq!(r.consolidations.len(), 1, "{r:#?}");
+    assert_eq!(r.consolidations[0].nodes, ["m5-1"]);
+}
