@@ -10,6 +10,7 @@ use crate::engine::taints::TaintConfig;
 use crate::engine::Settings;
 use crate::error::{Error, Result};
 use crate::model::consolidation::{parse_share, Consolidation};
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::Budget;
 use crate::model::OptionValues;
 
@@ -103,6 +104,8 @@ impl LoopFlags {
                     self.consolidation_min_savings_per_pod
                 )));
             },
+            drift: DriftPolicy::parse(&self.drift)
+                .map_err(|e| Error::config(format!("--drift: {e}")))?,
             consolidation_max_candidates: self.consolidation_max_candidates,
             consolidation_max_set: self.consolidation_max_set,
             consolidation_search_time: self.consolidation_search_time.0,

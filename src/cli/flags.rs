@@ -431,6 +431,10 @@ pub struct LoopFlags {
     #[arg(long, value_name = "COUNT_OR_PERCENT", default_value_t = UPSTREAM.max_interruptions_per_minute.to_string())]
     #[serde(deserialize_with = "count_or_text")]
     pub max_interruptions_per_minute: String,
+    /// What groups that set none (tag `ferroscale.io/drift`) do with drifted nodes: `Never`
+    /// (cluster-autoscaler's behaviour) or `Replace` (surge first, within the disruption budget).
+    #[arg(long, value_name = "POLICY", default_value_t = UPSTREAM.drift.to_string())]
+    pub drift: String,
     /// Consolidation policy of groups that set none (tag `ferroscale.io/consolidation`):
     /// `Never` (cluster-autoscaler's behaviour), `WhenEmpty`, `WhenEmptyOrUnderutilized`, optionally
     /// `,after=10m` (how long after its last pod change a node may be taken).

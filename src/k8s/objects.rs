@@ -305,6 +305,11 @@ pub fn node(n: &core::Node) -> Result<Node> {
             .as_ref()
             .and_then(|a| a.get(labels::SCALE_DOWN_DISABLED))
             .is_some_and(|v| v == "true"),
+        do_not_disrupt: n
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(super::pod_status::do_not_disrupt),
         created: time(&n.metadata.creation_timestamp),
         // A one-shot conversion knows no better; `run`'s index stamps when it first saw the node.
         seen: time(&n.metadata.creation_timestamp),

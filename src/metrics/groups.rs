@@ -79,7 +79,7 @@ impl GroupGauges {
         );
         registry.register(
             "ferroscale_cluster_cost_per_hour",
-            "What the groups' instances cost per hour in USD: instances times the group's price (groups with a known price)",
+            "What the groups' instances cost per hour in USD: each instance at its own price (its type, zone, on-demand or spot), else its group's (groups with a known price)",
             g.cost.clone(),
         );
         g
@@ -101,8 +101,13 @@ impl GroupGauges {
             self.max.get_or_create(&label).set(g.max_size.into());
             if let Some(price) = g.price_per_hour {
                 self.price.get_or_create(&label).set(price);
-                cost += price * g.instances.len() as f64;
             }
+            // Each instance at its own price (type, zone, on-demand or spot), else the group's.
+            cost += g
+                .instances
+                .iter()
+                .filter_map(|i| g.price_of(&i.id))
+                .sum::<f64>();
         }
         self.cost.set(cost);
     }

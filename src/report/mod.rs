@@ -97,8 +97,12 @@ impl ChainRun {
             .collect()
     }
 
-    /// The cost per hour of the nodes after one loop.
+    /// The cost per hour of the nodes after one loop: each node at its own price when the loop priced
+    /// them, else each group's nodes at its price.
     pub fn cost_per_hour(&self, report: &LoopReport) -> f64 {
+        if let Some(c) = report.cost_per_hour {
+            return usd(c);
+        }
         usd(self
             .prices
             .iter()

@@ -40,6 +40,9 @@ impl Decider {
         if let Some(tiers) = &observed.priorities {
             self.settings.priorities = tiers.clone();
         }
+        // Pod removals before this process started are unknown: consolidation's `after` counts from
+        // its first loop for every node then (the same for a new leader).
+        self.memory.pod_changes_known_from.get_or_insert(now);
         let world = observed.world(index, removing);
         let t = Instant::now();
         let clock = &crate::time::MONOTONIC;

@@ -21,7 +21,7 @@ pub use events::{load_events, parse_events, Scheduled};
 pub use report::*;
 
 use crate::actuator::{Actuator, DrainSettings};
-use crate::cloud::memory::{MemoryCloud, MemoryConfig};
+use crate::cloud::memory::{instance_price, InstanceLifecycle, MemoryCloud, MemoryConfig};
 use crate::cloud::Cloud;
 use crate::descheduler::Descheduler;
 use crate::engine::taints::TaintConfig;
@@ -152,6 +152,8 @@ impl Simulation {
             let mut instances = Vec::new();
             // The revision each was launched from: its entry's, else the group's (not drifted).
             let mut revisions = BTreeMap::new();
+            // What each costs: its entry's price or lifecycle, else its capacity-type label's.
+            let mut own_prices = BTreeMap::new();
             for n in nodes.iter_mut() {
                 if node_groups.get(&n.name) == Some(&gc.name) {
                     if n.provider_id.is_empty() {
@@ -166,6 +168,13 @@ impl Simulation {
                         .or_else(|| gc.revision.clone())
                     {
                         revisions.insert(n.provider_id.clone(), rev);
+                    }
+                    let lifecycle = listed
+                        .and_then(|i| i.lifecycle)
+                        .or_else(|| InstanceLifecycle::of_labels(&n.labels));
+                    let own = listed.and_then(|i| i.price_per_hour);
+                    if let Some(p) = instance_price(gc.prices(), lifecycle, own, prices) {
+                        own_prices.insert(n.provider_id.clone(), p);
                     }
                     instances.push(Instance {
                         id: n.provider_id.clone(),
@@ -185,7 +194,7 @@ impl Simulation {
             }
             let known = instances.len() as i32;
             let target = gc.target_size.unwrap_or(known).max(known);
-            cloud.adopt(&gc.name, instances, target, revisions)?;
+            cloud.adopt(&gc.name, instances, target, revisions, own_prices)?;
         }
         let pods: Vec<Arc<Pod>> = pods.into_iter().map(Arc::new).collect();
         let cluster = SimCluster::new(State {
@@ -434,10 +443,16 @@ impl Simulation {
                     reason: r.reason,
                 })
                 .collect();
+            let snapshot = self.cloud.snapshot();
+            let mut cost = 0.0;
             for n in &state.nodes {
                 let g = state.node_groups.get(&n.name).map_or("-", String::as_str);
                 *report.nodes.entry(g.to_string()).or_default() += 1;
+                if let Ok(group) = snapshot.group(g) {
+                    cost += group.price_of(&n.provider_id).unwrap_or(0.0);
+                }
             }
+            report.cost_per_hour = Some(cost);
         }
         self.now += crate::model::duration::secs(pacing.scan_interval).max(1);
         report

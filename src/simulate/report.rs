@@ -89,6 +89,11 @@ pub struct LoopReport {
     pub unremovable: Vec<Reasoned>,
     /// Nodes after the loop's decisions, by group (`-` for nodes of no group).
     pub nodes: BTreeMap<String, usize>,
+    /// Those nodes' price an hour, each priced as it is (its instance's type, zone, on-demand or spot,
+    /// else its group's price; a node of no group or unpriced counts 0): what the report's cost per
+    /// hour adds up. Not printed: a loop's line says what was decided.
+    #[serde(skip)]
+    pub cost_per_hour: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expander: Vec<String>,
     /// Nodes taken out of service on an event (`--events`), with why.
@@ -97,6 +102,10 @@ pub struct LoopReport {
     /// The scale-ups that replace them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replacements: Vec<ReplacementReport>,
+    /// Drifted or expired nodes this loop: those being replaced with why, and those kept with why
+    /// (drift replacement not enabled, do-not-disrupt).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub due: Vec<Reasoned>,
     /// The descheduler's evictions (`--deschedule-policy`), carried out after the decisions above.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evictions: Vec<EvictionReport>,
@@ -434,6 +443,7 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
             })
             .collect(),
         nodes: BTreeMap::new(),
+        cost_per_hour: None,
         expander: d.expander.clone(),
         disruptions: d
             .disruptions
@@ -453,6 +463,16 @@ pub fn of_loop(loop_number: u32, time: i64, d: &Decisions, acted: &Acted) -> Loo
                 group: r.group.clone(),
                 delta: r.delta,
                 for_nodes: r.for_nodes.clone(),
+            })
+            .collect(),
+        due: d
+            .due
+            .iter()
+            .map(|(n, why)| Reasoned {
+                pod: None,
+                node: Some(n.clone()),
+                reason: why.to_string(),
+                kind: why.label(),
             })
             .collect(),
         evictions: Vec::new(),

@@ -404,3 +404,57 @@ async fn the_price_file_alone_never_asks_aws() {
     assert!(api.asked().is_empty());
     assert_eq!(cloud.price_age(), None);
 }
+
+/// A node is priced by its own instance's type, not its group's: instances launched as m5.xlarge before
+/// the group's launch template moved to m5.large cost what an m5.xlarge costs, while the group's next
+/// node (its price) costs an m5.large's.
+#[tokio::test]
+async fn each_instance_is_priced_by_its_own_type() {
+    let moto = Moto::start().await;
+    moto.group("od", "m5.xlarge", 0, 10, 2, &[]).await;
+    let lt = moto
+        .ec2
+        .describe_launch_templates()
+        .launch_template_names("od-lt")
+        .send()
+        .await
+        .unwrap();
+    let id = lt.launch_templates()[0]
+        .launch_template_id()
+        .unwrap()
+        .to_string();
+    moto.ec2
+        .create_launch_template_version()
+        .launch_template_id(&id)
+        .source_version("1")
+        .launch_template_data(
+            aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+                .instance_type("m5.large".into())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    moto.ec2
+        .modify_launch_template()
+        .launch_template_id(&id)
+        .default_version("2")
+        .send()
+        .await
+        .unwrap();
+    let api = PriceApi::start(&[("m5.large", 0.096), ("m5.xlarge", 0.192)]).await;
+    let cloud = priced_cloud(
+        &moto,
+        &api,
+        Duration::from_secs(3600),
+        Duration::from_secs(3600),
+    )
+    .await;
+    let snapshot = cloud.snapshot();
+    let g = snapshot.group("od").unwrap();
+    assert!(close(g.price_per_hour, 0.096), "{:?}", g.price_per_hour);
+    assert_eq!(g.instances.len(), 2, "{g:?}");
+    for i in &g.instances {
+        assert!(close(g.price_of(&i.id), 0.192), "{:?}", g.instance_prices);
+    }
+}

@@ -91,7 +91,7 @@ async fn a_wall_clock_stepped_forward_an_hour_terminates_nothing() {
 const DRIFTED: &str = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 5, capacity: {cpu: 4, memory: 16Gi, pods: 20},
-     revision: "lt-0a1:2", disruptionBudget: "1",
+     revision: "lt-0a1:2", drift: Replace, disruptionBudget: "1",
      instances: [{id: i-a, revision: "lt-0a1:1"}]}
 "#;
 

@@ -12,7 +12,7 @@ use crate::support::run_harness::{run_settings, Harness};
 const DRIFTED: &str = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 5, capacity: {cpu: 4, memory: 16Gi, pods: 20},
-     revision: "lt-0a1:2", disruptionBudget: "1",
+     revision: "lt-0a1:2", drift: Replace, disruptionBudget: "1",
      instances: [{id: i-a, revision: "lt-0a1:1"}, {id: i-b, revision: "lt-0a1:1"}, {id: i-c, revision: "lt-0a1:2"}]}
 "#;
 

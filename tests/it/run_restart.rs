@@ -142,7 +142,7 @@ async fn scale_down_killed_after_the_delete_was_asked_leaves_the_node_to_go() {
 const DRIFTED: &str = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 5, capacity: {cpu: 4, memory: 16Gi, pods: 20},
-     revision: "lt:2", disruptionBudget: "1",
+     revision: "lt:2", drift: Replace, disruptionBudget: "1",
      instances: [{id: i-a, revision: "lt:1"}, {id: i-c, revision: "lt:2"}]}
 "#;
 

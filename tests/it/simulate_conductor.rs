@@ -223,7 +223,7 @@ fn drifted(total: u32) -> (Vec<String>, String, ferroscale::engine::Settings) {
     ];
     let groups = r#"
 nodeGroups:
-  - {name: pool, minSize: 0, maxSize: 6, capacity: {cpu: 4, memory: 16Gi, pods: 20}, revision: "lt:2",
+  - {name: pool, minSize: 0, maxSize: 6, capacity: {cpu: 4, memory: 16Gi, pods: 20}, revision: "lt:2", drift: Replace,
      disruptionBudget: "100%", instances: [{id: pool-0, revision: "lt:1"}, {id: pool-1, revision: "lt:1"}]}
 "#
     .to_string();

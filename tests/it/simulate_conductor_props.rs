@@ -63,11 +63,11 @@ fn cluster(nodes: &[NodeSpec], allowed: i32) -> (Vec<String>, String) {
     let groups = format!(
         "nodeGroups:\n\
          \x20 - {{name: a, minSize: 0, maxSize: 7, capacity: {{cpu: 8, memory: 64Gi, pods: 110}}, pricePerHour: 0.4,\n     \
-         revision: v2, disruptionBudget: \"1\", {opted} instances: [{}]}}\n\
+         revision: v2, drift: Replace, disruptionBudget: \"1\", {opted} instances: [{}]}}\n\
          \x20 - {{name: b, minSize: 1, maxSize: 7, capacity: {{cpu: 8, memory: 64Gi, pods: 110}}, pricePerHour: 0.35,\n     \
-         revision: v2, disruptionBudget: \"100%\", instances: [{}]}}\n\
+         revision: v2, drift: Replace, disruptionBudget: \"100%\", instances: [{}]}}\n\
          \x20 - {{name: big, minSize: 0, maxSize: 7, capacity: {{cpu: 16, memory: 64Gi, pods: 110}}, pricePerHour: 0.6,\n     \
-         revision: v2, disruptionBudget: \"100%\", {opted} instances: [{}]}}\n",
+         revision: v2, drift: Replace, disruptionBudget: \"100%\", {opted} instances: [{}]}}\n",
         list("a"),
         list("b"),
         list("big"),

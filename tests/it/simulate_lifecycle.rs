@@ -16,7 +16,7 @@ fn groups(revision: &str, budget: &str) -> String {
         r#"
 nodeGroups:
   - {{name: pool, minSize: 0, maxSize: 6, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},
-     revision: "{revision}", disruptionBudget: "{budget}",
+     revision: "{revision}", drift: Replace, disruptionBudget: "{budget}",
      instances: [{{id: i-0, revision: "lt-1:1"}}, {{id: i-1, revision: "lt-1:1"}}, {{id: i-2, revision: "lt-1:1"}}]}}
 "#
     )

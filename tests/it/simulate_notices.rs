@@ -336,7 +336,7 @@ proptest::proptest! {
 fn check(nodes: &[NodeSpec], notices: &[(usize, Kind, u64)], cap: usize, rebalance: bool) {
     let min = 1;
     let mut groups = format!(
-        "nodeGroups:\n  - {{name: pool, minSize: {min}, maxSize: 10, revision: v2, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},\n     \
+        "nodeGroups:\n  - {{name: pool, minSize: {min}, maxSize: 10, revision: v2, drift: Replace, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},\n     \
          labels: {{node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a}},\n     instances: ["
     );
     let mut cluster = Vec::new();

@@ -127,7 +127,7 @@ fn drifted(budget: &str) -> (Vec<String>, String) {
         r#"
 nodeGroups:
   - {{name: pool, minSize: 0, maxSize: 6, capacity: {{cpu: 4, memory: 16Gi, pods: 20}},
-     revision: "lt-1:2", disruptionBudget: "{budget}",
+     revision: "lt-1:2", drift: Replace, disruptionBudget: "{budget}",
      instances: [{{id: i-0, revision: "lt-1:1"}}, {{id: i-1, revision: "lt-1:1"}}, {{id: i-2, revision: "lt-1:1"}}]}}
 "#
     );

@@ -200,7 +200,7 @@ async fn a_drifted_node_is_replaced_surge_first() {
     let groups = r#"
 nodeGroups:
   - {name: pool, minSize: 0, maxSize: 6, capacity: {cpu: 4, memory: 16Gi, pods: 20},
-     revision: "lt-1:2", disruptionBudget: "1",
+     revision: "lt-1:2", drift: Replace, disruptionBudget: "1",
      instances: [{id: i-0, revision: "lt-1:1"}, {id: i-1}]}
 "#;
     let objects = vec![

@@ -8,7 +8,16 @@ use crate::pricing::Purchase;
 /// configuration asks for spot, else on-demand.
 pub fn purchase(info: &AsgInfo) -> Purchase {
     let (types, zones) = (info.instance_types.clone(), info.availability_zones.clone());
-    match &info.distribution {
+    let instances = info
+        .instances
+        .iter()
+        .filter_map(|i| {
+            let ty = i.instance_type.clone()?;
+            let id = provider_id::aws(&i.availability_zone, &i.instance_id);
+            Some((id, ty, i.availability_zone.clone()))
+        })
+        .collect();
+    let p = match &info.distribution {
         Some(d) => Purchase {
             on_demand_base: d.on_demand_base,
             on_demand_percent_above_base: d.on_demand_percent_above_base,
@@ -17,7 +26,8 @@ pub fn purchase(info: &AsgInfo) -> Purchase {
         },
         None if info.spot_launch => Purchase::spot(types, zones),
         None => Purchase::on_demand(types, zones),
-    }
+    };
+    Purchase { instances, ..p }
 }
 
 /// The group's instances with CA's provider ids and states.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::types::AsgInfo;
 use crate::model::consolidation::Consolidation;
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::{parse_go_duration, provider_id};
 
@@ -19,6 +20,8 @@ pub const DISRUPTION_SCHEDULE_TAG: &str = "ferroscale.io/disruption-schedule";
 pub const DISRUPTION_DURATION_TAG: &str = "ferroscale.io/disruption-duration";
 /// The group's consolidation policy: `WhenEmptyOrUnderutilized` or `WhenEmpty,after=10m`.
 pub const CONSOLIDATION_TAG: &str = "ferroscale.io/consolidation";
+/// What the group does with drifted nodes: `Replace` or `Never` (overrides `--drift`).
+pub const DRIFT_TAG: &str = "ferroscale.io/drift";
 
 /// The revision of a launch configuration.
 pub fn configuration_revision(name: &str) -> String {
@@ -78,6 +81,13 @@ pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
             None
         }
     });
+    let drift = tag(DRIFT_TAG).and_then(|v| match DriftPolicy::parse(v) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            ignored(DRIFT_TAG, v, why);
+            None
+        }
+    });
     GroupLifecycle {
         revision: info.revision.clone(),
         also_current: info.override_revisions.clone(),
@@ -86,6 +96,7 @@ pub fn lifecycle_of(info: &AsgInfo) -> GroupLifecycle {
         disruption_budget,
         disruption_window,
         consolidation,
+        drift,
     }
 }
 

@@ -188,9 +188,11 @@ pub fn apply(
         .filter_map(|g| {
             let p = purchases.get(&g.id)?;
             let price = book.group_price(&g.id, p, g.target_size, overrides);
-            (price != g.price_per_hour).then(|| {
+            let instances = book.instance_prices(&g.id, p, overrides);
+            (price != g.price_per_hour || instances != g.instance_prices).then(|| {
                 let mut g = crate::model::NodeGroup::clone(g);
                 g.price_per_hour = price;
+                g.instance_prices = instances;
                 g
             })
         })
@@ -198,7 +200,14 @@ pub fn apply(
     for g in repriced {
         snapshot.upsert(g);
     }
-    let in_use: BTreeSet<&String> = purchases.values().flat_map(|p| &p.instance_types).collect();
+    let in_use: BTreeSet<&String> = purchases
+        .values()
+        .flat_map(|p| {
+            p.instance_types
+                .iter()
+                .chain(p.instances.iter().map(|(_, t, _)| t))
+        })
+        .collect();
     let type_prices: BTreeMap<String, f64> = in_use
         .into_iter()
         .chain(overrides.instance_types.keys())

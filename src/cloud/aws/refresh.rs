@@ -66,9 +66,18 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
     if let Some(e) = &types_error {
         tracing::warn!(error = %e, "reading instance types failed; groups using new types keep their last good template");
     }
+    // The types the groups launch, and those their instances run (launched before a template change):
+    // each instance is priced by its own type.
     let in_use: BTreeSet<String> = raw
         .values()
-        .flat_map(|g| g.info.instance_types.iter().cloned())
+        .flat_map(|g| {
+            let running = g
+                .info
+                .instances
+                .iter()
+                .filter_map(|i| i.instance_type.clone());
+            g.info.instance_types.iter().cloned().chain(running)
+        })
         .collect();
     cloud.prices.want(in_use);
     let managed = cloud.managed_nodegroups.of_groups(&cloud.api, &raw).await;
@@ -175,6 +184,7 @@ async fn node_group(
         template: Arc::new(template),
         options,
         price_per_hour: None,
+        instance_prices: Default::default(),
         launch_error,
         provider_id_prefix: provider_id::prefix(provider_id::AWS, &zone),
         lifecycle: super::lifecycle::lifecycle_of(info),

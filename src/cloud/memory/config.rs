@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::prices::{instance_price, GroupPrices, InstanceLifecycle};
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::consolidation::{Consolidation, ConsolidationPolicy};
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::{Budget, GroupLifecycle, Window};
 use crate::model::{parse_go_duration, provider_id};
 use crate::model::{
@@ -66,6 +68,11 @@ pub struct GroupConfig {
     #[serde(default)]
     pub taints: Vec<Taint>,
     pub price_per_hour: Option<f64>,
+    /// What an on-demand instance of the group costs, when it differs from `pricePerHour` (a
+    /// mixed-instances group's blend): instances listed `lifecycle: on-demand` are priced at it.
+    pub on_demand_price_per_hour: Option<f64>,
+    /// What a spot instance of the group costs: instances listed `lifecycle: spot` are priced at it.
+    pub spot_price_per_hour: Option<f64>,
     /// Per-group autoscaling options by name (`scaleDownUnneededTime: 5m`), durations in Go syntax.
     pub options: Option<BTreeMap<String, QuantityText>>,
     /// How many more instances can be launched; unset means unlimited.
@@ -83,6 +90,8 @@ pub struct GroupConfig {
     pub disruption_window: Option<WindowConfig>,
     /// `{policy: WhenEmptyOrUnderutilized, after: 10m}`; overrides `--consolidation`.
     pub consolidation: Option<ConsolidationConfig>,
+    /// `Replace` or `Never`: what is done with drifted nodes; overrides `--drift`.
+    pub drift: Option<String>,
 }
 
 /// A group's consolidation in the config.
@@ -114,6 +123,10 @@ pub struct InstanceConfig {
     pub error: Option<InstanceError>,
     /// The revision it was launched from (default: the group's).
     pub revision: Option<String>,
+    /// `spot` or `on-demand`: priced at the group's `spotPricePerHour` or `onDemandPricePerHour`.
+    pub lifecycle: Option<InstanceLifecycle>,
+    /// What this instance costs an hour (its own type's price), before the group's.
+    pub price_per_hour: Option<f64>,
 }
 
 fn running() -> InstanceState {
@@ -254,6 +267,10 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         }
         None => None,
     };
+    let drift = match &g.drift {
+        Some(p) => Some(DriftPolicy::parse(p).map_err(|e| bad(i, g, "drift", e))?),
+        None => None,
+    };
     let instance_revisions = g
         .instances
         .iter()
@@ -270,6 +287,7 @@ fn lifecycle(i: usize, g: &GroupConfig, prefix: &str) -> Result<GroupLifecycle> 
         disruption_budget,
         disruption_window,
         consolidation,
+        drift,
     })
 }
 
@@ -312,8 +330,20 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
             format!("{} listed but targetSize is {target}", g.instances.len()),
         ));
     }
-    if let Some(p) = g.price_per_hour.filter(|p| !p.is_finite() || *p < 0.0) {
-        return Err(bad(i, g, "pricePerHour", format!("must be >= 0, got {p}")));
+    let prices = [
+        ("pricePerHour".to_string(), g.price_per_hour),
+        ("onDemandPricePerHour".into(), g.on_demand_price_per_hour),
+        ("spotPricePerHour".into(), g.spot_price_per_hour),
+    ];
+    let listed = g
+        .instances
+        .iter()
+        .enumerate()
+        .map(|(k, ic)| (format!("instances[{k}].pricePerHour"), ic.price_per_hour));
+    for (field, p) in prices.into_iter().chain(listed) {
+        if let Some(p) = p.filter(|p| !p.is_finite() || *p < 0.0) {
+            return Err(bad(i, g, &field, format!("must be >= 0, got {p}")));
+        }
     }
     let template = template(i, g)?;
     let provider_id_prefix = match template.labels.get(labels::ZONE) {
@@ -353,12 +383,41 @@ pub(super) fn group(i: usize, g: &GroupConfig, overrides: &PriceOverrides) -> Re
                 g.price_per_hour,
             ),
         ),
+        instance_prices: listed_prices(g, &provider_id_prefix, overrides),
         launch_error: None,
         lifecycle: lifecycle(i, g, &provider_id_prefix)?,
         provider_id_prefix,
         template: Arc::new(template),
     };
     Ok(group)
+}
+
+impl GroupConfig {
+    /// The group's prices, for [`instance_price`].
+    pub fn prices(&self) -> GroupPrices<'_> {
+        GroupPrices {
+            group: &self.name,
+            instance_type: self.labels.get(labels::INSTANCE_TYPE).map(String::as_str),
+            price: self.price_per_hour,
+            on_demand: self.on_demand_price_per_hour,
+            spot: self.spot_price_per_hour,
+        }
+    }
+}
+
+/// The listed instances' own prices of `g`, by provider id (`prefix` and the instance id).
+pub(super) fn listed_prices(
+    g: &GroupConfig,
+    prefix: &str,
+    overrides: &PriceOverrides,
+) -> BTreeMap<String, f64> {
+    g.instances
+        .iter()
+        .filter_map(|ic| {
+            let p = instance_price(g.prices(), ic.lifecycle, ic.price_per_hour, overrides)?;
+            Some((format!("{prefix}{}", ic.id), p))
+        })
+        .collect()
 }
 
 fn resources(

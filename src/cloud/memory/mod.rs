@@ -12,6 +12,7 @@
 //! clock ([`MemoryCloud::advance_to`]); every resize goes through the same `plan_*` checks.
 
 mod config;
+mod prices;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 
 pub use config::{GroupConfig, InstanceConfig, MemoryConfig, QuantityText, DEFAULT_MAX_PODS};
+pub use prices::{instance_price, InstanceLifecycle};
 
 use super::{Cloud, Readiness, SnapshotCell, WriteGuard};
 use crate::error::{Error, Result};
@@ -197,10 +199,12 @@ impl MemoryCloud {
         instances: Vec<Instance>,
         target: i32,
         revisions: BTreeMap<String, String>,
+        prices: BTreeMap<String, f64>,
     ) -> Result<()> {
         self.update(group, (&WriteGuard::always(), "adopt", &[]), |_, g| {
             g.instances = instances;
             g.lifecycle.instance_revisions = revisions;
+            g.instance_prices = prices;
             g.set_target(target);
             Ok(())
         })

@@ -2,7 +2,7 @@
 
 use super::consolidate::reasons::{Declined, Waits};
 use super::limits::Resource;
-use super::reasons::{Cancel, Doubt, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
+use super::reasons::{Cancel, Doubt, Due, InstanceFault, Pending, Removal, Unhealthy, Unremovable};
 use crate::model::lifecycle::DisruptionReason;
 
 /// A group to grow.
@@ -157,6 +157,9 @@ pub struct Decisions {
     pub disruptions: Vec<Disruption>,
     /// The scale-ups among `scale_up` that replace them.
     pub replacements: Vec<Replacement>,
+    /// Nodes due for replacement (drift, expiry) this loop: those whose surge was asked for, with
+    /// why, and those kept although drifted or expired, with why (drift not enabled, do-not-disrupt).
+    pub due: Vec<(String, Due)>,
     /// Unneeded nodes to mark `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule` (upstream's soft
     /// taint: the scheduler prefers other nodes, so the node empties before it goes).
     pub soft_taint: Vec<String>,

@@ -70,6 +70,25 @@ pub struct Memory {
     /// Whether the nodes' soft taints were read back into `unneeded_since` (once, at the first loop,
     /// with `--node-deletion-candidate-ttl`).
     pub candidates_loaded: bool,
+    /// Node → its bound pods as last seen, and when they last changed (a pod added or removed), if this
+    /// memory saw it: what consolidation's `after` counts from, as Karpenter's `consolidateAfter`
+    /// resets on a pod's removal too (a snapshot alone keeps no trace of a deleted pod).
+    pub pod_changes: HashMap<String, PodChange>,
+    /// Pod changes before this time are unknown to this memory (`run` sets its start: a node first seen
+    /// then counts as changed then, so a node emptied just before a restart is not taken at once).
+    /// None (`simulate`): a node first seen counts from its pods' and its own creation.
+    pub pod_changes_known_from: Option<i64>,
+}
+
+/// A node's bound pods (DaemonSet and mirror pods left out) in one figure, and when they last changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodChange {
+    /// How many pods, and the sum of a hash of each (namespace, name, creation): a pod added, removed
+    /// or recreated changes it.
+    pub signature: (usize, u64),
+    /// When the change was seen (the loop's time); None when none was seen since the node was first
+    /// seen by a memory that knows no earlier changes.
+    pub at: Option<i64>,
 }
 
 /// A consolidation under way: `count` new nodes of `group` were asked for `since`; `nodes` go once

@@ -9,7 +9,9 @@ use crate::model::lifecycle::DisruptionReason;
 
 pub use super::memory::Pause;
 
+mod due;
 mod pending;
+pub use due::Due;
 pub use pending::Pending;
 
 /// Why one group cannot take a pod.
@@ -99,6 +101,8 @@ impl fmt::Display for Refusal {
 pub enum Unremovable {
     /// The node's `scale-down-disabled` annotation.
     ScaleDownDisabled,
+    /// The node's `karpenter.sh/do-not-disrupt` (or `ferroscale.io/do-not-disrupt`) annotation.
+    DoNotDisrupt,
     /// Utilization above the threshold (`gpu`: a GPU node, measured by GPU against
     /// `--scale-down-gpu-utilization-threshold`).
     NotUnderutilized {
@@ -156,6 +160,7 @@ impl fmt::Display for Unremovable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Unremovable::ScaleDownDisabled => write!(f, "scale-down disabled by annotation"),
+            Unremovable::DoNotDisrupt => write!(f, "the node is annotated do-not-disrupt"),
             Unremovable::NotUnderutilized {
                 utilization,
                 threshold,

@@ -15,23 +15,41 @@ use super::health::is_ready;
 use super::ledger::{Kind, Ledger};
 use super::memory::{Memory, Replacing};
 use super::predicates::NodeInfo;
-use super::reasons::{Removal, Unremovable};
+use super::reasons::{Due, Removal, Unremovable};
 use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::NodeGroup;
 
-/// Why `node` of `g` should be replaced at `now`, if it should.
-fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Option<DisruptionReason> {
+/// Whether `node` of `g` is due for replacement at `now`: `Ok` with why when it is to be replaced, `Err`
+/// with why not when it has drifted or expired and is kept anyway (what `simulate` says), `Ok(None)`
+/// when it is not due at all.
+fn due(ctx: &Ctx, g: &NodeGroup, info: &NodeInfo) -> Result<Option<DisruptionReason>, Due> {
     let n = &info.node;
     // `scale-down-disabled` keeps a node from every voluntary removal, replacements included.
     if n.scale_down_disabled {
-        return None;
+        return Ok(None);
     }
-    if g.lifecycle.drifted(&n.provider_id) {
-        return Some(DisruptionReason::Drift);
+    let drifted = g.lifecycle.drifted(&n.provider_id);
+    let expired = ctx
+        .settings
+        .lifetime_of(g)
+        .is_some_and(|lifetime| ctx.now - n.created >= secs(lifetime));
+    let reason = if drifted && ctx.settings.drift_of(g).enabled() {
+        DisruptionReason::Drift
+    } else if expired {
+        DisruptionReason::Expired
+    } else if drifted {
+        return Err(Due::DriftNotEnabled {
+            group: g.id.clone(),
+        });
+    } else {
+        return Ok(None);
+    };
+    // The node's own do-not-disrupt keeps it from every voluntary method (Karpenter's).
+    if n.do_not_disrupt {
+        return Err(Due::DoNotDisrupt(reason));
     }
-    let lifetime = ctx.settings.lifetime_of(g)?;
-    (ctx.now - n.created >= secs(lifetime)).then_some(DisruptionReason::Expired)
+    Ok(Some(reason))
 }
 
 /// Adds this loop's surges and retirements to `d`, each admitted by the `ledger`. `infos` are the
@@ -118,8 +136,13 @@ pub(super) fn replace(
         if !ledger.available(name) || world.interrupted.contains_key(name) {
             continue;
         }
-        let Some(reason) = due(ctx, g, info) else {
-            continue;
+        let reason = match due(ctx, g, info) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(why) => {
+                d.due.push((name.to_string(), why));
+                continue;
+            }
         };
         if !ctx.settings.disruption_allowed(g, ctx.now)
             || ledger.budget_left(ctx, g, Kind::Voluntary) == 0
@@ -136,6 +159,7 @@ pub(super) fn replace(
                 .push((name.to_string(), Unremovable::SurgeRefused(why)));
             continue;
         }
+        d.due.push((name.to_string(), Due::Replacing(reason)));
         ledger.hold(name, &g.id);
         let surge = surges.entry(g.id.clone()).or_default();
         surge.0 += 1;

@@ -183,6 +183,10 @@ fn plan(
             keep(d, Unremovable::ScaleDownDisabled);
             continue;
         }
+        if node.do_not_disrupt {
+            keep(d, Unremovable::DoNotDisrupt);
+            continue;
+        }
         if ledger.above_min(group) == 0 {
             keep(
                 d,

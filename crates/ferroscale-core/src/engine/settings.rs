@@ -7,6 +7,7 @@ use super::limits::GpuLimit;
 use super::similar::Balancing;
 use super::taints::TaintConfig;
 use crate::model::consolidation::Consolidation;
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::Budget;
 use crate::model::{NodeGroup, OptionValues};
 
@@ -133,6 +134,9 @@ pub struct Settings {
     /// `--consolidation-search-time`: the search's time budget per loop; the best plan found by then
     /// is taken.
     pub consolidation_search_time: Duration,
+    /// `--drift`: what groups that set none do with drifted nodes (`Never`: cluster-autoscaler's
+    /// behaviour, nothing).
+    pub drift: DriftPolicy,
 }
 
 /// Upstream's exponential backoff of a group after failed scale-ups (`exponential_backoff.go`): the
@@ -190,6 +194,11 @@ impl Settings {
     /// A group's consolidation: its own, else `--consolidation`.
     pub fn consolidation_of(&self, g: &NodeGroup) -> Consolidation {
         g.lifecycle.consolidation.unwrap_or(self.consolidation)
+    }
+
+    /// A group's drift policy: its own, else `--drift`.
+    pub fn drift_of(&self, g: &NodeGroup) -> DriftPolicy {
+        g.lifecycle.drift.unwrap_or(self.drift)
     }
 
     /// A group's options: its own overrides on top of the flags' defaults.
@@ -258,6 +267,7 @@ impl Settings {
             consolidation_max_candidates: 50,
             consolidation_max_set: 10,
             consolidation_search_time: Duration::from_secs(1),
+            drift: DriftPolicy::Never,
         }
     }
 }

@@ -34,7 +34,10 @@ impl Unremovable {
     /// pause after a scale-up, a removal budget spent) are its `NotUnneededOtherReason`.
     pub fn upstream_reason(&self) -> &'static str {
         match self {
-            Unremovable::ScaleDownDisabled => "ScaleDownDisabledAnnotation",
+            // Upstream's nearest: a node annotation keeping the node.
+            Unremovable::ScaleDownDisabled | Unremovable::DoNotDisrupt => {
+                "ScaleDownDisabledAnnotation"
+            }
             Unremovable::NotUnderutilized { .. } => "NotUnderutilized",
             Unremovable::Blocked(_) | Unremovable::OnCompletion { .. } => "BlockedByPod",
             Unremovable::NoPlaceFor { .. } => "NoPlaceToMovePods",
@@ -141,6 +144,7 @@ mod tests {
     fn every_reason_given_is_one_the_gauge_is_set_for() {
         let all = [
             Unremovable::ScaleDownDisabled,
+            Unremovable::DoNotDisrupt,
             Unremovable::NotUnderutilized {
                 utilization: 0.9,
                 threshold: 0.5,

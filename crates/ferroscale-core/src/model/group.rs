@@ -71,8 +71,12 @@ pub struct NodeGroup {
     pub instances: Vec<Instance>,
     pub template: Arc<TemplateNode>,
     pub options: Option<AutoscalingOptions>,
-    /// On-demand (or configured) price of one node per hour, in USD.
+    /// On-demand (or configured) price of one node per hour, in USD: what the group's next node costs
+    /// (a mixed-instances group's blend of on-demand and spot).
     pub price_per_hour: Option<f64>,
+    /// Instance (provider id) → what that instance costs an hour, by its own type, zone and lifecycle
+    /// (on-demand or spot) as the price source says; an instance not listed costs the group's price.
+    pub instance_prices: BTreeMap<String, f64>,
     /// Why the capacity not yet fulfilled could not be launched, if the cloud said so.
     pub launch_error: Option<InstanceError>,
     /// Prefix of the group's provider ids, e.g. `aws:///us-east-1a/`; placeholders use it too.
@@ -114,10 +118,19 @@ impl NodeGroup {
             template: Arc::new(template),
             options: None,
             price_per_hour: None,
+            instance_prices: BTreeMap::new(),
             launch_error: None,
             provider_id_prefix: provider_id_prefix.into(),
             lifecycle: GroupLifecycle::default(),
         }
+    }
+
+    /// What the node of instance `provider_id` costs an hour: its own price, else the group's.
+    pub fn price_of(&self, provider_id: &str) -> Option<f64> {
+        self.instance_prices
+            .get(provider_id)
+            .copied()
+            .or(self.price_per_hour)
     }
 
     /// Capacity asked for but not yet fulfilled.

@@ -360,6 +360,8 @@ pub struct GroupLifecycle {
     pub disruption_window: Option<Window>,
     /// Overrides `--consolidation` (tag `ferroscale.io/consolidation`, memory cloud `consolidation`).
     pub consolidation: Option<super::consolidation::Consolidation>,
+    /// Overrides `--drift` (tag `ferroscale.io/drift`, memory cloud `drift`).
+    pub drift: Option<super::drift::DriftPolicy>,
 }
 
 impl GroupLifecycle {

@@ -3,6 +3,7 @@
 //! engine, the clouds and the gRPC layer can all speak the same language.
 
 pub mod consolidation;
+pub mod drift;
 pub mod duration;
 mod group;
 pub mod lifecycle;

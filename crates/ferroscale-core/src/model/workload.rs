@@ -251,6 +251,9 @@ pub struct Node {
     pub ready_since: i64,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`.
     pub scale_down_disabled: bool,
+    /// `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt` `"true"` on the node: no voluntary
+    /// method (scale-down, replacement, consolidation) takes it; notices and the descheduler still do.
+    pub do_not_disrupt: bool,
     /// Creation time as the API server stamped it (`metadata.creationTimestamp`), seconds since the
     /// epoch: orders nodes by age and counts maximum lifetimes, which are days, not minutes.
     pub created: i64,

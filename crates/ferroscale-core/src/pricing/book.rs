@@ -35,6 +35,9 @@ pub struct Purchase {
     pub on_demand_percent_above_base: i32,
     /// On-demand launches take the cheapest type rather than the first.
     pub on_demand_lowest_price: bool,
+    /// The group's instances whose type is known: (provider id, instance type, zone), each priced by
+    /// its own type and zone rather than at the group's price.
+    pub instances: Vec<(String, String, String)>,
 }
 
 impl Purchase {
@@ -46,6 +49,7 @@ impl Purchase {
             on_demand_base: 0,
             on_demand_percent_above_base: 100,
             on_demand_lowest_price: false,
+            instances: Vec::new(),
         }
     }
 
@@ -99,6 +103,37 @@ impl PriceBook {
                 }
             })
             .reduce(f64::min)
+    }
+
+    /// Each known instance's hourly price by its own type and zone, after the price file: on-demand in
+    /// an on-demand group, spot (else on-demand) in a spot group, and in a mixed-instances group, whose
+    /// instances' lifecycles the group's data does not tell, its type's on-demand and spot prices
+    /// weighed as the group launches above its base.
+    pub fn instance_prices(
+        &self,
+        group: &str,
+        p: &Purchase,
+        overrides: &PriceOverrides,
+    ) -> std::collections::BTreeMap<String, f64> {
+        let share = f64::from(p.on_demand_percent_above_base.clamp(0, 100)) / 100.0;
+        p.instances
+            .iter()
+            .filter_map(|(id, ty, zone)| {
+                let od = overrides.on_demand(Some(ty.as_str()), self.on_demand.get(ty).copied());
+                let spot = self.spot.get(ty).and_then(|z| z.get(zone)).copied();
+                let price = if share >= 1.0 {
+                    od
+                } else if share <= 0.0 && p.on_demand_base <= 0 {
+                    spot.or(od)
+                } else {
+                    match (spot, od) {
+                        (Some(s), Some(o)) => Some(share * o + (1.0 - share) * s),
+                        (s, o) => o.or(s),
+                    }
+                };
+                Some((id.clone(), overrides.group(group, price)?))
+            })
+            .collect()
     }
 
     /// Hourly price of the next node of group `group` (now at `target` nodes), after the price file.
@@ -187,6 +222,42 @@ mod tests {
             book().group_price("g", &p, 2, &none),
             0.25 * 0.096 + 0.75 * 0.038
         ));
+    }
+
+    #[test]
+    fn each_instance_is_priced_by_its_own_type_and_zone() {
+        let none = PriceOverrides::default();
+        let instances = vec![
+            (
+                "a".to_string(),
+                "m5.large".to_string(),
+                "us-east-1b".to_string(),
+            ),
+            ("b".into(), "m5a.large".into(), "us-east-1a".into()),
+            ("c".into(), "c9.large".into(), "us-east-1a".into()),
+        ];
+        let od = Purchase {
+            instances: instances.clone(),
+            ..Purchase::on_demand(types(), vec![])
+        };
+        let prices = book().instance_prices("g", &od, &none);
+        assert_eq!(prices.get("a"), Some(&0.096));
+        assert_eq!(prices.get("b"), Some(&0.086));
+        assert_eq!(prices.get("c"), None, "no price known: the group's");
+        let spot = Purchase {
+            instances: instances.clone(),
+            ..Purchase::spot(types(), vec![])
+        };
+        let prices = book().instance_prices("g", &spot, &none);
+        assert_eq!(prices.get("a"), Some(&0.035), "its own zone's spot price");
+        assert_eq!(prices.get("b"), Some(&0.038));
+        let mixed = Purchase {
+            on_demand_percent_above_base: 25,
+            instances,
+            ..Purchase::on_demand(types(), vec![])
+        };
+        let prices = book().instance_prices("g", &mixed, &none);
+        assert!(close(prices.get("b").copied(), 0.25 * 0.086 + 0.75 * 0.038));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::engine::decisions::Decisions;
 use crate::engine::drainability::drain;
 use crate::engine::health::is_ready;
 use crate::engine::ledger::{Kind, Ledger};
-use crate::engine::memory::Memory;
+use crate::engine::memory::{Memory, PodChange};
 use crate::engine::predicates::NodeInfo;
 use crate::engine::scale_down::recently_descheduled;
 use crate::model::consolidation::ConsolidationPolicy;
@@ -24,7 +24,7 @@ pub(super) struct Candidate<'a> {
     /// Index into the loop's existing nodes.
     pub index: usize,
     pub group: &'a NodeGroup,
-    /// Its group's hourly price.
+    /// Its own hourly price (its instance's, else its group's).
     pub price: f64,
     /// Pods to evict and place elsewhere (unbound).
     pub movable: Vec<Arc<Pod>>,
@@ -53,13 +53,57 @@ pub fn eviction_cost(p: &Pod) -> f64 {
     c.clamp(0.1, 10.0)
 }
 
-/// The time of a node's last pod change, approximated by the newest creation among its pods (and the
-/// node's own): a pod deleted since leaves no trace in the snapshot.
-fn last_change(info: &NodeInfo) -> i64 {
-    info.bound()
+/// The time of a node's last pod change: the last pod added to or removed from it that the memory saw
+/// (Karpenter resets `consolidateAfter` on a removal too), and at least the newest creation among its
+/// pods (and the node's own), which is all a snapshot tells of changes before the memory's first look.
+fn last_change(info: &NodeInfo, memory: &Memory) -> i64 {
+    let created = info
+        .bound()
         .iter()
         .map(|p| p.meta.created)
-        .fold(info.node.created, i64::max)
+        .fold(info.node.created, i64::max);
+    memory
+        .pod_changes
+        .get(&info.node.name)
+        .and_then(|c| c.at)
+        .map_or(created, |at| at.max(created))
+}
+
+/// A node's bound pods, DaemonSet and mirror pods left out (they come and go with the node), in one
+/// figure: their count and the sum of a hash of each one's namespace, name and creation.
+fn signature(info: &NodeInfo) -> (usize, u64) {
+    use std::hash::{Hash, Hasher};
+    info.bound()
+        .iter()
+        .filter(|p| !p.node_bound())
+        .fold((0, 0u64), |(n, sum), p| {
+            // SipHash with fixed keys: the same pod hashes alike in every loop and every process.
+            let mut h = std::hash::DefaultHasher::new();
+            (p.namespace.as_str(), p.name.as_str(), p.meta.created).hash(&mut h);
+            (n + 1, sum.wrapping_add(h.finish()))
+        })
+}
+
+/// Records, for each of the loop's nodes (`infos`), whether a pod was added to or removed from it since
+/// the last loop, and forgets nodes gone: what [`last_change`] reads. A node seen for the first time
+/// counts as changed when the memory's knowledge starts (`Memory::pod_changes_known_from`), if later
+/// than its pods' creation.
+pub(super) fn note_pod_changes(memory: &mut Memory, infos: &[NodeInfo], now: i64) {
+    let known_from = memory.pod_changes_known_from;
+    let mut old = std::mem::take(&mut memory.pod_changes);
+    memory.pod_changes = infos
+        .iter()
+        .filter(|i| !i.node.template)
+        .map(|info| {
+            let signature = signature(info);
+            let at = match old.remove(&info.node.name) {
+                Some(c) if c.signature == signature => c.at,
+                Some(_) => Some(now),
+                None => known_from,
+            };
+            (info.node.name.clone(), PodChange { signature, at })
+        })
+        .collect();
 }
 
 /// How many more nodes consolidation may take of each group: what the ledger's budget (the group's, or
@@ -116,7 +160,11 @@ pub(super) fn candidates<'a>(
             continue;
         };
         let policy = ctx.settings.consolidation_of(g);
-        let Some(price) = g.price_per_hour.filter(|p| p.is_finite() && *p > 0.0) else {
+        // The node's own price (its type, zone, on-demand or spot), not its group's blend.
+        let Some(price) = g
+            .price_of(&n.provider_id)
+            .filter(|p| p.is_finite() && *p > 0.0)
+        else {
             continue;
         };
         if !policy.enabled()
@@ -134,7 +182,7 @@ pub(super) fn candidates<'a>(
             .consolidated
             .get(name)
             .is_some_and(|t| now - t < after);
-        if recent || now - last_change(info) < after {
+        if recent || now - last_change(info, memory) < after {
             continue;
         }
         let mut decline = |why| d.consolidation_declined.push((name.to_string(), why));
@@ -146,6 +194,10 @@ pub(super) fn candidates<'a>(
         }
         if let Some(pod) = recently_descheduled(info, memory) {
             decline(Declined::Descheduled { pod });
+            continue;
+        }
+        if n.do_not_disrupt {
+            decline(Declined::NodeDoNotDisrupt);
             continue;
         }
         let bound = info.bound();

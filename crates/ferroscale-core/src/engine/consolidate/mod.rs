@@ -65,6 +65,7 @@ pub(super) fn consolidate(
     memory
         .consolidated
         .retain(|n, _| present.contains_key(n.as_str()));
+    candidates::note_pod_changes(memory, infos, ctx.now);
     progress(ctx, memory, ledger, infos, &present, d);
     let settings = ctx.settings;
     if !ctx
@@ -386,3 +387,5 @@ mod order_tests;
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timers;

@@ -83,6 +83,11 @@ pub(super) fn progress(
                 };
                 // A pod that may no longer be evicted (or has been marked do-not-disrupt since) keeps
                 // its node, as it keeps it from scale-down.
+                if info.node.do_not_disrupt {
+                    d.consolidation_declined
+                        .push((old.clone(), Declined::NodeDoNotDisrupt));
+                    continue;
+                }
                 if let Some(p) = info.bound().iter().find(|p| p.meta.do_not_disrupt) {
                     d.consolidation_declined
                         .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));

@@ -53,6 +53,8 @@ pub enum Declined {
     OutsideDisruptionWindow { group: String },
     /// A pod annotated `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt`.
     DoNotDisrupt { pod: String },
+    /// The node itself is annotated `karpenter.sh/do-not-disrupt` or `ferroscale.io/do-not-disrupt`.
+    NodeDoNotDisrupt,
     /// A pod the drainability rules forbid evicting.
     Blocked(Blocker),
     /// A pod that runs to completion (`safe-to-evict: "on-completion"`).
@@ -150,6 +152,7 @@ impl fmt::Display for Declined {
                 write!(f, "group {group}'s disruption window is closed")
             }
             Declined::DoNotDisrupt { pod } => write!(f, "pod {pod} is marked do-not-disrupt"),
+            Declined::NodeDoNotDisrupt => f.write_str("the node is annotated do-not-disrupt"),
             Declined::Blocked(b) => write!(f, "{b}"),
             Declined::OnCompletion { pod } => write!(f, "pod {pod} runs to completion"),
             Declined::NotReadyInTime { group } => write!(
@@ -249,7 +252,7 @@ impl Declined {
             Declined::DisruptionBudget { .. } => "disruption_budget",
             Declined::AtMinSize { .. } => "min_size",
             Declined::OutsideDisruptionWindow { .. } => "window_closed",
-            Declined::DoNotDisrupt { .. } => "do_not_disrupt",
+            Declined::DoNotDisrupt { .. } | Declined::NodeDoNotDisrupt => "do_not_disrupt",
             Declined::Blocked(_) => "blocked",
             Declined::OnCompletion { .. } => "on_completion",
             Declined::NotReadyInTime { .. } => "not_ready_in_time",

@@ -5,16 +5,25 @@
 use std::time::Duration;
 
 use crate::engine::decisions::{Decisions, Replacement, ScaleUp};
-use crate::engine::reasons::{Refusal, Unremovable};
+use crate::engine::reasons::{Due, Refusal, Unremovable};
 use crate::engine::{Memory, Settings};
 use crate::fixtures::{pool, worker, TestWorld};
+use crate::model::drift::DriftPolicy;
 use crate::model::lifecycle::{Budget, DisruptionReason};
 use crate::model::InstanceState;
 
 const T0: i64 = 10_000;
 
-/// Group `pool` of one node, `old`, launched from revision 1 while the group launches revision 2.
+/// Group `pool` of one node, `old`, launched from revision 1 while the group launches revision 2; the
+/// group replaces drifted nodes (its own `drift: Replace`).
 fn drifted() -> TestWorld {
+    let mut world = drifted_off();
+    world.group_mut("pool").lifecycle.drift = Some(DriftPolicy::Replace);
+    world
+}
+
+/// The same, without opting in.
+fn drifted_off() -> TestWorld {
     let mut world = pool("pool", 0, &[("old", &[("web", 1000)])]);
     let g = world.group_mut("pool");
     g.lifecycle.revision = Some("lt-1:2".into());
@@ -101,6 +110,64 @@ fn a_drifted_node_is_surged_first_and_goes_once_the_new_node_has_joined() {
     assert_eq!(old.reason.disruption, Some(DisruptionReason::Drift));
     assert_eq!(d.disruptions.len(), 1);
     assert_eq!(d.disruptions[0].reason, DisruptionReason::Drift);
+}
+
+/// Drift is opt-in, as consolidation is: a group that says nothing, under the default `--drift Never`,
+/// keeps its drifted node and the loop says why; the flag opts every group in, and a group's own
+/// `Never` overrides the flag.
+#[test]
+fn a_drifted_node_stays_unless_its_group_or_the_flag_opts_in() {
+    let world = drifted_off();
+    let d = world.run_once(&Settings::upstream(), &mut Memory::default(), T0);
+    assert!(d.scale_up.is_empty() && d.replacements.is_empty(), "{d:?}");
+    assert_eq!(
+        d.due,
+        [(
+            "old".to_string(),
+            Due::DriftNotEnabled {
+                group: "pool".into()
+            }
+        )]
+    );
+
+    let every_group = Settings {
+        drift: DriftPolicy::Replace,
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&every_group, &mut Memory::default(), T0);
+    assert_eq!(surges(&d), [("pool", 1, vec!["old"])]);
+    assert_eq!(
+        d.due,
+        [("old".to_string(), Due::Replacing(DisruptionReason::Drift))]
+    );
+
+    let mut never = drifted_off();
+    never.group_mut("pool").lifecycle.drift = Some(DriftPolicy::Never);
+    let d = never.run_once(&every_group, &mut Memory::default(), T0);
+    assert!(
+        d.replacements.is_empty(),
+        "the group's own Never wins: {d:?}"
+    );
+}
+
+/// The node's own `karpenter.sh/do-not-disrupt` keeps it from replacement, drifted or expired, and
+/// the loop says so; its neighbour without the annotation is replaced.
+#[test]
+fn a_node_annotated_do_not_disrupt_is_not_replaced() {
+    let mut world = pool("pool", 0, &[("kept", &[]), ("other", &[])]);
+    world.nodes[0].do_not_disrupt = true;
+    world.nodes[0].created = 0;
+    world.nodes[1].created = 10;
+    let s = Settings {
+        node_max_lifetime: Some(Duration::from_secs(3600)),
+        max_disruption: Budget::Count(2),
+        ..Settings::upstream()
+    };
+    let d = world.run_once(&s, &mut Memory::default(), 100_000);
+    assert_eq!(surges(&d), [("pool", 1, vec!["other"])]);
+    assert!(d
+        .due
+        .contains(&("kept".into(), Due::DoNotDisrupt(DisruptionReason::Expired))));
 }
 
 #[test]
