@@ -141,7 +141,7 @@ pub fn plan(
             for args in profile
                 .strategies
                 .iter()
-                .filter(|a| a.strategy().balances() == balance)
+                .filter(|a| strategies::balances(a.strategy()) == balance)
             {
                 let start = clock.elapsed();
                 let mut n = 0;

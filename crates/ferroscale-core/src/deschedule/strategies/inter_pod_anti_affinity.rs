@@ -10,10 +10,15 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::policy::decode;
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodAffinityTerm, SelectorOp};
+use serde_norway::Mapping;
 
 /// `RemovePodsViolatingInterPodAntiAffinity`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -208,6 +213,31 @@ pub fn propose(
         }
     }
     out
+}
+
+impl Plugin for RemovePodsViolatingInterPodAntiAffinityArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsViolatingInterPodAntiAffinity;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &["namespaces", "labelSelector"];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &["namespaces", "labelSelector"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

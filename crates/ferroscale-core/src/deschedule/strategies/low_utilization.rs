@@ -221,5 +221,7 @@ pub fn propose_into(
     .run(over, &under, sink);
 }
 
+mod plugin;
+
 #[cfg(test)]
 mod tests;

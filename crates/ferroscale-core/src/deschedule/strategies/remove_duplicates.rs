@@ -10,10 +10,15 @@ use serde::Deserialize;
 
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
+use serde_norway::Mapping;
 
 /// `RemoveDuplicates`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -147,6 +152,34 @@ fn target_nodes<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>, nodes: &[Node]) ->
         }
     }
     targets.len()
+}
+
+impl Plugin for RemoveDuplicatesArgs {
+    const STRATEGY: Strategy = Strategy::RemoveDuplicates;
+    const BALANCES: bool = true;
+    const FIELDS: &'static [&'static str] = &["namespaces", "excludeOwnerKinds"];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &["namespaces", "removeDuplicates"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::namespaces(o, "namespaces")?;
+        o.get("excludeOwnerKinds").strings()?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, false);
+        let r = p.get("removeDuplicates").object(&["excludeOwnerKinds"])?;
+        copy(out, &r, "excludeOwnerKinds", "excludeOwnerKinds");
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]
