@@ -86,6 +86,7 @@ fn kind(why: &Why) -> &'static str {
         Why::Kept(_) => "Kept",
         Why::NoPlace(_) => "NoPlace",
         Why::WouldUndo { .. } => "WouldUndo",
+        Why::WouldRecreate { .. } => "WouldRecreate",
         Why::Cooldown { .. } => "Cooldown",
         Why::Contested { .. } => "Contested",
         Why::Budget { .. } => "Budget",

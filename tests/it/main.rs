@@ -77,6 +77,7 @@ mod simulate_deschedule;
 mod simulate_deschedule_converge;
 mod simulate_deschedule_emptied;
 mod simulate_deschedule_policy;
+mod simulate_deschedule_settles;
 mod simulate_deschedule_upstream;
 mod simulate_drain;
 mod simulate_durations;

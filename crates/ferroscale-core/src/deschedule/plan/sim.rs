@@ -87,6 +87,11 @@ impl Sim {
         &self.infos[j].node
     }
 
+    /// The pods on node `j` as the plan leaves them so far.
+    pub fn pods(&self, j: usize) -> &[Arc<Pod>] {
+        &self.infos[j].pods
+    }
+
     /// How many nodes there are (indices `0..len`).
     pub fn len(&self) -> usize {
         self.infos.len()

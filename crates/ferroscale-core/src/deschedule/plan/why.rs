@@ -27,6 +27,9 @@ pub enum Why {
     NoPlace(Option<Unfit>),
     /// The only place is the node an earlier cycle moved its workload from: the move would undo it.
     WouldUndo { node: String },
+    /// Every node it could go to is one where `strategy`, of this policy, would evict it (or its
+    /// sibling) again next cycle: a duplicate, a `ScheduleAnyway` skew, a less preferred node.
+    WouldRecreate { strategy: Strategy },
     /// Its workload was moved at `at` and the cooldown has not passed.
     Cooldown { until: i64 },
     /// Another strategy plans to move its workload this cycle.
@@ -49,6 +52,10 @@ impl fmt::Display for Why {
                     "it would go back to {node}, which an earlier cycle moved it from"
                 )
             }
+            Why::WouldRecreate { strategy } => write!(
+                f,
+                "wherever it could go, {strategy} would evict it again next cycle"
+            ),
             Why::Cooldown { until } => write!(
                 f,
                 "its workload was moved recently (cooldown until {until})"

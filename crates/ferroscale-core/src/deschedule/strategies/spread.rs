@@ -72,7 +72,8 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
         self.constraints.is_empty() || self.constraints.contains(&WhenUnsatisfiable::DoNotSchedule)
     }
 
-    fn balances_schedule_anyway(&self) -> bool {
+    /// Whether it balances `ScheduleAnyway` constraints too.
+    pub fn balances_schedule_anyway(&self) -> bool {
         self.constraints
             .contains(&WhenUnsatisfiable::ScheduleAnyway)
     }
