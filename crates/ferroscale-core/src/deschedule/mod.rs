@@ -18,7 +18,8 @@ pub mod view;
 pub use args::{Namespaces, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{
-    owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, StrategyRun, Why,
+    owner_key, plan, Blocked, Declined, Eviction, History, Limit, Move, Plan, Settings,
+    StrategyRun, Why,
 };
 pub use policy::{Policy, PolicyError, Profile, Warning};
 pub use strategies::PluginArgs;

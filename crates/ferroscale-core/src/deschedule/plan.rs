@@ -25,7 +25,7 @@ mod why;
 use sim::Sim;
 
 pub use history::{owner_key, History, Move};
-pub use why::{Limit, Why};
+pub use why::{Blocked, Limit, Why};
 
 /// Settings of the planner beyond the policy.
 #[derive(Debug, Clone, PartialEq)]
