@@ -37,12 +37,10 @@ impl RemovePodsViolatingInterPodAntiAffinityArgs {
     }
 }
 
-/// The descheduler's eviction order on a node: lower priority first, then BestEffort (no requests)
-/// before the others; the pod model has no limits, so Burstable and Guaranteed are not told apart. Within a class, pods
-/// annotated prefer-no-eviction go last (`noEvictionPolicy: Preferred`).
+/// The descheduler's eviction order on a node (`SortPodsBasedOnPriorityLowToHigh`), as the
+/// node-utilization strategies sort.
 pub(super) fn priority_low_to_high(pods: &mut [Arc<Pod>]) {
-    let best_effort = |p: &Pod| p.requests.cpu_milli == 0 && p.requests.memory == 0;
-    pods.sort_by_key(|p| (p.meta.priority, !best_effort(p), p.meta.prefer_no_eviction));
+    super::usage::sort_for_eviction(pods);
 }
 
 /// Whether nodes `a` and `b` are in one domain of `key` (the descheduler's reading: one node is always
