@@ -154,3 +154,47 @@ fn a_soft_spread_the_policy_balances_is_kept_by_the_placement() {
     let plan = cycle(&f, &policy(vec![low(), spread]));
     assert_eq!(moved(&plan, "web-1"), Some("c"), "{plan:?}");
 }
+
+#[test]
+fn a_preferred_node_affinity_the_policy_enforces_keeps_the_pod_on_a_node_it_prefers_most() {
+    use crate::deschedule::strategies::node_affinity::{
+        RemovePodsViolatingNodeAffinityArgs, PREFERRED,
+    };
+    use crate::model::workload::{Requirement, SelectorOp};
+    let tiered = |name: &str, tier: &str| {
+        node(name)
+            .allocatable(resources(4000, 16 * GI, 110))
+            .hostname()
+            .label("tier", tier)
+            .ready()
+            .build()
+    };
+    // web-1 prefers fast nodes and is on one (a, over its target): b is the emptiest, but slow.
+    let fast = vec![Requirement {
+        key: "tier".into(),
+        op: SelectorOp::In,
+        values: vec!["fast".into()],
+    }];
+    let pods = vec![
+        p("web-1", "web", 4, "a", 0)
+            .with(move |p| p.meta.preferred_node_affinity = vec![(10, fast)].into())
+            .build(),
+        p("hog-1", "hog-1", 4, "a", 10).build(),
+        p("hog-2", "hog-2", 4, "a", 10).build(),
+        p("filler", "filler", 3, "c", 10).build(),
+    ];
+    let nodes = vec![
+        tiered("a", "fast"),
+        tiered("b", "slow"),
+        tiered("c", "fast"),
+    ];
+    let f = Fixture::new(nodes, pods);
+    assert_eq!(moved(&cycle(&f, &policy(vec![low()])), "web-1"), Some("b"));
+    let affinity =
+        PluginArgs::RemovePodsViolatingNodeAffinity(RemovePodsViolatingNodeAffinityArgs {
+            node_affinity_type: vec![PREFERRED.into()],
+            ..Default::default()
+        });
+    let plan = cycle(&f, &policy(vec![affinity, low()]));
+    assert_eq!(moved(&plan, "web-1"), Some("c"), "{plan:?}");
+}
