@@ -30,23 +30,23 @@ const TOP: [&str; 12] = [
     "maxNoOfPodsToEvictTotal",
 ];
 
-const PARAMS: [&str; 15] = [
-    "nodeResourceUtilizationThresholds",
-    "nodeAffinityType",
-    "podsHavingTooManyRestarts",
-    "podLifeTime",
-    "removeDuplicates",
-    "failedPods",
-    "includeSoftConstraints",
-    "namespaces",
-    "thresholdPriority",
-    "thresholdPriorityClassName",
-    "labelSelector",
-    "nodeFit",
-    "includePreferNoSchedule",
-    "excludedTaints",
-    "includedTaints",
-];
+/// The params the evictor reads from any strategy's v1alpha1 `params`.
+const EVICTOR_PARAMS: [&str; 3] = ["thresholdPriority", "thresholdPriorityClassName", "nodeFit"];
+
+/// Every v1alpha1 `params` field: the strategies' (each its `Plugin::V1ALPHA1_PARAMS`), then the
+/// evictor's.
+fn known_params() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for &s in Strategy::ALL {
+        for p in reads(s).0 {
+            if !out.contains(p) {
+                out.push(p);
+            }
+        }
+    }
+    out.extend(EVICTOR_PARAMS);
+    out
+}
 
 pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
     let o = root.object(&TOP)?;
@@ -81,9 +81,10 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
             continue;
         }
         let params = so.get("params");
-        let p = params.object(&PARAMS)?;
+        let known = known_params();
+        let p = params.object(&known)?;
         let (read, node_fit) = reads(s);
-        for key in PARAMS {
+        for &key in &known {
             let evictor_param =
                 key.starts_with("thresholdPriority") || (key == "nodeFit" && node_fit);
             if p.opt(key).is_some() && !evictor_param && !read.contains(&key) {
