@@ -140,6 +140,18 @@ fn low_node_utilization_goes_past_zonal_pods_to_the_movable_ones_and_settles() {
             )),
         "the zonal pods are declined with why: {why:?}"
     );
+    // And in the JSON's structure: the filter, the refusal, the nodes.
+    let zonal = lines[0]["deschedulingDeclined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["pod"] == "shop/zonal-1")
+        .unwrap();
+    assert_eq!(
+        zonal["blocked"],
+        serde_json::json!([{"filter": "VolumeBinding",
+            "reason": "volume node affinity conflict: pvc shop/data-1", "nodes": 2}])
+    );
     // Settled: a is within its target, nothing is proposed again.
     for line in &lines[1..] {
         assert!(evicted(line).is_empty(), "{line}");
