@@ -1,6 +1,7 @@
 //! The proposals a cycle's plan declined, made visible beyond the log: an Event on the pod
 //! (`DeschedulingDeclined`, naming the strategy, the node and the plan's typed reason) and the gauge
-//! `ferroscale_descheduling_declined_pods` by strategy, profile and kind of reason. A steady cluster
+//! `ferroscale_descheduling_declined_pods` by strategy, profile, kind of reason and (for a pod no node
+//! takes) each scheduler filter that kept it off some node. A steady cluster
 //! declines the same proposals every cycle, so a pod's Event is written only when its reason (for that
 //! strategy) differs from the last cycle's; pods the evictor keeps (`Why::Kept`: most pods, every
 //! cycle, as the descheduler's own filters) are counted but get no Event. The Event's action is the
@@ -41,13 +42,20 @@ impl Reported {
         let mut counts: BTreeMap<DeclinedLabels, i64> = BTreeMap::new();
         let mut now = HashMap::with_capacity(declined.len());
         for d in declined {
-            *counts
-                .entry(DeclinedLabels {
-                    strategy: d.strategy.name(),
-                    profile: d.profile.clone(),
-                    reason: kind(&d.why),
-                })
-                .or_default() += 1;
+            let filters = match &d.why {
+                Why::NoPlace(b) if !b.0.is_empty() => b.filters(),
+                _ => vec![""],
+            };
+            for filter in filters {
+                *counts
+                    .entry(DeclinedLabels {
+                        strategy: d.strategy.name(),
+                        profile: d.profile.clone(),
+                        reason: kind(&d.why),
+                        filter,
+                    })
+                    .or_default() += 1;
+            }
             if matches!(d.why, Why::Kept(_)) {
                 continue;
             }
@@ -86,6 +94,7 @@ fn kind(why: &Why) -> &'static str {
         Why::Kept(_) => "Kept",
         Why::NoPlace(_) => "NoPlace",
         Why::WouldUndo { .. } => "WouldUndo",
+        Why::WouldRecreate { .. } => "WouldRecreate",
         Why::Cooldown { .. } => "Cooldown",
         Why::Contested { .. } => "Contested",
         Why::Budget { .. } => "Budget",

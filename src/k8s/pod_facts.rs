@@ -1,5 +1,6 @@
 //! The facts the descheduler's evictor and `PodLifeTime` read of a pod beyond `pod_status`: its
-//! `prefer-no-eviction` annotation, whether it has resource claims, and its conditions; and its
+//! `prefer-no-eviction` annotation, whether it has resource claims, its conditions, whether it has a
+//! priority and its QoS class; and its
 //! topology spread constraints (the scheduler's `DoNotSchedule` ones and the `ScheduleAnyway` ones
 //! the descheduler balances too) and preferred node affinity. One place, so that every reader of pods
 //! (the API's objects, the dump's lean types) gets them the same way.
@@ -8,13 +9,14 @@ use std::collections::BTreeMap;
 
 use crate::model::ThinVec;
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::api::resource as core_quantity;
 
 use super::selectors::{label_selector, merge_label_keys, node_selector_terms};
 use super::shared::Tables;
 use crate::error::Result;
 use crate::labels;
 use crate::model::workload::{
-    LabelSelector, PodCondition, PodMeta, Requirement, SelectorOp, SpreadConstraint,
+    LabelSelector, PodCondition, PodMeta, Qos, Requirement, SelectorOp, SpreadConstraint,
 };
 
 /// A `PodMeta` holding only these facts (every other field default), for the converter to complete.
@@ -41,7 +43,64 @@ pub fn meta(p: &core::Pod, shared: &mut Tables) -> PodMeta {
             .and_then(|s| s.nominated_node_name.as_deref())
             .filter(|n| !n.is_empty())
             .map(Box::from),
+        no_priority: p.spec.as_ref().is_some_and(|s| s.priority.is_none()),
+        qos: Some(qos(p)),
         ..PodMeta::default()
+    }
+}
+
+/// The positive cpu and memory quantities of a container's requests or limits, in milli-units.
+fn positive(m: Option<&BTreeMap<String, core_quantity::Quantity>>) -> Vec<(&str, i128)> {
+    m.into_iter()
+        .flatten()
+        .filter(|(k, _)| *k == "cpu" || *k == "memory")
+        .filter_map(|(k, q)| {
+            let v = crate::model::quantity::parse_milli(&q.0).ok()?;
+            (v > 0).then_some((k.as_str(), v))
+        })
+        .collect()
+}
+
+/// The pod's QoS class as the descheduler reads it (`GetPodQOS`): `status.qosClass` when set, else
+/// from its containers' and init containers' cpu and memory: none requested nor limited is
+/// BestEffort; every container limiting both, and the sums of limits equal to the sums of
+/// requests, Guaranteed; anything else Burstable.
+pub fn qos(p: &core::Pod) -> Qos {
+    let status = p.status.as_ref().and_then(|s| s.qos_class.as_deref());
+    if let Some(q) = status.and_then(Qos::parse) {
+        return q;
+    }
+    let Some(spec) = p.spec.as_ref() else {
+        return Qos::BestEffort;
+    };
+    let mut requests: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut guaranteed = true;
+    for c in spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+    {
+        let r = c.resources.as_ref();
+        for (k, v) in positive(r.and_then(|r| r.requests.as_ref())) {
+            *requests.entry(k).or_default() += v;
+        }
+        let limited = positive(r.and_then(|r| r.limits.as_ref()));
+        if limited.len() < 2 {
+            guaranteed = false;
+        }
+        for (k, v) in limited {
+            *limits.entry(k).or_default() += v;
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return Qos::BestEffort;
+    }
+    let equal = requests.iter().all(|(k, v)| limits.get(k) == Some(v));
+    if guaranteed && equal && requests.len() == limits.len() {
+        Qos::Guaranteed
+    } else {
+        Qos::Burstable
     }
 }
 
@@ -123,4 +182,56 @@ pub fn preferred_node_affinity(
             Ok((t.weight, reqs.pop().unwrap_or_default()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(json: serde_json::Value) -> core::Pod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn container(requests: serde_json::Value, limits: serde_json::Value) -> serde_json::Value {
+        json!({"name": "c", "resources": {"requests": requests, "limits": limits}})
+    }
+
+    #[test]
+    fn the_qos_class_is_read_as_the_descheduler_reads_it() {
+        let of = |containers: Vec<serde_json::Value>| {
+            qos(&pod(json!({"spec": {"containers": containers}})))
+        };
+        assert_eq!(of(vec![container(json!({}), json!({}))]), Qos::BestEffort);
+        assert_eq!(
+            of(vec![container(json!({"cpu": "100m"}), json!({}))]),
+            Qos::Burstable
+        );
+        let both = json!({"cpu": "1", "memory": "1Gi"});
+        assert_eq!(
+            of(vec![container(both.clone(), both.clone())]),
+            Qos::Guaranteed
+        );
+        // One container limiting only cpu: not every container limits both.
+        assert_eq!(
+            of(vec![
+                container(both.clone(), both.clone()),
+                container(json!({"cpu": "1"}), json!({"cpu": "1"}))
+            ]),
+            Qos::Burstable
+        );
+        // Requests below the limits.
+        assert_eq!(
+            of(vec![container(
+                json!({"cpu": "500m", "memory": "1Gi"}),
+                both
+            )]),
+            Qos::Burstable
+        );
+        // status.qosClass, when set, wins.
+        let set = pod(
+            json!({"spec": {"containers": [{"name": "c"}]}, "status": {"qosClass": "Guaranteed"}}),
+        );
+        assert_eq!(qos(&set), Qos::Guaranteed);
+    }
 }

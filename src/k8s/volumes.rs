@@ -151,6 +151,10 @@ impl<'a> Storage<'a> {
                 continue;
             }
             let name = format!("{pod_name}-{}", v.name);
+            let key = format!("{ns}/{name}");
+            for c in claims.iter_mut().filter(|c| c.key == key) {
+                c.ephemeral = true;
+            }
             let Some(pvc) = self.claims.get(&(ns, name.as_str())) else {
                 continue;
             };
@@ -161,7 +165,6 @@ impl<'a> Storage<'a> {
                     && pod.metadata.uid.as_ref().is_none_or(|u| *u == o.uid)
             });
             if !owned {
-                let key = format!("{ns}/{name}");
                 for c in claims.iter_mut().filter(|c| c.key == key) {
                     c.state = ClaimState::Waiting(Wait::NotOwned);
                 }
@@ -179,6 +182,13 @@ impl<'a> Storage<'a> {
                     key: format!("{ns}/{claim}"),
                     state: self.resolve(ns, claim)?,
                     exclusive: self.exclusive(ns, claim),
+                    ephemeral: false,
+                    class: self
+                        .claims
+                        .get(&(ns, claim.as_str()))
+                        .and_then(|c| c.spec.as_ref())
+                        .and_then(|s| s.storage_class_name.clone())
+                        .filter(|c| !c.is_empty()),
                 })
             })
             .collect()

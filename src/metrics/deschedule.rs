@@ -42,9 +42,12 @@ pub struct DeclinedLabels {
     /// The plugin that proposed the eviction.
     pub strategy: &'static str,
     pub profile: String,
-    /// Why the plan declined it, by kind (`Kept`, `NoPlace`, `WouldUndo`, `Cooldown`, `Contested`,
-    /// `Budget`, `Limit`).
+    /// Why the plan declined it, by kind (`Kept`, `NoPlace`, `WouldUndo`, `WouldRecreate`,
+    /// `Cooldown`, `Contested`, `Budget`, `Limit`).
     pub reason: &'static str,
+    /// For `NoPlace`, a scheduler filter that kept it off some node (`VolumeZone`,
+    /// `TaintToleration`, …): a pod counts once under each filter that blocked it; else empty.
+    pub filter: &'static str,
 }
 
 /// The descheduler's loop histogram's buckets.

@@ -246,6 +246,18 @@ pub struct DeclinedReport {
     pub node: String,
     pub strategy: String,
     pub reason: String,
+    /// For a pod no node takes: each refusal with its scheduler filter and on how many nodes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<BlockedReport>,
+}
+
+/// One refusal of the nodes a declined pod could have gone to.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BlockedReport {
+    /// The scheduler filter (`VolumeZone`, `TaintToleration`, …).
+    pub filter: &'static str,
+    pub reason: String,
+    pub nodes: u32,
 }
 
 /// A strategy that did not run this cycle, with why.
@@ -278,11 +290,25 @@ pub fn add_descheduling(
     }));
     report
         .descheduling_declined
-        .extend(plan.declined.iter().map(|d| DeclinedReport {
-            pod: d.pod.key(),
-            node: d.node.clone(),
-            strategy: d.strategy.to_string(),
-            reason: d.why.to_string(),
+        .extend(plan.declined.iter().map(|d| {
+            DeclinedReport {
+                pod: d.pod.key(),
+                node: d.node.clone(),
+                strategy: d.strategy.to_string(),
+                reason: d.why.to_string(),
+                blocked: match &d.why {
+                    crate::deschedule::Why::NoPlace(b) => {
+                        b.0.iter()
+                            .map(|(u, n)| BlockedReport {
+                                filter: u.filter(),
+                                reason: u.to_string(),
+                                nodes: *n,
+                            })
+                            .collect()
+                    }
+                    _ => Vec::new(),
+                },
+            }
         }));
     report.emptying.extend(plan.emptied.iter().cloned());
     report

@@ -84,6 +84,7 @@ mod simulate_deschedule_converge;
 mod simulate_deschedule_emptied;
 mod simulate_deschedule_metrics;
 mod simulate_deschedule_policy;
+mod simulate_deschedule_settles;
 mod simulate_deschedule_upstream;
 mod simulate_drain;
 mod simulate_drift_opt_in;

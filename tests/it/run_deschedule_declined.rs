@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use crate::run_deschedule::{cluster, indexed, policy, settings};
 use crate::support::kube_api::KubeApi;
-use ferroscale::deschedule::{Declined, Kept, Plan, Strategy, Why};
+use ferroscale::deschedule::{Blocked, Declined, Kept, Plan, Strategy, Why};
 use ferroscale::descheduler::Descheduler;
+use ferroscale::engine::predicates::Unfit;
 use ferroscale::k8s::events::Events;
 use ferroscale::metrics::Metrics;
+use ferroscale::model::TaintEffect;
 use ferroscale::time::unix_now as now;
 
 /// The event writes (events.k8s.io creates and patches: a repeated event is a patch of its series)
@@ -27,10 +29,11 @@ fn event_writes(api: &KubeApi) -> usize {
         .count()
 }
 
-/// The sample of `ferroscale_descheduling_declined_pods` for RemoveDuplicates with `reason`, if any.
-fn declined_sample(metrics: &Metrics, reason: &str) -> Option<String> {
+/// The sample of `ferroscale_descheduling_declined_pods` for RemoveDuplicates with `reason` (and,
+/// for `NoPlace`, a blocking filter), if any.
+fn declined_sample(metrics: &Metrics, reason: &str, filter: &str) -> Option<String> {
     let want = format!(
-        "ferroscale_descheduling_declined_pods{{strategy=\"RemoveDuplicates\",profile=\"default\",reason=\"{reason}\"}} "
+        "ferroscale_descheduling_declined_pods{{strategy=\"RemoveDuplicates\",profile=\"default\",reason=\"{reason}\",filter=\"{filter}\"}} "
     );
     metrics
         .encode()
@@ -72,8 +75,18 @@ async fn a_declined_proposal_gets_one_event_naming_the_strategy_and_reason_until
             .collect(),
         ..Default::default()
     };
+    // web-1's zonal volume keeps it off three nodes, a taint off the fourth.
+    let blocked = || {
+        let taint = Unfit::Taint {
+            key: "dedicated".into(),
+            value: "batch".into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let zone = Unfit::VolumeZone("data-web-1".into());
+        Why::NoPlace(Blocked::of([zone.clone(), taint, zone.clone(), zone]))
+    };
     let t = now();
-    let plan = declining(Why::NoPlace(None), Why::Kept(Kept::DoNotDisrupt));
+    let plan = declining(blocked(), Why::Kept(Kept::DoNotDisrupt));
     let done = d.carry_out(&index, &plan, t).await;
     assert_eq!(done.declined, 2);
     assert!(done.evicted.is_empty());
@@ -86,16 +99,22 @@ async fn a_declined_proposal_gets_one_event_naming_the_strategy_and_reason_until
     assert!(
         note.contains("RemoveDuplicates")
             && note.contains("pool-b")
-            && note.contains("no other node can take it"),
+            && note.contains("no other node can take it")
+            && note.contains("volume zone conflict: pvc data-web-1 on 3 nodes (VolumeZone)")
+            && note.contains("on 1 node (TaintToleration)"),
         "{note}"
     );
-    assert_eq!(declined_sample(&metrics, "NoPlace").as_deref(), Some("1"));
-    assert_eq!(declined_sample(&metrics, "Kept").as_deref(), Some("1"));
+    // Counted under each filter that blocked it.
+    for filter in ["VolumeZone", "TaintToleration"] {
+        let n = declined_sample(&metrics, "NoPlace", filter);
+        assert_eq!(n.as_deref(), Some("1"), "{filter}");
+    }
+    assert_eq!(declined_sample(&metrics, "Kept", "").as_deref(), Some("1"));
     let writes = event_writes(&api);
     assert_eq!(writes, 1);
 
     // The next cycle declines both again for the same reasons: nothing more is written.
-    let plan = declining(Why::NoPlace(None), Why::Kept(Kept::DoNotDisrupt));
+    let plan = declining(blocked(), Why::Kept(Kept::DoNotDisrupt));
     d.carry_out(&index, &plan, t + 300).await;
     assert!(events.flushed(Duration::from_secs(10)).await);
     assert_eq!(event_writes(&api), writes);
@@ -116,6 +135,9 @@ async fn a_declined_proposal_gets_one_event_naming_the_strategy_and_reason_until
             .any(|(pod, note)| pod == "web-1" && note.contains("PodDisruptionBudget default/web")),
         "{declined:?}"
     );
-    assert_eq!(declined_sample(&metrics, "Budget").as_deref(), Some("1"));
-    assert_eq!(declined_sample(&metrics, "NoPlace"), None);
+    assert_eq!(
+        declined_sample(&metrics, "Budget", "").as_deref(),
+        Some("1")
+    );
+    assert_eq!(declined_sample(&metrics, "NoPlace", "VolumeZone"), None);
 }

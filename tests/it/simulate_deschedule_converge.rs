@@ -132,9 +132,25 @@ fn low_node_utilization_goes_past_zonal_pods_to_the_movable_ones_and_settles() {
         lines[0]
     );
     let why = declined(&lines[0]);
+    // Named by what blocks them on each node they could go to: their volume's zone, on both.
     assert!(
-        why.iter().any(|(p, _)| p == "shop/zonal-1"),
+        why.iter().any(|(p, r)| p == "shop/zonal-1"
+            && r.ends_with(
+                "volume node affinity conflict: pvc shop/data-1 on 2 nodes (VolumeBinding)"
+            )),
         "the zonal pods are declined with why: {why:?}"
+    );
+    // And in the JSON's structure: the filter, the refusal, the nodes.
+    let zonal = lines[0]["deschedulingDeclined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["pod"] == "shop/zonal-1")
+        .unwrap();
+    assert_eq!(
+        zonal["blocked"],
+        serde_json::json!([{"filter": "VolumeBinding",
+            "reason": "volume node affinity conflict: pvc shop/data-1", "nodes": 2}])
     );
     // Settled: a is within its target, nothing is proposed again.
     for line in &lines[1..] {

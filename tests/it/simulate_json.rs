@@ -213,6 +213,18 @@ items:
         assert_eq!(read.pods.len(), 1, "the terminal pod is left out");
         assert_eq!(pod.claims.len(), 2);
         assert!(pod.claims[0].exclusive);
+        // The claims' classes, and which is a generic ephemeral volume's (no PVC to the evictor).
+        assert_eq!(pod.claims[0].class.as_deref(), Some("gp3"));
+        assert_eq!(
+            (pod.claims[0].ephemeral, pod.claims[1].ephemeral),
+            (false, true)
+        );
+        // Requests without limits; no spec.priority.
+        assert_eq!(
+            pod.meta.qos,
+            Some(ferroscale::model::workload::Qos::Burstable)
+        );
+        assert!(pod.meta.no_priority);
         assert_eq!(pod.meta.owner_replicas, Some(3));
         assert_eq!(
             pod.namespace_labels.get("tier").map(String::as_str),

@@ -136,6 +136,7 @@ struct PodStatus {
     resources: Option<core::ResourceRequirements>,
     allocated_resources: Option<Quantities>,
     nominated_node_name: Option<String>,
+    qos_class: Option<String>,
 }
 
 /// A pod's or a node's condition.
@@ -241,6 +242,7 @@ impl Pod {
                 resources: s.resources,
                 allocated_resources: s.allocated_resources,
                 nominated_node_name: s.nominated_node_name,
+                qos_class: s.qos_class,
                 ..Default::default()
             }),
         }

@@ -11,9 +11,31 @@ use thiserror::Error;
 
 use crate::model::workload::{LabelSelector, Requirement, SelectorOp};
 
-/// A descheduling strategy, by the descheduler's plugin name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Strategy {
+/// The strategies by name: each variant is the descheduler's plugin name (everything else about a
+/// strategy is its `strategies::Plugin` impl).
+macro_rules! strategies {
+    ($($s:ident,)*) => {
+        /// A descheduling strategy, by the descheduler's plugin name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Strategy {
+            $($s,)*
+        }
+
+        impl Strategy {
+            /// Every strategy, in the descheduler's order.
+            pub const ALL: &'static [Strategy] = &[$(Strategy::$s,)*];
+
+            /// The plugin name, as policies and the descheduler's metrics write it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Strategy::$s => stringify!($s),)*
+                }
+            }
+        }
+    };
+}
+
+strategies! {
     RemoveDuplicates,
     LowNodeUtilization,
     HighNodeUtilization,
@@ -27,53 +49,9 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 10] = [
-        Strategy::RemoveDuplicates,
-        Strategy::LowNodeUtilization,
-        Strategy::HighNodeUtilization,
-        Strategy::RemovePodsViolatingInterPodAntiAffinity,
-        Strategy::RemovePodsViolatingNodeAffinity,
-        Strategy::RemovePodsViolatingNodeTaints,
-        Strategy::RemovePodsViolatingTopologySpreadConstraint,
-        Strategy::RemovePodsHavingTooManyRestarts,
-        Strategy::PodLifeTime,
-        Strategy::RemoveFailedPods,
-    ];
-
-    /// The plugin name, as policies and the descheduler's metrics write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::RemoveDuplicates => "RemoveDuplicates",
-            Strategy::LowNodeUtilization => "LowNodeUtilization",
-            Strategy::HighNodeUtilization => "HighNodeUtilization",
-            Strategy::RemovePodsViolatingInterPodAntiAffinity => {
-                "RemovePodsViolatingInterPodAntiAffinity"
-            }
-            Strategy::RemovePodsViolatingNodeAffinity => "RemovePodsViolatingNodeAffinity",
-            Strategy::RemovePodsViolatingNodeTaints => "RemovePodsViolatingNodeTaints",
-            Strategy::RemovePodsViolatingTopologySpreadConstraint => {
-                "RemovePodsViolatingTopologySpreadConstraint"
-            }
-            Strategy::RemovePodsHavingTooManyRestarts => "RemovePodsHavingTooManyRestarts",
-            Strategy::PodLifeTime => "PodLifeTime",
-            Strategy::RemoveFailedPods => "RemoveFailedPods",
-        }
-    }
-
     /// The strategy of a plugin name, if it is one.
     pub fn parse(name: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// Whether the descheduler runs it at its `balance` extension point (else `deschedule`).
-    pub fn balances(self) -> bool {
-        matches!(
-            self,
-            Strategy::RemoveDuplicates
-                | Strategy::LowNodeUtilization
-                | Strategy::HighNodeUtilization
-                | Strategy::RemovePodsViolatingTopologySpreadConstraint
-        )
+        Strategy::ALL.iter().copied().find(|s| s.name() == name)
     }
 }
 

@@ -9,7 +9,6 @@ use std::sync::OnceLock;
 
 use super::View;
 use crate::engine::predicates::{fits_among, repelling, Cluster, NodeInfo, Overlay, Repel};
-use crate::model::volumes::ClaimState;
 use crate::model::workload::{LabelSelector, Pod, PodPhase, SafeToEvict};
 
 mod config;
@@ -230,7 +229,9 @@ impl<'a> Evictor<'a> {
         }
         let c = &self.compiled;
         let p = c.protections;
-        if p.system_critical {
+        // A pod with no priority is neither system-critical nor at the threshold, as upstream reads
+        // a nil `spec.priority`.
+        if p.system_critical && !pod.meta.no_priority {
             if pod.meta.priority >= SYSTEM_CRITICAL_PRIORITY {
                 return Err(Kept::SystemCritical {
                     priority: pod.meta.priority,
@@ -307,23 +308,25 @@ impl<'a> Evictor<'a> {
         self.pre_evict(pod)
     }
 
+    /// `PodsWithPVC`, as the descheduler reads it: only `persistentVolumeClaim` volumes count (a
+    /// generic ephemeral volume's claim does not); with `protectedStorageClasses`, only a claim of a
+    /// listed class keeps the pod, and one whose class is not known (no claim, no class) keeps it too.
     fn check_claims(&self, pod: &Pod) -> Result<(), Kept> {
-        if pod.claims.is_empty() {
+        let mut claims = pod.claims.iter().filter(|c| !c.ephemeral).peekable();
+        if claims.peek().is_none() {
             return Ok(());
         }
         let protected = &self.compiled.protected_classes;
         if protected.is_empty() {
             return Err(Kept::Pvc);
         }
-        for claim in &pod.claims {
-            match &claim.state {
-                ClaimState::Delayed { class, .. } if protected.contains(class) => {
+        for claim in claims {
+            match &claim.class {
+                Some(class) if protected.contains(class) => {
                     return Err(Kept::ProtectedStorageClass(class.clone()));
                 }
-                ClaimState::Delayed { .. } => {}
-                // The class of a bound claim is not in the model; a missing claim has none: kept,
-                // as the descheduler keeps a pod whose class it cannot resolve.
-                _ => return Err(Kept::UnknownStorageClass(claim.key.clone())),
+                Some(_) => {}
+                None => return Err(Kept::UnknownStorageClass(claim.key.clone())),
             }
         }
         Ok(())

@@ -19,7 +19,7 @@ pub mod view;
 pub use args::{Namespaces, Selector, Strategy};
 pub use evictor::{Evictor, EvictorArgs, Kept};
 pub use plan::{
-    owner_key, plan, Declined, Eviction, History, Limit, Move, Plan, Settings, Skipped,
+    owner_key, plan, Blocked, Declined, Eviction, History, Limit, Move, Plan, Settings, Skipped,
     StrategyRun, Unavailable, Why,
 };
 pub use policy::{Policy, PolicyError, Profile, Warning};

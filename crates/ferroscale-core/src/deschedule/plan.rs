@@ -17,6 +17,7 @@ use super::Evictor;
 use crate::clock::Clock;
 use crate::model::workload::{LabelSelector, Node, Pod};
 
+mod follow;
 mod history;
 mod sim;
 mod skipped;
@@ -26,7 +27,7 @@ use sim::Sim;
 
 pub use history::{owner_key, History, Move};
 pub use skipped::{reads_metrics, Skipped, Unavailable};
-pub use why::{Limit, Why};
+pub use why::{Blocked, Limit, Why};
 
 /// Settings of the planner beyond the policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,7 +146,7 @@ pub fn plan(
             for args in profile
                 .strategies
                 .iter()
-                .filter(|a| a.strategy().balances() == balance)
+                .filter(|a| strategies::balances(a.strategy()) == balance)
             {
                 if let Err(why) = skipped::check(args, &view) {
                     planner.out.skipped.push(Skipped {
@@ -219,6 +220,8 @@ struct Planner<'a> {
     cluster: &'a Cluster<'a>,
     history: &'a History,
     settings: &'a Settings,
+    /// The rules of the policy's strategies that placements keep.
+    rules: follow::Rules<'a>,
     sim: Sim,
     /// Pods planned already, by key.
     planned: HashSet<(String, String)>,
@@ -246,6 +249,7 @@ impl<'a> Planner<'a> {
             cluster,
             history,
             settings,
+            rules: follow::Rules::new(policy),
             sim: Sim::new(cluster.nodes, cluster.pods),
             planned: HashSet::new(),
             owners: HashMap::new(),
@@ -362,12 +366,15 @@ impl<'a> Planner<'a> {
     }
 
     /// The node the pod's replacement would land on, on the cluster as it will be, never its own node,
-    /// a node being removed or (when another exists) the node an earlier cycle moved it from.
+    /// a node being removed, a node where the policy's strategies would evict it again, or (when
+    /// another exists) the node an earlier cycle moved it from.
     fn destination(&mut self, p: &Proposal, undo: Option<&str>) -> Result<(String, usize), Why> {
-        let candidates = self.candidates(p);
+        let all = self.candidates(p);
         let mut pod = (*p.pod).clone();
         pod.node_name = None;
         let pack = p.strategy == Strategy::HighNodeUtilization;
+        let (candidates, narrowed) = self.rules.narrow(&pod, &self.sim, all.clone());
+        let hard = self.rules.harden(&pod);
         let sim = &mut self.sim;
         let away: Vec<usize> = candidates
             .iter()
@@ -379,18 +386,30 @@ impl<'a> Planner<'a> {
         // never placed on its own node, so it need not leave it.
         let own = sim.index.get(&p.node).copied();
         let lifted = own
-            .filter(|_| !sim.local(&pod))
+            .filter(|_| !sim.local(&pod) || hard.is_some())
             .map(|i| sim.lift(&p.pod, i));
-        let found = match sim.place(&pod, &away, pack) {
+        let strict = hard.as_ref().unwrap_or(&pod);
+        let found = match sim.place(strict, &away, pack) {
             Ok(j) => Ok((sim.node(j).name.clone(), j)),
             Err(why) => match undo {
                 Some(u)
                     if away.len() < candidates.len()
-                        && sim.place(&pod, &candidates, pack).is_ok() =>
+                        && sim.place(strict, &candidates, pack).is_ok() =>
                 {
                     Err(Why::WouldUndo {
                         node: u.to_string(),
                     })
+                }
+                // Only the strategies' rules stand in the way.
+                _ if (narrowed.is_some() || hard.is_some())
+                    && sim.place(&pod, &all, pack).is_ok() =>
+                {
+                    let spread = Strategy::RemovePodsViolatingTopologySpreadConstraint;
+                    let strategy = match narrowed {
+                        Some(s) if hard.is_none() || sim.place(strict, &all, pack).is_ok() => s,
+                        _ => spread,
+                    };
+                    Err(Why::WouldRecreate { strategy })
                 }
                 _ => Err(Why::NoPlace(why)),
             },
@@ -460,6 +479,8 @@ mod tests;
 mod tests_converge;
 #[cfg(test)]
 mod tests_finished;
+#[cfg(test)]
+mod tests_follow;
 #[cfg(test)]
 mod tests_kept;
 #[cfg(test)]

@@ -18,6 +18,14 @@ pub struct PodMeta {
     /// (None: not known).
     pub owner_replicas: Option<i32>,
     pub priority: i32,
+    /// `spec.priority` is absent (admission normally sets it; `priority` then reads 0): the
+    /// descheduler lets such a pod through its priority threshold and evicts it before any pod
+    /// with a priority.
+    pub no_priority: bool,
+    /// Its QoS class as the descheduler reads it (`status.qosClass`, else from its containers'
+    /// requests and limits); None when not known (a pod built in code): then no cpu or memory
+    /// requested reads as BestEffort, anything else as Burstable.
+    pub qos: Option<Qos>,
     /// The scheduler marked it `PodScheduled=False` with reason `Unschedulable`.
     pub unschedulable: bool,
     /// `spec.schedulerName`, when set: pods of a scheduler in `--bypassed-scheduler-names` count as
@@ -87,6 +95,26 @@ pub struct PodMeta {
     /// requirements (ANDed). The scheduler only scores it; `RemovePodsViolatingNodeAffinity` moves a
     /// pod to a node it prefers more.
     pub preferred_node_affinity: ThinVec<(i32, Vec<Requirement>)>,
+}
+
+/// A pod's QoS class, in the descheduler's order of eviction at one priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Qos {
+    BestEffort,
+    Burstable,
+    Guaranteed,
+}
+
+impl Qos {
+    /// `status.qosClass` as the API writes it.
+    pub fn parse(v: &str) -> Option<Qos> {
+        match v {
+            "BestEffort" => Some(Qos::BestEffort),
+            "Burstable" => Some(Qos::Burstable),
+            "Guaranteed" => Some(Qos::Guaranteed),
+            _ => None,
+        }
+    }
 }
 
 /// One of a pod's `status.conditions`. Strings are the shared copies (conditions repeat across pods).

@@ -14,6 +14,11 @@ pub struct Claim {
     pub state: ClaimState,
     /// Access mode `ReadWriteOncePod`: no other pod may use the claim while this one does.
     pub exclusive: bool,
+    /// The claim of a generic ephemeral volume (`ephemeral:`, not `persistentVolumeClaim:`): the
+    /// descheduler's `PodsWithPVC` protection does not look at it.
+    pub ephemeral: bool,
+    /// The claim's `spec.storageClassName`, when it exists and names one.
+    pub class: Option<String>,
 }
 
 /// Where a claim's volume can be used.

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-pub use super::pod_meta::{ContainerState, Owner, PodCondition, PodMeta, PodPhase, SafeToEvict};
+pub use super::pod_meta::{
+    ContainerState, Owner, PodCondition, PodMeta, PodPhase, Qos, SafeToEvict,
+};
 pub use super::selector::{
     LabelSelector, Requirement, SelectorOp, SpreadConstraint, FIELD_NODE_NAME,
 };

@@ -14,6 +14,7 @@ use crate::model::TaintEffect;
 
 mod args;
 mod filter;
+mod upstream;
 
 const NOW: i64 = 1_700_000_000;
 const MIN: i64 = 60;
@@ -99,20 +100,25 @@ fn claim(key: &str, state: ClaimState) -> Claim {
         key: key.into(),
         state,
         exclusive: false,
+        ephemeral: false,
+        class: None,
     }
 }
 
 /// A claim of `class`, not bound yet: the model knows its class.
 fn of_class(key: &str, class: &str) -> Claim {
-    claim(
-        key,
-        ClaimState::Delayed {
-            class: class.into(),
-            allowed: vec![],
-            driver: None,
-            volumes: None,
-        },
-    )
+    Claim {
+        class: Some(class.into()),
+        ..claim(
+            key,
+            ClaimState::Delayed {
+                class: class.into(),
+                allowed: vec![],
+                driver: None,
+                volumes: None,
+            },
+        )
+    }
 }
 
 fn datacenter(b: crate::fixtures::NodeBuilder) -> Node {

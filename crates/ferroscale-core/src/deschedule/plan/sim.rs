@@ -12,6 +12,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
+use super::why::Blocked;
 use crate::engine::equivalence::shape_hash;
 use crate::engine::predicates::{
     fits_among, repelling, Cluster as Nodes, NodeInfo, Repel, SpreadMemo, Unfit,
@@ -85,6 +86,11 @@ impl Sim {
     /// Node `j` as the plan leaves it so far.
     pub fn node(&self, j: usize) -> &Node {
         &self.infos[j].node
+    }
+
+    /// The pods on node `j` as the plan leaves them so far.
+    pub fn pods(&self, j: usize) -> &[Arc<Pod>] {
+        &self.infos[j].pods
     }
 
     /// How many nodes there are (indices `0..len`).
@@ -164,14 +170,9 @@ impl Sim {
 
     /// The node the scheduler would pick for `pod` (unbound) among `candidates` (in the cluster's
     /// order): its resources fit, every filter passes; scored as its default `LeastAllocated` (or
-    /// `MostAllocated` when packing), ties to the earlier node. Else the refusal of the best scored
-    /// node.
-    pub fn place(
-        &mut self,
-        pod: &Pod,
-        candidates: &[usize],
-        pack: bool,
-    ) -> Result<usize, Option<Unfit>> {
+    /// `MostAllocated` when packing), ties to the earlier node. Else every candidate's refusal,
+    /// grouped.
+    pub fn place(&mut self, pod: &Pod, candidates: &[usize], pack: bool) -> Result<usize, Blocked> {
         let shape = if self.local(pod) {
             self.memo.shape(pod, self.infos.len())
         } else {
@@ -181,25 +182,20 @@ impl Sim {
             let s = free_share(info, pod);
             Score(if pack { s } else { -s })
         };
-        // The nodes whose answer is known to be a refusal need no check: only the best scored of
-        // them matters, for the reason when no node takes the pod.
-        let mut refused: Option<(Score, usize, u32)> = None;
+        // The nodes whose answer is known to be a refusal need no check: their refusals are only
+        // counted, for why when no node takes the pod.
+        let mut refused: Vec<u32> = Vec::new();
         let mut open: Vec<Reverse<(Score, usize)>> = Vec::with_capacity(candidates.len());
         for &j in candidates {
-            let s = score(&self.infos[j]);
             match shape.and_then(|k| self.memo.known(k, j, self.versions[j])) {
-                Some(r) if r != FITS => {
-                    if refused.as_ref().is_none_or(|b| (s, j) < (b.0, b.1)) {
-                        refused = Some((s, j, r));
-                    }
-                }
-                _ => open.push(Reverse((s, j))),
+                Some(r) if r != FITS => refused.push(r),
+                _ => open.push(Reverse((score(&self.infos[j]), j))),
             }
         }
         // Best score first; the first node every filter passes is the scheduler's pick, so most
         // placements check one node.
         let mut open = BinaryHeap::from(open);
-        let mut first: Option<(Score, usize, Unfit)> = None;
+        let mut refusals: Vec<Unfit> = Vec::new();
         // Spread counts made once for the cycle (or, forgetful, for this placement), not per node.
         let fresh = SpreadMemo::over_base();
         let memo = if self.keep { &self.spread } else { &fresh };
@@ -207,7 +203,7 @@ impl Sim {
             memo: (!pod.spread.is_empty()).then_some(memo),
             ..Nodes::of(&self.infos)
         };
-        while let Some(Reverse((s, j))) = open.pop() {
+        while let Some(Reverse((_, j))) = open.pop() {
             let known = shape.and_then(|k| self.memo.known(k, j, self.versions[j]));
             let answer = match known {
                 Some(FITS) => Ok(()),
@@ -219,18 +215,13 @@ impl Sim {
             }
             match answer {
                 Ok(()) => return Ok(j),
-                Err(u) => {
-                    if first.is_none() {
-                        first = Some((s, j, u));
-                    }
-                }
+                Err(u) => refusals.push(u),
             }
         }
-        let known = refused.map(|(s, j, r)| (s, j, self.memo.reasons[r as usize].clone()));
-        Err(match (first, known) {
-            (Some(a), Some(b)) => Some(if (a.0, a.1) < (b.0, b.1) { a.2 } else { b.2 }),
-            (a, b) => a.or(b).map(|(_, _, u)| u),
-        })
+        let known = refused
+            .into_iter()
+            .map(|r| self.memo.reasons[r as usize].clone());
+        Err(Blocked::of(known.chain(refusals)))
     }
 }
 

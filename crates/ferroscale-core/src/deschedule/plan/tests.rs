@@ -84,10 +84,55 @@ fn a_pod_that_would_go_pending_or_land_back_is_declined_with_why() {
         vec![propose(&pods[0], Strategy::PodLifeTime)],
     );
     assert!(plan.evictions.is_empty());
-    assert!(matches!(
+    assert_eq!(
         plan.declined[0].why,
-        Why::NoPlace(Some(Unfit::Insufficient(_)))
-    ));
+        Why::NoPlace(Blocked(vec![(Unfit::Insufficient("cpu".into()), 1)]))
+    );
+}
+
+#[test]
+fn a_declined_pod_names_what_blocks_it_on_each_kind_of_node() {
+    // w may only run in zone z1 (as a zonal volume pins it): three nodes are in z2, one in z1 is
+    // tainted.
+    let zoned = |name: &str, zone: &str| {
+        node(name)
+            .allocatable(resources(4000, 8 * GI, 110))
+            .label("zone", zone)
+            .ready()
+    };
+    let nodes = vec![
+        zoned("a", "z1").build(),
+        zoned("b", "z2").build(),
+        zoned("c", "z2").build(),
+        zoned("d", "z2").build(),
+        zoned("e", "z1")
+            .taint(crate::fixtures::no_schedule("dedicated", "batch"))
+            .build(),
+    ];
+    let w = pod("shop", "w")
+        .requests(resources(100, GI, 1))
+        .on("a")
+        .owner("ReplicaSet", "web")
+        .with(|p| {
+            p.node_selector.insert("zone".into(), "z1".into());
+        })
+        .build();
+    let f = Fixture::new(nodes, vec![w.clone()]);
+    let plan = run(
+        &f,
+        &Policy::default(),
+        &History::default(),
+        vec![propose(&w, Strategy::PodLifeTime)],
+    );
+    let Why::NoPlace(blocked) = &plan.declined[0].why else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(blocked.filters(), ["NodeAffinity", "TaintToleration"]);
+    assert_eq!(
+        plan.declined[0].why.to_string(),
+        "no other node can take it: node selector not matched on 3 nodes (NodeAffinity); \
+         taint dedicated=batch:NoSchedule not tolerated on 1 node (TaintToleration)"
+    );
 }
 
 #[test]

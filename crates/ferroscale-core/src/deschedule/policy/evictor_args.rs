@@ -4,7 +4,7 @@
 
 use serde_norway::Value;
 
-use super::check::{flag, label_selector, type_meta};
+use super::decode::{flag, label_selector, type_meta};
 use super::field::{cleaned, Field};
 use super::{PolicyError, Warning};
 use crate::deschedule::evictor::Protection;

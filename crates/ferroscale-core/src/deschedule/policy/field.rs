@@ -3,17 +3,17 @@
 
 use serde_norway::{Mapping, Value};
 
-use super::PolicyError;
+use super::error::PolicyError;
 
 /// A value of the policy file and where it is.
 #[derive(Clone)]
-pub(super) struct Field<'a> {
+pub(crate) struct Field<'a> {
     pub value: &'a Value,
     pub path: String,
 }
 
 /// The null a missing field reads as.
-pub(super) static NULL: Value = Value::Null;
+pub(crate) static NULL: Value = Value::Null;
 
 impl<'a> Field<'a> {
     pub fn new(value: &'a Value, path: impl Into<String>) -> Self {
@@ -155,7 +155,7 @@ impl<'a> Field<'a> {
 }
 
 /// A checked mapping: its fields by name.
-pub(super) struct Object<'a> {
+pub(crate) struct Object<'a> {
     map: &'a Mapping,
     path: String,
 }
@@ -185,7 +185,7 @@ impl<'a> Object<'a> {
 }
 
 /// What a value is, for messages.
-pub(super) fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -198,7 +198,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
 }
 
 /// The args without their type fields and nulls (which Kubernetes reads as absent).
-pub(super) fn cleaned(v: &Value) -> Mapping {
+pub(crate) fn cleaned(v: &Value) -> Mapping {
     let mut out = v.as_mapping().cloned().unwrap_or_default();
     out.retain(|k, _| k.as_str() != Some("apiVersion") && k.as_str() != Some("kind"));
     drop_nulls(&mut out);
@@ -221,7 +221,7 @@ fn drop_nulls(m: &mut Mapping) {
 }
 
 /// Sets `key` unless given.
-pub(super) fn default(out: &mut Mapping, key: &str, value: Value) {
+pub(crate) fn default(out: &mut Mapping, key: &str, value: Value) {
     if !out.contains_key(key) {
         out.insert(key.into(), value);
     }

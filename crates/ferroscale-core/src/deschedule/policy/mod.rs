@@ -10,7 +10,6 @@
 use std::fmt;
 
 use serde_norway::Value;
-use thiserror::Error;
 
 use super::args::{ArgsError, Strategy};
 use super::evictor::EvictorArgs;
@@ -18,9 +17,13 @@ use super::strategies::PluginArgs;
 use crate::model::workload::LabelSelector;
 use field::{Field, Object};
 
+pub use error::PolicyError;
+
 mod check;
+pub(crate) mod decode;
+mod error;
 mod evictor_args;
-mod field;
+pub(crate) mod field;
 mod v1alpha1;
 mod v1alpha2;
 
@@ -106,66 +109,6 @@ impl fmt::Display for Warning {
 
 /// The most profiles a policy may have (the descheduler's own policies have a handful).
 pub const MAX_PROFILES: usize = 1_000;
-
-/// Why a policy file is refused: the message names the field (and its profile).
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum PolicyError {
-    /// Not YAML (nor JSON).
-    #[error("policy: not YAML or JSON: {0}")]
-    Syntax(String),
-    /// Over its size or depth limit ([`crate::bounds::POLICY`]), refused before it is parsed.
-    #[error("{0}")]
-    Bounds(#[from] crate::bounds::Exceeded),
-    /// A field's value is refused.
-    #[error("policy: {}{field}: {why}", profile.as_ref().map(|p| format!("profile {p:?}: ")).unwrap_or_default())]
-    Field {
-        profile: Option<String>,
-        /// The field's path, `profiles[0].pluginConfig[1].args.thresholds.cpu`.
-        field: String,
-        why: String,
-    },
-}
-
-impl PolicyError {
-    pub(crate) fn field(path: impl Into<String>, why: impl Into<String>) -> Self {
-        PolicyError::Field {
-            profile: None,
-            field: path.into(),
-            why: why.into(),
-        }
-    }
-
-    /// The refused field's path, if one is.
-    pub fn path(&self) -> Option<&str> {
-        match self {
-            PolicyError::Field { field, .. } => Some(field),
-            PolicyError::Syntax(_) | PolicyError::Bounds(_) => None,
-        }
-    }
-
-    /// Why it is refused, without the field.
-    pub fn why(&self) -> String {
-        match self {
-            PolicyError::Field { why, .. } | PolicyError::Syntax(why) => why.clone(),
-            PolicyError::Bounds(e) => e.to_string(),
-        }
-    }
-
-    fn in_profile(self, name: &str) -> Self {
-        match self {
-            PolicyError::Field {
-                profile: None,
-                field,
-                why,
-            } => PolicyError::Field {
-                profile: Some(name.to_string()),
-                field,
-                why,
-            },
-            other => other,
-        }
-    }
-}
 
 impl Policy {
     /// Reads a policy file's YAML (or JSON): the policy, and what it says to no effect.

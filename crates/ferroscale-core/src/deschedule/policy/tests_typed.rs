@@ -79,7 +79,7 @@ fn the_typed_refusal_names_the_field() {
 
 #[test]
 fn every_strategy_reads_its_checked_args() {
-    for s in Strategy::ALL {
+    for &s in Strategy::ALL {
         let args = match s {
             Strategy::LowNodeUtilization => "{thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}",
             Strategy::HighNodeUtilization => "{thresholds: {cpu: 20}}",
@@ -90,7 +90,7 @@ fn every_strategy_reads_its_checked_args() {
             Strategy::PodLifeTime => "{maxPodLifeTimeSeconds: 60}",
             _ => "{}",
         };
-        let point = if s.balances() {
+        let point = if crate::deschedule::strategies::balances(s) {
             "balance"
         } else {
             "deschedule"

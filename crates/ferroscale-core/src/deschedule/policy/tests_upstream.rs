@@ -88,7 +88,9 @@ const CASES: &[Case] = &[
 /// A policy configuring and enabling the plugin (the evictor is only configured).
 fn policy(plugin: &str, args: &str) -> String {
     let enable = match Strategy::parse(plugin) {
-        Some(s) if s.balances() => format!("balance: {{enabled: [{plugin}]}}"),
+        Some(s) if crate::deschedule::strategies::balances(s) => {
+            format!("balance: {{enabled: [{plugin}]}}")
+        }
         Some(_) => format!("deschedule: {{enabled: [{plugin}]}}"),
         None => String::new(),
     };

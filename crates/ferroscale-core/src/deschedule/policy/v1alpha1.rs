@@ -7,11 +7,13 @@
 
 use serde_norway::{Mapping, Value};
 
-use super::check::{flag, strategy_args};
+use super::check::strategy_args;
+use super::decode::flag;
 use super::evictor_args::evictor_args;
 use super::field::{Field, Object};
 use super::{limits, Configured, Draft, DraftProfile, PolicyError, Warning};
 use crate::deschedule::args::Strategy;
+use crate::deschedule::strategies::{with_plugin, Plugin, PluginFn};
 
 const TOP: [&str; 12] = [
     "apiVersion",
@@ -28,51 +30,22 @@ const TOP: [&str; 12] = [
     "maxNoOfPodsToEvictTotal",
 ];
 
-const PARAMS: [&str; 15] = [
-    "nodeResourceUtilizationThresholds",
-    "nodeAffinityType",
-    "podsHavingTooManyRestarts",
-    "podLifeTime",
-    "removeDuplicates",
-    "failedPods",
-    "includeSoftConstraints",
-    "namespaces",
-    "thresholdPriority",
-    "thresholdPriorityClassName",
-    "labelSelector",
-    "nodeFit",
-    "includePreferNoSchedule",
-    "excludedTaints",
-    "includedTaints",
-];
+/// The params the evictor reads from any strategy's v1alpha1 `params`.
+const EVICTOR_PARAMS: [&str; 3] = ["thresholdPriority", "thresholdPriorityClassName", "nodeFit"];
 
-/// The params each strategy reads (besides the evictor's `thresholdPriority*` and `nodeFit`).
-fn reads(s: Strategy) -> &'static [&'static str] {
-    match s {
-        Strategy::RemoveDuplicates => &["namespaces", "removeDuplicates"],
-        Strategy::LowNodeUtilization | Strategy::HighNodeUtilization => {
-            &["namespaces", "nodeResourceUtilizationThresholds"]
+/// Every v1alpha1 `params` field: the strategies' (each its `Plugin::V1ALPHA1_PARAMS`), then the
+/// evictor's.
+fn known_params() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for &s in Strategy::ALL {
+        for p in reads(s).0 {
+            if !out.contains(p) {
+                out.push(p);
+            }
         }
-        Strategy::RemovePodsViolatingInterPodAntiAffinity => &["namespaces", "labelSelector"],
-        Strategy::RemovePodsViolatingNodeAffinity => {
-            &["namespaces", "labelSelector", "nodeAffinityType"]
-        }
-        Strategy::RemovePodsViolatingNodeTaints => &[
-            "namespaces",
-            "labelSelector",
-            "includePreferNoSchedule",
-            "excludedTaints",
-            "includedTaints",
-        ],
-        Strategy::RemovePodsViolatingTopologySpreadConstraint => {
-            &["namespaces", "labelSelector", "includeSoftConstraints"]
-        }
-        Strategy::RemovePodsHavingTooManyRestarts => {
-            &["namespaces", "labelSelector", "podsHavingTooManyRestarts"]
-        }
-        Strategy::PodLifeTime => &["namespaces", "labelSelector", "podLifeTime"],
-        Strategy::RemoveFailedPods => &["namespaces", "labelSelector", "failedPods"],
     }
+    out.extend(EVICTOR_PARAMS);
+    out
 }
 
 pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
@@ -108,16 +81,18 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
             continue;
         }
         let params = so.get("params");
-        let p = params.object(&PARAMS)?;
-        for key in PARAMS {
-            let evictor_param = key.starts_with("thresholdPriority")
-                || (key == "nodeFit" && s != Strategy::PodLifeTime);
-            if p.opt(key).is_some() && !evictor_param && !reads(s).contains(&key) {
+        let known = known_params();
+        let p = params.object(&known)?;
+        let (read, node_fit) = reads(s);
+        for &key in &known {
+            let evictor_param =
+                key.starts_with("thresholdPriority") || (key == "nodeFit" && node_fit);
+            if p.opt(key).is_some() && !evictor_param && !read.contains(&key) {
                 warnings.push(Warning::new(p.get(key).path, format!("ignored by {s}")));
             }
         }
         let mut ev = evictor.clone();
-        if s != Strategy::PodLifeTime && flag(&p, "nodeFit")? {
+        if node_fit && flag(&p, "nodeFit")? {
             ev.insert("nodeFit".into(), Value::Bool(true));
         }
         let value = p.opt("thresholdPriority");
@@ -167,124 +142,29 @@ pub(super) fn read(root: &Field) -> Result<(Draft, Vec<Warning>), PolicyError> {
 
 /// The strategy's v1alpha2 args from its v1alpha1 params (`StrategyParamsToPluginArgs`).
 fn convert(s: Strategy, p: &Object) -> Result<Mapping, PolicyError> {
-    let mut out = Mapping::new();
-    let copy = |out: &mut Mapping, from: &Object, key: &str, to: &str| {
-        if let Some(v) = from.opt(key) {
-            out.insert(to.into(), v.value.clone());
-        }
-    };
-    let scoped = !matches!(
-        s,
-        Strategy::LowNodeUtilization | Strategy::HighNodeUtilization
-    );
-    copy(
-        &mut out,
-        p,
-        "namespaces",
-        if scoped {
-            "namespaces"
-        } else {
-            "evictableNamespaces"
-        },
-    );
-    if scoped && s != Strategy::RemoveDuplicates {
-        copy(&mut out, p, "labelSelector", "labelSelector");
-    }
-    match s {
-        Strategy::RemoveDuplicates => {
-            let r = p.get("removeDuplicates").object(&["excludeOwnerKinds"])?;
-            copy(&mut out, &r, "excludeOwnerKinds", "excludeOwnerKinds");
-        }
-        Strategy::LowNodeUtilization | Strategy::HighNodeUtilization => {
-            let t = p.get("nodeResourceUtilizationThresholds").object(&[
-                "useDeviationThresholds",
-                "thresholds",
-                "targetThresholds",
-                "numberOfNodes",
-            ])?;
-            copy(&mut out, &t, "thresholds", "thresholds");
-            copy(&mut out, &t, "numberOfNodes", "numberOfNodes");
-            if s == Strategy::LowNodeUtilization {
-                copy(&mut out, &t, "targetThresholds", "targetThresholds");
-                copy(
-                    &mut out,
-                    &t,
-                    "useDeviationThresholds",
-                    "useDeviationThresholds",
-                );
-            }
-        }
-        Strategy::RemovePodsViolatingInterPodAntiAffinity => {}
-        Strategy::RemovePodsViolatingNodeAffinity => {
-            copy(&mut out, p, "nodeAffinityType", "nodeAffinityType")
-        }
-        Strategy::RemovePodsViolatingNodeTaints => {
-            for key in [
-                "includePreferNoSchedule",
-                "excludedTaints",
-                "includedTaints",
-            ] {
-                copy(&mut out, p, key, key);
-            }
-        }
-        Strategy::RemovePodsViolatingTopologySpreadConstraint => {
-            let mut constraints = vec![Value::from("DoNotSchedule")];
-            if flag(p, "includeSoftConstraints")? {
-                constraints.push("ScheduleAnyway".into());
-            }
-            out.insert("constraints".into(), Value::Sequence(constraints));
-            out.insert("topologyBalanceNodeFit".into(), Value::Bool(true));
-        }
-        Strategy::RemovePodsHavingTooManyRestarts => {
-            let r = p
-                .get("podsHavingTooManyRestarts")
-                .object(&["podRestartThreshold", "includingInitContainers"])?;
-            copy(&mut out, &r, "podRestartThreshold", "podRestartThreshold");
-            copy(
-                &mut out,
-                &r,
-                "includingInitContainers",
-                "includingInitContainers",
-            );
-        }
-        Strategy::PodLifeTime => {
-            let l = p.get("podLifeTime").object(&[
-                "maxPodLifeTimeSeconds",
-                "states",
-                "podStatusPhases",
-            ])?;
-            copy(
-                &mut out,
-                &l,
-                "maxPodLifeTimeSeconds",
-                "maxPodLifeTimeSeconds",
-            );
-            let mut states: Vec<Value> = Vec::new();
-            for key in ["podStatusPhases", "states"] {
-                states.extend(l.get(key).items()?.into_iter().map(|f| f.value.clone()));
-            }
-            if !states.is_empty() {
-                out.insert("states".into(), Value::Sequence(states));
-            }
-        }
-        Strategy::RemoveFailedPods => {
-            let f = p.get("failedPods").object(&[
-                "excludeOwnerKinds",
-                "minPodLifetimeSeconds",
-                "reasons",
-                "includingInitContainers",
-            ])?;
-            for key in [
-                "excludeOwnerKinds",
-                "minPodLifetimeSeconds",
-                "reasons",
-                "includingInitContainers",
-            ] {
-                copy(&mut out, &f, key, key);
-            }
+    struct Convert<'o, 'a>(&'o Object<'a>);
+    impl PluginFn for Convert<'_, '_> {
+        type Out = Result<Mapping, PolicyError>;
+        fn call<P: Plugin>(self) -> Self::Out {
+            let mut out = Mapping::new();
+            P::from_v1alpha1(self.0, &mut out)?;
+            Ok(out)
         }
     }
-    Ok(out)
+    with_plugin(s, Convert(p))
+}
+
+/// The params a strategy reads (besides the evictor's `thresholdPriority*`, and `nodeFit` where
+/// its evictor takes it).
+fn reads(s: Strategy) -> (&'static [&'static str], bool) {
+    struct Reads;
+    impl PluginFn for Reads {
+        type Out = (&'static [&'static str], bool);
+        fn call<P: Plugin>(self) -> Self::Out {
+            (P::V1ALPHA1_PARAMS, P::V1ALPHA1_NODE_FIT)
+        }
+    }
+    with_plugin(s, Reads)
 }
 
 fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {

@@ -6,6 +6,7 @@ use super::evictor_args::{evictor_args, DEFAULT_EVICTOR};
 use super::field::{Field, Object, NULL};
 use super::{limits, Configured, Draft, DraftProfile, PolicyError, Warning, MAX_PROFILES};
 use crate::deschedule::args::Strategy;
+use crate::deschedule::strategies::balances;
 
 const TOP: [&str; 11] = [
     "apiVersion",
@@ -175,7 +176,7 @@ fn profile(
                 };
                 return Err(e.err(why));
             };
-            if s.balances() != balance {
+            if balances(s) != balance {
                 let other = if balance { "deschedule" } else { "balance" };
                 return Err(e.err(format!(
                     "{plugin} is a {other} plugin: enable it under plugins.{other}"

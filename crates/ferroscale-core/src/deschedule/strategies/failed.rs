@@ -6,10 +6,16 @@ use serde::Deserialize;
 
 use super::lifetime::{owner_kinds, statuses};
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Problems};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::default;
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::{Pod, PodPhase};
+use serde_norway::{Mapping, Value};
 
 /// `RemoveFailedPods`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -103,6 +109,60 @@ pub fn propose(args: &RemoveFailedPodsArgs, view: &View, evictor: &Evictor) -> V
         );
     }
     out
+}
+
+impl Plugin for RemoveFailedPodsArgs {
+    const STRATEGY: Strategy = Strategy::RemoveFailedPods;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "excludeOwnerKinds",
+        "minPodLifetimeSeconds",
+        "reasons",
+        "exitCodes",
+        "includingInitContainers",
+    ];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &["namespaces", "labelSelector", "failedPods"];
+
+    fn defaults(out: &mut Mapping) {
+        default(out, "minPodLifetimeSeconds", Value::from(3600));
+    }
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        decode::flag(o, "includingInitContainers")?;
+        o.get("excludeOwnerKinds").strings()?;
+        o.get("reasons").strings()?;
+        decode::exit_codes(&o.get("exitCodes"))?;
+        if let Some(m) = o.opt("minPodLifetimeSeconds") {
+            m.int(0, u32::MAX.into())?;
+        }
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        let keys = [
+            "excludeOwnerKinds",
+            "minPodLifetimeSeconds",
+            "reasons",
+            "includingInitContainers",
+        ];
+        let f = p.get("failedPods").object(&keys)?;
+        for key in keys {
+            copy(out, &f, key, key);
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

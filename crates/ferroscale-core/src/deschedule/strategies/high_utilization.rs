@@ -113,5 +113,7 @@ pub fn propose_into(
     .run(under, &rest, sink);
 }
 
+mod plugin;
+
 #[cfg(test)]
 mod tests;

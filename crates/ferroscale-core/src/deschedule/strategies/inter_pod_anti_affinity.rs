@@ -10,10 +10,15 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::policy::decode;
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodAffinityTerm, SelectorOp};
+use serde_norway::Mapping;
 
 /// `RemovePodsViolatingInterPodAntiAffinity`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -32,12 +37,10 @@ impl RemovePodsViolatingInterPodAntiAffinityArgs {
     }
 }
 
-/// The descheduler's eviction order on a node: lower priority first, then BestEffort (no requests)
-/// before the others; the pod model has no limits, so Burstable and Guaranteed are not told apart. Within a class, pods
-/// annotated prefer-no-eviction go last (`noEvictionPolicy: Preferred`).
+/// The descheduler's eviction order on a node (`SortPodsBasedOnPriorityLowToHigh`), as the
+/// node-utilization strategies sort.
 pub(super) fn priority_low_to_high(pods: &mut [Arc<Pod>]) {
-    let best_effort = |p: &Pod| p.requests.cpu_milli == 0 && p.requests.memory == 0;
-    pods.sort_by_key(|p| (p.meta.priority, !best_effort(p), p.meta.prefer_no_eviction));
+    super::usage::sort_for_eviction(pods);
 }
 
 /// Whether nodes `a` and `b` are in one domain of `key` (the descheduler's reading: one node is always
@@ -208,6 +211,31 @@ pub fn propose(
         }
     }
     out
+}
+
+impl Plugin for RemovePodsViolatingInterPodAntiAffinityArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsViolatingInterPodAntiAffinity;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &["namespaces", "labelSelector"];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &["namespaces", "labelSelector"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,15 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Problems};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::{ContainerState, Pod};
+use serde_norway::{Mapping, Value};
 
 /// `PodLifeTime`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -245,6 +250,82 @@ pub fn propose(args: &PodLifeTimeArgs, view: &View, evictor: &Evictor) -> Vec<Pr
     pods.into_iter()
         .map(|p| Proposal::anywhere(p, Strategy::PodLifeTime))
         .collect()
+}
+
+impl Plugin for PodLifeTimeArgs {
+    const STRATEGY: Strategy = Strategy::PodLifeTime;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "ownerKinds",
+        "maxPodLifeTimeSeconds",
+        "states",
+        "conditions",
+        "exitCodes",
+        "includingInitContainers",
+        "includingEphemeralContainers",
+    ];
+    const V1ALPHA1_PARAMS: &'static [&'static str] =
+        &["namespaces", "labelSelector", "podLifeTime"];
+    const V1ALPHA1_NODE_FIT: bool = false;
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        decode::flag(o, "includingInitContainers")?;
+        decode::flag(o, "includingEphemeralContainers")?;
+        if let Some(k) = o.opt("ownerKinds") {
+            let k = k.object(&["include", "exclude"])?;
+            k.get("include").strings()?;
+            k.get("exclude").strings()?;
+        }
+        if let Some(m) = o.opt("maxPodLifeTimeSeconds") {
+            m.int(0, u32::MAX.into())?;
+        }
+        o.get("states").strings()?;
+        for item in o.get("conditions").items()? {
+            let c = item.object(&[
+                "type",
+                "status",
+                "reason",
+                "minTimeSinceLastTransitionSeconds",
+            ])?;
+            for k in ["type", "status", "reason"] {
+                if let Some(v) = c.opt(k) {
+                    v.string()?;
+                }
+            }
+            if let Some(t) = c.opt("minTimeSinceLastTransitionSeconds") {
+                t.int(0, u32::MAX.into())?;
+            }
+        }
+        decode::exit_codes(&o.get("exitCodes"))?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        let l =
+            p.get("podLifeTime")
+                .object(&["maxPodLifeTimeSeconds", "states", "podStatusPhases"])?;
+        copy(out, &l, "maxPodLifeTimeSeconds", "maxPodLifeTimeSeconds");
+        let mut states: Vec<Value> = Vec::new();
+        for key in ["podStatusPhases", "states"] {
+            states.extend(l.get(key).items()?.into_iter().map(|f| f.value.clone()));
+        }
+        if !states.is_empty() {
+            out.insert("states".into(), Value::Sequence(states));
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

@@ -235,5 +235,7 @@ pub fn propose_into(
     .run(over, &under, sink);
 }
 
+mod plugin;
+
 #[cfg(test)]
 mod tests;

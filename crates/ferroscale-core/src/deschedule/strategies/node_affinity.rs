@@ -12,11 +12,16 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::placement;
 use crate::model::workload::{Node, Pod};
+use serde_norway::Mapping;
 
 /// `nodeAffinityType` values the descheduler knows.
 pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
@@ -151,6 +156,34 @@ pub fn weight(pod: &Pod, node: &Node) -> i64 {
         })
         .map(|(w, _)| i64::from(*w))
         .sum()
+}
+
+impl Plugin for RemovePodsViolatingNodeAffinityArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsViolatingNodeAffinity;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &["namespaces", "labelSelector", "nodeAffinityType"];
+    const V1ALPHA1_PARAMS: &'static [&'static str] =
+        &["namespaces", "labelSelector", "nodeAffinityType"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        o.get("nodeAffinityType").strings()?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        copy(out, p, "nodeAffinityType", "nodeAffinityType");
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

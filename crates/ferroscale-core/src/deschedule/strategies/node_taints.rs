@@ -6,10 +6,15 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::{Taint, TaintEffect};
+use serde_norway::Mapping;
 
 /// `RemovePodsViolatingNodeTaints`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -85,6 +90,53 @@ pub fn propose(
         }
     }
     out
+}
+
+impl Plugin for RemovePodsViolatingNodeTaintsArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsViolatingNodeTaints;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "includePreferNoSchedule",
+        "excludedTaints",
+        "includedTaints",
+    ];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "includePreferNoSchedule",
+        "excludedTaints",
+        "includedTaints",
+    ];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        decode::flag(o, "includePreferNoSchedule")?;
+        o.get("excludedTaints").strings()?;
+        o.get("includedTaints").strings()?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        for key in [
+            "includePreferNoSchedule",
+            "excludedTaints",
+            "includedTaints",
+        ] {
+            copy(out, p, key, key);
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

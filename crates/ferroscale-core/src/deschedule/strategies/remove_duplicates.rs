@@ -10,10 +10,15 @@ use serde::Deserialize;
 
 use super::scope::Scope;
 use super::usage::{selects, tolerates_scheduling, NodeFit};
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Strategy};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::model::workload::{Node, Pod, PodPhase};
+use serde_norway::Mapping;
 
 /// `RemoveDuplicates`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -104,7 +109,7 @@ pub fn propose(args: &RemoveDuplicatesArgs, view: &View, evictor: &Evictor) -> V
     // A pod with several owners is a duplicate of each: proposed once.
     let mut proposed: HashSet<*const Pod> = HashSet::new();
     for (key, nodes) in duplicates {
-        let targets = target_nodes(nodes.iter().flat_map(|(_, p)| p), view.nodes());
+        let targets = target_nodes(nodes.iter().flat_map(|(_, p)| p), view.nodes().iter());
         if targets < 2 {
             continue;
         }
@@ -123,9 +128,75 @@ pub fn propose(args: &RemoveDuplicatesArgs, view: &View, evictor: &Evictor) -> V
     out
 }
 
+/// The nodes (indices into `nodes`, each with its pods as a plan leaves them) where placing `pod`
+/// would make it a duplicate these arguments evict: its owner's pods of the same images there would
+/// be more than the average over the nodes they could run on, rounded up. Empty for a pod the
+/// strategy does not look at.
+pub fn crowded(
+    args: &RemoveDuplicatesArgs,
+    pod: &Pod,
+    nodes: &[(&Node, &[Arc<Pod>])],
+) -> Vec<usize> {
+    let owners = &pod.meta.owners;
+    if owners.is_empty()
+        || owners
+            .iter()
+            .any(|o| args.exclude_owner_kinds.contains(&o.kind))
+        || !Scope::new(&args.namespaces, &None).admits(pod)
+    {
+        return Vec::new();
+    }
+    let images = sorted_images(pod);
+    let alike = |p: &Pod| {
+        p.namespace == pod.namespace
+            && p.name != pod.name
+            && !p.meta.phase.finished()
+            && p.meta
+                .owners
+                .iter()
+                .any(|o| owners.iter().any(|q| q.kind == o.kind && q.name == o.name))
+            && sorted_images(p) == images
+    };
+    let mut same: Vec<&Arc<Pod>> = Vec::new();
+    let counts: Vec<usize> = nodes
+        .iter()
+        .map(|(_, pods)| {
+            let here: Vec<&Arc<Pod>> = pods.iter().filter(|p| alike(p)).collect();
+            let n = here.len();
+            same.extend(here);
+            n
+        })
+        .collect();
+    let me = Arc::new(pod.clone());
+    let targets = target_nodes(same.into_iter().chain([&me]), nodes.iter().map(|(n, _)| *n));
+    if targets < 2 {
+        return Vec::new();
+    }
+    let upper = (counts.iter().sum::<usize>() + 1).div_ceil(targets);
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c + 1 > upper)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A pod's images, sorted (one of no image for a pod built without them).
+fn sorted_images(pod: &Pod) -> Vec<String> {
+    let mut images: Vec<String> = pod.meta.images.to_vec();
+    if images.is_empty() {
+        images.push(String::new());
+    }
+    images.sort();
+    images
+}
+
 /// How many nodes some of the duplicates could run on, counting only those whose pods could run on
 /// two nodes at least (`NoSchedule`/`NoExecute` taints, node selector and required node affinity).
-fn target_nodes<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>, nodes: &[Node]) -> usize {
+fn target_nodes<'a, 'n>(
+    pods: impl Iterator<Item = &'a Arc<Pod>>,
+    nodes: impl Iterator<Item = &'n Node> + Clone,
+) -> usize {
     let mut targets: BTreeMap<&str, ()> = BTreeMap::new();
     let mut distinct: Vec<&Pod> = Vec::new();
     for pod in pods {
@@ -138,7 +209,7 @@ fn target_nodes<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>, nodes: &[Node]) ->
         }
         distinct.push(pod);
         let matching: Vec<&str> = nodes
-            .iter()
+            .clone()
             .filter(|n| tolerates_scheduling(pod, n) && selects(pod, n))
             .map(|n| n.name.as_str())
             .collect();
@@ -147,6 +218,34 @@ fn target_nodes<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>, nodes: &[Node]) ->
         }
     }
     targets.len()
+}
+
+impl Plugin for RemoveDuplicatesArgs {
+    const STRATEGY: Strategy = Strategy::RemoveDuplicates;
+    const BALANCES: bool = true;
+    const FIELDS: &'static [&'static str] = &["namespaces", "excludeOwnerKinds"];
+    const V1ALPHA1_PARAMS: &'static [&'static str] = &["namespaces", "removeDuplicates"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::namespaces(o, "namespaces")?;
+        o.get("excludeOwnerKinds").strings()?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, false);
+        let r = p.get("removeDuplicates").object(&["excludeOwnerKinds"])?;
+        copy(out, &r, "excludeOwnerKinds", "excludeOwnerKinds");
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

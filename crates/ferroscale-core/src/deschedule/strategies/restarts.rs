@@ -7,10 +7,15 @@ use serde::Deserialize;
 
 use super::lifetime::{statuses, waiting_in};
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Problems};
+use crate::deschedule::policy::decode::{self, copy};
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Namespaces, Proposal, Selector, Strategy, View};
 use crate::model::workload::Pod;
+use serde_norway::Mapping;
 
 /// `RemovePodsHavingTooManyRestarts`'s arguments, as the policy's `pluginConfig` writes them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -91,6 +96,53 @@ pub fn propose(
         );
     }
     out
+}
+
+impl Plugin for RemovePodsHavingTooManyRestartsArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsHavingTooManyRestarts;
+    const BALANCES: bool = false;
+    const FIELDS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "podRestartThreshold",
+        "includingInitContainers",
+        "states",
+    ];
+    const V1ALPHA1_PARAMS: &'static [&'static str] =
+        &["namespaces", "labelSelector", "podsHavingTooManyRestarts"];
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        decode::flag(o, "includingInitContainers")?;
+        if let Some(t) = o.opt("podRestartThreshold") {
+            t.int(i32::MIN.into(), i32::MAX.into())?;
+        }
+        o.get("states").strings()?;
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        let r = p
+            .get("podsHavingTooManyRestarts")
+            .object(&["podRestartThreshold", "includingInitContainers"])?;
+        copy(out, &r, "podRestartThreshold", "podRestartThreshold");
+        copy(
+            out,
+            &r,
+            "includingInitContainers",
+            "includingInitContainers",
+        );
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

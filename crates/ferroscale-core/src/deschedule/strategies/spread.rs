@@ -15,11 +15,17 @@ use serde::Deserialize;
 
 use super::fit::Fit;
 use super::scope::Scope;
+use super::Plugin;
 use crate::deschedule::args::{ArgsError, Namespaces, Problems, Selector, Strategy};
+use crate::deschedule::policy::decode;
+use crate::deschedule::policy::field::default;
+use crate::deschedule::policy::field::Object;
+use crate::deschedule::policy::PolicyError;
 use crate::deschedule::validate;
 use crate::deschedule::{Evictor, Proposal, View};
 use crate::engine::predicates::spread_counts_node;
 use crate::model::workload::{Node, Pod, SpreadConstraint};
+use serde_norway::{Mapping, Value};
 
 /// `whenUnsatisfiable`, as `constraints` lists the ones to balance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -66,7 +72,8 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
         self.constraints.is_empty() || self.constraints.contains(&WhenUnsatisfiable::DoNotSchedule)
     }
 
-    fn balances_schedule_anyway(&self) -> bool {
+    /// Whether it balances `ScheduleAnyway` constraints too.
+    pub fn balances_schedule_anyway(&self) -> bool {
         self.constraints
             .contains(&WhenUnsatisfiable::ScheduleAnyway)
     }
@@ -345,6 +352,66 @@ fn below_average(view: &View, tsc: &Tsc, sorted: &[Domain], ideal: f64) -> Vec<S
         .collect();
     nodes.sort_by_key(|(r, _)| *r);
     nodes.into_iter().map(|(_, n)| n.to_string()).collect()
+}
+
+impl Plugin for RemovePodsViolatingTopologySpreadConstraintArgs {
+    const STRATEGY: Strategy = Strategy::RemovePodsViolatingTopologySpreadConstraint;
+    const BALANCES: bool = true;
+    const FIELDS: &'static [&'static str] = &[
+        "namespaces",
+        "labelSelector",
+        "constraints",
+        "topologyBalanceNodeFit",
+    ];
+    const V1ALPHA1_PARAMS: &'static [&'static str] =
+        &["namespaces", "labelSelector", "includeSoftConstraints"];
+
+    fn defaults(out: &mut Mapping) {
+        default(out, "topologyBalanceNodeFit", Value::Bool(true));
+        let empty = out
+            .get("constraints")
+            .and_then(Value::as_sequence)
+            .is_none_or(|c| c.is_empty());
+        if empty {
+            out.insert(
+                "constraints".into(),
+                Value::Sequence(vec!["DoNotSchedule".into()]),
+            );
+        }
+    }
+
+    fn decode(o: &Object) -> Result<(), PolicyError> {
+        decode::scope(o)?;
+        decode::flag(o, "topologyBalanceNodeFit")?;
+        for c in o.get("constraints").items()? {
+            let v = c.string()?;
+            if v != "DoNotSchedule" && v != "ScheduleAnyway" {
+                return Err(c.err(format!(
+                    "constraint {v:?} is not one of DoNotSchedule, ScheduleAnyway"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn from_v1alpha1(p: &Object, out: &mut Mapping) -> Result<(), PolicyError> {
+        decode::v1alpha1_scope(p, out, true);
+        let mut constraints = vec![Value::from("DoNotSchedule")];
+        if decode::flag(p, "includeSoftConstraints")? {
+            constraints.push("ScheduleAnyway".into());
+        }
+        out.insert("constraints".into(), Value::Sequence(constraints));
+        out.insert("topologyBalanceNodeFit".into(), Value::Bool(true));
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ArgsError> {
+        self.validate()
+    }
+
+    fn proposals(&self, view: &View, evictor: &Evictor) -> Vec<Proposal> {
+        propose(self, view, evictor)
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::deschedule::actual::Usage;
 use crate::deschedule::args::{Namespaces, Strategy, Thresholds};
 use crate::deschedule::view::Verdict;
 use crate::deschedule::{Evictor, Proposal, View};
-use crate::model::workload::{Node, Pod, PodPhase};
+use crate::model::workload::{Node, Pod, PodPhase, Qos};
 use crate::model::{Resources, TaintEffect};
 
 pub const CPU: &str = "cpu";
@@ -182,16 +182,26 @@ pub fn sort_by_usage(nodes: &mut [NodeUsage], ascending: bool) {
     }
 }
 
-/// The descheduler's order of eviction on a node: lowest priority first, then BestEffort before
-/// others. The model keeps no limits, so Burstable and Guaranteed pods rank alike. Within a
-/// class, pods annotated prefer-no-eviction go last (`noEvictionPolicy: Preferred`).
+/// The descheduler's order of eviction on a node: pods with no priority first, then lowest
+/// priority first, then BestEffort, Burstable, Guaranteed. Within a class, pods annotated
+/// prefer-no-eviction go last (`noEvictionPolicy: Preferred`).
 pub fn sort_for_eviction(pods: &mut [Arc<Pod>]) {
-    pods.sort_by_key(|p| (p.meta.priority, !best_effort(p), p.meta.prefer_no_eviction));
+    pods.sort_by_key(|p| {
+        let priority = (!p.meta.no_priority).then_some(p.meta.priority);
+        (priority, qos(p), p.meta.prefer_no_eviction)
+    });
 }
 
-/// No cpu or memory requested (the QoS class reads only those two).
-fn best_effort(p: &Pod) -> bool {
-    p.requests.cpu_milli == 0 && p.requests.memory == 0
+/// The pod's QoS class; when not known, no cpu or memory requested reads as BestEffort, anything
+/// else as Burstable.
+fn qos(p: &Pod) -> Qos {
+    p.meta
+        .qos
+        .unwrap_or(if p.requests.cpu_milli == 0 && p.requests.memory == 0 {
+            Qos::BestEffort
+        } else {
+            Qos::Burstable
+        })
 }
 
 /// Whether the pod tolerates every taint (any effect) of at least one of the nodes, with as many

@@ -230,6 +230,32 @@ impl fmt::Display for Unfit {
     }
 }
 
+impl Unfit {
+    /// The scheduler's filter plugin that refuses this way (`TaintToleration`, `VolumeZone`, …):
+    /// the names its users read in `FailedScheduling` events and metrics.
+    pub fn filter(&self) -> &'static str {
+        match self {
+            Unfit::NodeName => "NodeName",
+            Unfit::Unschedulable => "NodeUnschedulable",
+            Unfit::NodeSelector | Unfit::NodeAffinity => "NodeAffinity",
+            Unfit::Taint { .. } => "TaintToleration",
+            Unfit::Insufficient(_) => "NodeResourcesFit",
+            Unfit::HostPort(_) => "NodePorts",
+            Unfit::PodAffinity | Unfit::PodAntiAffinity | Unfit::ExistingAntiAffinity => {
+                "InterPodAffinity"
+            }
+            Unfit::TopologySpread(_) => "PodTopologySpread",
+            Unfit::ClaimWaiting { .. }
+            | Unfit::VolumeNodeAffinity(_)
+            | Unfit::VolumeTopology { .. }
+            | Unfit::NoVolume(_) => "VolumeBinding",
+            Unfit::VolumeZone(_) => "VolumeZone",
+            Unfit::DiskConflict(_) | Unfit::ClaimInUse(_) => "VolumeRestrictions",
+            Unfit::VolumeLimit { .. } => "NodeVolumeLimits",
+        }
+    }
+}
+
 /// Node-local filters: claims waiting to bind, name, cordon, selector, affinity, taints, resources,
 /// ports, volumes (attach limits, then binding and zones).
 pub fn fits_node(pod: &Pod, info: &NodeInfo) -> Result<(), Unfit> {

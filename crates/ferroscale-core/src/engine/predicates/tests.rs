@@ -218,6 +218,8 @@ fn a_read_write_once_pod_claim_in_use_blocks_every_node() {
             driver: None,
         },
         exclusive,
+        ephemeral: false,
+        class: None,
     };
     let mut user = web("user", 100).build();
     user.claims = vec![claim(true)];

@@ -160,6 +160,8 @@ mod tests {
                 driver: Some("ebs.csi.aws.com".into()),
             },
             exclusive: false,
+            ephemeral: false,
+            class: None,
         }
     }
 
@@ -188,6 +190,8 @@ mod tests {
                     volumes: None,
                 },
                 exclusive: false,
+                ephemeral: false,
+                class: None,
             }],
         );
         assert!(fits_node(&delayed, &zoned("us-east-1b").info()).is_ok());
@@ -201,6 +205,8 @@ mod tests {
                 key: "shop/data-1".into(),
                 state: ClaimState::Waiting(Wait::Immediate),
                 exclusive: false,
+                ephemeral: false,
+                class: None,
             }],
         );
         assert_eq!(

@@ -157,6 +157,8 @@ fn pod_life_time_and_evictor_configuration() {
                 driver: None,
             },
             exclusive: false,
+            ephemeral: false,
+            class: None,
         }])
     };
     let ignore_pvc = EvictorArgs {
