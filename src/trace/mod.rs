@@ -6,6 +6,7 @@
 
 mod keep;
 mod read;
+pub mod recorder;
 mod write;
 
 pub use keep::keep;

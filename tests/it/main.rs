@@ -37,6 +37,7 @@ mod node_groups;
 mod options;
 mod pricing;
 mod provider_rpcs;
+mod record;
 mod request_limits;
 mod resize;
 mod run;

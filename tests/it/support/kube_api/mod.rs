@@ -69,6 +69,7 @@ pub const CSINODES: &str = "/apis/storage.k8s.io/v1/csinodes";
 pub const REPLICASETS: &str = "/apis/apps/v1/replicasets";
 pub const PRIORITYCLASSES: &str = "/apis/scheduling.k8s.io/v1/priorityclasses";
 pub const NAMESPACES: &str = "/api/v1/namespaces";
+pub const REPLICATION_CONTROLLERS: &str = "/api/v1/replicationcontrollers";
 
 mod eviction;
 mod faults;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{
     CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NAMESPACES, NODES, PDBS,
-    PODS, PRIORITYCLASSES, REPLICASETS, VOLUMES,
+    PODS, PRIORITYCLASSES, REPLICASETS, REPLICATION_CONTROLLERS, VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -27,6 +27,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         REPLICASETS => "ReplicaSet",
         PRIORITYCLASSES => "PriorityClass",
         NAMESPACES => "Namespace",
+        REPLICATION_CONTROLLERS => "ReplicationController",
         _ => "Unknown",
     }
 }
