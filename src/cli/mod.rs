@@ -11,6 +11,7 @@ pub mod flags;
 pub mod kube_client;
 pub mod log;
 pub mod record;
+mod replay;
 pub mod run;
 pub mod serve;
 pub mod simulate;

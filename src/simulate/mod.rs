@@ -13,10 +13,14 @@ mod cluster;
 mod descheduling;
 mod events;
 mod evictions;
+mod real;
+mod replay;
 mod report;
+mod timeline;
 
 pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
+pub use replay::{Answers, Figures, Replay};
 pub use report::*;
 
 use crate::actuator::{Actuator, DrainSettings};

@@ -64,6 +64,11 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
+    /// The number of the line read last (1 for the first).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
     fn error(&self, what: impl std::fmt::Display) -> Error {
         Error::config(format!("trace {}: line {}: {what}", self.source, self.line))
     }

@@ -1,0 +1,169 @@
+//! `simulate --trace`: a recorded timeline replayed under the flags' policy, or once per expander chain
+//! or consolidation policy compared (side by side on the machine's cores). Each loop's report as
+//! `simulate` writes it (one policy) and, last, the answers: `{"summary": …, "real": …, "error": …}`.
+
+use std::path::Path;
+
+use super::simulate::{json, required, variants, SimulateFlags, Variant};
+use crate::cloud::memory::MemoryConfig;
+use crate::error::{Error, Result};
+use crate::report::{self, ChainRun, Extras};
+use crate::simulate::{load_events, summary, Answers, LoopReport, Pacing, Replay};
+
+/// One replay's outcome.
+struct Ran {
+    label: String,
+    without: bool,
+    run: ChainRun,
+    answers: Answers,
+}
+
+/// Replays `trace` under each variant of `flags`.
+pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
+    let node_groups = required(&flags.node_groups, "--node-groups")?;
+    let chains = match &flags.compare_expanders {
+        Some(text) => Some(report::parse_chains(text)?),
+        None => None,
+    };
+    let policies = match &flags.compare_consolidation {
+        Some(text) => Some(report::parse_policies(text)?),
+        None => None,
+    };
+    if chains.is_some() && policies.is_some() {
+        return Err(Error::config(
+            "--compare-consolidation and --compare-expanders: compare one at a time",
+        ));
+    }
+    let groups = MemoryConfig::load(node_groups)?;
+    let prices = flags.expander.price_overrides()?;
+    let file = flags.report.as_deref().map(report::create).transpose()?;
+    let variants = variants(flags, &chains, &policies, &groups, &prices)?;
+    let compare = chains.is_some() || policies.is_some();
+    let pacing = Pacing {
+        loops: flags.loops.unwrap_or(u32::MAX),
+        scan_interval: flags.scan_interval.0,
+        provision_delay: flags.provision_delay.0,
+        node_ready_delay: flags.node_ready_delay.0,
+    };
+    // Each variant replays on its own thread; one alone prints its loops as they run.
+    let ran: Vec<Result<Ran>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = variants
+            .into_iter()
+            .map(|v| {
+                let pacing = &pacing;
+                let prices = &prices;
+                scope.spawn(move || replay(flags, trace, v, pacing, prices, !compare))
+            })
+            .collect();
+        runs.into_iter()
+            .map(|r| {
+                r.join()
+                    .unwrap_or_else(|_| Err(Error::config("a replay panicked")))
+            })
+            .collect()
+    });
+    let ran = ran.into_iter().collect::<Result<Vec<Ran>>>()?;
+    let mut extras = Extras::default();
+    let mut shown = Vec::new();
+    for r in ran {
+        if r.without {
+            extras.without_consolidation.pop();
+            let costs = r.run.loops.iter().map(|l| r.run.cost_per_hour(l)).collect();
+            extras.without_consolidation.push(Some(costs));
+            continue;
+        }
+        if compare {
+            let line = serde_json::json!({ "label": r.label, "answers": &r.answers });
+            println!("{}", json(&line)?);
+            eprintln!("{}: {}", r.label, answers_text(&r.answers));
+        } else {
+            println!("{}", json(&r.answers)?);
+            eprintln!("{}", answers_text(&r.answers));
+        }
+        shown.push(r.run);
+        extras.without_consolidation.push(None);
+    }
+    if let (Some(file), Some(path)) = (file, &flags.report) {
+        let title = format!(
+            "{} on {}, {} loops of {}",
+            trace.display(),
+            node_groups.display(),
+            shown.first().map_or(0, |r| r.loops.len()),
+            flags.scan_interval
+        );
+        report::write(file, path, &title, &shown, &extras)?;
+    }
+    Ok(())
+}
+
+/// One variant's replay, to the timeline's end (or `--loops`).
+fn replay(
+    flags: &SimulateFlags,
+    trace: &Path,
+    v: Variant,
+    pacing: &Pacing,
+    prices: &crate::pricing::PriceOverrides,
+    print: bool,
+) -> Result<Ran> {
+    let mut replay = Replay::open(trace, &v.groups, prices)?;
+    if let Some(path) = &flags.events {
+        replay
+            .sim
+            .set_events(load_events(path)?, flags.handle_rebalance_recommendations);
+    }
+    if let Some(d) = flags.deschedule.descheduling()? {
+        replay
+            .sim
+            .set_descheduler(d.policy.clone(), d.interval, d.settings.clone());
+    }
+    let mut run = ChainRun {
+        prices: replay.sim.prices(),
+        chain: v.label.clone(),
+        loops: Vec::new(),
+    };
+    let mut loops = 0;
+    while loops < pacing.loops {
+        let report: LoopReport = replay.step(&v.settings, pacing)?;
+        loops += 1;
+        if print && !v.without {
+            println!("{}", json(&report)?);
+        }
+        run.loops.push(report);
+        if replay.done() {
+            break;
+        }
+    }
+    if print && !v.without {
+        if let Some(last) = run.loops.last() {
+            eprintln!("{}", summary(last));
+        }
+    }
+    let answers = replay.answers(pacing.scan_interval.as_secs().max(1));
+    Ok(Ran {
+        label: v.label,
+        without: v.without,
+        run,
+        answers,
+    })
+}
+
+/// The answers in a line of text.
+fn answers_text(a: &Answers) -> String {
+    let s = &a.summary;
+    let r = &a.real;
+    format!(
+        "{} loops: ${:.2} ({:.1} node-hours), {:.0} pod-seconds pending, {} evictions, {} nodes launched, {} removed; really ${:.2} ({:.1} node-hours), {:.0} pod-seconds pending; error: {:.2} nodes, ${:.3}/h",
+        a.loops,
+        s.cost_dollars,
+        s.node_hours,
+        s.pending_pod_seconds,
+        s.evictions.unwrap_or(0),
+        s.nodes_launched,
+        s.nodes_removed,
+        r.cost_dollars,
+        r.node_hours,
+        r.pending_pod_seconds,
+        a.error.node_count_mae,
+        a.error.cost_per_hour_mae,
+    )
+}
