@@ -73,7 +73,8 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
             continue;
         }
         if compare {
-            let line = serde_json::json!({ "label": r.label, "answers": &r.answers });
+            let mut line = serde_json::to_value(&r.answers).unwrap_or_default();
+            line["label"] = serde_json::Value::from(r.label.clone());
             println!("{}", json(&line)?);
             eprintln!("{}: {}", r.label, answers_text(&r.answers));
         } else {
