@@ -3,12 +3,17 @@
 //! `simulate` writes it (one policy) and, last, the answers: `{"summary": …, "real": …, "error": …}`.
 
 use std::path::Path;
+use std::time::Duration;
 
-use super::simulate::{json, required, variants, SimulateFlags, Variant};
+use super::simulate::{
+    json, required, variants, SimulateFlags, Variant, NODE_READY_DELAY, PROVISION_DELAY,
+};
 use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
 use crate::report::{self, ChainRun, Extras};
-use crate::simulate::{load_events, summary, Answers, LoopReport, Pacing, Replay};
+use crate::simulate::{
+    calibrate, load_events, summary, Answers, Calibration, LoopReport, Pacing, Replay,
+};
 
 /// One replay's outcome.
 struct Ran {
@@ -39,12 +44,36 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let variants = variants(flags, &chains, &policies, &groups, &prices)?;
     let compare = chains.is_some() || policies.is_some();
+    // Start-up times not given are the timeline's own.
+    let calibrated = if flags.provision_delay.is_none() || flags.node_ready_delay.is_none() {
+        Some(calibrate(trace)?)
+    } else {
+        None
+    };
+    let secs = |s: Option<i64>| s.map(|s| Duration::from_secs(s.max(0) as u64));
+    let from_trace = |c: fn(&Calibration) -> Option<i64>| secs(calibrated.as_ref().and_then(c));
     let pacing = Pacing {
         loops: flags.loops.unwrap_or(u32::MAX),
         scan_interval: flags.scan_interval.0,
-        provision_delay: flags.provision_delay.0,
-        node_ready_delay: flags.node_ready_delay.0,
+        provision_delay: flags
+            .provision_delay
+            .map(|d| d.0)
+            .or_else(|| from_trace(|c| c.provision_delay_seconds))
+            .unwrap_or(PROVISION_DELAY),
+        node_ready_delay: flags
+            .node_ready_delay
+            .map(|d| d.0)
+            .or_else(|| from_trace(|c| c.node_ready_delay_seconds))
+            .unwrap_or(NODE_READY_DELAY),
     };
+    if let Some(c) = &calibrated {
+        eprintln!(
+            "start-up times from {} nodes launched in the timeline: --provision-delay {}s --node-ready-delay {}s",
+            c.nodes,
+            pacing.provision_delay.as_secs(),
+            pacing.node_ready_delay.as_secs()
+        );
+    }
     // Each variant replays on its own thread; one alone prints its loops as they run.
     let ran: Vec<Result<Ran>> = std::thread::scope(|scope| {
         let runs: Vec<_> = variants
@@ -65,7 +94,8 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let ran = ran.into_iter().collect::<Result<Vec<Ran>>>()?;
     let mut extras = Extras::default();
     let mut shown = Vec::new();
-    for r in ran {
+    for mut r in ran {
+        r.answers.calibrated = calibrated;
         if r.without {
             extras.without_consolidation.pop();
             let costs = r.run.loops.iter().map(|l| r.run.cost_per_hour(l)).collect();

@@ -48,13 +48,15 @@ pub struct SimulateFlags {
     /// by).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scan_interval))]
     pub scan_interval: GoDuration,
-    /// Virtual time from a scale-up to the new node joining (0: the next loop).
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
-    pub provision_delay: GoDuration,
+    /// Virtual time from a scale-up to the new node joining (0: the next loop) [default: 0s; with
+    /// --trace, the median the timeline's new nodes took].
+    #[arg(long, value_name = "DURATION")]
+    pub provision_delay: Option<GoDuration>,
     /// Virtual time from a new node joining (NotReady, with the `node.kubernetes.io/not-ready` taint and
-    /// its group's start-up taints) to its being Ready (0: at once).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub node_ready_delay: GoDuration,
+    /// its group's start-up taints) to its being Ready (0: at once) [default: 30s; with --trace, the
+    /// median the timeline's new nodes took].
+    #[arg(long, value_name = "DURATION")]
+    pub node_ready_delay: Option<GoDuration>,
     /// Also write an HTML page of the run: charts of nodes per group, pending pods and cost per hour per
     /// loop, and the decisions with their reasons (one file: inline SVG, no script, nothing fetched).
     #[arg(long, value_name = "FILE")]
@@ -97,6 +99,11 @@ impl Default for SimulateFlags {
         super::defaults()
     }
 }
+
+/// `--provision-delay` when not given.
+pub(super) const PROVISION_DELAY: std::time::Duration = std::time::Duration::ZERO;
+/// `--node-ready-delay` when not given.
+pub(super) const NODE_READY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A required file flag.
 pub(super) fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
@@ -192,8 +199,8 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     let pacing = Pacing {
         loops: flags.loops.unwrap_or(1),
         scan_interval: flags.scan_interval.0,
-        provision_delay: flags.provision_delay.0,
-        node_ready_delay: flags.node_ready_delay.0,
+        provision_delay: flags.provision_delay.map_or(PROVISION_DELAY, |d| d.0),
+        node_ready_delay: flags.node_ready_delay.map_or(NODE_READY_DELAY, |d| d.0),
     };
     let events = match &flags.events {
         Some(path) => load_events(path)?,

@@ -22,6 +22,7 @@ pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
 pub use replay::{Answers, Figures, Replay};
 pub use report::*;
+pub use timeline::{calibrate, Calibration};
 
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{MemoryCloud, MemoryConfig};

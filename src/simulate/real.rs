@@ -45,9 +45,33 @@ pub struct Real {
     pub waits: Vec<i64>,
     pub launched: u64,
     pub removed: u64,
+    /// For each node launched after the start: seconds from the oldest pod then waiting being created
+    /// to the node registering (what `--provision-delay` stands for).
+    pub provision_delays: Vec<i64>,
+    /// For each node launched after the start: seconds from registering to Ready.
+    pub ready_delays: Vec<i64>,
+    /// Nodes launched after the start not Ready yet, with when they registered.
+    starting: HashMap<String, i64>,
     /// How the timeline's nodes are told apart by group: the groups' names, their listed instances.
     groups: HashSet<String>,
     instances: HashMap<String, String>,
+}
+
+/// An RFC 3339 time as Unix seconds.
+fn time_of(v: &Value) -> Option<i64> {
+    v.as_str()?
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_second())
+}
+
+/// Since when a node object says it is Ready (its condition's last transition), if it is.
+fn ready_since(node: &Value) -> Option<i64> {
+    let conditions = node["status"]["conditions"].as_array()?;
+    let ready = conditions
+        .iter()
+        .find(|c| c["type"] == "Ready" && c["status"] == "True")?;
+    Some(time_of(&ready["lastTransitionTime"]).unwrap_or(i64::MIN))
 }
 
 fn created(pod: &core::Pod, at: i64) -> i64 {
@@ -117,9 +141,10 @@ impl Real {
     }
 
     /// A node's change at `at`.
-    pub fn node(&mut self, name: &str, change: Change, object: &Value, _at: i64) {
+    pub fn node(&mut self, name: &str, change: Change, object: &Value, at: i64) {
         match change {
             Change::Deleted => {
+                self.starting.remove(name);
                 if self.nodes.remove(name).is_some() {
                     self.removed += 1;
                 }
@@ -128,8 +153,19 @@ impl Real {
                 let labels: Option<BTreeMap<String, String>> =
                     serde_json::from_value(object["metadata"]["labels"].clone()).ok();
                 let node = RealNode::of(labels.as_ref(), object["spec"]["providerID"].as_str());
+                let registered = time_of(&object["metadata"]["creationTimestamp"]).unwrap_or(at);
                 if self.nodes.insert(name.to_string(), node).is_none() {
                     self.launched += 1;
+                    if let Some(oldest) = self.waiting.values().min() {
+                        self.provision_delays.push((registered - oldest).max(0));
+                    }
+                    self.starting.insert(name.to_string(), registered);
+                }
+                if let Some(ready) = ready_since(object) {
+                    if let Some(registered) = self.starting.remove(name) {
+                        self.ready_delays
+                            .push((ready.max(registered) - registered).max(0));
+                    }
                 }
                 self.resolve(name);
             }

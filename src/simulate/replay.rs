@@ -193,6 +193,7 @@ impl Replay {
                 cost_per_hour_mae: round(mean_abs(|x| (x.sim_cost - x.real_cost).abs()), 4),
             },
             loops: s.len(),
+            calibrated: None,
             skipped_pods: self.timeline.skipped,
         }
     }
@@ -248,6 +249,9 @@ pub struct Answers {
     pub real: Figures,
     pub error: Error,
     pub loops: usize,
+    /// The start-up times the replay took from the timeline (those not given as flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<super::Calibration>,
     /// Pods the timeline created that the simulated kubelet makes itself (DaemonSet, mirror pods).
     pub skipped_pods: u64,
 }

@@ -197,6 +197,34 @@ impl Timeline {
     }
 }
 
+/// The start-up times of the nodes a timeline saw launched, as `--provision-delay` and
+/// `--node-ready-delay` take them: the median of each.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibration {
+    /// Nodes launched after the start, measured.
+    pub nodes: usize,
+    pub provision_delay_seconds: Option<i64>,
+    pub node_ready_delay_seconds: Option<i64>,
+}
+
+fn median(mut v: Vec<i64>) -> Option<i64> {
+    v.sort_unstable();
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
+/// Reads the whole timeline at `path` for its nodes' start-up times.
+pub fn calibrate(path: &Path) -> Result<Calibration> {
+    let (_, mut timeline) = Timeline::open(path)?;
+    timeline.due(i64::MAX)?;
+    let real = timeline.real;
+    Ok(Calibration {
+        nodes: real.ready_delays.len().max(real.provision_delays.len()),
+        provision_delay_seconds: median(real.provision_delays),
+        node_ready_delay_seconds: median(real.ready_delays),
+    })
+}
+
 /// Applies one entry to `objects` (by its kind's list).
 fn apply(objects: &mut Objects, entry: Entry, line: u64, path: &Path) -> Result<()> {
     let (ns, name) = entry.key();

@@ -88,6 +88,16 @@ fn the_example_day_replays_to_its_answers_beside_what_really_happened() {
         let hours = side["nodeHours"].as_f64().unwrap();
         assert!((cost - hours * 0.192).abs() < 0.05, "{side}");
     }
+    // The start-up times are the day's own: its new nodes registered a while after pods waited, and
+    // pods that waited for a new node in the simulation waited that long too.
+    let calibrated = &answers["calibrated"];
+    assert_eq!(calibrated["nodes"].as_u64().unwrap(), added);
+    let provision = calibrated["provisionDelaySeconds"].as_i64().unwrap();
+    assert!(provision > 0, "{calibrated}");
+    assert!(
+        sim["p99TimeToScheduleSeconds"].as_i64().unwrap() >= provision,
+        "{sim}"
+    );
     // The simulation follows the real day within a node or two.
     let mae = answers["error"]["nodeCountMae"].as_f64().unwrap();
     assert!(mae < 2.0, "{}", answers["error"]);
@@ -103,8 +113,19 @@ fn a_gzip_timeline_replays_as_its_text() {
     );
     enc.write_all(&std::fs::read(DAY).unwrap()).unwrap();
     enc.finish().unwrap();
-    let loops = ["--loops", "400"];
-    assert_eq!(replay(gz.to_str().unwrap(), &loops), replay(DAY, &loops));
+    let loops = [
+        "--loops",
+        "400",
+        "--provision-delay",
+        "0s",
+        "--node-ready-delay",
+        "0s",
+    ];
+    let plain = replay(DAY, &loops);
+    assert_eq!(replay(gz.to_str().unwrap(), &loops), plain);
+    // Start-up times given as flags are not taken from the timeline.
+    assert!(plain.last().unwrap().get("calibrated").is_none());
+    assert_eq!(plain.len(), 401);
 }
 
 #[test]
