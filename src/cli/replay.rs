@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::deschedule_flags::Descheduling;
 use super::simulate::{
     json, required, variants, SimulateFlags, Variant, NODE_READY_DELAY, PROVISION_DELAY,
 };
@@ -34,16 +35,50 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
         Some(text) => Some(report::parse_policies(text)?),
         None => None,
     };
-    if chains.is_some() && policies.is_some() {
+    let deschedule_choices = match &flags.compare_deschedule_policy {
+        Some(text) => Some(deschedule_choices(flags, text)?),
+        None => None,
+    };
+    let comparisons = [
+        chains.is_some(),
+        policies.is_some(),
+        deschedule_choices.is_some(),
+    ];
+    if comparisons.iter().filter(|c| **c).count() > 1 {
         return Err(Error::config(
-            "--compare-consolidation and --compare-expanders: compare one at a time",
+            "--compare-consolidation, --compare-expanders and --compare-deschedule-policy: compare one at a time",
         ));
     }
     let groups = MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;
     let file = flags.report.as_deref().map(report::create).transpose()?;
     let variants = variants(flags, &chains, &policies, &groups, &prices)?;
-    let compare = chains.is_some() || policies.is_some();
+    let compare = comparisons.contains(&true);
+    // Each variant with its descheduler: the one compared, else --deschedule-policy's.
+    let variants: Vec<(Variant, Option<Descheduling>)> = match deschedule_choices {
+        Some(choices) => {
+            let base = variants.into_iter().find(|v| !v.without);
+            choices
+                .into_iter()
+                .filter_map(|(label, d)| {
+                    let v = base.as_ref()?;
+                    Some((
+                        Variant {
+                            label,
+                            settings: v.settings.clone(),
+                            groups: v.groups.clone(),
+                            without: false,
+                        },
+                        d,
+                    ))
+                })
+                .collect()
+        }
+        None => {
+            let d = flags.deschedule.descheduling()?;
+            variants.into_iter().map(|v| (v, d.clone())).collect()
+        }
+    };
     // Start-up times not given are the timeline's own.
     let calibrated = if flags.provision_delay.is_none() || flags.node_ready_delay.is_none() {
         Some(calibrate(trace)?)
@@ -78,10 +113,10 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let ran: Vec<Result<Ran>> = std::thread::scope(|scope| {
         let runs: Vec<_> = variants
             .into_iter()
-            .map(|v| {
+            .map(|(v, d)| {
                 let pacing = &pacing;
                 let prices = &prices;
-                scope.spawn(move || replay(flags, trace, v, pacing, prices, !compare))
+                scope.spawn(move || replay(flags, trace, v, d, pacing, prices, !compare))
             })
             .collect();
         runs.into_iter()
@@ -132,6 +167,7 @@ fn replay(
     flags: &SimulateFlags,
     trace: &Path,
     v: Variant,
+    descheduling: Option<Descheduling>,
     pacing: &Pacing,
     prices: &crate::pricing::PriceOverrides,
     print: bool,
@@ -142,10 +178,8 @@ fn replay(
             .sim
             .set_events(load_events(path)?, flags.handle_rebalance_recommendations);
     }
-    if let Some(d) = flags.deschedule.descheduling()? {
-        replay
-            .sim
-            .set_descheduler(d.policy.clone(), d.interval, d.settings.clone());
+    if let Some(d) = descheduling {
+        replay.sim.set_descheduler(d.policy, d.interval, d.settings);
     }
     let mut run = ChainRun {
         prices: replay.sim.prices(),
@@ -176,6 +210,34 @@ fn replay(
         run,
         answers,
     })
+}
+
+/// `--compare-deschedule-policy`'s choices: (label, descheduling), `off` for none.
+fn deschedule_choices(
+    flags: &SimulateFlags,
+    text: &str,
+) -> Result<Vec<(String, Option<Descheduling>)>> {
+    let mut out = Vec::new();
+    for (i, part) in text.split(';').map(str::trim).enumerate() {
+        if part.is_empty() {
+            return Err(Error::config(format!(
+                "--compare-deschedule-policy: choice {} is empty",
+                i + 1
+            )));
+        }
+        if part == "off" {
+            out.push(("off".to_string(), None));
+            continue;
+        }
+        let d = flags
+            .deschedule
+            .descheduling_with(Path::new(part), "--compare-deschedule-policy")?;
+        for w in &d.warnings {
+            eprintln!("--compare-deschedule-policy {part}: {w}");
+        }
+        out.push((part.to_string(), Some(d)));
+    }
+    Ok(out)
 }
 
 /// The answers in a line of text.

@@ -74,6 +74,11 @@ pub struct SimulateFlags {
     /// first), stderr a line of text each.
     #[arg(long, value_name = "POLICIES")]
     pub compare_consolidation: Option<String>,
+    /// With --trace: descheduler policy files to compare, `;`-separated, `off` for none
+    /// ("off;policy.yaml"): the timeline is replayed once per policy (instead of --deschedule-policy),
+    /// one line of answers each.
+    #[arg(long, value_name = "FILES")]
+    pub compare_deschedule_policy: Option<String>,
     /// YAML list of `{at: DURATION, event: <an EventBridge event>}` replayed against the simulation: spot
     /// interruption warnings, rebalance recommendations, Health scheduled changes, instance state changes.
     #[arg(long, value_name = "FILE")]
@@ -167,6 +172,11 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
             ));
         }
         return super::replay::main(&flags, trace);
+    }
+    if flags.compare_deschedule_policy.is_some() {
+        return Err(Error::config(
+            "--compare-deschedule-policy: only with --trace (a snapshot's few loops show one policy at a time: --deschedule-policy)",
+        ));
     }
     let cluster = required(&flags.cluster, "--cluster")?;
     let node_groups = required(&flags.node_groups, "--node-groups")?;

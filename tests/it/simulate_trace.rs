@@ -147,6 +147,45 @@ fn policies_compared_on_the_same_day_each_give_their_answers() {
     assert_eq!(lines[0]["real"], lines[1]["real"]);
 }
 
+#[test]
+fn descheduler_policies_compared_on_the_same_day_each_give_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("lifetime.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 7200}\n  plugins:\n    deschedule: {enabled: [PodLifeTime]}\n",
+    )
+    .unwrap();
+    let choices = format!("off;{}", policy.display());
+    // A third of the day is enough for pods to outlive two hours.
+    let lines = replay(
+        DAY,
+        &["--compare-deschedule-policy", &choices, "--loops", "3000"],
+    );
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["label"], "off");
+    assert_eq!(lines[1]["label"], policy.to_str().unwrap());
+    let evictions = |l: &Value| l["summary"]["evictions"].as_u64().unwrap();
+    // Off, nothing moves; pods older than two hours are evicted through the day under the policy.
+    assert_eq!(evictions(&lines[0]), 0);
+    assert!(evictions(&lines[1]) > 10, "{}", lines[1]);
+    // Without a timeline the comparison is refused, named.
+    let (code, stderr) = run_failing(&[
+        "simulate",
+        "--cluster",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster.yaml"),
+        "--node-groups",
+        GROUPS,
+        "--compare-deschedule-policy",
+        &choices,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--compare-deschedule-policy: only with --trace"),
+        "{stderr}"
+    );
+}
+
 fn write(dir: &Path, name: &str, lines: &[String]) -> String {
     let path = dir.join(name);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
