@@ -11,7 +11,7 @@ use super::simulate::{
 };
 use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
-use crate::report::{self, ChainRun, Extras};
+use crate::report::{self, ChainRun, Extras, ReplayExtras};
 use crate::simulate::{
     calibrate, load_events, summary, Answers, Calibration, LoopReport, Pacing, Replay,
 };
@@ -22,6 +22,8 @@ struct Ran {
     without: bool,
     run: ChainRun,
     answers: Answers,
+    /// What really happened per loop: cost per hour, nodes, pods waiting.
+    recorded: (Vec<f64>, Vec<f64>, Vec<f64>),
 }
 
 /// Replays `trace` under each variant of `flags`.
@@ -129,6 +131,7 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let ran = ran.into_iter().collect::<Result<Vec<Ran>>>()?;
     let mut extras = Extras::default();
     let mut shown = Vec::new();
+    let mut replayed = ReplayExtras::default();
     for mut r in ran {
         r.answers.calibrated = calibrated;
         if r.without {
@@ -146,9 +149,14 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
             println!("{}", json(&r.answers)?);
             eprintln!("{}", answers_text(&r.answers));
         }
+        if replayed.answers.is_empty() {
+            (replayed.cost, replayed.nodes, replayed.pending) = r.recorded;
+        }
+        replayed.answers.push((r.run.chain.clone(), r.answers));
         shown.push(r.run);
         extras.without_consolidation.push(None);
     }
+    extras.replay = Some(replayed);
     if let (Some(file), Some(path)) = (file, &flags.report) {
         let title = format!(
             "{} on {}, {} loops of {}",
@@ -204,7 +212,9 @@ fn replay(
         }
     }
     let answers = replay.answers(pacing.scan_interval.as_secs().max(1));
+    let recorded = replay.recorded();
     Ok(Ran {
+        recorded,
         label: v.label,
         without: v.without,
         run,

@@ -149,6 +149,16 @@ impl Replay {
         });
     }
 
+    /// What really happened, per loop: (cost per hour, nodes, pods waiting).
+    pub fn recorded(&self) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let s = &self.samples;
+        (
+            s.iter().map(|x| x.real_cost).collect(),
+            s.iter().map(|x| x.real_nodes as f64).collect(),
+            s.iter().map(|x| x.real_pending as f64).collect(),
+        )
+    }
+
     /// What the replay comes to, with `loop_secs` between loops.
     pub fn answers(&self, loop_secs: u64) -> Answers {
         let hours = loop_secs as f64 / 3600.0;

@@ -236,3 +236,51 @@ fn a_bad_timeline_is_refused_naming_its_line() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--trace and --cluster"), "{stderr}");
 }
+
+#[test]
+fn the_replays_report_draws_what_really_happened_beside_each_run() {
+    use crate::simulate_report::{assert_self_contained, between, has_text, near, screenshot};
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("replay.html");
+    let lines = replay(
+        DAY,
+        &[
+            "--compare-consolidation",
+            "off;WhenEmptyOrUnderutilized",
+            "--loops",
+            "3000",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_self_contained(&html);
+    // The table: each run's answers, then the recorded ones.
+    let table = between(&html, "<table id=\"replay\">", "</table>");
+    for line in &lines {
+        let label = line["label"].as_str().unwrap();
+        let row = between(table, &format!("<tr data-run=\"{label}\">"), "</tr>");
+        let cost = format!("{:.2}", line["summary"]["costDollars"].as_f64().unwrap());
+        assert!(row.contains(&cost), "{row} should show {cost}");
+    }
+    let real = between(table, "<tr data-run=\"really (recorded)\">", "</tr>");
+    let cost = format!("{:.2}", lines[0]["real"]["costDollars"].as_f64().unwrap());
+    assert!(real.contains(&cost), "{real} should show {cost}");
+    // The recorded line is drawn beside the runs: cost, pending pods, nodes.
+    for figure in [
+        "<figure id=\"cost\">",
+        "<figure id=\"pending\">",
+        "<figure id=\"replay-nodes\">",
+    ] {
+        let svg = between(&html, figure, "</figure>");
+        assert!(
+            has_text(svg, "really (recorded)"),
+            "{figure} has no recorded line"
+        );
+    }
+    // In a browser: the runs' lines and the recorded one (the third colour) are drawn.
+    let pixels = screenshot(&report, dir.path());
+    for series in [[0, 114, 178], [213, 94, 0], [0, 158, 115]] {
+        assert!(near(&pixels, series) > 50, "no series drawn in {series:?}");
+    }
+}
