@@ -3,11 +3,11 @@
 //!
 //! ```text
 //! cargo run --example gen_trace > examples/day.jsonl            # the example trace
-//! cargo run --release --example gen_trace -- 7000 50000 > /tmp/big-day.jsonl   # a 1,000-node day
+//! cargo run --release --example gen_trace -- 25000 50000 50 > /tmp/big-day.jsonl   # a 1,000-node day
 //! ```
 //!
-//! Arguments: web replicas at night and at the peak (default 14 and 56); the batch is a tenth of the
-//! peak.
+//! Arguments: web replicas at night and at the peak (default 14 and 56) and per node (default 7: half a
+//! CPU each); the batch is a tenth of the peak.
 
 use std::io::{BufWriter, Write};
 
@@ -27,6 +27,7 @@ fn main() -> std::io::Result<()> {
         batch: (peak / 10).max(1),
         hpa_every: 300,
         seconds: 86_400,
+        per_node: args.get(2).copied().unwrap_or(7),
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     trace::write(&day, &mut out)?;

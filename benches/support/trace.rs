@@ -19,11 +19,12 @@ pub struct Day {
     pub hpa_every: i64,
     /// Length of the day, in seconds.
     pub seconds: i64,
+    /// Web pods a node holds (their requests are a node's allocatable shared by this many).
+    pub per_node: usize,
 }
 
-/// Web pods: half a CPU, 1 GiB; a batch pod: one CPU, 2 GiB; a node: 4 CPUs (3,920m allocatable), so
-/// 7 web pods a node.
-const WEB_PER_NODE: usize = 7;
+/// A batch pod: one CPU, 2 GiB; a node: 4 CPUs (3,920m allocatable), 15 GiB, 58 pods; a web pod a
+/// `per_node`th of a node.
 const START: i64 = 1_795_132_800; // 2026-11-20T00:00:00Z
 const GROUP: &str = "general-a";
 
@@ -90,7 +91,13 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
         seq += 1;
         events.push((t, seq, kind, v));
     };
-    let nodes_for = |pods: usize| pods.div_ceil(WEB_PER_NODE) + 1;
+    let per_node = day.per_node.clamp(1, 55);
+    let nodes_for = |pods: usize| pods.div_ceil(per_node) + 1;
+    let cpu = format!("{}m", 3920 / per_node);
+    let memory = format!("{}Mi", 15 * 1024 / per_node);
+    let web_pod = |name: &str, t: i64, on: Option<&str>| {
+        pod(name, ("ReplicaSet", "web"), &cpu, &memory, t, on)
+    };
     let mut web: Vec<(String, String)> = Vec::new(); // (pod, node)
     let mut nodes: Vec<String> = Vec::new();
     let mut next_node = 0;
@@ -111,11 +118,7 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
         let name = format!("web-{next_pod}");
         next_pod += 1;
         let on = nodes[i % nodes.len()].clone();
-        push(
-            0,
-            "ADDED",
-            pod(&name, ("ReplicaSet", "web"), "500m", "1Gi", -600, Some(&on)),
-        );
+        push(0, "ADDED", web_pod(&name, -600, Some(&on)));
         web.push((name, on));
     }
     let mut t = day.hpa_every;
@@ -138,26 +141,14 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
             let name = format!("web-{next_pod}");
             next_pod += 1;
             let on = nodes[web.len() % nodes.len()].clone();
-            push(
-                t,
-                "ADDED",
-                pod(&name, ("ReplicaSet", "web"), "500m", "1Gi", t, None),
-            );
+            push(t, "ADDED", web_pod(&name, t, None));
             let bound_at = t + 95;
-            push(
-                bound_at,
-                "MODIFIED",
-                pod(&name, ("ReplicaSet", "web"), "500m", "1Gi", t, Some(&on)),
-            );
+            push(bound_at, "MODIFIED", web_pod(&name, t, Some(&on)));
             web.push((name, on));
         }
         while web.len() > want {
             let (name, on) = web.pop().unwrap_or_default();
-            push(
-                t,
-                "DELETED",
-                pod(&name, ("ReplicaSet", "web"), "500m", "1Gi", t, Some(&on)),
-            );
+            push(t, "DELETED", web_pod(&name, t, Some(&on)));
         }
         let keep = nodes_for(want);
         while nodes.len() > keep && nodes.len() > start_nodes {
@@ -191,19 +182,11 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
             let moved: Vec<usize> = (0..web.len()).filter(|&i| web[i].1 == gone).collect();
             for i in moved {
                 let (old, _) = web[i].clone();
-                push(
-                    t + 120,
-                    "DELETED",
-                    pod(&old, ("ReplicaSet", "web"), "500m", "1Gi", t, Some(&gone)),
-                );
+                push(t + 120, "DELETED", web_pod(&old, t, Some(&gone)));
                 let name = format!("web-{next_pod}");
                 next_pod += 1;
                 let on = nodes[i % nodes.len()].clone();
-                push(
-                    t + 121,
-                    "ADDED",
-                    pod(&name, ("ReplicaSet", "web"), "500m", "1Gi", t + 121, None),
-                );
+                push(t + 121, "ADDED", web_pod(&name, t + 121, None));
                 push(
                     t + 125,
                     "MODIFIED",
