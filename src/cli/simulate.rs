@@ -309,7 +309,7 @@ pub(super) fn variants(
     let mut variants = Vec::new();
     match (chains, policies) {
         (_, Some(policies)) => {
-            let settings = rules(&flags, &flags.expander)?;
+            let settings = rules(flags, &flags.expander)?;
             for p in policies {
                 let (groups, settings) = with_policy(groups, &settings, p.policy, p.min_savings);
                 variants.push(Variant {
@@ -329,7 +329,7 @@ pub(super) fn variants(
                     expander: chain.clone(),
                     ..flags.expander.clone()
                 };
-                let settings = rules(&flags, &expander)?;
+                let settings = rules(flags, &expander)?;
                 let off = (flags.report.is_some()
                     && crate::simulate::consolidates(groups, prices, &settings)?)
                 .then(|| with_policy(groups, &settings, ConsolidationPolicy::Never, None));

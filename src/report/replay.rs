@@ -53,11 +53,11 @@ pub fn section(h: &mut String, runs: &[ChainRun], extras: &Extras) -> Result<()>
                f: &crate::simulate::Figures,
                error: Option<&Answers>| {
         let p = |x: Option<i64>| x.map_or("-".to_string(), |x| x.to_string());
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr data-run=\"{l}\"><td>{l}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.1}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             f.cost_dollars,
             f.node_hours,
             f.pending_pod_seconds,
