@@ -23,6 +23,7 @@ pub mod server;
 pub mod simulate;
 pub mod time;
 pub mod tls;
+pub mod trace;
 
 pub use error::{Error, Result};
 pub use ferroscale_core::{backoff, bounds, clock, deschedule, engine, labels, model, pricing};

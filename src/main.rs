@@ -43,6 +43,7 @@ fn main() -> ExitCode {
             Command::Run(flags) => ferroscale::cli::run::main(flags).await,
             Command::Simulate(flags) => ferroscale::cli::simulate::main(flags),
             Command::Deschedule(flags) => ferroscale::cli::deschedule::main(flags).await,
+            Command::Record(flags) => ferroscale::cli::record::main(flags).await,
         }
     });
     match result {

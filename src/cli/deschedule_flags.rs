@@ -68,24 +68,29 @@ impl DescheduleFlags {
         let Some(path) = &self.deschedule_policy else {
             return Ok(None);
         };
-        let at = |e: &dyn std::fmt::Display| {
-            Error::config(format!("--deschedule-policy {}: {e}", path.display()))
-        };
-        let text = crate::input::read_file(path, &crate::bounds::POLICY, "--deschedule-policy")?;
+        self.descheduling_with(path, "--deschedule-policy")
+            .map(Some)
+    }
+
+    /// The policy at `path` (which `flag` names in errors) with these flags' interval and cooldown.
+    pub fn descheduling_with(&self, path: &std::path::Path, flag: &str) -> Result<Descheduling> {
+        let at =
+            |e: &dyn std::fmt::Display| Error::config(format!("{flag} {}: {e}", path.display()));
+        let text = crate::input::read_file(path, &crate::bounds::POLICY, flag)?;
         let (policy, warnings) = Policy::parse(&text).map_err(|e| at(&e))?;
         if self.deschedule_interval.0.is_zero() {
             return Err(Error::config(
                 "--deschedule-interval: must be more than 0s".to_string(),
             ));
         }
-        Ok(Some(Descheduling {
+        Ok(Descheduling {
             policy,
             interval: self.deschedule_interval.0,
             settings: Settings {
                 cooldown_secs: crate::model::duration::secs(self.deschedule_cooldown.0),
             },
             warnings,
-        }))
+        })
     }
 }
 

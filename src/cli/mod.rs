@@ -10,6 +10,8 @@ mod engine_settings;
 pub mod flags;
 pub mod kube_client;
 pub mod log;
+pub mod record;
+mod replay;
 pub mod run;
 pub mod serve;
 pub mod simulate;
@@ -45,6 +47,9 @@ pub enum Command {
     /// The descheduler alone (next to upstream cluster-autoscaler): its policy file and flags, each
     /// cycle's evictions planned by the scheduling simulation.
     Deschedule(deschedule::DeschedulerFlags),
+    /// Write the cluster's timeline (every change of the objects the engine reads, one JSON line each)
+    /// for `simulate --trace`; read-only.
+    Record(record::RecordFlags),
 }
 
 impl Cli {
@@ -131,6 +136,7 @@ impl Cli {
                     let config = f.config.clone();
                     config::load(f, sub, config.as_deref()).map(Command::Deschedule)
                 }
+                Command::Record(f) => Ok(Command::Record(f)),
             },
         ))
     }

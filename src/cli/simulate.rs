@@ -35,20 +35,28 @@ pub struct SimulateFlags {
     #[arg(long, value_name = "FILE")]
     #[serde(deserialize_with = "relative_to_config")]
     pub node_groups: Option<PathBuf>,
-    /// Loops to run.
-    #[arg(long, default_value_t = 1)]
-    pub loops: u32,
+    /// Loops to run [default: 1; with --trace, as many as the timeline lasts].
+    #[arg(long)]
+    pub loops: Option<u32>,
+    /// Replay a timeline `ferroscale record` wrote (instead of --cluster): its first moment is the
+    /// start, then pods come and go at their recorded times; the last line is the summary, beside what
+    /// really happened (see docs/replay.md).
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub trace: Option<PathBuf>,
     /// Virtual time between loops (also what upstream's unneeded-nodes limit divides the unneeded time
     /// by).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scan_interval))]
     pub scan_interval: GoDuration,
-    /// Virtual time from a scale-up to the new node joining (0: the next loop).
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
-    pub provision_delay: GoDuration,
+    /// Virtual time from a scale-up to the new node joining (0: the next loop) [default: 0s; with
+    /// --trace, the median the timeline's new nodes took].
+    #[arg(long, value_name = "DURATION")]
+    pub provision_delay: Option<GoDuration>,
     /// Virtual time from a new node joining (NotReady, with the `node.kubernetes.io/not-ready` taint and
-    /// its group's start-up taints) to its being Ready (0: at once).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub node_ready_delay: GoDuration,
+    /// its group's start-up taints) to its being Ready (0: at once) [default: 30s; with --trace, the
+    /// median the timeline's new nodes took].
+    #[arg(long, value_name = "DURATION")]
+    pub node_ready_delay: Option<GoDuration>,
     /// Also write an HTML page of the run: charts of nodes per group, pending pods and cost per hour per
     /// loop, and the decisions with their reasons (one file: inline SVG, no script, nothing fetched).
     #[arg(long, value_name = "FILE")]
@@ -66,6 +74,11 @@ pub struct SimulateFlags {
     /// first), stderr a line of text each.
     #[arg(long, value_name = "POLICIES")]
     pub compare_consolidation: Option<String>,
+    /// With --trace: descheduler policy files to compare, `;`-separated, `off` for none
+    /// ("off;policy.yaml"): the timeline is replayed once per policy (instead of --deschedule-policy),
+    /// one line of answers each.
+    #[arg(long, value_name = "FILES")]
+    pub compare_deschedule_policy: Option<String>,
     /// YAML list of `{at: DURATION, event: <an EventBridge event>}` replayed against the simulation: spot
     /// interruption warnings, rebalance recommendations, Health scheduled changes, instance state changes.
     #[arg(long, value_name = "FILE")]
@@ -92,25 +105,33 @@ impl Default for SimulateFlags {
     }
 }
 
+/// `--provision-delay` when not given.
+pub(super) const PROVISION_DELAY: std::time::Duration = std::time::Duration::ZERO;
+/// `--node-ready-delay` when not given.
+pub(super) const NODE_READY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A required file flag.
-fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
+pub(super) fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
     path.as_ref()
         .ok_or_else(|| Error::config(format!("{flag} FILE is required")))
 }
 
 /// One simulation to run: its label (the expander chain, or the consolidation policy compared), its
 /// settings and groups, and whether it is a run without consolidation drawn against the one before.
-struct Variant {
-    label: String,
-    settings: Settings,
-    groups: MemoryConfig,
-    without: bool,
+pub(super) struct Variant {
+    pub(super) label: String,
+    pub(super) settings: Settings,
+    pub(super) groups: MemoryConfig,
+    pub(super) without: bool,
 }
 
 /// `groups` and `settings` with consolidation `policy` for every group (a group's own policy replaced,
 /// its `after` kept), and `min_savings` if given.
 /// The engine's settings from the loop's flags and `expander`, loops `--scan-interval` apart.
-fn rules(flags: &SimulateFlags, expander: &ExpanderFlags) -> Result<crate::engine::Settings> {
+pub(super) fn rules(
+    flags: &SimulateFlags,
+    expander: &ExpanderFlags,
+) -> Result<crate::engine::Settings> {
     Ok(crate::engine::Settings {
         scan_interval: flags.scan_interval.0,
         ..flags.rules.engine(expander)?
@@ -144,6 +165,19 @@ fn with_policy(
 /// with `--report` also writes the page, and when some group consolidates runs it once more without to
 /// draw the cost with and without.
 pub fn main(flags: SimulateFlags) -> Result<()> {
+    if let Some(trace) = &flags.trace {
+        if flags.cluster.is_some() {
+            return Err(Error::config(
+                "--trace and --cluster: a replay starts from the timeline's first moment; give one",
+            ));
+        }
+        return super::replay::main(&flags, trace);
+    }
+    if flags.compare_deschedule_policy.is_some() {
+        return Err(Error::config(
+            "--compare-deschedule-policy: only with --trace (a snapshot's few loops show one policy at a time: --deschedule-policy)",
+        ));
+    }
     let cluster = required(&flags.cluster, "--cluster")?;
     let node_groups = required(&flags.node_groups, "--node-groups")?;
     let chains = match &flags.compare_expanders {
@@ -173,58 +207,17 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     let groups = MemoryConfig::load(node_groups)?;
     let prices = flags.expander.price_overrides()?;
     let pacing = Pacing {
-        loops: flags.loops,
+        loops: flags.loops.unwrap_or(1),
         scan_interval: flags.scan_interval.0,
-        provision_delay: flags.provision_delay.0,
-        node_ready_delay: flags.node_ready_delay.0,
+        provision_delay: flags.provision_delay.map_or(PROVISION_DELAY, |d| d.0),
+        node_ready_delay: flags.node_ready_delay.map_or(NODE_READY_DELAY, |d| d.0),
     };
     let events = match &flags.events {
         Some(path) => load_events(path)?,
         None => Vec::new(),
     };
     let compare = chains.is_some() || policies.is_some();
-    let mut variants = Vec::new();
-    match (&chains, &policies) {
-        (_, Some(policies)) => {
-            let settings = rules(&flags, &flags.expander)?;
-            for p in policies {
-                let (groups, settings) = with_policy(&groups, &settings, p.policy, p.min_savings);
-                variants.push(Variant {
-                    label: p.label.clone(),
-                    settings,
-                    groups,
-                    without: false,
-                });
-            }
-        }
-        _ => {
-            let chains = chains.unwrap_or_else(|| vec![flags.expander.expander.clone()]);
-            for chain in chains {
-                let expander = ExpanderFlags {
-                    expander: chain.clone(),
-                    ..flags.expander.clone()
-                };
-                let settings = rules(&flags, &expander)?;
-                let off = (flags.report.is_some()
-                    && crate::simulate::consolidates(&groups, &prices, &settings)?)
-                .then(|| with_policy(&groups, &settings, ConsolidationPolicy::Never, None));
-                variants.push(Variant {
-                    label: chain,
-                    settings,
-                    groups: groups.clone(),
-                    without: false,
-                });
-                if let Some((groups, settings)) = off {
-                    variants.push(Variant {
-                        label: String::new(),
-                        settings,
-                        groups,
-                        without: true,
-                    });
-                }
-            }
-        }
-    }
+    let variants = variants(&flags, &chains, &policies, &groups, &prices)?;
     // Every run starts from the same snapshot: each simulation but the last takes a copy of the model.
     let mut inputs = inputs;
     let count = variants.len();
@@ -304,8 +297,64 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     Ok(())
 }
 
+/// The runs `flags` ask for: one per expander chain or consolidation policy compared, else one (and,
+/// with `--report` when some group consolidates, one more without consolidation).
+pub(super) fn variants(
+    flags: &SimulateFlags,
+    chains: &Option<Vec<String>>,
+    policies: &Option<Vec<report::PolicySpec>>,
+    groups: &MemoryConfig,
+    prices: &crate::pricing::PriceOverrides,
+) -> Result<Vec<Variant>> {
+    let mut variants = Vec::new();
+    match (chains, policies) {
+        (_, Some(policies)) => {
+            let settings = rules(flags, &flags.expander)?;
+            for p in policies {
+                let (groups, settings) = with_policy(groups, &settings, p.policy, p.min_savings);
+                variants.push(Variant {
+                    label: p.label.clone(),
+                    settings,
+                    groups,
+                    without: false,
+                });
+            }
+        }
+        _ => {
+            let chains = chains
+                .clone()
+                .unwrap_or_else(|| vec![flags.expander.expander.clone()]);
+            for chain in chains {
+                let expander = ExpanderFlags {
+                    expander: chain.clone(),
+                    ..flags.expander.clone()
+                };
+                let settings = rules(flags, &expander)?;
+                let off = (flags.report.is_some()
+                    && crate::simulate::consolidates(groups, prices, &settings)?)
+                .then(|| with_policy(groups, &settings, ConsolidationPolicy::Never, None));
+                variants.push(Variant {
+                    label: chain,
+                    settings,
+                    groups: groups.clone(),
+                    without: false,
+                });
+                if let Some((groups, settings)) = off {
+                    variants.push(Variant {
+                        label: String::new(),
+                        settings,
+                        groups,
+                        without: true,
+                    });
+                }
+            }
+        }
+    }
+    Ok(variants)
+}
+
 /// One line of JSON for stdout.
-fn json(value: &impl serde::Serialize) -> Result<String> {
+pub(super) fn json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| Error::io("writing the report", std::io::Error::other(e)))
 }

@@ -18,6 +18,7 @@ pub mod owners;
 pub mod pod_facts;
 pub mod pod_status;
 pub mod priorities;
+pub mod record;
 mod requests;
 mod selectors;
 pub mod shared;

@@ -72,20 +72,22 @@ pub fn page_with(title: &str, runs: &[ChainRun], extras: &Extras) -> Result<Stri
         Some(hours) => policy_summary(&mut h, runs, hours),
         None => summary(&mut h, runs),
     }
-    let pending: Vec<Series> = runs
+    let mut pending: Vec<Series> = runs
         .iter()
         .map(|r| Series {
             label: &r.chain,
             values: r.loops.iter().map(|l| l.pending.len() as f64).collect(),
         })
         .collect();
-    let cost: Vec<Series> = runs
+    let mut cost: Vec<Series> = runs
         .iter()
         .map(|r| Series {
             label: &r.chain,
             values: r.loops.iter().map(|l| r.cost_per_hour(l)).collect(),
         })
         .collect();
+    super::replay::add_real(&mut pending, &mut cost, extras);
+    super::replay::section(&mut h, runs, extras)?;
     let _ = write!(
         h,
         "<h2>Per loop</h2>\n<div class=\"charts\">\n<figure id=\"pending\">{}</figure>\n\

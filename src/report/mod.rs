@@ -5,6 +5,7 @@
 mod charts;
 mod consolidation;
 mod html;
+mod replay;
 
 use serde::Serialize;
 
@@ -16,6 +17,7 @@ pub use consolidation::{
     parse_policies, policy_outcomes, PolicyDifference, PolicyOutcome, PolicySpec,
 };
 pub use html::{page, page_with};
+pub use replay::{ReplayExtras, REALLY};
 
 /// The label of the nodes of no group in [`LoopReport::nodes`].
 const NO_GROUP: &str = "-";
@@ -39,6 +41,8 @@ pub struct Extras {
     /// Set by `--compare-consolidation` (the runs are policies, not expander chains): hours of virtual
     /// time per loop, for each run's total cost.
     pub policies: Option<f64>,
+    /// Set by `simulate --trace`: the recorded figures and each run's answers.
+    pub replay: Option<replay::ReplayExtras>,
 }
 
 /// What a run came to after its last loop, and how it differs from the first chain compared.

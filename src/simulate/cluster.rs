@@ -52,6 +52,8 @@ pub struct State {
     pub now: i64,
     /// Each node's `ferroscale.io/intent` annotation, as the actuator wrote it.
     pub intents: HashMap<String, String>,
+    /// Evictions the simulated API carried out, by any method, since the start.
+    pub evicted: u64,
 }
 
 /// A budget as the dump gave it: the pods it covered that were running, and what it allowed (see

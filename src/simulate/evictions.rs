@@ -94,6 +94,7 @@ impl State {
             return Attempt::Refused(why);
         }
         *self.incarnations.entry(key).or_default() += 1;
+        self.evicted += 1;
         match to {
             None if self.pods[i].meta.deleted.is_some() => {
                 self.pods.remove(i);

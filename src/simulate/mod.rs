@@ -13,12 +13,17 @@ mod cluster;
 mod descheduling;
 mod events;
 mod evictions;
+mod real;
+mod replay;
 mod report;
+mod timeline;
 mod usage;
 
 pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
+pub use replay::{Answers, Figures, Replay};
 pub use report::*;
+pub use timeline::{calibrate, Calibration};
 
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{instance_price, InstanceLifecycle, MemoryCloud, MemoryConfig};

@@ -95,7 +95,9 @@ fn check_ferroscale(d: &Deployment, objects: &[Value]) {
     match cli.command {
         Cmd::Serve(_) => assert_eq!(spec.automount_service_account_token, Some(false)),
         Cmd::Run(_) => assert_eq!(spec.automount_service_account_token, Some(true)),
-        Cmd::Simulate(_) | Cmd::Deschedule(_) => panic!("the chart runs serve or run"),
+        Cmd::Simulate(_) | Cmd::Deschedule(_) | Cmd::Record(_) => {
+            panic!("the chart runs serve or run")
+        }
     }
 }
 

@@ -72,6 +72,7 @@ pub const NAMESPACES: &str = "/api/v1/namespaces";
 /// metrics-server's usage (an aggregated API; served here as any other collection).
 pub const NODE_METRICS: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
 pub const POD_METRICS: &str = "/apis/metrics.k8s.io/v1beta1/pods";
+pub const REPLICATION_CONTROLLERS: &str = "/api/v1/replicationcontrollers";
 
 mod eviction;
 mod faults;

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::{
     CLAIMS, CLASSES, CONFIGMAPS, CSINODES, DAEMONSETS, EVENTS, LEASES, NAMESPACES, NODES,
-    NODE_METRICS, PDBS, PODS, POD_METRICS, PRIORITYCLASSES, REPLICASETS, VOLUMES,
+    NODE_METRICS, PDBS, PODS, POD_METRICS, PRIORITYCLASSES, REPLICASETS, REPLICATION_CONTROLLERS,
+    VOLUMES,
 };
 
 pub(super) fn kind_of(collection: &str) -> &'static str {
@@ -29,6 +30,7 @@ pub(super) fn kind_of(collection: &str) -> &'static str {
         NAMESPACES => "Namespace",
         NODE_METRICS => "NodeMetrics",
         POD_METRICS => "PodMetrics",
+        REPLICATION_CONTROLLERS => "ReplicationController",
         _ => "Unknown",
     }
 }

@@ -1,0 +1,268 @@
+//! `simulate --trace`: a recorded timeline replayed against the simulation. The objects of its first
+//! moment are the start (nodes, pods where they ran, everything else); afterwards pods are created and
+//! deleted at their recorded times, without the nodes they really ran on (the simulated scheduler places
+//! them on the simulated nodes), a pod that finished leaves, and the objects pods are read against
+//! (owners, namespaces, storage, budgets) follow the recording. The recorded nodes after the start are
+//! what really happened: [`Real`] follows them beside the simulation.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1 as core;
+use serde_json::Value;
+
+use super::real::Real;
+use crate::error::{Error, Result};
+use crate::k8s::documents::Objects;
+use crate::k8s::pod_status::pod_terminal;
+use crate::model::workload::Pod;
+use crate::trace::{read_file, Change, Entry, Kind, Reader};
+
+/// A pod's key: namespace/name.
+pub type PodKey = (String, String);
+
+/// What happens to the simulation at one moment of the timeline.
+#[derive(Debug, Default)]
+pub struct Due {
+    /// Pods created (not bound), in the timeline's order.
+    pub added: Vec<Pod>,
+    /// Pods deleted or finished.
+    pub removed: Vec<PodKey>,
+    /// Whether the budgets changed (the simulation's are then read again from [`Timeline::objects`]).
+    pub budgets_changed: bool,
+}
+
+/// A timeline being replayed.
+pub struct Timeline {
+    entries: Reader<Box<dyn BufRead + Send>>,
+    /// The first entry not replayed yet.
+    next: Option<Entry>,
+    /// The time of the first moment (Unix seconds).
+    pub start: i64,
+    /// The objects as the timeline has them now, but pods and nodes: what a pod created later is read
+    /// against, and the budgets.
+    pub objects: Objects,
+    /// What really happened, as recorded.
+    pub real: Real,
+    /// Pods created by DaemonSets or mirrored after the start: the simulated kubelet makes its own.
+    pub skipped: u64,
+    /// The file, for errors.
+    source: std::path::PathBuf,
+}
+
+fn typed<T: serde::de::DeserializeOwned>(value: Value, what: impl Fn() -> String) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| Error::config(format!("{}: {e}", what())))
+}
+
+fn key_of<
+    T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+>(
+    o: &T,
+) -> (Option<&str>, Option<&str>) {
+    let m = o.metadata();
+    (m.namespace.as_deref(), m.name.as_deref())
+}
+
+/// Puts `object` in `list` in place of the one of its name, or adds it; `None` deletes it.
+fn upsert<T>(list: &mut Vec<T>, key: (&str, &str), object: Option<T>)
+where
+    T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+{
+    let same = |o: &T| {
+        let (ns, name) = key_of(o);
+        ns.unwrap_or("") == key.0 && name.unwrap_or("") == key.1
+    };
+    let at = list.iter().position(same);
+    match (at, object) {
+        (Some(i), Some(o)) => list[i] = o,
+        (None, Some(o)) => list.push(o),
+        (Some(i), None) => {
+            list.remove(i);
+        }
+        (None, None) => {}
+    }
+}
+
+impl Timeline {
+    /// Opens the timeline at `path` and reads its first moment: the start, as a dump would give it.
+    pub fn open(path: &Path) -> Result<(Objects, Timeline)> {
+        let mut entries = read_file(path)?;
+        let first = entries
+            .next()
+            .transpose()?
+            .ok_or_else(|| Error::config(format!("trace {}: no entry", path.display())))?;
+        let start_time = first.time;
+        let mut start = Objects::default();
+        let mut next = Some(first);
+        while let Some(entry) = next.take_if(|e| e.time == start_time) {
+            let line = entries.line();
+            apply(&mut start, entry, line, path)?;
+            next = entries.next().transpose()?;
+        }
+        let real = Real::starting(&start);
+        let objects = Objects {
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            ..start.clone()
+        };
+        Ok((
+            start,
+            Timeline {
+                entries,
+                next,
+                start: start_time.as_second(),
+                objects,
+                real,
+                skipped: 0,
+                source: path.to_path_buf(),
+            },
+        ))
+    }
+
+    /// The time of the last entry read so far, or of the next one (Unix seconds); `None` once all are
+    /// replayed.
+    pub fn next_time(&self) -> Option<i64> {
+        self.next.as_ref().map(|e| e.time.as_second())
+    }
+
+    /// Everything the timeline says happened up to `now` (Unix seconds), for the simulation.
+    pub fn due(&mut self, now: i64) -> Result<Due> {
+        let mut due = Due::default();
+        while let Some(entry) = self.next.take_if(|e| e.time.as_second() <= now) {
+            let line = self.entries.line();
+            self.replay(entry, line, &mut due)?;
+            self.next = self.entries.next().transpose()?;
+        }
+        Ok(due)
+    }
+
+    fn replay(&mut self, entry: Entry, line: u64, due: &mut Due) -> Result<()> {
+        let at = entry.time.as_second();
+        let what = || {
+            format!(
+                "trace {} line {line}: {}",
+                self.source.display(),
+                entry.kind.name()
+            )
+        };
+        match entry.kind {
+            Kind::Node => {
+                let (_, name) = entry.key();
+                let name = name.to_string();
+                self.real.node(&name, entry.change, &entry.object, at);
+            }
+            Kind::Pod => {
+                let (ns, name) = entry.key();
+                let key = (ns.to_string(), name.to_string());
+                let change = entry.change;
+                let pod: core::Pod = typed(entry.object, what)?;
+                self.real.pod(&key, change, &pod, at);
+                match change {
+                    Change::Deleted => due.removed.push(key),
+                    Change::Modified if pod_terminal(&pod) => due.removed.push(key),
+                    Change::Modified => {}
+                    Change::Added if pod_terminal(&pod) => {}
+                    Change::Added => match self.created(&pod)? {
+                        Some(p) => due.added.push(p),
+                        None => self.skipped += 1,
+                    },
+                }
+            }
+            kind => {
+                due.budgets_changed |= kind == Kind::PodDisruptionBudget;
+                apply(&mut self.objects, entry, line, &self.source)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The model of a pod created at its recorded time, not bound; `None` for pods the simulated
+    /// kubelet makes itself (DaemonSet and mirror pods).
+    fn created(&self, pod: &core::Pod) -> Result<Option<Pod>> {
+        let mut p = crate::k8s::objects::pod(pod)?;
+        if p.owned_by_daemon_set() || p.meta.mirror {
+            return Ok(None);
+        }
+        p.claims = self.objects.storage().claims_of(pod)?;
+        p.node_name = None;
+        let mut one = [p];
+        crate::k8s::owners::set_owner_replicas(
+            &mut one,
+            &self.objects.replicasets,
+            &self.objects.replication_controllers,
+        );
+        crate::k8s::namespaces::set_namespace_labels(&mut one, &self.objects.namespaces);
+        let [p] = one;
+        Ok(Some(p))
+    }
+}
+
+/// The start-up times of the nodes a timeline saw launched, as `--provision-delay` and
+/// `--node-ready-delay` take them: the median of each.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibration {
+    /// Nodes launched after the start, measured.
+    pub nodes: usize,
+    pub provision_delay_seconds: Option<i64>,
+    pub node_ready_delay_seconds: Option<i64>,
+}
+
+fn median(mut v: Vec<i64>) -> Option<i64> {
+    v.sort_unstable();
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
+/// Reads the whole timeline at `path` for its nodes' start-up times.
+pub fn calibrate(path: &Path) -> Result<Calibration> {
+    let (_, mut timeline) = Timeline::open(path)?;
+    timeline.due(i64::MAX)?;
+    let real = timeline.real;
+    Ok(Calibration {
+        nodes: real.ready_delays.len().max(real.provision_delays.len()),
+        provision_delay_seconds: median(real.provision_delays),
+        node_ready_delay_seconds: median(real.ready_delays),
+    })
+}
+
+/// Applies one entry to `objects` (by its kind's list).
+fn apply(objects: &mut Objects, entry: Entry, line: u64, path: &Path) -> Result<()> {
+    let (ns, name) = entry.key();
+    let key = (ns.to_string(), name.to_string());
+    let key = (key.0.as_str(), key.1.as_str());
+    let what = || {
+        format!(
+            "trace {} line {line}: {} {}/{}",
+            path.display(),
+            entry.kind.name(),
+            key.0,
+            key.1
+        )
+    };
+    let deleted = entry.change == Change::Deleted;
+    macro_rules! set {
+        ($list:expr) => {{
+            let object = if deleted {
+                None
+            } else {
+                Some(typed(entry.object.clone(), what)?)
+            };
+            upsert(&mut $list, key, object);
+        }};
+    }
+    match entry.kind {
+        Kind::Node => set!(objects.nodes),
+        Kind::Pod => set!(objects.pods),
+        Kind::PodDisruptionBudget => set!(objects.pdbs),
+        Kind::DaemonSet => set!(objects.daemonsets),
+        Kind::ReplicaSet => set!(objects.replicasets),
+        Kind::ReplicationController => set!(objects.replication_controllers),
+        Kind::PersistentVolumeClaim => set!(objects.claims),
+        Kind::PersistentVolume => set!(objects.volumes),
+        Kind::StorageClass => set!(objects.classes),
+        Kind::CSINode => set!(objects.csinodes),
+        Kind::Namespace => set!(objects.namespaces),
+        Kind::PriorityClass => set!(objects.priority_classes),
+    }
+    Ok(())
+}
