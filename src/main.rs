@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         match command? {
             Command::Serve(flags) => ferroscale::cli::serve::main(flags).await,
             Command::Run(flags) => ferroscale::cli::run::main(flags).await,
-            Command::Simulate(flags) => ferroscale::cli::simulate::main(flags),
+            Command::Simulate(flags) => ferroscale::cli::simulate_or_replay(flags),
             Command::Deschedule(flags) => ferroscale::cli::deschedule::main(flags).await,
             Command::Record(flags) => ferroscale::cli::record::main(flags).await,
         }

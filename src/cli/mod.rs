@@ -52,6 +52,17 @@ pub enum Command {
     Record(record::RecordFlags),
 }
 
+/// `ferroscale simulate`: a replay of `--trace`'s timeline, else the loops on `--cluster`'s snapshot.
+pub fn simulate_or_replay(flags: simulate::SimulateFlags) -> Result<()> {
+    match &flags.trace {
+        Some(_) if flags.cluster.is_some() => Err(Error::config(
+            "--trace and --cluster: a replay starts from the timeline's first moment; give one",
+        )),
+        Some(trace) => replay::main(&flags, trace),
+        None => simulate::main(flags),
+    }
+}
+
 impl Cli {
     /// `run`'s arguments without the cluster-autoscaler flags ferroscale does not implement (see
     /// `upstream_flags`), and those flags as written; other commands' arguments as they are.

@@ -8,7 +8,7 @@ use clap::Args;
 use super::kube_client::kube_clients;
 use super::values::GoDuration;
 use crate::error::Result;
-use crate::trace::recorder::Recorder;
+use crate::k8s::record::Recorder;
 use crate::trace::Writer;
 
 /// Flags of `ferroscale record`.

@@ -165,14 +165,6 @@ fn with_policy(
 /// with `--report` also writes the page, and when some group consolidates runs it once more without to
 /// draw the cost with and without.
 pub fn main(flags: SimulateFlags) -> Result<()> {
-    if let Some(trace) = &flags.trace {
-        if flags.cluster.is_some() {
-            return Err(Error::config(
-                "--trace and --cluster: a replay starts from the timeline's first moment; give one",
-            ));
-        }
-        return super::replay::main(&flags, trace);
-    }
     if flags.compare_deschedule_policy.is_some() {
         return Err(Error::config(
             "--compare-deschedule-policy: only with --trace (a snapshot's few loops show one policy at a time: --deschedule-policy)",

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::charts::{lines, Series};
+pub use super::text::escape;
 use super::{outcomes, policy_outcomes, ChainRun, Extras};
 use crate::error::Result;
 use crate::simulate::{LoopReport, Reasoned};
@@ -18,22 +19,6 @@ th{background:#e8eef6}td.n{text-align:right;white-space:nowrap}figure{margin:0}.
 .charts{display:flex;flex-wrap:wrap;gap:12px}\
 .chains{display:grid;gap:16px}.chains>section{min-width:0}\
 svg{max-width:100%;height:auto}";
-
-/// Text made safe for HTML content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// A whole number with its sign (`+1`, `0`, `-2`).
 fn signed(n: i64) -> String {

@@ -6,6 +6,7 @@ mod charts;
 mod consolidation;
 mod html;
 mod replay;
+mod text;
 
 use serde::Serialize;
 

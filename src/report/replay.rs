@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::charts::{lines, Series};
-use super::html::escape;
+use super::text::escape;
 use super::{ChainRun, Extras};
 use crate::error::Result;
 use crate::simulate::Answers;

@@ -13,6 +13,7 @@ mod cluster;
 mod descheduling;
 mod events;
 mod evictions;
+mod loop_report;
 mod real;
 mod replay;
 mod report;
@@ -424,7 +425,7 @@ impl Simulation {
         });
         self.remember_moved(&acted, now);
         self.cluster.forget_gone(&*self.cloud);
-        let mut report = report::of_loop(self.loop_number, now - self.start, &d, &acted);
+        let mut report = loop_report::of_loop(self.loop_number, now - self.start, &d, &acted);
         // As `run`: nothing is planned onto nodes being removed, being emptied or whose instance is
         // going away; the nodes the plan empties go to scale-down.
         let removing = self

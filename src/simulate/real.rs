@@ -6,13 +6,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use k8s_openapi::api::core::v1 as core;
 use serde_json::Value;
 
-use super::timeline::PodKey;
 use crate::cloud::memory::MemoryConfig;
 use crate::k8s::documents::Objects;
 use crate::k8s::pod_status::pod_terminal;
 use crate::labels;
 use crate::model::instance_id;
 use crate::trace::Change;
+
+/// A pod's key: (namespace, name).
+pub type PodKey = (String, String);
 
 /// What a real node is priced by: its group, found from its labels or its instance.
 #[derive(Debug, Clone, Default)]

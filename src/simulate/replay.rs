@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::timeline::{PodKey, Timeline};
+use super::real::PodKey;
+use super::timeline::Timeline;
 use super::{LoopReport, Pacing, Simulation};
 use crate::cloud::memory::MemoryConfig;
 use crate::engine::Settings;

@@ -11,15 +11,12 @@ use std::path::Path;
 use k8s_openapi::api::core::v1 as core;
 use serde_json::Value;
 
-use super::real::Real;
+use super::real::{PodKey, Real};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::pod_status::pod_terminal;
 use crate::model::workload::Pod;
 use crate::trace::{read_file, Change, Entry, Kind, Reader};
-
-/// A pod's key: namespace/name.
-pub type PodKey = (String, String);
 
 /// What happens to the simulation at one moment of the timeline.
 #[derive(Debug, Default)]

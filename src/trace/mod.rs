@@ -2,14 +2,11 @@
 //! a line, `{"time": "<RFC 3339>", "type": "ADDED|MODIFIED|DELETED", "object": {…}}`, in time order:
 //! first every object as the recording found it (`ADDED`, at the start time), then every change. A file
 //! whose name ends in `.gz` is gzip. The objects are the kinds a `simulate` dump holds, cut to the
-//! fields the engine reads ([`keep`]): never environment values, command lines, secrets or config maps.
+//! fields the engine reads (`k8s::record`'s `keep`): never environment values, command lines, secrets or config maps.
 
-mod keep;
 mod read;
-pub mod recorder;
 mod write;
 
-pub use keep::keep;
 pub use read::{read_file, Reader};
 pub use write::Writer;
 

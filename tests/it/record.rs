@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::kube_api::{KubeApi, NAMESPACES, NODES, PODS, REPLICASETS};
-use ferroscale::trace::recorder::Recorder;
+use ferroscale::k8s::record::Recorder;
 use ferroscale::trace::{read_file, Change, Writer};
 
 fn pod(name: &str) -> Value {

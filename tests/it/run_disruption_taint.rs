@@ -33,6 +33,29 @@ fn disrupted(api: &KubeApi, node: &str) -> Option<String> {
     })
 }
 
+/// Node writes (PATCH, PUT) the API has received.
+fn node_writes(api: &KubeApi) -> u64 {
+    api.requests()
+        .iter()
+        .filter(|r| {
+            (r.starts_with("PATCH ") || r.starts_with("PUT ")) && r.contains("/api/v1/nodes/")
+        })
+        .count() as u64
+}
+
+/// Waits until the runner's node watch has seen every node write the API received (each write is one
+/// watch event): the next loop sees the nodes as they are.
+async fn watched(h: &Harness, events_before: u64, writes_before: u64) {
+    let writes = node_writes(&h.api) - writes_before;
+    for _ in 0..400 {
+        if h.watches.nodes.events() >= events_before + writes {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the node watch did not see the {writes} writes");
+}
+
 #[tokio::test]
 async fn the_old_nodes_are_tainted_while_the_surge_comes_up_and_untainted_when_it_is_dropped() {
     let api = KubeApi::start().await;
@@ -50,6 +73,7 @@ async fn the_old_nodes_are_tainted_while_the_surge_comes_up_and_untainted_when_i
     assert!(OLD.iter().all(|n| disrupted(&h.api, n).is_none()));
 
     // The plan starts: its new node is asked for, and the old nodes are tainted at once.
+    let (events, writes) = (h.watches.nodes.events(), node_writes(&h.api));
     let d = h.runner.run_once(t0).await.unwrap();
     assert_eq!(d.consolidations.len(), 1, "{d:#?}");
     assert_eq!(d.consolidations[0].action, ConsolidationAction::Replace);
@@ -60,6 +84,7 @@ async fn the_old_nodes_are_tainted_while_the_surge_comes_up_and_untainted_when_i
     }
 
     // Still on while the new node is on its way.
+    watched(&h, events, writes).await;
     h.synced(3, 3).await;
     let d = h.runner.run_once(t0 + 60).await.unwrap();
     assert!(d.scale_down.is_empty(), "{d:#?}");

@@ -61,15 +61,25 @@ fn an_hpa_scale_in_is_followed_by_no_consolidation_before_after() {
         }
     }
     let (at, nodes, evicted) = first.expect("consolidated once after has passed");
-    assert_eq!(at, 10 + 600, "10 minutes after the removal was seen");
+    // Found 10 minutes after the removal was seen (+610), the deletion is held 15 s and acted on once
+    // validated, at the next loop past that (+630).
+    assert_eq!(
+        at,
+        10 + 600 + 20,
+        "10 minutes after the removal was seen, validated"
+    );
     assert_eq!(nodes, ["m5-1"]);
     assert_eq!(evicted, ["shop/web-1"]);
 
     // The contrast: a simulation started after the scale-in knows of no removal, and the replica is
-    // old: the node goes at once, as every node did before pod removals were counted.
+    // old: the node goes at once (once validated, 15 s on), as every node did before pod removals
+    // were counted.
     let mut snapshot_only = sim(&cluster(false), GROUPS);
-    let r = snapshot_only.step(&settings, &pacing());
-    assert_eq!(r.consolidations.len(), 1, "{r:#?}");
+    let r = (0..3)
+        .map(|_| snapshot_only.step(&settings, &pacing()))
+        .find(|r| !r.consolidations.is_empty())
+        .expect("consolidated at once");
+    assert_eq!(r.time, 20, "{r:#?}");
     assert_eq!(r.consolidations[0].nodes, ["m5-1"]);
 }
 
@@ -147,7 +157,12 @@ fn a_node_that_received_a_moved_pod_waits_after_before_the_next_plan() {
     let mut settings = ferroscale::cli::flags::default_engine();
     settings.scale_down_enabled = false;
     let mut s = sim(&moves_cluster(false), MOVES);
-    let r = s.step(&settings, &pacing());
+    // The deletion is held 15 s and validated before it is acted on.
+    let r = (0..5)
+        .map(|_| s.step(&settings, &pacing()))
+        .find(|r| !r.consolidations.is_empty())
+        .expect("a deletion");
+    let deleted_at = r.time;
     assert_eq!(r.consolidations.len(), 1, "{r:#?}");
     assert_eq!(
         (
@@ -166,8 +181,12 @@ fn a_node_that_received_a_moved_pod_waits_after_before_the_next_plan() {
     }
     assert_eq!(
         next,
-        Some((10 + 600, "replace".to_string(), vec!["m5-1".to_string()])),
-        "web-0 was seen bound to m5-1 at +10s"
+        Some((
+            deleted_at + 10 + 600,
+            "replace".to_string(),
+            vec!["m5-1".to_string()]
+        )),
+        "web-0 was seen bound to m5-1 the loop after the deletion"
     );
 
     // The contrast: a snapshot with both replicas already on m5-1 knows of no move: replaced at once.

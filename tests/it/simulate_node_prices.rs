@@ -4,6 +4,7 @@
 
 use crate::support::fixtures::dump::pod;
 use crate::support::simulate_harness::{pacing, sim};
+use ferroscale::simulate::Simulation;
 
 /// Group `mixed`: the next node costs the blend ($0.0656/h: 40% on-demand at $0.096, 60% spot at
 /// $0.035); `instances` as listed.
@@ -50,7 +51,14 @@ fn spot_and_on_demand_nodes_of_a_mixed_group_are_each_priced_as_they_are() {
         &cluster(", eks.amazonaws.com/capacityType: SPOT"),
         &groups("{id: i-0}, {id: i-1, lifecycle: on-demand}"),
     );
-    let r = s.step(&settings, &pacing());
+    // A deletion is held 15 s and validated before it is acted on.
+    let first_plan = |s: &mut Simulation| {
+        (0..5)
+            .map(|_| s.step(&settings, &pacing()))
+            .find(|r| !r.consolidations.is_empty())
+            .expect("a consolidation")
+    };
+    let r = first_plan(&mut s);
     assert_eq!(r.consolidations.len(), 1, "{r:#?}");
     let plan = &r.consolidations[0];
     assert_eq!(plan.action, "delete");
@@ -65,7 +73,7 @@ fn spot_and_on_demand_nodes_of_a_mixed_group_are_each_priced_as_they_are() {
 
     // The contrast: the same nodes with no lifecycle known are priced at the group's blend.
     let mut blended = sim(&cluster(""), &groups("{id: i-0}, {id: i-1}"));
-    let r = blended.step(&settings, &pacing());
+    let r = first_plan(&mut blended);
     assert_eq!(r.consolidations.len(), 1, "{r:#?}");
     assert_eq!(r.consolidations[0].nodes, ["mixed-0"], "{r:#?}");
     assert_eq!(r.consolidations[0].savings_per_hour, 0.0656);

@@ -9,8 +9,9 @@ use std::collections::{HashMap, HashSet};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 
-use super::{keep, Change, Entry, Kind, Writer};
+use super::keep;
 use crate::error::Result;
+use crate::trace::{Change, Entry, Kind, Writer};
 
 /// What a watch (or the first list) said about one kind.
 #[derive(Debug, Clone)]

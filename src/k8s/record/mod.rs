@@ -3,6 +3,12 @@
 //! is enough. A watch that fails starts over with a full list, which the [`Recorder`] compares with what
 //! it wrote, so the timeline has no gap and no duplicate.
 
+mod keep;
+mod recorder;
+
+pub use keep::keep;
+pub use recorder::{Recorder, Seen};
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -18,7 +24,6 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 
 use crate::error::{Error, Result};
-use crate::trace::recorder::{Recorder, Seen};
 use crate::trace::Kind;
 
 /// How often what was written is pushed to the file, at least.

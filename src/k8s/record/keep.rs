@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value};
 
-use super::Kind;
 use crate::k8s::documents::watched::{LeanNode, LeanPod};
 use crate::labels;
+use crate::trace::Kind;
 
 /// `object` (of `kind`) cut to what the engine reads, `kind` and `apiVersion` set; an object that is
 /// not of its kind's shape is the error.
