@@ -329,6 +329,7 @@ pub struct LoopFlags {
     /// NodeResourcesFit `ignoredResources`/`ignoredResourceGroups` are simulated; other settings that
     /// change where pods fit are refused.
     #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
     pub scheduler_config_file: Option<PathBuf>,
     /// Schedulers whose pods count as pending as soon as they have no node, without waiting for the
     /// scheduler to mark them unschedulable (comma-separated, as upstream).
