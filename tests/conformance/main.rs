@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// What the suite must hold at least, as the conformance issue asks.
-const MINIMUM_CASES: usize = 855;
+const MINIMUM_CASES: usize = 858;
 
 /// One fixture file: the upstream test its cases come from.
 #[derive(Debug, Deserialize)]
