@@ -82,8 +82,10 @@ mod tests {
             added_affinity: vec![vec![req("zone", "a")], vec![req("zone", "b")]],
             ..Default::default()
         };
-        let mut pod = Pod::default();
-        pod.node_affinity = vec![vec![req("disk", "ssd")]];
+        let pod = Pod {
+            node_affinity: vec![vec![req("disk", "ssd")]],
+            ..Default::default()
+        };
         let p = profile.apply(&pod);
         assert_eq!(
             p.node_affinity,
