@@ -1,5 +1,5 @@
-//! The binpacking estimator alone, at the sizes where its placement rules cost (the root package's
-//! `engine` bench runs the same first two inside the whole program; this one builds in seconds):
+//! The binpacking estimator alone, at the sizes where its placement rules cost (the first two as in
+//! the `engine` bench, which runs more besides):
 //!
 //! * `estimate_51000`: upstream's biggest binpacking case, 50,000 pods of 50m/100B plus 1,000 of
 //!   95m/190B onto 1000m/5000Mi/100-pod nodes → 2,595 nodes.
@@ -7,16 +7,16 @@
 //! * `hostname_spread_3000`: 3,000 replicas spread over hostnames (maxSkew 1), 30 to a node by room:
 //!   every pod after the first misses the last node and tries the others.
 //!
-//! Run with `cargo bench -p ferroscale-core --bench estimator`.
+//! Run with `cargo bench --bench estimator`.
 
 use std::hint::black_box;
 
-use ferroscale_core::engine::estimator::estimate;
-use ferroscale_core::labels;
-use ferroscale_core::model::workload::{
+use ferroscale::engine::estimator::estimate;
+use ferroscale::labels;
+use ferroscale::model::workload::{
     LabelSelector, Node, Pod, PodAffinityTerm, PodMeta, SpreadConstraint,
 };
-use ferroscale_core::model::Resources;
+use ferroscale::model::Resources;
 
 fn main() {
     divan::main();
