@@ -30,6 +30,13 @@ pub const CONFIG: Bounds = Bounds {
     max_depth: DEPTH,
 };
 
+/// A `--scheduler-config-file` (kube-scheduler's configuration): 1 MiB.
+pub const SCHEDULER_CONFIG: Bounds = Bounds {
+    input: "--scheduler-config-file",
+    max_bytes: 1 << 20,
+    max_depth: DEPTH,
+};
+
 /// The status ConfigMap's `data.status`, read back: 1 MiB (all a ConfigMap holds).
 pub const STATUS: Bounds = Bounds {
     input: "status",

@@ -41,6 +41,10 @@ impl LoopFlags {
             }
         }
         Ok(Settings {
+            scheduler: match &self.scheduler_config_file {
+                Some(path) => crate::k8s::scheduler_config::read(path)?,
+                None => Default::default(),
+            },
             expander: expander.chain()?,
             priorities: expander.priorities()?,
             max_nodes_total: self.max_nodes_total,
@@ -48,6 +52,7 @@ impl LoopFlags {
             memory_total_gib: (self.memory_total.0, self.memory_total.1),
             gpu_total: self.gpu_limits(),
             max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+            enforce_node_group_min_size: self.enforce_node_group_min_size,
             max_nodegroup_binpacking_duration: self.max_nodegroup_binpacking_duration.0,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay.0,
             expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,

@@ -262,6 +262,9 @@ pub struct LoopFlags {
     /// Most nodes one scale-up adds.
     #[arg(long, default_value_t = UPSTREAM.max_nodes_per_scaleup)]
     pub max_nodes_per_scaleup: usize,
+    /// Grow every group below its min size to it, with or without pending pods.
+    #[arg(long, default_value_t = UPSTREAM.enforce_node_group_min_size, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enforce_node_group_min_size: bool,
     /// Time budget of one node group's binpacking estimate.
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.max_nodegroup_binpacking_duration))]
     pub max_nodegroup_binpacking_duration: GoDuration,
@@ -326,6 +329,12 @@ pub struct LoopFlags {
     /// (0: off; a restart starts every unneeded time over).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.node_deletion_candidate_ttl))]
     pub node_deletion_candidate_ttl: GoDuration,
+    /// kube-scheduler's configuration: its first profile's NodeAffinity `addedAffinity` and
+    /// NodeResourcesFit `ignoredResources`/`ignoredResourceGroups` are simulated; other settings that
+    /// change where pods fit are refused.
+    #[arg(long, value_name = "FILE")]
+    #[serde(deserialize_with = "relative_to_config")]
+    pub scheduler_config_file: Option<PathBuf>,
     /// Schedulers whose pods count as pending as soon as they have no node, without waiting for the
     /// scheduler to mark them unschedulable (comma-separated, as upstream).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]

@@ -2,7 +2,7 @@
 //! as `kubectl get -o yaml` writes them (`documents`), pods' owners (`owners`), namespaces' labels
 //! (`namespaces`), claims and volumes (`volumes`), and what `ferroscale run` does live: the watches (`watch`), taints and evictions
 //! (`drain`), the status ConfigMap (`status`), the Lease (`lease`) and the priority expander's
-//! ConfigMap (`priorities`).
+//! ConfigMap (`priorities`), and `--scheduler-config-file` (`scheduler_config`).
 
 pub mod cluster;
 pub mod converted;
@@ -20,6 +20,7 @@ pub mod pod_status;
 pub mod priorities;
 pub mod record;
 mod requests;
+pub mod scheduler_config;
 mod selectors;
 pub mod shared;
 pub mod status;

@@ -3,8 +3,13 @@
 //! `pods` lists pods with a `count` of identical copies each. `existing` holds the cluster's nodes (and
 //! pods bound to them by `spec.nodeName`), which inter-pod constraints count; only new nodes receive
 //! pods. `expect.per_entry`, when given, is how many pods of each `pods` entry are placed (upstream's
-//! `expectProcessedPods`).
+//! `expectProcessedPods`); `expect.order`, when given, the `pods` entries in the order their first pod
+//! is placed (upstream's pod orderer: the groups are binpacked largest first). `budget_spent: true`
+//! starts the estimate with its time budget spent.
 
+use std::time::Duration;
+
+use ferroscale::clock::{Deadline, FixedClock};
 use ferroscale::engine::estimator::estimate_within;
 use ferroscale::engine::predicates::NodeInfo;
 use serde::Deserialize;
@@ -19,6 +24,9 @@ struct Case {
     existing: Vec<serde_norway::Value>,
     #[serde(default)]
     max_nodes: usize,
+    /// The time budget (`--max-nodegroup-binpacking-duration`) already spent when the estimate starts.
+    #[serde(default)]
+    budget_spent: bool,
     expect: Expect,
 }
 
@@ -35,6 +43,8 @@ struct Expect {
     scheduled: usize,
     #[serde(default)]
     per_entry: Option<Vec<usize>>,
+    #[serde(default)]
+    order: Option<Vec<usize>>,
 }
 
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
@@ -66,15 +76,26 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     } else {
         case.max_nodes
     };
-    let e = estimate_within(&pods, template, limit, &base, None);
+    let clock = FixedClock::default();
+    let spent = case
+        .budget_spent
+        .then(|| Deadline::after(&clock, Duration::ZERO));
+    let e = estimate_within(&pods, template, limit, &base, spent);
     let mut per_entry = vec![0; case.pods.len()];
     for &i in &e.scheduled {
         per_entry[entry_of[i]] += 1;
+    }
+    let mut order = Vec::new();
+    for &i in &e.scheduled {
+        if !order.contains(&entry_of[i]) {
+            order.push(entry_of[i]);
+        }
     }
     let got = Expect {
         nodes: e.nodes,
         scheduled: e.scheduled.len(),
         per_entry: case.expect.per_entry.as_ref().map(|_| per_entry),
+        order: case.expect.order.as_ref().map(|_| order),
     };
     if got == case.expect {
         Ok(())

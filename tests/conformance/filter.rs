@@ -3,8 +3,9 @@
 //! under test (`pod`, by default the one pod without a node) and any storage objects; `fits` maps each
 //! node named to whether the pod passes there. Every filter runs, as in the scheduler, so a node with
 //! no `status.allocatable` (upstream's cases about other plugins leave it empty) gets room for anything.
-//! `args` holds the plugin arguments a case configures upstream (a scheduler profile): ferroscale runs the
-//! default profile only, so such a case cannot run here.
+//! `args` holds the arguments a case gives its `plugin` upstream (a scheduler profile): they are read as
+//! a `KubeSchedulerConfiguration` holding them (`--scheduler-config-file`) and applied to the pods as
+//! the engine's loop applies them.
 
 use std::collections::BTreeMap;
 
@@ -21,17 +22,27 @@ struct Case {
     pod: Option<String>,
     fits: BTreeMap<String, bool>,
     #[serde(default)]
+    plugin: Option<String>,
+    #[serde(default)]
     args: Option<serde_norway::Value>,
 }
 
 pub fn check(case: &serde_norway::Value) -> Result<(), String> {
     let case: Case = serde_norway::from_value(case.clone()).map_err(|e| e.to_string())?;
-    if case.args.is_some() {
-        return Err(
-            "plugin arguments (a scheduler profile) are not supported: the default profile runs"
-                .into(),
-        );
-    }
+    let profile = match (&case.plugin, &case.args) {
+        (Some(plugin), Some(args)) => {
+            let config = json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [ { "schedulerName": "default-scheduler",
+                    "pluginConfig": [ { "name": plugin, "args": args } ] } ],
+            });
+            ferroscale::k8s::scheduler_config::parse(&config.to_string())
+                .map_err(|e| e.to_string())?
+        }
+        (None, None) => Default::default(),
+        _ => return Err("`args` and `plugin` go together".into()),
+    };
     let mut objects = support::objects(&case.objects)?;
     for n in &mut objects.nodes {
         let status = n.status.get_or_insert_with(Default::default);
@@ -42,7 +53,10 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
             .ok();
         }
     }
-    let inputs = support::inputs(&objects)?;
+    let mut inputs = support::inputs(&objects)?;
+    for p in &mut inputs.pods {
+        *p = profile.apply(p);
+    }
     let under_test = match &case.pod {
         Some(name) => inputs.pods.iter().find(|p| &p.name == name),
         None => {

@@ -15,6 +15,7 @@ use super::ledger::Ledger;
 use super::limits::Amount;
 use super::memory::Memory;
 use super::methods::{after_scale_up, Method, Notices, Turn};
+use super::min_size::to_min_size;
 use super::predicates::{first_fit, NodeInfo};
 use super::reasons::Pending;
 use super::scale_up::scale_up;
@@ -33,6 +34,24 @@ pub fn run_once(
     now: i64,
     clock: &dyn Clock,
 ) -> Decisions {
+    // The scheduler profile's arguments, applied to every pod once: each simulation below then sees
+    // the pods as the scheduler does.
+    let profiled: Vec<Arc<Pod>>;
+    let as_scheduled;
+    let world = if settings.scheduler.is_default() {
+        world
+    } else {
+        profiled = world
+            .pods
+            .iter()
+            .map(|p| Arc::new(settings.scheduler.apply(p)))
+            .collect();
+        as_scheduled = World {
+            pods: &profiled,
+            ..*world
+        };
+        &as_scheduled
+    };
     let ctx = Ctx {
         world,
         settings,
@@ -248,6 +267,9 @@ pub fn run_once(
         &starting,
         &mut d,
     );
+    if settings.enforce_node_group_min_size {
+        to_min_size(&ctx, memory, &infos, &starting, &mut d);
+    }
     for s in &d.scale_up {
         if let Some(g) = ctx.groups.get(s.group.as_str()).copied() {
             ledger.count_scale_up(&ctx, g, s.delta);

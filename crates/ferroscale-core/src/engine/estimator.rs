@@ -1,7 +1,12 @@
 //! How many new nodes of one template the pending pods need (pure): upstream's binpacking estimator.
 //! Pods are grouped into equivalence groups (same requests and constraints), groups are taken in
-//! decreasing order of `cpu / allocatable cpu + memory / allocatable memory`, and each pod goes to the
-//! first new node it fits (first-fit decreasing), a new node being added when none fits, up to a limit.
+//! decreasing order of `cpu / allocatable cpu + memory / allocatable memory`, and each group is placed
+//! in upstream's two steps: its pods go to the first new node they fit until one fits none; from then on
+//! each pod of the group is tried on the LAST new node only (a pod with a hostname spread constraint
+//! that the last node refuses for its spread also on the other new nodes), and a node is added when it
+//! does not fit. Once the limit refuses a node, later groups still fill the new nodes already there.
+//! A node added for a pod that then does not fit it (its neighbours refuse) ends the group, holds no
+//! pod and is not counted, but counts against the limit, as upstream's limiter granted it.
 //!
 //! Inter-pod constraints (topology spread, pod affinity and anti-affinity) count the pods already in the
 //! cluster: the estimate runs against the cluster's nodes (`base`, see [`super::topology::relevant`])
@@ -105,236 +110,216 @@ pub fn estimate_shaped(
     };
     groups.sort_by(|a, b| score(pods[b[0]]).total_cmp(&score(pods[a[0]])));
 
-    let mut nodes: Vec<NodeInfo> = Vec::with_capacity(max_nodes.min(pods.len()));
-    let mut scheduled = Vec::with_capacity(pods.len());
-    let mut unplaced = Vec::new();
-    let mut limit_hit = false;
-    // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
-    let mut any_anti = repelling(base);
-    // Without inter-pod constraints no check reads the pods on a node: only their sum is kept.
-    let keep_pods = pods.iter().any(|p| p.inter_pod());
+    let mut b = Binpack {
+        pods,
+        template,
+        base,
+        nodes: Vec::with_capacity(max_nodes.min(pods.len())),
+        held: Vec::with_capacity(max_nodes.min(pods.len())),
+        scheduled: Vec::with_capacity(pods.len()),
+        unplaced: Vec::new(),
+        // Whether any placed pod has anti-affinity, which every later pod must then be checked against.
+        any_anti: repelling(base),
+        // Without inter-pod constraints no check reads the pods on a node: only their sum is kept.
+        keep_pods: pods.iter().any(|p| p.inter_pod()),
+        // Spread counts, kept as nodes are added and pods placed.
+        memo: SpreadMemo::default(),
+    };
     let empty = new_node(template, 0);
-    // Spread counts, kept as nodes are added and pods placed.
-    let memo = SpreadMemo::default();
-    let mut time_up = false;
+    // Why no more new nodes may be added (upstream's limiter said no): later groups still fill the
+    // new nodes already there.
+    let mut closed: Option<Unplaced> = None;
     for group in groups {
-        if limit_hit {
-            unplaced.extend(group.iter().map(|&i| (i, Unplaced::Limit)));
-            continue;
-        }
-        time_up = time_up || out_of_time();
-        if time_up {
-            unplaced.extend(group.iter().map(|&i| (i, Unplaced::TimeBudget)));
-            continue;
-        }
         let first = pods[group[0]];
         if let Err(why) = fits_in(first, &[], &empty, Repel::None) {
             // Refused by the node alone: no neighbour is to blame.
-            unplaced.extend(group.iter().map(|&i| (i, Unplaced::NoFit(why.clone()))));
+            b.unplace(&group, Unplaced::NoFit(why));
             continue;
         }
+        if closed.is_none() && out_of_time() {
+            closed = Some(Unplaced::TimeBudget);
+        }
         let monotone = first.affinity.is_empty() && first.spread.is_empty();
+        let k = b.onto_new_nodes(&group, monotone, &out_of_time);
+        if k == group.len() {
+            continue;
+        }
+        if let Some(why) = &closed {
+            b.unplace(&group[k..], why.clone());
+            continue;
+        }
+        closed = b.onto_last_node(&group[k..], max_nodes, &out_of_time);
+    }
+    // Only a node added for a pod that then did not fit it holds nothing; it is not counted.
+    let placements: Vec<NodeInfo> = if b.held.iter().all(|&h| h > 0) {
+        b.nodes
+    } else {
+        b.nodes
+            .into_iter()
+            .zip(b.held)
+            .filter_map(|(n, held)| (held > 0).then_some(n))
+            .collect()
+    };
+    Estimate {
+        nodes: placements.len(),
+        scheduled: b.scheduled,
+        unplaced: b.unplaced,
+        placements,
+    }
+}
+
+/// One estimate's state: the new nodes so far, with the pods each holds.
+struct Binpack<'a> {
+    pods: &'a [&'a Pod],
+    template: &'a Node,
+    base: &'a [NodeInfo],
+    nodes: Vec<NodeInfo>,
+    /// Pods on each new node: a node added for a pod it then refused holds none and is not counted.
+    held: Vec<usize>,
+    scheduled: Vec<usize>,
+    unplaced: Vec<(usize, Unplaced)>,
+    any_anti: Repel,
+    keep_pods: bool,
+    memo: SpreadMemo,
+}
+
+impl Binpack<'_> {
+    fn unplace(&mut self, group: &[usize], why: Unplaced) {
+        self.unplaced
+            .extend(group.iter().map(|&i| (i, why.clone())));
+    }
+
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            base: self.base,
+            added: &self.nodes,
+            memo: Some(&self.memo),
+            overlay: None,
+        }
+    }
+
+    /// Whether the pod fits new node `n`: the cheap room check first.
+    fn fits(&self, pod: &Pod, n: usize) -> bool {
+        self.nodes[n].has_room_for(pod)
+            && fits_among(pod, self.cluster(), &self.nodes[n], self.any_anti).is_ok()
+    }
+
+    /// Why the pod does not fit new node `n`, if it does not.
+    fn refusal(&self, pod: &Pod, n: usize) -> Option<Unfit> {
+        fits_among(pod, self.cluster(), &self.nodes[n], self.any_anti).err()
+    }
+
+    fn place(&mut self, i: usize, n: usize) {
+        let pod = self.pods[i];
+        if self.keep_pods {
+            self.nodes[n].add(pod.clone());
+            self.memo.pod_placed(&self.nodes[n], pod);
+        } else {
+            self.nodes[n].add_counted(pod);
+        }
+        self.held[n] += 1;
+        self.any_anti = self.any_anti.max(Repel::of(pod));
+        self.scheduled.push(i);
+    }
+
+    /// Upstream's first step for a group: each pod onto any new node already there, until one fits
+    /// none. Returns how many of the group were placed.
+    fn onto_new_nodes(
+        &mut self,
+        group: &[usize],
+        monotone: bool,
+        out_of_time: &dyn Fn() -> bool,
+    ) -> usize {
+        // Within a group whose placement only gets harder as nodes fill, a node one pod did not fit
+        // is never tried again by the next.
         let mut start = 0;
         for (k, &i) in group.iter().enumerate() {
             if k > 0 && k % CLOCK_EVERY == 0 && out_of_time() {
-                time_up = true;
-                unplaced.extend(group[k..].iter().map(|&i| (i, Unplaced::TimeBudget)));
-                break;
+                self.unplace(&group[k..], Unplaced::TimeBudget);
+                return group.len();
             }
-            let pod = pods[i];
+            let pod = self.pods[i];
             let from = if monotone { start } else { 0 };
-            let cluster = Cluster {
-                base,
-                added: &nodes,
-                memo: Some(&memo),
-                overlay: None,
+            let Some(n) = (from..self.nodes.len()).find(|&n| self.fits(pod, n)) else {
+                return k;
             };
-            let found = (from..nodes.len()).find(|&n| {
-                nodes[n].has_room_for(pod) && fits_among(pod, cluster, &nodes[n], any_anti).is_ok()
-            });
-            let n = match found {
-                Some(n) => n,
-                None if nodes.len() < max_nodes => {
-                    let node = new_node(template, nodes.len());
-                    if let Err(why) = fits_among(pod, cluster, &node, any_anti) {
-                        // Only neighbours (spread, anti-affinity) can refuse an empty node.
-                        unplaced.push((i, Unplaced::NoFit(why)));
-                        continue;
-                    }
-                    nodes.push(node);
-                    memo.node_added(&nodes[nodes.len() - 1]);
-                    nodes.len() - 1
-                }
-                None => {
-                    limit_hit = true;
-                    unplaced.extend(group[k..].iter().map(|&i| (i, Unplaced::Limit)));
-                    break;
-                }
-            };
-            if keep_pods {
-                nodes[n].add(pod.clone());
-                memo.pod_placed(&nodes[n], pod);
-            } else {
-                nodes[n].add_counted(pod);
-            }
-            any_anti = any_anti.max(Repel::of(pod));
-            scheduled.push(i);
+            self.place(i, n);
             start = n;
         }
+        group.len()
     }
-    Estimate {
-        nodes: nodes.len(),
-        scheduled,
-        unplaced,
-        placements: nodes,
+
+    /// Upstream's second step for the rest of a group: each pod onto the last new node only (another
+    /// new node only when a hostname spread constraint refuses the last), else onto a node added for
+    /// it. Stops the group when the last node was added and holds nothing yet (the pods fit no fresh
+    /// node), or a fresh node refuses the pod; returns why no more nodes may be added, if so.
+    fn onto_last_node(
+        &mut self,
+        rest: &[usize],
+        max_nodes: usize,
+        out_of_time: &dyn Fn() -> bool,
+    ) -> Option<Unplaced> {
+        for (k, &i) in rest.iter().enumerate() {
+            let pod = self.pods[i];
+            if let Some(last) = self.nodes.len().checked_sub(1) {
+                // The cheap room check first; the full one only with room (a reason only if needed).
+                let why = if self.nodes[last].has_room_for(pod) {
+                    match self.refusal(pod, last) {
+                        None => {
+                            self.place(i, last);
+                            continue;
+                        }
+                        why => why,
+                    }
+                } else {
+                    None
+                };
+                if matches!(why, Some(Unfit::TopologySpread(_))) && by_hostname(pod) {
+                    if let Some(n) = (0..last).find(|&n| self.fits(pod, n)) {
+                        self.place(i, n);
+                        continue;
+                    }
+                }
+                if self.held[last] == 0 {
+                    let why = why.or_else(|| self.refusal(pod, last));
+                    let why = why.unwrap_or_else(|| Unfit::Insufficient("pods".into()));
+                    self.unplace(&rest[k..], Unplaced::NoFit(why));
+                    return None;
+                }
+            }
+            if self.nodes.len() >= max_nodes {
+                self.unplace(&rest[k..], Unplaced::Limit);
+                return Some(Unplaced::Limit);
+            }
+            if out_of_time() {
+                self.unplace(&rest[k..], Unplaced::TimeBudget);
+                return Some(Unplaced::TimeBudget);
+            }
+            // The fresh node is checked before it joins the new nodes (its own domain empty).
+            let node = new_node(self.template, self.nodes.len());
+            let refused = fits_among(pod, self.cluster(), &node, self.any_anti).err();
+            self.nodes.push(node);
+            self.held.push(0);
+            let n = self.nodes.len() - 1;
+            self.memo.node_added(&self.nodes[n]);
+            if let Some(why) = refused {
+                // Only neighbours (spread, anti-affinity) can refuse a fresh node.
+                self.unplace(&rest[k..], Unplaced::NoFit(why));
+                return None;
+            }
+            self.place(i, n);
+        }
+        None
     }
+}
+
+/// Whether a pod spreads over hostnames (upstream then tries the other new nodes when the last
+/// refuses it for its spread).
+fn by_hostname(pod: &Pod) -> bool {
+    pod.spread
+        .iter()
+        .any(|c| c.topology_key == labels::HOSTNAME)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures::{node, pod, resources, MIB};
-    use crate::model::workload::{HostPort, LabelSelector, PodAffinityTerm};
-
-    fn template(cpu_milli: i64, memory: i64, pods: i64) -> Node {
-        node("t")
-            .allocatable(resources(cpu_milli, memory, pods))
-            .build()
-    }
-
-    fn refs(p: &[Pod]) -> Vec<&Pod> {
-        p.iter().collect()
-    }
-
-    // Upstream's binpacking cases (cluster-autoscaler estimator tests).
-
-    #[test]
-    fn ten_pods_of_350m_need_five_nodes() {
-        let p = pod("default", "p-350")
-            .requests(resources(350, 1000, 1))
-            .copies(10);
-        let e = estimate(&refs(&p), &template(1000, 2000 * MIB, 10), 1000);
-        assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
-    }
-
-    #[test]
-    fn pod_slots_limit_small_pods() {
-        let p = pod("default", "p-10")
-            .requests(resources(10, 100, 1))
-            .copies(20);
-        let e = estimate(&refs(&p), &template(10_000, 20_000 * MIB, 10), 1000);
-        assert_eq!((e.nodes, e.scheduled.len()), (2, 20));
-    }
-
-    #[test]
-    fn one_host_port_one_node() {
-        let mut p = pod("default", "p-200")
-            .requests(resources(200, 1000, 1))
-            .copies(8);
-        for x in &mut p {
-            x.host_ports.push(HostPort {
-                protocol: "TCP".into(),
-                ip: String::new(),
-                port: 5555,
-            });
-        }
-        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 1000);
-        assert_eq!((e.nodes, e.scheduled.len()), (8, 8));
-    }
-
-    #[test]
-    fn the_time_budget_stops_the_estimate() {
-        let p = pod("default", "p-500")
-            .requests(resources(500, 100, 1))
-            .copies(20);
-        let clock = crate::clock::FixedClock::default();
-        let spent = Deadline::after(&clock, std::time::Duration::ZERO);
-        let e = estimate_within(
-            &refs(&p),
-            &template(1000, 5000 * MIB, 10),
-            1000,
-            &[],
-            Some(spent),
-        );
-        assert_eq!(e.nodes, 0);
-        assert_eq!(e.unplaced.len(), 20);
-        assert!(e
-            .unplaced
-            .iter()
-            .all(|(_, why)| *why == Unplaced::TimeBudget));
-        let later = Deadline::after(&clock, std::time::Duration::from_secs(60));
-        clock.advance(std::time::Duration::from_secs(59));
-        let e = estimate_within(
-            &refs(&p),
-            &template(1000, 5000 * MIB, 10),
-            1000,
-            &[],
-            Some(later),
-        );
-        assert_eq!((e.nodes, e.unplaced.len()), (10, 0));
-    }
-
-    #[test]
-    fn the_limit_stops_the_estimate() {
-        let p = pod("default", "p-500")
-            .requests(resources(500, 1000, 1))
-            .copies(20);
-        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 5);
-        assert_eq!((e.nodes, e.scheduled.len()), (5, 10));
-        assert_eq!(e.unplaced.len(), 10);
-        assert!(e.unplaced.iter().all(|(_, why)| *why == Unplaced::Limit));
-    }
-
-    #[test]
-    fn fifty_one_thousand_pods() {
-        let mut p = pod("default", "p-50")
-            .requests(resources(50, 100, 1))
-            .copies(50_000);
-        p.extend(
-            pod("default", "p-95")
-                .requests(resources(95, 190, 1))
-                .copies(1_000),
-        );
-        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 100), 3000);
-        assert_eq!((e.nodes, e.scheduled.len()), (2595, 51_000));
-    }
-
-    #[test]
-    fn a_pod_too_big_for_the_template_says_why() {
-        let mut p = pod("default", "p-100")
-            .requests(resources(100, 1000, 1))
-            .copies(2);
-        p.extend(
-            pod("default", "p-4000")
-                .requests(resources(4000, 1000, 1))
-                .copies(1),
-        );
-        let e = estimate(&refs(&p), &template(1000, 5000 * MIB, 10), 10);
-        assert_eq!(e.nodes, 1);
-        assert_eq!(
-            e.unplaced,
-            vec![(2, Unplaced::NoFit(Unfit::Insufficient("cpu".into())))]
-        );
-    }
-
-    #[test]
-    fn hostname_anti_affinity_spreads_one_per_node() {
-        let mut p = pod("default", "p-100")
-            .requests(resources(100, 1000, 1))
-            .copies(4);
-        for x in &mut p {
-            x.labels.insert("app".into(), "db".into());
-            x.anti_affinity.push(PodAffinityTerm {
-                selector: LabelSelector {
-                    match_labels: [("app".to_string(), "db".to_string())].into(),
-                    requirements: vec![],
-                },
-                namespaces: vec![],
-                topology_key: labels::HOSTNAME.into(),
-                ..Default::default()
-            });
-        }
-        let e = estimate(&refs(&p), &template(4000, 8000 * MIB, 110), 100);
-        assert_eq!((e.nodes, e.scheduled.len()), (4, 4));
-    }
-}
+mod tests;

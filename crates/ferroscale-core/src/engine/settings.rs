@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::expander::{Priorities, Strategy};
 use super::limits::GpuLimit;
+use super::profile::SchedulerProfile;
 use super::similar::Balancing;
 use super::taints::TaintConfig;
 use crate::model::consolidation::Consolidation;
@@ -15,6 +16,9 @@ use crate::model::{NodeGroup, OptionValues};
 /// written: the command line's flags (`ferroscale::cli::flags`) take theirs from it.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The scheduler profile's plugin arguments (`--scheduler-config-file`): the default profile
+    /// unless given.
+    pub scheduler: SchedulerProfile,
     pub expander: Vec<Strategy>,
     pub priorities: Priorities,
     /// `--max-nodes-total` (0: no limit).
@@ -25,6 +29,8 @@ pub struct Settings {
     pub memory_total_gib: (i64, i64),
     /// `--gpu-total`: `<gpu_type>:<min>:<max>` limits, one per GPU type (none by default).
     pub gpu_total: Vec<GpuLimit>,
+    /// `--enforce-node-group-min-size`: groups below their min size grow to it, pending pods or not.
+    pub enforce_node_group_min_size: bool,
     /// `--max-nodes-per-scaleup`.
     pub max_nodes_per_scaleup: usize,
     /// `--max-nodegroup-binpacking-duration`: time budget of one group's estimate.
@@ -215,12 +221,14 @@ impl Settings {
     /// tests run with.
     pub fn upstream() -> Settings {
         Settings {
+            scheduler: SchedulerProfile::default(),
             expander: vec![Strategy::LeastWaste],
             priorities: Priorities::default(),
             max_nodes_total: 0,
             cores_total: (0, 320_000),
             memory_total_gib: (0, 6_400_000),
             gpu_total: Vec::new(),
+            enforce_node_group_min_size: false,
             max_nodes_per_scaleup: 1000,
             max_nodegroup_binpacking_duration: Duration::from_secs(10),
             new_pod_scale_up_delay: Duration::ZERO,

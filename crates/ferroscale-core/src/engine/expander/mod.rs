@@ -316,7 +316,9 @@ pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) ->
     let mut explanation = Vec::new();
     let mut runner_up = None;
     for &strategy in chain {
-        if kept.len() <= 1 {
+        // As upstream's chain: every strategy filters until one option is left (the first filters
+        // a lone option too: least-nodes drops one of no nodes).
+        if kept.is_empty() || (kept.len() == 1 && !explanation.is_empty()) {
             break;
         }
         let candidates: Vec<&ExpansionOption> = kept.iter().map(|&i| &options[i]).collect();
@@ -331,8 +333,10 @@ pub fn choose(chain: &[Strategy], options: &[ExpansionOption], ctx: &Context) ->
                 .iter()
                 .map(|&i| (i, Some(options[i].pods.len() as f64)))
                 .collect(),
+            // An option of no nodes is no option (upstream drops it).
             Strategy::LeastNodes => kept
                 .iter()
+                .filter(|&&i| options[i].node_count > 0)
                 .map(|&i| (i, Some(f64::from(options[i].node_count))))
                 .collect(),
             Strategy::LeastWaste => kept
