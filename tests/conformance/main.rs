@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// What the suite must hold at least, as the conformance issue asks.
-const MINIMUM_CASES: usize = 1041;
+const MINIMUM_CASES: usize = 1047;
 
 /// One fixture file: the upstream test its cases come from.
 #[derive(Debug, Deserialize)]
