@@ -6,9 +6,9 @@ use crate::pricing::Purchase;
 
 /// How a group buys capacity: its mixed-instances distribution, else spot when its launch template or
 /// configuration asks for spot, else on-demand.
-pub fn purchase(info: &AsgInfo) -> Purchase {
+pub fn purchase(info: &AsgInfo, spot: &std::collections::BTreeMap<String, bool>) -> Purchase {
     let (types, zones) = (info.instance_types.clone(), info.availability_zones.clone());
-    let instances = info
+    let instances: Vec<(String, String, String)> = info
         .instances
         .iter()
         .filter_map(|i| {
@@ -27,7 +27,15 @@ pub fn purchase(info: &AsgInfo) -> Purchase {
         None if info.spot_launch => Purchase::spot(types, zones),
         None => Purchase::on_demand(types, zones),
     };
-    Purchase { instances, ..p }
+    let spot = instances
+        .iter()
+        .filter_map(|(id, _, _)| Some((id.clone(), *spot.get(id)?)))
+        .collect();
+    Purchase {
+        instances,
+        spot,
+        ..p
+    }
 }
 
 /// The group's instances with CA's provider ids and states.

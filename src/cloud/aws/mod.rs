@@ -23,6 +23,7 @@ mod instance_types;
 pub mod interruption;
 mod launch;
 pub mod lifecycle;
+mod markets;
 mod owners;
 pub mod price_keeper;
 pub mod prices;
@@ -115,6 +116,8 @@ pub struct AwsCloud {
     /// EC2's word on instances named by interruption notices.
     instance_status: instance_status::InstanceStatus,
     managed_nodegroups: ManagedNodegroups,
+    /// Whether mixed groups' instances are spot or on-demand (EC2's word, kept per instance).
+    markets: markets::Markets,
     group_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     last_scale_up: Mutex<HashMap<String, SystemTime>>,
     /// Instances we terminated lately, by provider id: a retried DeleteNodes finds them done.
@@ -182,6 +185,7 @@ impl AwsCloud {
             instance_types: InstanceTypes::default(),
             instance_status: Default::default(),
             managed_nodegroups: ManagedNodegroups::default(),
+            markets: Default::default(),
             group_locks: Mutex::new(HashMap::new()),
             last_scale_up: Mutex::new(HashMap::new()),
             terminated: Mutex::default(),

@@ -81,6 +81,10 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
         .collect();
     cloud.prices.want(in_use);
     let managed = cloud.managed_nodegroups.of_groups(&cloud.api, &raw).await;
+    let spot = cloud
+        .markets
+        .of_groups(&cloud.api, raw.values().map(|g| &g.info))
+        .await;
     let last_purchases = cloud.purchases();
     let mut purchases = Purchases::new();
     let mut groups = Vec::with_capacity(raw.len());
@@ -96,7 +100,7 @@ pub(super) async fn load(cloud: &AwsCloud) -> Result<(Snapshot, Purchases)> {
         };
         match (built, last) {
             (Ok(group), _) => {
-                purchases.insert(name, purchase(&g.info));
+                purchases.insert(name, purchase(&g.info, &spot));
                 groups.push(group);
             }
             (Err(e), Some(last)) => {

@@ -38,6 +38,9 @@ pub struct Purchase {
     /// The group's instances whose type is known: (provider id, instance type, zone), each priced by
     /// its own type and zone rather than at the group's price.
     pub instances: Vec<(String, String, String)>,
+    /// Provider id → whether the instance is spot, where the cloud told (a mixed-instances group's
+    /// instances): such an instance is priced as what it is, not at its type's blend.
+    pub spot: std::collections::BTreeMap<String, bool>,
 }
 
 impl Purchase {
@@ -50,6 +53,7 @@ impl Purchase {
             on_demand_percent_above_base: 100,
             on_demand_lowest_price: false,
             instances: Vec::new(),
+            spot: Default::default(),
         }
     }
 
@@ -106,9 +110,9 @@ impl PriceBook {
     }
 
     /// Each known instance's hourly price by its own type and zone, after the price file: on-demand in
-    /// an on-demand group, spot (else on-demand) in a spot group, and in a mixed-instances group, whose
-    /// instances' lifecycles the group's data does not tell, its type's on-demand and spot prices
-    /// weighed as the group launches above its base.
+    /// an on-demand group, spot (else on-demand) in a spot group; in a mixed-instances group, spot or
+    /// on-demand as the cloud said the instance is (`spot`), and where it did not, its type's on-demand
+    /// and spot prices weighed as the group launches above its base.
     pub fn instance_prices(
         &self,
         group: &str,
@@ -121,7 +125,13 @@ impl PriceBook {
             .filter_map(|(id, ty, zone)| {
                 let od = overrides.on_demand(Some(ty.as_str()), self.on_demand.get(ty).copied());
                 let spot = self.spot.get(ty).and_then(|z| z.get(zone)).copied();
-                let price = if share >= 1.0 {
+                let price = if let Some(is_spot) = p.spot.get(id) {
+                    if *is_spot {
+                        spot.or(od)
+                    } else {
+                        od
+                    }
+                } else if share >= 1.0 {
                     od
                 } else if share <= 0.0 && p.on_demand_base <= 0 {
                     spot.or(od)
@@ -258,6 +268,14 @@ mod tests {
         };
         let prices = book().instance_prices("g", &mixed, &none);
         assert!(close(prices.get("b").copied(), 0.25 * 0.086 + 0.75 * 0.038));
+        // Where the cloud told each instance's market, each is priced as what it is.
+        let told = Purchase {
+            spot: [("a".to_string(), true), ("b".to_string(), false)].into(),
+            ..mixed
+        };
+        let prices = book().instance_prices("g", &told, &none);
+        assert_eq!(prices.get("a"), Some(&0.035), "spot");
+        assert_eq!(prices.get("b"), Some(&0.086), "on-demand");
     }
 
     #[test]
