@@ -8,6 +8,7 @@ mod actuator_evictions;
 mod aws_discovery;
 mod aws_faults;
 mod aws_lifecycle;
+mod aws_markets;
 mod aws_pricing;
 mod aws_safety;
 mod aws_scaling;
