@@ -50,15 +50,21 @@ pub fn meta(p: &core::Pod, shared: &mut Tables) -> PodMeta {
 }
 
 /// The positive cpu and memory quantities of a container's requests or limits, in milli-units.
-fn positive(m: Option<&BTreeMap<String, core_quantity::Quantity>>) -> Vec<(&str, i128)> {
-    m.into_iter()
-        .flatten()
-        .filter(|(k, _)| *k == "cpu" || *k == "memory")
-        .filter_map(|(k, q)| {
-            let v = crate::model::quantity::parse_milli(&q.0).ok()?;
-            (v > 0).then_some((k.as_str(), v))
-        })
-        .collect()
+/// A resource list's cpu and memory, where positive (in milli-units): what the QoS class is made of.
+/// Two slots, no allocation: the class is computed for every pod at conversion.
+fn cpu_and_memory(m: Option<&BTreeMap<String, core_quantity::Quantity>>) -> [Option<i128>; 2] {
+    let mut out = [None, None];
+    for (k, q) in m.into_iter().flatten() {
+        let slot = match k.as_str() {
+            "cpu" => 0,
+            "memory" => 1,
+            _ => continue,
+        };
+        out[slot] = crate::model::quantity::parse_milli(&q.0)
+            .ok()
+            .filter(|v| *v > 0);
+    }
+    out
 }
 
 /// The pod's QoS class as the descheduler reads it (`GetPodQOS`): `status.qosClass` when set, else
@@ -73,8 +79,16 @@ pub fn qos(p: &core::Pod) -> Qos {
     let Some(spec) = p.spec.as_ref() else {
         return Qos::BestEffort;
     };
-    let mut requests: BTreeMap<&str, i128> = BTreeMap::new();
-    let mut limits: BTreeMap<&str, i128> = BTreeMap::new();
+    // Per resource (cpu, memory): the sum, or None when no container names it.
+    let mut requests: [Option<i128>; 2] = [None, None];
+    let mut limits: [Option<i128>; 2] = [None, None];
+    let add = |sum: &mut [Option<i128>; 2], more: [Option<i128>; 2]| {
+        for (s, m) in sum.iter_mut().zip(more) {
+            if let Some(m) = m {
+                *s = Some(s.unwrap_or(0) + m);
+            }
+        }
+    };
     let mut guaranteed = true;
     for c in spec
         .containers
@@ -82,22 +96,29 @@ pub fn qos(p: &core::Pod) -> Qos {
         .chain(spec.init_containers.iter().flatten())
     {
         let r = c.resources.as_ref();
-        for (k, v) in positive(r.and_then(|r| r.requests.as_ref())) {
-            *requests.entry(k).or_default() += v;
-        }
-        let limited = positive(r.and_then(|r| r.limits.as_ref()));
-        if limited.len() < 2 {
+        add(
+            &mut requests,
+            cpu_and_memory(r.and_then(|r| r.requests.as_ref())),
+        );
+        let limited = cpu_and_memory(r.and_then(|r| r.limits.as_ref()));
+        if limited.iter().any(Option::is_none) {
             guaranteed = false;
         }
-        for (k, v) in limited {
-            *limits.entry(k).or_default() += v;
-        }
+        add(&mut limits, limited);
     }
-    if requests.is_empty() && limits.is_empty() {
+    if requests == [None, None] && limits == [None, None] {
         return Qos::BestEffort;
     }
-    let equal = requests.iter().all(|(k, v)| limits.get(k) == Some(v));
-    if guaranteed && equal && requests.len() == limits.len() {
+    // Every resource requested is limited to the same sum, and none is limited alone.
+    let equal = requests
+        .iter()
+        .zip(&limits)
+        .all(|(r, l)| r.is_none() || r == l);
+    let same_names = requests
+        .iter()
+        .zip(&limits)
+        .all(|(r, l)| r.is_some() == l.is_some());
+    if guaranteed && equal && same_names {
         Qos::Guaranteed
     } else {
         Qos::Burstable
