@@ -185,10 +185,13 @@ async fn spot_requests(api: &Api, ids: &[String]) -> Result<HashMap<String, Word
         .collect())
 }
 
-/// A state change against the instance's state: pending or running contradicts it, any other state
-/// (stopping, stopped, shutting-down, terminated) confirms it.
-async fn states(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
-    let mut out = HashMap::new();
+/// Every instance of `ids` EC2 describes (DescribeInstances, `IDS_PER_CALL` ids a call, each call
+/// paged), handed to `visit`: the one walk of DescribeInstances (notices' states, mixed groups' markets).
+pub(super) async fn describe_instances(
+    api: &Api,
+    ids: &[String],
+    mut visit: impl FnMut(&aws_sdk_ec2::types::Instance),
+) -> Result<()> {
     for chunk in ids.chunks(IDS_PER_CALL) {
         let mut token = None;
         loop {
@@ -203,17 +206,7 @@ async fn states(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
                 )
                 .await?;
             for i in page.reservations().iter().flat_map(|r| r.instances()) {
-                let (Some(id), Some(state)) = (i.instance_id(), i.state().and_then(|s| s.name()))
-                else {
-                    continue;
-                };
-                let word = match state.as_str() {
-                    s @ ("pending" | "running") => {
-                        Word::Contradicts(format!("the instance is {s}"))
-                    }
-                    _ => Word::Confirms,
-                };
-                out.insert(id.to_string(), word);
+                visit(i);
             }
             match page.next_token() {
                 Some(t) if !t.is_empty() => token = Some(t.to_string()),
@@ -221,6 +214,24 @@ async fn states(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
             }
         }
     }
+    Ok(())
+}
+
+/// A state change against the instance's state: pending or running contradicts it, any other state
+/// (stopping, stopped, shutting-down, terminated) confirms it.
+async fn states(api: &Api, ids: &[String]) -> Result<HashMap<String, Word>> {
+    let mut out = HashMap::new();
+    describe_instances(api, ids, |i| {
+        let (Some(id), Some(state)) = (i.instance_id(), i.state().and_then(|s| s.name())) else {
+            return;
+        };
+        let word = match state.as_str() {
+            s @ ("pending" | "running") => Word::Contradicts(format!("the instance is {s}")),
+            _ => Word::Confirms,
+        };
+        out.insert(id.to_string(), word);
+    })
+    .await?;
     Ok(out)
 }
 

@@ -5,16 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
+use aws_sdk_ec2::types::InstanceLifecycleType;
 use parking_lot::Mutex;
 
 use super::api::Api;
+use super::instance_status::describe_instances;
 use super::types::AsgInfo;
 use crate::error::Result;
 use crate::model::provider_id;
-
-/// Instance ids per DescribeInstances call.
-const IDS_PER_CALL: usize = 100;
 
 /// What EC2 said of each instance asked about: `true` for spot.
 #[derive(Default)]
@@ -70,34 +68,12 @@ impl Markets {
 /// Each of `ids` EC2 describes: whether it is spot.
 async fn lifecycles(api: &Api, ids: &[String]) -> Result<HashMap<String, bool>> {
     let mut out = HashMap::new();
-    for chunk in ids.chunks(IDS_PER_CALL) {
-        let filter = Filter::builder()
-            .name("instance-id")
-            .set_values(Some(chunk.to_vec()))
-            .build();
-        let mut token = None;
-        loop {
-            let page = api
-                .call(
-                    "ec2/DescribeInstances",
-                    api.ec2
-                        .describe_instances()
-                        .filters(filter.clone())
-                        .set_next_token(token.take())
-                        .send(),
-                )
-                .await?;
-            for i in page.reservations().iter().flat_map(|r| r.instances()) {
-                if let Some(id) = i.instance_id() {
-                    let spot = i.instance_lifecycle() == Some(&InstanceLifecycleType::Spot);
-                    out.insert(id.to_string(), spot);
-                }
-            }
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_string()),
-                _ => break,
-            }
+    describe_instances(api, ids, |i| {
+        if let Some(id) = i.instance_id() {
+            let spot = i.instance_lifecycle() == Some(&InstanceLifecycleType::Spot);
+            out.insert(id.to_string(), spot);
         }
-    }
+    })
+    .await?;
     Ok(out)
 }
