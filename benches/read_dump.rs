@@ -13,44 +13,27 @@
 
 #[path = "support/dump.rs"]
 mod dump;
+#[path = "support/measured.rs"]
+mod measured;
 
 use std::io::BufWriter;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use measured::measured;
 
 const RUNS: usize = 3;
 
 /// Runs the binary once; its wall time and peak RSS in MB.
-// The child is waited for with `wait4` (which `Child::wait` does not offer), for its own rusage.
-#[allow(clippy::zombie_processes)]
 fn run(dump: &std::path::Path, groups: &std::path::Path, loops: u32) -> (Duration, f64) {
-    let start = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferroscale"))
-        .args(["simulate", "--cluster"])
-        .arg(dump)
-        .arg("--node-groups")
-        .arg(groups)
-        .args(["--loops", &loops.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the ferroscale binary");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, once; both pointers are to live locals.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let took = start.elapsed();
-    assert_eq!(
-        pid,
-        child.id() as i32,
-        "wait4: {}",
-        std::io::Error::last_os_error()
-    );
-    let exit = ExitStatus::from_raw(status);
-    assert!(exit.success(), "ferroscale simulate failed: {exit}");
-    (took, usage.ru_maxrss as f64 / 1000.0)
+    measured(
+        Command::new(env!("CARGO_BIN_EXE_ferroscale"))
+            .args(["simulate", "--cluster"])
+            .arg(dump)
+            .arg("--node-groups")
+            .arg(groups)
+            .args(["--loops", &loops.to_string()]),
+    )
 }
 
 fn main() {

@@ -9,40 +9,20 @@
 //!
 //! `REPLAY_SHAPE` is web replicas at night, at the peak, and per node; `REPLAY_HOURS` the day's length.
 
+#[path = "support/measured.rs"]
+mod measured;
 #[path = "support/trace.rs"]
 mod trace;
 
 use std::io::BufWriter;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use measured::measured;
 
 /// Runs the binary once with `args`; its wall time and peak RSS in MB.
-// The child is waited for with `wait4` (which `Child::wait` does not offer), for its own rusage.
-#[allow(clippy::zombie_processes)]
 fn run(args: &[&str]) -> (Duration, f64) {
-    let start = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferroscale"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the ferroscale binary");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, once; both pointers are to live locals.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let took = start.elapsed();
-    assert_eq!(
-        pid,
-        child.id() as i32,
-        "wait4: {}",
-        std::io::Error::last_os_error()
-    );
-    let exit = ExitStatus::from_raw(status);
-    assert!(exit.success(), "ferroscale simulate failed: {exit}");
-    (took, usage.ru_maxrss as f64 / 1000.0)
+    measured(Command::new(env!("CARGO_BIN_EXE_ferroscale")).args(args))
 }
 
 fn main() {
