@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::deschedule_flags::Descheduling;
 use super::simulate::{
-    json, required, variants, SimulateFlags, Variant, NODE_READY_DELAY, PROVISION_DELAY,
+    compared, json, required, variants, SimulateFlags, Variant, NODE_READY_DELAY, PROVISION_DELAY,
 };
 use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
@@ -29,14 +29,7 @@ struct Ran {
 /// Replays `trace` under each variant of `flags`.
 pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let node_groups = required(&flags.node_groups, "--node-groups")?;
-    let chains = match &flags.compare_expanders {
-        Some(text) => Some(report::parse_chains(text)?),
-        None => None,
-    };
-    let policies = match &flags.compare_consolidation {
-        Some(text) => Some(report::parse_policies(text)?),
-        None => None,
-    };
+    let (chains, policies) = compared(flags)?;
     let deschedule_choices = match &flags.compare_deschedule_policy {
         Some(text) => Some(deschedule_choices(flags, text)?),
         None => None,

@@ -110,6 +110,24 @@ pub(super) const PROVISION_DELAY: std::time::Duration = std::time::Duration::ZER
 /// `--node-ready-delay` when not given.
 pub(super) const NODE_READY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// What `simulate` compares: `--compare-expanders`' chains and `--compare-consolidation`'s policies.
+pub(super) type Compared = (Option<Vec<String>>, Option<Vec<report::PolicySpec>>);
+
+/// `--compare-expanders`' chains and `--compare-consolidation`'s policies, each read if given.
+pub(super) fn compared(flags: &SimulateFlags) -> Result<Compared> {
+    let chains = flags
+        .compare_expanders
+        .as_deref()
+        .map(report::parse_chains)
+        .transpose()?;
+    let policies = flags
+        .compare_consolidation
+        .as_deref()
+        .map(report::parse_policies)
+        .transpose()?;
+    Ok((chains, policies))
+}
+
 /// A required file flag.
 pub(super) fn required<'a>(path: &'a Option<PathBuf>, flag: &str) -> Result<&'a PathBuf> {
     path.as_ref()
@@ -172,14 +190,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
     }
     let cluster = required(&flags.cluster, "--cluster")?;
     let node_groups = required(&flags.node_groups, "--node-groups")?;
-    let chains = match &flags.compare_expanders {
-        Some(text) => Some(report::parse_chains(text)?),
-        None => None,
-    };
-    let policies = match &flags.compare_consolidation {
-        Some(text) => Some(report::parse_policies(text)?),
-        None => None,
-    };
+    let (chains, policies) = compared(&flags)?;
     if chains.is_some() && policies.is_some() {
         return Err(Error::config(
             "--compare-consolidation and --compare-expanders: compare one at a time",
