@@ -144,7 +144,7 @@ fn plan(
             // they are looked at again only cost time. They are looked at in a later loop.
             continue;
         }
-        let node = infos[i].node.clone();
+        let node = &infos[i].node;
         if held {
             landing.extend(reserve(
                 ctx,
