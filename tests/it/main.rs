@@ -118,4 +118,5 @@ mod template;
 mod tls;
 mod twin;
 mod twin_deschedule;
+mod twin_trace;
 mod write_guard;
