@@ -109,6 +109,7 @@ mod simulate_scale_down_order;
 mod simulate_startup;
 mod simulate_templates;
 mod simulate_trace;
+mod simulate_trace_calibration;
 mod simulate_unneeded_while_scaling_up;
 mod simulate_upstream_rules;
 mod simulate_utilization;

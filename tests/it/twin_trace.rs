@@ -118,6 +118,7 @@ fn scenario() -> Scenario {
             scan_interval: Duration::from_secs(10),
             provision_delay: Duration::from_secs(20),
             node_ready_delay: Duration::from_secs(10),
+            by_group: Default::default(),
         },
         events: "[]",
     }
