@@ -2,8 +2,9 @@
 //! times: the twin test, over time. A workload scales out, a batch comes and goes, the workload scales
 //! back in; `run` (against the loopback API, on the twin harness's virtual clock) scales up, removes the
 //! empty nodes and consolidates the last underused one, while `ferroscale record`'s loop records the API
-//! on the same clock. `simulate --trace` replays the recording, and each loop's decisions (scale-ups by
-//! group and delta, nodes removed and why, nodes per group) equal those `run` made in the same loop.
+//! on the same clock. `simulate --trace` replays the recording with the start-up times it calibrates
+//! from it, and each loop's decisions (scale-ups by group and delta, nodes removed and why, nodes per
+//! group) equal those `run` made in the same loop, at the same time.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use ferroscale::cloud::memory::MemoryConfig;
 use ferroscale::engine::Settings;
 use ferroscale::k8s::record::Recorder;
 use ferroscale::pricing::PriceOverrides;
-use ferroscale::simulate::{Pacing, Replay, Simulation};
+use ferroscale::simulate::{calibrate, GroupCalibration, Pacing, Replay, Simulation, StartUp};
 use ferroscale::trace::Writer;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
@@ -142,7 +143,7 @@ impl Recording {
     /// each created and deleted: four).
     async fn holds(&self, name: &str, lines: usize) {
         let needle = format!("\"{name}\"");
-        for _ in 0..600 {
+        for _ in 0..1500 {
             let text = std::fs::read_to_string(&self.path).unwrap_or_default();
             if text.matches(&needle).count() >= lines {
                 return;
@@ -179,12 +180,8 @@ impl Script for Recording {
         // The runner watches pods and nodes already: the recording's watches are those after.
         let watches = |api: &KubeApi, c: &str| {
             let prefix = format!("GET {c}?");
-            let requests = api.requests();
-            let n = requests
-                .iter()
-                .filter(|r| r.starts_with(&prefix) && r.contains("watch=true"))
-                .count();
-            n
+            let watch = |r: &&String| r.starts_with(&prefix) && r.contains("watch=true");
+            api.requests().iter().filter(watch).count()
         };
         let before = [PODS, NODES].map(|c| watches(api, c));
         self.clock.store(now, Ordering::SeqCst);
@@ -223,11 +220,38 @@ impl Script for Recording {
 }
 
 /// Replays the recording at `path` on the scenario's groups, settings and pacing: each loop's step.
-fn replayed(s: &Scenario, path: &std::path::Path) -> Vec<Step> {
+/// Replays the recording at `path` on the scenario's groups and settings, its start-up times taken
+/// from the recording as `simulate --trace` takes them: each loop's time (seconds since the start) and
+/// step.
+fn replayed(s: &Scenario, path: &std::path::Path) -> Vec<(i64, Step)> {
     let config = MemoryConfig::parse(s.groups).unwrap();
+    // The pool's new nodes joined 20 s after the pods they were for and were Ready 10 s later, as the
+    // scenario paces them.
+    let pool = calibrate(path, &config).unwrap().groups["pool"];
+    let calibrated = GroupCalibration {
+        nodes: 4,
+        provision_delay_seconds: Some(s.pacing.provision_delay.as_secs() as i64),
+        node_ready_delay_seconds: Some(s.pacing.node_ready_delay.as_secs() as i64),
+    };
+    assert_eq!(pool, calibrated);
+    let secs = |s: Option<i64>| Duration::from_secs(s.unwrap() as u64);
+    let start_up = StartUp {
+        provision_delay: secs(pool.provision_delay_seconds),
+        node_ready_delay: secs(pool.node_ready_delay_seconds),
+    };
+    let pacing = Pacing {
+        by_group: [("pool".to_string(), start_up)].into(),
+        // Not the scenario's: the group's own are the recording's.
+        provision_delay: Duration::ZERO,
+        node_ready_delay: Duration::ZERO,
+        ..s.pacing.clone()
+    };
     let mut replay = Replay::open(path, &config, &PriceOverrides::default()).unwrap();
     (0..s.loops)
-        .map(|_| Step::of_report(&replay.step(&s.settings, &s.pacing).unwrap()))
+        .map(|_| {
+            let report = replay.step(&s.settings, &pacing).unwrap();
+            (report.time, Step::of_report(&report))
+        })
         .collect()
 }
 
@@ -249,13 +273,14 @@ async fn a_trace_recorded_while_run_scaled_replays_with_the_same_decisions_in_th
     assert_eq!(recorded.unreadable, 0);
 
     let replayed = replayed(&s, &recording.path);
-    for (i, (r, replayed)) in ran.iter().zip(&replayed).enumerate() {
+    for (i, (r, (time, replayed))) in ran.iter().zip(&replayed).enumerate() {
+        let at = i as i64 * 10;
+        assert_eq!(*time, at, "loop {}: replayed at +{time}s", i + 1);
         assert_eq!(
             r,
             replayed,
-            "loop {} (+{}s): run (left) and its trace replayed (right) differ",
+            "loop {} (+{at}s): run (left) and its trace replayed (right) differ",
             i + 1,
-            i * 10
         );
     }
     assert_eq!(ran.len(), replayed.len());
