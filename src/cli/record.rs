@@ -41,7 +41,14 @@ pub async fn main(flags: RecordFlags) -> Result<()> {
             None => crate::server::termination_signal().await,
         }
     };
-    let recorded = crate::k8s::record::record(&client, recorder, stop).await?;
+    let recorded = crate::k8s::record::record(
+        &client,
+        recorder,
+        stop,
+        crate::time::unix_now,
+        crate::k8s::record::FLUSH_EVERY,
+    )
+    .await?;
     tracing::info!(
         lines = recorded.lines,
         unreadable = recorded.unreadable,

@@ -13,7 +13,7 @@ use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
 use crate::report::{self, ChainRun, Extras, ReplayExtras};
 use crate::simulate::{
-    calibrate, load_events, summary, Answers, Calibration, LoopReport, Pacing, Replay,
+    calibrate, load_events, summary, Answers, Calibration, LoopReport, Pacing, Replay, StartUp,
 };
 
 /// One replay's outcome.
@@ -74,35 +74,15 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
             variants.into_iter().map(|v| (v, d.clone())).collect()
         }
     };
-    // Start-up times not given are the timeline's own.
+    // Start-up times not given are the timeline's own, group by group.
     let calibrated = if flags.provision_delay.is_none() || flags.node_ready_delay.is_none() {
-        Some(calibrate(trace)?)
+        Some(calibrate(trace, &groups)?)
     } else {
         None
     };
-    let secs = |s: Option<i64>| s.map(|s| Duration::from_secs(s.max(0) as u64));
-    let from_trace = |c: fn(&Calibration) -> Option<i64>| secs(calibrated.as_ref().and_then(c));
-    let pacing = Pacing {
-        loops: flags.loops.unwrap_or(u32::MAX),
-        scan_interval: flags.scan_interval.0,
-        provision_delay: flags
-            .provision_delay
-            .map(|d| d.0)
-            .or_else(|| from_trace(|c| c.provision_delay_seconds))
-            .unwrap_or(PROVISION_DELAY),
-        node_ready_delay: flags
-            .node_ready_delay
-            .map(|d| d.0)
-            .or_else(|| from_trace(|c| c.node_ready_delay_seconds))
-            .unwrap_or(NODE_READY_DELAY),
-    };
+    let pacing = paced(flags, calibrated.as_ref());
     if let Some(c) = &calibrated {
-        eprintln!(
-            "start-up times from {} nodes launched in the timeline: --provision-delay {}s --node-ready-delay {}s",
-            c.nodes,
-            pacing.provision_delay.as_secs(),
-            pacing.node_ready_delay.as_secs()
-        );
+        eprintln!("{}", calibration_text(c, &pacing));
     }
     // Each variant replays on its own thread; one alone prints its loops as they run.
     let ran: Vec<Result<Ran>> = std::thread::scope(|scope| {
@@ -126,7 +106,7 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     let mut shown = Vec::new();
     let mut replayed = ReplayExtras::default();
     for mut r in ran {
-        r.answers.calibrated = calibrated;
+        r.answers.calibrated = calibrated.clone();
         if r.without {
             extras.without_consolidation.pop();
             let costs = r.run.loops.iter().map(|l| r.run.cost_per_hour(l)).collect();
@@ -161,6 +141,64 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
         report::write(file, path, &title, &shown, &extras)?;
     }
     Ok(())
+}
+
+/// The replay's pacing: each start-up time a flag gives for every group, else the timeline's (each
+/// group's own, the cluster's for the others), else the default.
+fn paced(flags: &SimulateFlags, calibrated: Option<&Calibration>) -> Pacing {
+    let secs = |s: Option<i64>| s.map(|s| Duration::from_secs(s.max(0) as u64));
+    let provision = flags.provision_delay.map(|d| d.0);
+    let ready = flags.node_ready_delay.map(|d| d.0);
+    let by_group = calibrated
+        .into_iter()
+        .flat_map(|c| &c.groups)
+        .map(|(group, g)| {
+            let start_up = StartUp {
+                provision_delay: provision
+                    .or_else(|| secs(g.provision_delay_seconds))
+                    .unwrap_or(PROVISION_DELAY),
+                node_ready_delay: ready
+                    .or_else(|| secs(g.node_ready_delay_seconds))
+                    .unwrap_or(NODE_READY_DELAY),
+            };
+            (group.clone(), start_up)
+        })
+        .collect();
+    Pacing {
+        loops: flags.loops.unwrap_or(u32::MAX),
+        scan_interval: flags.scan_interval.0,
+        provision_delay: provision
+            .or_else(|| secs(calibrated.and_then(|c| c.provision_delay_seconds)))
+            .unwrap_or(PROVISION_DELAY),
+        node_ready_delay: ready
+            .or_else(|| secs(calibrated.and_then(|c| c.node_ready_delay_seconds)))
+            .unwrap_or(NODE_READY_DELAY),
+        by_group,
+    }
+}
+
+/// What stderr says of the start-up times taken: the cluster's, then each group's.
+fn calibration_text(c: &Calibration, pacing: &Pacing) -> String {
+    let mut text = format!(
+        "start-up times from {} nodes launched in the timeline: --provision-delay {}s --node-ready-delay {}s",
+        c.nodes,
+        pacing.provision_delay.as_secs(),
+        pacing.node_ready_delay.as_secs()
+    );
+    for (group, g) in &c.groups {
+        let s = pacing.start_up(group);
+        let from = match g.nodes {
+            0 => "none launched: the cluster's".to_string(),
+            1 => "from 1 node".to_string(),
+            n => format!("from {n} nodes"),
+        };
+        text += &format!(
+            "\n  {group}: provision {}s, ready {}s ({from})",
+            s.provision_delay.as_secs(),
+            s.node_ready_delay.as_secs()
+        );
+    }
+    text
 }
 
 /// One variant's replay, to the timeline's end (or `--loops`).

@@ -48,13 +48,15 @@ pub struct SimulateFlags {
     /// by).
     #[arg(long, value_name = "DURATION", default_value_t = GoDuration(UPSTREAM.scan_interval))]
     pub scan_interval: GoDuration,
-    /// Virtual time from a scale-up to the new node joining (0: the next loop) [default: 0s; with
-    /// --trace, the median the timeline's new nodes took].
+    /// Virtual time from a scale-up to the new node joining (0: the next loop), for every group
+    /// [default: 0s; with --trace, each group's median from the timeline's new nodes, the whole
+    /// cluster's for a group that launched none].
     #[arg(long, value_name = "DURATION")]
     pub provision_delay: Option<GoDuration>,
     /// Virtual time from a new node joining (NotReady, with the `node.kubernetes.io/not-ready` taint and
-    /// its group's start-up taints) to its being Ready (0: at once) [default: 30s; with --trace, the
-    /// median the timeline's new nodes took].
+    /// its group's start-up taints) to its being Ready (0: at once), for every group [default: 30s; with
+    /// --trace, each group's median from the timeline's new nodes, the whole cluster's for a group
+    /// that launched none].
     #[arg(long, value_name = "DURATION")]
     pub node_ready_delay: Option<GoDuration>,
     /// Also write an HTML page of the run: charts of nodes per group, pending pods and cost per hour per
@@ -214,6 +216,7 @@ pub fn main(flags: SimulateFlags) -> Result<()> {
         scan_interval: flags.scan_interval.0,
         provision_delay: flags.provision_delay.map_or(PROVISION_DELAY, |d| d.0),
         node_ready_delay: flags.node_ready_delay.map_or(NODE_READY_DELAY, |d| d.0),
+        by_group: Default::default(),
     };
     let events = match &flags.events {
         Some(path) => load_events(path)?,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
+use super::Pacing;
 use crate::actuator::{
     Attempt, Cluster, DrainSettings, EventKind, Evictee, Lookup, Mark, NodeRef, Regarding,
 };
@@ -19,6 +20,7 @@ use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
 use crate::error::{Error, Result};
+use crate::model::duration::secs;
 use crate::model::workload::{Node, Pdb, Pod};
 use crate::model::{Snapshot, Taint, TaintEffect};
 
@@ -89,12 +91,12 @@ pub fn bound<'a>(nodes: &'a [Node], pods: &[Arc<Pod>]) -> (Vec<NodeInfo>, HashMa
     (infos, index)
 }
 
-/// How nodes joining in one loop start: at `now`, Ready `ready_delay` seconds later, with the group's
-/// start-up taints (`taints` says which) until then.
+/// How nodes joining in one loop start: at `now`, Ready their group's `node_ready_delay` (`pacing`
+/// says it) later, with the group's start-up taints (`taints` says which) until then.
 #[derive(Clone, Copy)]
 pub struct Boot<'a> {
     pub now: i64,
-    pub ready_delay: i64,
+    pub pacing: &'a Pacing,
     pub taints: &'a TaintConfig,
 }
 
@@ -117,7 +119,7 @@ impl SimCluster {
     /// would: like the group's real nodes when it had one (their labels, taints, allocatable and
     /// DaemonSet pods), else as the cloud's template. It registers NotReady, with the
     /// `node.kubernetes.io/not-ready` taint and the group's start-up taints, until [`Self::start`]
-    /// makes it Ready `boot.ready_delay` later.
+    /// makes it Ready its group's ready delay later.
     pub fn join(
         &self,
         ran: Vec<(String, String)>,
@@ -128,7 +130,7 @@ impl SimCluster {
     ) {
         let Boot {
             now,
-            ready_delay,
+            pacing,
             taints,
         } = boot;
         let mut state = self.state();
@@ -175,6 +177,7 @@ impl SimCluster {
             }
             state.pods.extend(started.into_iter().map(Arc::new));
             if !state.never_ready.contains(&group) {
+                let ready_delay = secs(pacing.start_up(&group).node_ready_delay);
                 state.booting.insert(name.clone(), now + ready_delay.max(0));
             }
             state.node_groups.insert(name, group);

@@ -1,8 +1,8 @@
 //! `ferroscale simulate`: the autoscaling loop on a cluster snapshot with a virtual clock. The snapshot's
 //! nodes are adopted by the groups of a memory-cloud file (by provider id or the `ferroscale.io/node-group`
 //! label); each loop the simulated scheduler binds pending pods, the engine decides, and its decisions are
-//! applied: new nodes join after `--provision-delay` (NotReady, Ready `--node-ready-delay` later), removed
-//! nodes' pods go back to pending.
+//! applied: new nodes join after `--provision-delay` (NotReady, Ready `--node-ready-delay` later; a
+//! replay's groups each at their own calibrated times), removed nodes' pods go back to pending.
 
 use crate::labels;
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +14,7 @@ mod descheduling;
 mod events;
 mod evictions;
 mod loop_report;
+mod pacing;
 mod real;
 mod replay;
 mod report;
@@ -22,9 +23,10 @@ mod usage;
 
 pub use cluster::{Boot, Refusal, SimCluster, SimView, State};
 pub use events::{load_events, parse_events, Scheduled};
+pub use pacing::{Pacing, StartUp};
 pub use replay::{Answers, Figures, Replay};
 pub use report::*;
-pub use timeline::{calibrate, Calibration};
+pub use timeline::{calibrate, Calibration, GroupCalibration};
 
 use crate::actuator::{Actuator, DrainSettings};
 use crate::cloud::memory::{instance_price, InstanceLifecycle, MemoryCloud, MemoryConfig};
@@ -41,18 +43,6 @@ use crate::model::workload::Pod;
 use crate::model::{instance_id, provider_id};
 use crate::model::{Instance, InstanceState, NodeGroup};
 use crate::pricing::PriceOverrides;
-
-/// The clock and pacing of a simulation.
-#[derive(Debug, Clone)]
-pub struct Pacing {
-    pub loops: u32,
-    /// `--scan-interval`: virtual time between loops.
-    pub scan_interval: Duration,
-    /// `--provision-delay`: from scale-up to the node joining (0: at the next loop).
-    pub provision_delay: Duration,
-    /// `--node-ready-delay`: from a node joining (NotReady, tainted) to its being Ready (0: at once).
-    pub node_ready_delay: Duration,
-}
 
 /// Whether any group of `config` consolidates under `settings` (its own policy, else `--consolidation`):
 /// `simulate` then also runs without, for the report.
@@ -312,10 +302,13 @@ impl Simulation {
     /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), nodes
     /// whose start-up is done become Ready, and pending pods are bound. `run`'s twin test drives its loopback cluster with this too.
     pub fn cluster_moves(&self, memory: &Memory, pacing: &Pacing, taints: &TaintConfig) {
-        self.cloud.set_provision_delay(pacing.provision_delay);
+        let own = pacing.by_group.iter();
+        self.cloud.set_provision_delays(
+            pacing.provision_delay,
+            own.map(|(g, s)| (g.as_str(), s.provision_delay)),
+        );
         let ran = self.cloud.advance_to(self.now);
         let snapshot = self.cloud.snapshot();
-        let ready_delay = crate::model::duration::secs(pacing.node_ready_delay);
         self.cluster.join(
             ran,
             &snapshot,
@@ -323,7 +316,7 @@ impl Simulation {
             &self.daemon_pods,
             Boot {
                 now: self.now,
-                ready_delay,
+                pacing,
                 taints,
             },
         );

@@ -47,11 +47,11 @@ pub struct Real {
     pub waits: Vec<i64>,
     pub launched: u64,
     pub removed: u64,
-    /// For each node launched after the start: seconds from the oldest pod then waiting being created
-    /// to the node registering (what `--provision-delay` stands for).
-    pub provision_delays: Vec<i64>,
-    /// For each node launched after the start: seconds from registering to Ready.
-    pub ready_delays: Vec<i64>,
+    /// For each node launched after the start, with its group: seconds from the oldest pod then
+    /// waiting being created to the node registering (what `--provision-delay` stands for).
+    pub provision_delays: Vec<(Option<String>, i64)>,
+    /// For each node launched after the start, with its group: seconds from registering to Ready.
+    pub ready_delays: Vec<(Option<String>, i64)>,
     /// Nodes launched after the start not Ready yet, with when they registered.
     starting: HashMap<String, i64>,
     /// How the timeline's nodes are told apart by group: the groups' names, their listed instances.
@@ -156,20 +156,23 @@ impl Real {
                     serde_json::from_value(object["metadata"]["labels"].clone()).ok();
                 let node = RealNode::of(labels.as_ref(), object["spec"]["providerID"].as_str());
                 let registered = time_of(&object["metadata"]["creationTimestamp"]).unwrap_or(at);
-                if self.nodes.insert(name.to_string(), node).is_none() {
+                let new = self.nodes.insert(name.to_string(), node).is_none();
+                self.resolve(name);
+                let group = self.nodes.get(name).and_then(|n| n.group.clone());
+                if new {
                     self.launched += 1;
                     if let Some(oldest) = self.waiting.values().min() {
-                        self.provision_delays.push((registered - oldest).max(0));
+                        let delay = (registered - oldest).max(0);
+                        self.provision_delays.push((group.clone(), delay));
                     }
                     self.starting.insert(name.to_string(), registered);
                 }
                 if let Some(ready) = ready_since(object) {
                     if let Some(registered) = self.starting.remove(name) {
-                        self.ready_delays
-                            .push((ready.max(registered) - registered).max(0));
+                        let delay = (ready.max(registered) - registered).max(0);
+                        self.ready_delays.push((group, delay));
                     }
                 }
-                self.resolve(name);
             }
         }
     }

@@ -5,6 +5,7 @@
 //! (owners, namespaces, storage, budgets) follow the recording. The recorded nodes after the start are
 //! what really happened: [`Real`] follows them beside the simulation.
 
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use k8s_openapi::api::core::v1 as core;
 use serde_json::Value;
 
 use super::real::{PodKey, Real};
+use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::pod_status::pod_terminal;
@@ -195,11 +197,23 @@ impl Timeline {
 }
 
 /// The start-up times of the nodes a timeline saw launched, as `--provision-delay` and
-/// `--node-ready-delay` take them: the median of each.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+/// `--node-ready-delay` take them: the median of each, over the whole cluster and group by group.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Calibration {
     /// Nodes launched after the start, measured.
+    pub nodes: usize,
+    pub provision_delay_seconds: Option<i64>,
+    pub node_ready_delay_seconds: Option<i64>,
+    /// Each group of the node-groups file, by name: its own nodes' medians, else the cluster's.
+    pub groups: BTreeMap<String, GroupCalibration>,
+}
+
+/// One group's start-up times from a timeline.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupCalibration {
+    /// The group's nodes launched after the start, measured (0: the cluster's medians stand in).
     pub nodes: usize,
     pub provision_delay_seconds: Option<i64>,
     pub node_ready_delay_seconds: Option<i64>,
@@ -210,15 +224,46 @@ fn median(mut v: Vec<i64>) -> Option<i64> {
     v.get(v.len().saturating_sub(1) / 2).copied()
 }
 
-/// Reads the whole timeline at `path` for its nodes' start-up times.
-pub fn calibrate(path: &Path) -> Result<Calibration> {
+/// The median of the delays measured on `group`'s nodes (`None`: on every node).
+fn median_of(delays: &[(Option<String>, i64)], group: Option<&str>) -> Option<i64> {
+    let of_group = delays
+        .iter()
+        .filter(|(g, _)| group.is_none() || g.as_deref() == group);
+    median(of_group.map(|(_, d)| *d).collect())
+}
+
+/// Reads the whole timeline at `path` for its nodes' start-up times, telling the nodes' groups by
+/// `config`'s (as the replay does).
+pub fn calibrate(path: &Path, config: &MemoryConfig) -> Result<Calibration> {
     let (_, mut timeline) = Timeline::open(path)?;
+    timeline.real.set_groups(config);
     timeline.due(i64::MAX)?;
     let real = timeline.real;
+    let (provision, ready) = (&real.provision_delays, &real.ready_delays);
+    let cluster_provision = median_of(provision, None);
+    let cluster_ready = median_of(ready, None);
+    let groups = config
+        .node_groups
+        .iter()
+        .map(|g| {
+            let own = |d: &[(Option<String>, i64)]| {
+                d.iter()
+                    .filter(|(of, _)| of.as_deref() == Some(&g.name))
+                    .count()
+            };
+            let calibration = GroupCalibration {
+                nodes: own(provision).max(own(ready)),
+                provision_delay_seconds: median_of(provision, Some(&g.name)).or(cluster_provision),
+                node_ready_delay_seconds: median_of(ready, Some(&g.name)).or(cluster_ready),
+            };
+            (g.name.clone(), calibration)
+        })
+        .collect();
     Ok(Calibration {
-        nodes: real.ready_delays.len().max(real.provision_delays.len()),
-        provision_delay_seconds: median(real.provision_delays),
-        node_ready_delay_seconds: median(real.ready_delays),
+        nodes: ready.len().max(provision.len()),
+        provision_delay_seconds: cluster_provision,
+        node_ready_delay_seconds: cluster_ready,
+        groups,
     })
 }
 

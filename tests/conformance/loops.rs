@@ -104,6 +104,7 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
         scan_interval: duration(&case.scan_interval, settings.scan_interval)?,
         provision_delay: duration(&case.provision_delay, Duration::ZERO)?,
         node_ready_delay: duration(&case.node_ready_delay, Duration::ZERO)?,
+        by_group: Default::default(),
     };
     let start = sim.now();
     // History is told from the last loop's time, as upstream registers it relative to the wall clock

@@ -95,7 +95,14 @@ async fn a_recorded_stretch_is_complete_in_order_each_change_once_and_without_se
         let stop = async {
             let _ = stopped.await;
         };
-        ferroscale::k8s::record::record(&client, Recorder::new(writer), stop).await
+        ferroscale::k8s::record::record(
+            &client,
+            Recorder::new(writer),
+            stop,
+            ferroscale::time::unix_now,
+            ferroscale::k8s::record::FLUSH_EVERY,
+        )
+        .await
     });
     // Every kind is watched once the recording has listed them all.
     until_watched(&api, &[PODS, NODES, REPLICASETS, NAMESPACES]).await;

@@ -197,6 +197,7 @@ fn instances_that_never_register_are_deleted_and_the_next_group_used() {
         scan_interval: Duration::from_secs(300),
         provision_delay: Duration::from_secs(1800),
         node_ready_delay: Duration::ZERO,
+        by_group: Default::default(),
     };
     let r = s.step(&settings, &slow);
     assert_eq!(ups(&r), vec![("small", 1)]);

@@ -23,6 +23,7 @@ fn tries(args: &[&str], minutes: u32) -> Vec<u32> {
         scan_interval: Duration::from_secs(60),
         provision_delay: Duration::ZERO,
         node_ready_delay: Duration::ZERO,
+        by_group: Default::default(),
     };
     (0..minutes)
         .filter(|_| {

@@ -18,6 +18,7 @@ fn pace(scan: u64, provision: u64, ready: u64) -> Pacing {
         scan_interval: Duration::from_secs(scan),
         provision_delay: Duration::from_secs(provision),
         node_ready_delay: Duration::from_secs(ready),
+        by_group: Default::default(),
     }
 }
 

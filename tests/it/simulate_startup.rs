@@ -31,6 +31,7 @@ fn pacing(scan: u64, ready: u64) -> Pacing {
         scan_interval: Duration::from_secs(scan),
         provision_delay: Duration::ZERO,
         node_ready_delay: Duration::from_secs(ready),
+        by_group: Default::default(),
     }
 }
 

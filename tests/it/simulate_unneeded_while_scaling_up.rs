@@ -18,6 +18,7 @@ fn minutes() -> Pacing {
         scan_interval: Duration::from_secs(60),
         provision_delay: Duration::from_secs(60),
         node_ready_delay: Duration::ZERO,
+        by_group: Default::default(),
     }
 }
 

@@ -77,6 +77,7 @@ fn pacing(provision: u64) -> Pacing {
         scan_interval: Duration::from_secs(10),
         provision_delay: Duration::from_secs(provision),
         node_ready_delay: Duration::ZERO,
+        by_group: Default::default(),
     }
 }
 

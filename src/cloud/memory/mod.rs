@@ -35,8 +35,10 @@ use crate::pricing::PriceOverrides;
 /// The virtual clock of a simulation and the launches not running yet.
 struct Lifecycle {
     now: i64,
-    /// Seconds from launch to running.
+    /// Seconds from launch to running, for groups not in `delays`.
     delay: i64,
+    /// Seconds from launch to running of the groups that have their own.
+    delays: BTreeMap<String, i64>,
     /// Instances launched so far (their names count from 1).
     launched: u64,
     /// (running at, group, provider id), in launch order.
@@ -63,8 +65,9 @@ impl WriteState {
                     &group.id,
                     &format!("i-sim-{}", sim.launched),
                 );
+                let delay = sim.delays.get(&group.id).copied().unwrap_or(sim.delay);
                 sim.launching
-                    .push((sim.now + sim.delay, group.id.clone(), id.clone()));
+                    .push((sim.now + delay, group.id.clone(), id.clone()));
                 Instance {
                     id,
                     state: InstanceState::Creating,
@@ -154,7 +157,7 @@ impl MemoryCloud {
 
     /// The cloud `simulate` drives: the config's groups with no instances (the simulation adopts its
     /// snapshot's nodes with [`MemoryCloud::adopt`]), on a virtual clock that begins at `now`; launches
-    /// run at once until [`MemoryCloud::set_provision_delay`] says otherwise.
+    /// run at once until [`MemoryCloud::set_provision_delays`] says otherwise.
     pub fn for_simulation(
         config: &MemoryConfig,
         overrides: &PriceOverrides,
@@ -177,6 +180,7 @@ impl MemoryCloud {
             state.simulated = Some(Lifecycle {
                 now,
                 delay: 0,
+                delays: BTreeMap::new(),
                 launched: 0,
                 launching: Vec::new(),
             });
@@ -184,11 +188,20 @@ impl MemoryCloud {
         Ok(cloud)
     }
 
-    /// Time from a launch to its instance running, from now on (simulations only).
-    pub fn set_provision_delay(&self, delay: Duration) {
+    /// Time from a launch to its instance running, from now on (simulations only): `delay`, or a
+    /// group's own in `by_group`.
+    pub fn set_provision_delays<'a>(
+        &self,
+        delay: Duration,
+        by_group: impl IntoIterator<Item = (&'a str, Duration)>,
+    ) {
+        let secs = crate::model::duration::secs;
         let mut state = self.writes.lock();
         if let Some(sim) = &mut state.simulated {
-            sim.delay = crate::model::duration::secs(delay);
+            sim.delay = secs(delay);
+            sim.delays.clear();
+            sim.delays
+                .extend(by_group.into_iter().map(|(g, d)| (g.to_string(), secs(d))));
         }
     }
 

@@ -26,8 +26,8 @@ use kube::{Api, Client};
 use crate::error::{Error, Result};
 use crate::trace::Kind;
 
-/// How often what was written is pushed to the file, at least.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often `ferroscale record` pushes what was written to the file, at least.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// The API resource of `kind`, from its typed object.
 fn resource(kind: Kind) -> ApiResource {
@@ -55,9 +55,9 @@ fn value(object: &DynamicObject) -> serde_json::Value {
     serde_json::to_value(object).unwrap_or_default()
 }
 
-/// The wall clock, to the millisecond.
-fn now() -> Timestamp {
-    Timestamp::from_millisecond(Timestamp::now().as_millisecond()).unwrap_or(Timestamp::UNIX_EPOCH)
+/// The time `now` (Unix seconds) says, as a timeline writes it.
+fn at(now: &impl Fn() -> i64) -> Timestamp {
+    Timestamp::from_second(now()).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// What a recording wrote.
@@ -70,8 +70,8 @@ pub struct Recorded {
 
 /// Lists every kind into `recorder` at one time (the start), in pages of 500; a kind that cannot be
 /// listed (no permission, not served) is the error, named.
-async fn list_all(client: &Client, recorder: &mut Recorder) -> Result<()> {
-    let start = now();
+async fn list_all(client: &Client, recorder: &mut Recorder, now: &impl Fn() -> i64) -> Result<()> {
+    let start = at(now);
     for kind in Kind::ALL {
         recorder.see(kind, Seen::Init, start)?;
         let api = api(client, kind);
@@ -118,24 +118,29 @@ fn watch_all(client: &Client) -> impl Stream<Item = (Kind, Seen)> + Send {
     futures::stream::select_all(watches)
 }
 
-/// Records the cluster `client` reads into `recorder` until `stop` resolves.
+/// Records the cluster `client` reads into `recorder` until `stop` resolves, each change at the time
+/// `now` says when it is seen (Unix seconds: `ferroscale record` passes the wall clock,
+/// `time::unix_now`; a test its virtual clock), what was written pushed to the file every
+/// `flush_every` ([`FLUSH_EVERY`]).
 pub async fn record(
     client: &Client,
     mut recorder: Recorder,
     stop: impl Future<Output = ()>,
+    now: impl Fn() -> i64,
+    flush_every: Duration,
 ) -> Result<Recorded> {
-    list_all(client, &mut recorder).await?;
+    list_all(client, &mut recorder, &now).await?;
     recorder.flush()?;
     tracing::info!(lines = recorder.lines(), "listed the cluster; watching");
     let mut watches = std::pin::pin!(watch_all(client));
     let mut stop = std::pin::pin!(stop);
-    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    let mut flush = tokio::time::interval(flush_every);
     loop {
         tokio::select! {
             () = &mut stop => break,
             _ = flush.tick() => recorder.flush()?,
             seen = watches.next() => match seen {
-                Some((kind, seen)) => recorder.see(kind, seen, now())?,
+                Some((kind, seen)) => recorder.see(kind, seen, at(&now))?,
                 None => break,
             },
         }

@@ -29,6 +29,7 @@ pub fn pacing() -> Pacing {
         scan_interval: Duration::from_secs(10),
         provision_delay: Duration::ZERO,
         node_ready_delay: Duration::ZERO,
+        by_group: Default::default(),
     }
 }
 

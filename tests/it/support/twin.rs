@@ -5,7 +5,7 @@
 //! the API's evictions mirrored back after it — so any difference between the two sides' decisions is a
 //! difference between how `run` and `simulate` decide or act.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +54,8 @@ pub struct Step {
 }
 
 impl Step {
-    fn of_report(r: &LoopReport) -> Step {
+    /// A loop of `simulate` (or of a replay), as the twins are compared.
+    pub fn of_report(r: &LoopReport) -> Step {
         Step {
             scale_up: r
                 .scale_up
@@ -177,8 +178,39 @@ pub fn through_simulate(s: &Scenario) -> Vec<Step> {
         .collect()
 }
 
+/// What a test does beside `run` as the virtual clock passes (the plain twin test does nothing): the
+/// cluster's own changes (pods its controllers create and delete) and what else watches the API.
+#[async_trait::async_trait]
+pub trait Script: Send {
+    /// Before the loop `elapsed` seconds after the start: changes the world's pods (a pod created
+    /// is also put in `objects`, by `namespace/name`, as the API is to hold it). The world's kubelet and
+    /// scheduler run next, and the API is brought up to date.
+    fn before_loop(
+        &mut self,
+        _elapsed: i64,
+        _world: &Simulation,
+        _objects: &mut HashMap<String, Value>,
+    ) {
+    }
+
+    /// The API holds the cluster as it starts, at `now`; the runner has not run yet.
+    async fn started(&mut self, _api: &KubeApi, _now: i64) {}
+
+    /// The API holds the cluster as the loop at `now` starts: the runner's watches saw everything up
+    /// to the node and pod called `sentinel`, written and deleted last. The loop runs next.
+    async fn synced(&mut self, _api: &KubeApi, _now: i64, _sentinel: &str) {}
+}
+
+/// No script.
+impl Script for () {}
+
 /// The scenario through `run` against the loopback API: each loop's step.
 pub async fn through_run(s: &Scenario) -> Vec<Step> {
+    through_run_with(s, &mut ()).await
+}
+
+/// The scenario through `run`, `script` changing the cluster and watching beside it.
+pub async fn through_run_with(s: &Scenario, script: &mut impl Script) -> Vec<Step> {
     // The world the runner acts on: the same cloud (adopting the same nodes) and cluster mechanics.
     let mut world = simulation(s);
     let api = KubeApi::start().await;
@@ -212,13 +244,16 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
         marked: Noticed::default(),
     });
     let start = world.now();
+    script.started(&h.api, start).await;
     let mut steps = Vec::new();
     for _ in 0..s.loops {
         elapsed.store(world.now() - start, Ordering::Relaxed);
+        script.before_loop(world.now() - start, &world, &mut mirror.pods);
         world.cluster_moves(h.runner.memory(), &s.pacing, &s.settings.taints);
         mirror.sync(&world, &h.api, &s.settings.taints);
-        mirror.caught_up(&h).await;
+        let sentinel = mirror.caught_up(&h).await;
         let now = world.now();
+        script.synced(&h.api, now, &sentinel).await;
         let d = h.runner.run_once(now).await.unwrap();
         let failed: Vec<String> = h
             .runner
@@ -248,7 +283,7 @@ pub async fn through_run(s: &Scenario) -> Vec<Step> {
 /// The API's copy of the simulated cluster.
 #[derive(Default)]
 struct Mirror {
-    /// Pods as the scenario wrote them, by `namespace/name`: put again when they move.
+    /// Pods as the scenario (or its script) wrote them, by `namespace/name`: put again when they move.
     pods: HashMap<String, Value>,
     /// What was last written: each node's readiness by name, and each pod's (node, unschedulable).
     nodes: HashMap<String, bool>,
@@ -312,6 +347,22 @@ impl Mirror {
             api.put(PODS, pod_json(template, p));
             self.placed.insert(key, placed);
         }
+        // Pods gone from the simulated cluster (deleted by their controller, or gone with their
+        // node) leave the API.
+        let live: HashSet<String> = state.pods.iter().map(|p| p.key()).collect();
+        let gone: Vec<String> = self
+            .placed
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.placed.remove(&key);
+            let (ns, name) = key.split_once('/').expect("namespace/name");
+            if api.get(PODS, ns, name).is_some() {
+                api.delete(PODS, ns, name);
+            }
+        }
     }
 
     /// Pods the runner evicted (gone from the API) come back pending in the simulated cluster, as
@@ -339,8 +390,8 @@ impl Mirror {
     }
 
     /// Waits until the runner's watches delivered everything written so far: a sentinel node and
-    /// pod are written and deleted, and each watch (events in order) saw both.
-    async fn caught_up(&mut self, h: &Harness) {
+    /// pod are written and deleted, and each watch (events in order) saw both. Returns their name.
+    async fn caught_up(&mut self, h: &Harness) -> String {
         self.sentinels += 1;
         let name = format!("twin-sentinel-{}", self.sentinels);
         let key = format!("twin/{name}");
@@ -351,6 +402,7 @@ impl Mirror {
         h.api.delete(NODES, "", &name);
         h.api.delete(PODS, "twin", &name);
         wait(|| !h.watches.nodes.contains(&name) && !h.watches.pods.contains(&key)).await;
+        name
     }
 }
 
