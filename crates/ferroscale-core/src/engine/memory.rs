@@ -84,8 +84,8 @@ pub struct Memory {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PodChange {
     /// How many pods, and the sum of a hash of each (namespace, name, creation): a pod added, removed
-    /// or recreated changes it.
-    pub signature: (usize, u64),
+    /// or recreated changes it. None while the node's group does not consolidate (not watched).
+    pub signature: Option<(usize, u64)>,
     /// When the change was seen (the loop's time); None when none was seen since the node was first
     /// seen by a memory that knows no earlier changes.
     pub at: Option<i64>,

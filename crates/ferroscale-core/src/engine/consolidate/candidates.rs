@@ -89,8 +89,10 @@ fn signature(info: &NodeInfo) -> (usize, u64) {
 /// Records, for each of the loop's nodes (`infos`), whether a pod was added to or removed from it since
 /// the last loop, and forgets nodes gone: what [`last_change`] reads. A node seen for the first time
 /// counts as changed when the memory's knowledge starts (`Memory::pod_changes_known_from`), if later
-/// than its pods' creation.
-pub(super) fn note_pod_changes(memory: &mut Memory, infos: &[NodeInfo], now: i64) {
+/// than its pods' creation. A node whose group does not consolidate is not watched (its pods are not
+/// hashed each loop: consolidation off costs nothing); when its group starts consolidating, `after`
+/// counts from then, as nothing is known of the changes before.
+pub(super) fn note_pod_changes(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo]) {
     let known_from = memory.pod_changes_known_from;
     let present: foldhash::HashSet<&str> = infos
         .iter()
@@ -102,13 +104,19 @@ pub(super) fn note_pod_changes(memory: &mut Memory, infos: &[NodeInfo], now: i64
         .pod_changes
         .retain(|n, _| present.contains(n.as_str()));
     for info in infos.iter().filter(|i| !i.node.template) {
-        let signature = signature(info);
+        let watched = ctx
+            .world
+            .node_groups
+            .get(&info.node.name)
+            .and_then(|g| ctx.groups.get(g.as_str()))
+            .is_some_and(|g| ctx.settings.consolidation_of(g).enabled());
+        let signature = watched.then(|| signature(info));
         match memory.pod_changes.get_mut(&info.node.name) {
             Some(c) if c.signature == signature => {}
             Some(c) => {
                 *c = PodChange {
                     signature,
-                    at: Some(now),
+                    at: Some(ctx.now),
                 }
             }
             None => {
