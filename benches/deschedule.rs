@@ -127,7 +127,7 @@ fn node(i: usize) -> Node {
     labels.insert("pool".into(), "general".into());
     Node {
         name,
-        labels,
+        labels: labels.into(),
         // One node in 20 was tainted after its pods landed.
         taints: if i % 20 == 7 {
             vec![Taint {

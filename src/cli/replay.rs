@@ -225,6 +225,10 @@ fn replay(
         chain: v.label.clone(),
         loops: Vec::new(),
     };
+    // Every loop's report is kept only for the page that draws them (a day of a large cluster's
+    // reports, each naming every node kept, is gigabytes); the answers come from the replay's figures.
+    let keep = flags.report.is_some() || v.without;
+    let mut last = None;
     let mut loops = 0;
     while loops < pacing.loops {
         let report: LoopReport = replay.step(&v.settings, pacing)?;
@@ -232,13 +236,17 @@ fn replay(
         if print && !v.without {
             println!("{}", json(&report)?);
         }
-        run.loops.push(report);
+        if keep {
+            run.loops.push(report);
+        } else {
+            last = Some(report);
+        }
         if replay.done() {
             break;
         }
     }
     if print && !v.without {
-        if let Some(last) = run.loops.last() {
+        if let Some(last) = run.loops.last().or(last.as_ref()) {
             eprintln!("{}", summary(last));
         }
     }

@@ -266,7 +266,7 @@ pub fn node(n: &core::Node) -> Result<Node> {
         capacity.pods = allocatable.pods;
     }
     Ok(Node {
-        labels: n.metadata.labels.clone().unwrap_or_default(),
+        labels: n.metadata.labels.clone().unwrap_or_default().into(),
         taints: spec
             .taints
             .iter()

@@ -76,9 +76,12 @@ pub struct Refusal {
 
 /// Each node with the pods bound to it (in `nodes`' order), and each node's index by name: what the
 /// scheduler and the descheduler's moves place pods on.
-pub fn bound<'a>(nodes: &'a [Node], pods: &[Arc<Pod>]) -> (Vec<NodeInfo>, HashMap<&'a str, usize>) {
+pub fn bound<'a>(
+    nodes: &'a [Node],
+    pods: &[Arc<Pod>],
+) -> (Vec<NodeInfo>, foldhash::HashMap<&'a str, usize>) {
     let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
-    let index: HashMap<&str, usize> = nodes
+    let index: foldhash::HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
@@ -210,10 +213,13 @@ impl SimCluster {
     pub fn schedule(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
-        let (mut infos, _) = bound(&state.nodes, &state.pods);
         let mut pending: Vec<usize> = (0..state.pods.len())
             .filter(|&i| state.pods[i].node_name.is_none())
             .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let (mut infos, _) = bound(&state.nodes, &state.pods);
         pending.sort_by_key(|&i| (-state.pods[i].meta.priority, state.pods[i].meta.created));
         let ready: Vec<bool> = state.nodes.iter().map(|n| n.ready).collect();
         let placed = {
@@ -233,18 +239,25 @@ impl SimCluster {
     pub fn forget_gone(&self, cloud: &dyn Cloud) {
         let snapshot = cloud.snapshot();
         let mut state = self.state();
+        // Every group's instances once (walking a group's instances for each node was quadratic).
+        let instances: HashSet<(&str, &str)> = snapshot
+            .groups()
+            .flat_map(|g| g.instances.iter().map(|i| (g.id.as_str(), i.id.as_str())))
+            .collect();
         let gone: Vec<String> = state
             .nodes
             .iter()
             .filter(|n| {
                 state.node_groups.get(&n.name).is_some_and(|g| {
-                    snapshot
-                        .group(g)
-                        .is_ok_and(|g| !g.instances.iter().any(|i| i.id == n.provider_id))
+                    snapshot.group(g).is_ok()
+                        && !instances.contains(&(g.as_str(), n.provider_id.as_str()))
                 })
             })
             .map(|n| n.name.clone())
             .collect();
+        if gone.is_empty() {
+            return;
+        }
         for node in gone {
             state.nodes.retain(|n| n.name != node);
             state.node_groups.remove(&node);

@@ -10,7 +10,6 @@
 //! (the dump does not say whether a budget is `minAvailable` or `maxUnavailable`, so pods beyond those it
 //! had add nothing). A pod bound to a node counts as running: the simulation has no kubelet phases.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::cluster::{Baseline, Refusal, SimCluster, State};
@@ -140,7 +139,7 @@ impl State {
     /// plan's placement scores nodes as the scheduler does; the simulated scheduler, first fit, binds
     /// it next loop otherwise).
     fn bind_at(&mut self, i: usize, to: &str) {
-        let (infos, index): (Vec<_>, HashMap<&str, usize>) =
+        let (infos, index): (Vec<_>, foldhash::HashMap<&str, usize>) =
             super::cluster::bound(&self.nodes, &self.pods);
         let Some(&j) = index.get(to) else {
             return;

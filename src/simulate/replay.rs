@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::real::PodKey;
 use super::timeline::Timeline;
 use super::{LoopReport, Pacing, Simulation};
 use crate::cloud::memory::MemoryConfig;
@@ -31,8 +30,9 @@ struct Sample {
 pub struct Replay {
     pub sim: Simulation,
     timeline: Timeline,
-    /// Pods the timeline created, not bound yet in the simulation, with their creation time.
-    waiting: HashMap<PodKey, i64>,
+    /// Pods the timeline created, not bound yet in the simulation, with their creation time: by
+    /// namespace, then name (looked up for every bound pod each loop, without making a key).
+    waiting: HashMap<String, HashMap<String, i64>>,
     waits: Vec<i64>,
     samples: Vec<Sample>,
     prices: BTreeMap<String, f64>,
@@ -88,19 +88,24 @@ impl Replay {
         {
             let mut state = self.sim.cluster().state();
             if !due.removed.is_empty() {
-                let gone: HashSet<&PodKey> = due.removed.iter().collect();
-                state
-                    .pods
-                    .retain(|p| !gone.contains(&(p.namespace.to_string(), p.name.clone())));
-                for k in &due.removed {
-                    self.waiting.remove(k);
+                let mut gone: HashMap<&str, HashSet<&str>> = HashMap::new();
+                for (ns, name) in &due.removed {
+                    gone.entry(ns).or_default().insert(name);
+                    if let Some(names) = self.waiting.get_mut(ns) {
+                        names.remove(name);
+                    }
                 }
+                state.pods.retain(|p| {
+                    !gone
+                        .get(p.namespace.as_str())
+                        .is_some_and(|names| names.contains(p.name.as_str()))
+                });
             }
             for p in due.added {
-                self.waiting.insert(
-                    (p.namespace.to_string(), p.name.clone()),
-                    p.meta.created.min(now),
-                );
+                self.waiting
+                    .entry(p.namespace.to_string())
+                    .or_default()
+                    .insert(p.name.clone(), p.meta.created.min(now));
                 state.pods.push(Arc::new(p));
             }
             if due.budgets_changed {
@@ -119,20 +124,23 @@ impl Replay {
     /// Takes the loop's figures.
     fn sample(&mut self, now: i64, report: &LoopReport) {
         let state = self.sim.cluster().state();
+        self.waiting.retain(|_, names| !names.is_empty());
         if !self.waiting.is_empty() {
             for p in state.pods.iter().filter(|p| p.node_name.is_some()) {
-                if let Some(since) = self
-                    .waiting
-                    .remove(&(p.namespace.to_string(), p.name.clone()))
-                {
+                let names = self.waiting.get_mut(p.namespace.as_str());
+                if let Some(since) = names.and_then(|n| n.remove(p.name.as_str())) {
                     self.waits.push((now - since).max(0));
                 }
             }
         }
-        let names: HashSet<String> = state.nodes.iter().map(|n| n.name.clone()).collect();
-        self.launched += names.difference(&self.names).count() as u64;
-        self.removed += self.names.difference(&names).count() as u64;
-        self.names = names;
+        let names: HashSet<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
+        let launched = names.iter().filter(|n| !self.names.contains(**n)).count();
+        let removed = self.names.len() - (names.len() - launched);
+        if launched + removed > 0 {
+            self.launched += launched as u64;
+            self.removed += removed as u64;
+            self.names = names.iter().map(|n| n.to_string()).collect();
+        }
         let cost = |by_group: &BTreeMap<String, usize>| {
             by_group
                 .iter()

@@ -45,7 +45,7 @@ pub fn check(case: &serde_norway::Value) -> Result<(), String> {
         let template = match inputs.nodes.first() {
             Some(n) => TemplateNode {
                 name: n.name.clone(),
-                labels: n.labels.clone(),
+                labels: (*n.labels).clone(),
                 taints: n.taints.clone(),
                 capacity: if n.capacity == Resources::default() {
                     n.allocatable.clone()

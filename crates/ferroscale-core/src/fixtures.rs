@@ -194,7 +194,7 @@ impl NodeBuilder {
         let n = self.0;
         TemplateNode {
             name: n.name,
-            labels: n.labels,
+            labels: (*n.labels).clone(),
             taints: n.taints,
             capacity: n.capacity,
             allocatable: n.allocatable,

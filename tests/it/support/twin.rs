@@ -440,7 +440,7 @@ fn node_json(n: &Node) -> Value {
         .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect.to_string()}))
         .collect();
     json!({
-        "metadata": {"name": n.name, "labels": n.labels, "creationTimestamp": timestamp(n.created)},
+        "metadata": {"name": n.name, "labels": *n.labels, "creationTimestamp": timestamp(n.created)},
         "spec": {"providerID": n.provider_id, "taints": taints, "unschedulable": n.unschedulable},
         "status": {
             "allocatable": quantities(&n.allocatable),

@@ -52,6 +52,37 @@ pub fn run_once(
         };
         &as_scheduled
     };
+    // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
+    let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
+    let index: foldhash::HashMap<&str, usize> = world
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    // Upstream's snapshot leaves out expendable pods (priority below the cutoff): a pending pod may take
+    // their place, as the scheduler would preempt them, so they neither hold room for the scale-up nor
+    // ask for any. They are put back for scale-down, which lets them go down with their node.
+    let mut expendable: Vec<(usize, &Arc<Pod>)> = Vec::new();
+    for p in world.pods {
+        if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
+            if p.meta.priority < settings.expendable_pods_priority_cutoff {
+                expendable.push((i, p));
+            } else {
+                infos[i].add(Arc::clone(p));
+            }
+        }
+    }
+    // Each group's template node's pods (expendable ones too), from the NodeInfos just built.
+    let pods_on = |name: &str| -> Vec<&Pod> {
+        let Some(&i) = index.get(name) else {
+            return Vec::new();
+        };
+        let placed = infos[i].pods.iter().map(|p| &**p);
+        let left_out = expendable.iter().filter(|(j, _)| *j == i);
+        placed.chain(left_out.map(|(_, p)| &***p)).collect()
+    };
+    let templates = group_templates(world, pods_on, memory, now, &settings.taints);
     let ctx = Ctx {
         world,
         settings,
@@ -62,7 +93,7 @@ pub fn run_once(
             .iter()
             .map(|g| (g.id.as_str(), g.as_ref()))
             .collect(),
-        templates: group_templates(world, memory, now, &settings.taints),
+        templates,
     };
     let mut d = Decisions::default();
     memory.backoff_policy = settings.node_group_backoff;
@@ -102,27 +133,6 @@ pub fn run_once(
         }
     }
 
-    // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
-    let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
-    let index: foldhash::HashMap<&str, usize> = world
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
-    // Upstream's snapshot leaves out expendable pods (priority below the cutoff): a pending pod may take
-    // their place, as the scheduler would preempt them, so they neither hold room for the scale-up nor
-    // ask for any. They are put back for scale-down, which lets them go down with their node.
-    let mut expendable: Vec<(usize, &Arc<Pod>)> = Vec::new();
-    for p in world.pods {
-        if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-            if p.meta.priority < settings.expendable_pods_priority_cutoff {
-                expendable.push((i, p));
-            } else {
-                infos[i].add(Arc::clone(p));
-            }
-        }
-    }
     let existing = infos.len();
     // One ledger for every method of the loop; the notices go first (the involuntary ones whatever
     // it says), their pods placed again by this loop's scale-up.

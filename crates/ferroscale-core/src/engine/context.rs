@@ -61,8 +61,9 @@ impl Ctx<'_> {
 /// else the copy `memory` remembers from an earlier loop, else the cloud's. Copies of good nodes are
 /// remembered for when the group has none (scaled to zero, all nodes starting or going), and forgotten
 /// with their group, as upstream's template cache does.
-pub(super) fn group_templates(
+pub(super) fn group_templates<'p>(
     world: &World,
+    pods_on: impl Fn(&str) -> Vec<&'p Pod>,
     memory: &mut Memory,
     now: i64,
     taints: &TaintConfig,
@@ -80,14 +81,9 @@ pub(super) fn group_templates(
             *e = n;
         }
     }
-    let chosen: foldhash::HashMap<&str, &str> =
-        best.iter().map(|(g, n)| (n.name.as_str(), *g)).collect();
-    let mut bound: HashMap<&str, Vec<&Pod>> = HashMap::new();
-    for p in world.pods {
-        if let Some(&g) = p.node_name.as_deref().and_then(|n| chosen.get(n)) {
-            bound.entry(g).or_default().push(p);
-        }
-    }
+    // The chosen nodes' pods, from the loop's NodeInfos (`pods_on`): not a walk over every pod.
+    let mut bound: HashMap<&str, Vec<&Pod>> =
+        best.iter().map(|(g, n)| (*g, pods_on(&n.name))).collect();
     memory
         .templates
         .retain(|id, _| world.groups.iter().any(|g| g.id == *id));
@@ -118,7 +114,7 @@ pub fn template_node(t: &TemplateNode, name: &str, group: &str) -> Node {
     labels.insert(labels::NODE_GROUP.into(), group.into());
     Node {
         name: name.into(),
-        labels,
+        labels: labels.into(),
         taints: t.taints.clone(),
         allocatable: t.allocatable.clone(),
         capacity: t.capacity.clone(),
@@ -173,7 +169,15 @@ mod tests {
             .fold(TestWorld::default(), |w, n| w.node_of("g", n.clone()));
         world.groups = groups.to_vec();
         world.removing = removing.clone();
-        group_templates(&world.world(), memory, 1000, &TaintConfig::default())
+        let world = world.world();
+        let pods_on = |name: &str| {
+            let on = world
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(name));
+            on.map(|p| &**p).collect()
+        };
+        group_templates(&world, pods_on, memory, 1000, &TaintConfig::default())
     }
 
     #[test]

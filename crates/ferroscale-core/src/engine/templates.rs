@@ -61,7 +61,7 @@ impl GroupTemplate {
         taints: &TaintConfig,
     ) -> Self {
         let name = format!("template-node-for-{group}");
-        let mut node_labels = node.labels.clone();
+        let mut node_labels = (*node.labels).clone();
         node_labels.insert(labels::HOSTNAME.into(), name.clone());
         node_labels.insert(labels::NODE_GROUP.into(), group.into());
         // A node whose capacity was not reported promises what it can allocate.

@@ -233,7 +233,9 @@ impl Pod {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Node {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    /// Shared with the node's other copies (the engine copies every node into its NodeInfos each loop;
+    /// a write copies first).
+    pub labels: Labels,
     pub taints: Vec<Taint>,
     pub allocatable: Resources,
     /// `status.capacity`: what `--cores-total` and `--memory-total` count and what a template copied

@@ -259,7 +259,7 @@ impl<'a, 'c> Evaluator<'a, 'c> {
             .iter()
             .map(|&k| &self.infos[cands[k].index].node.labels)
             .filter(|l| is_spot(l))
-            .map(pool)
+            .map(|l| pool(l))
             .collect();
         // The cheapest new capacity that takes every pod left, within bounds and limits.
         let mut best: Option<(f64, usize, &Target)> = None;
