@@ -152,7 +152,7 @@ fn nested() -> impl Strategy<Value = String> {
                     flow = true;
                 }
                 _ => {
-                    text.push_str("[");
+                    text.push('[');
                     close.insert(0, ']');
                 }
             }

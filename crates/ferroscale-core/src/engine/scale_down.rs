@@ -166,7 +166,7 @@ fn plan(
         let opts = settings.options_of(group);
         // A node still starting is upcoming capacity, not a candidate (upstream leaves it out of the
         // snapshot scale-down simulates on).
-        if NodeReadiness::of(&node, opts.max_node_startup_time, now, &settings.taints)
+        if NodeReadiness::of(node, opts.max_node_startup_time, now, &settings.taints)
             == NodeReadiness::NotStarted
         {
             continue;
@@ -201,11 +201,11 @@ fn plan(
             keep(d, Unremovable::Descheduled { pod: p });
             continue;
         }
-        if let Some(resource) = missing_allocatable(&node) {
+        if let Some(resource) = missing_allocatable(node) {
             keep(d, Unremovable::UtilizationUnknown { resource });
             continue;
         }
-        let ready = is_ready(&node, &settings.taints);
+        let ready = is_ready(node, &settings.taints);
         if !ready && !settings.scale_down_unready_enabled {
             keep(d, Unremovable::UnreadyKept);
             continue;
@@ -312,7 +312,7 @@ fn plan(
             continue;
         }
         let mut room = above_min.clone();
-        if let Err(resource) = room.take(&Amount::of_node(&node)) {
+        if let Err(resource) = room.take(&Amount::of_node(node)) {
             keep(d, Unremovable::MinimalResourceLimit { resource });
             continue;
         }
@@ -341,7 +341,7 @@ fn plan(
         if in_atomic {
             ledger.overflow_for(ctx, &group.id, !evict.is_empty());
         }
-        if let Err(why) = ledger.take_removal(ctx, &node, Some(group), &evict, kind) {
+        if let Err(why) = ledger.take_removal(ctx, node, Some(group), &evict, kind) {
             keep(d, why.into());
             continue;
         }
