@@ -79,6 +79,26 @@ pub fn qos(p: &core::Pod) -> Qos {
     let Some(spec) = p.spec.as_ref() else {
         return Qos::BestEffort;
     };
+    let containers = || {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+    };
+    // Most pods limit neither cpu nor memory: Burstable at the first positive request, without
+    // parsing the rest.
+    let limits_any = containers().any(|c| {
+        let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
+        limits.is_some_and(|l| l.contains_key("cpu") || l.contains_key("memory"))
+    });
+    if !limits_any {
+        let requests = containers().filter_map(|c| c.resources.as_ref()?.requests.as_ref());
+        let mut each = requests.map(|r| cpu_and_memory(Some(r)));
+        return if each.any(|r| r.iter().any(Option::is_some)) {
+            Qos::Burstable
+        } else {
+            Qos::BestEffort
+        };
+    }
     // Per resource (cpu, memory): the sum, or None when no container names it.
     let mut requests: [Option<i128>; 2] = [None, None];
     let mut limits: [Option<i128>; 2] = [None, None];
@@ -90,11 +110,7 @@ pub fn qos(p: &core::Pod) -> Qos {
         }
     };
     let mut guaranteed = true;
-    for c in spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-    {
+    for c in containers() {
         let r = c.resources.as_ref();
         add(
             &mut requests,
@@ -224,6 +240,17 @@ mod tests {
             qos(&pod(json!({"spec": {"containers": containers}})))
         };
         assert_eq!(of(vec![container(json!({}), json!({}))]), Qos::BestEffort);
+        // A request of 0 is none; an init container's request counts.
+        assert_eq!(
+            of(vec![container(
+                json!({"cpu": "0", "memory": "0"}),
+                json!({})
+            )]),
+            Qos::BestEffort
+        );
+        let init = json!({"spec": {"containers": [{"name": "c"}],
+            "initContainers": [container(json!({"memory": "1Mi"}), json!({}))]}});
+        assert_eq!(qos(&pod(init)), Qos::Burstable);
         assert_eq!(
             of(vec![container(json!({"cpu": "100m"}), json!({}))]),
             Qos::Burstable

@@ -395,9 +395,10 @@ impl SimView {
             .chain(d.disruptions.iter().map(|x| x.node.as_str()))
             .chain(d.intents.iter().flat_map(|i| i.keys().map(String::as_str)))
             .collect();
-        let mut state = cluster.state();
-        let present: HashSet<String> = state.nodes.iter().map(|n| n.name.clone()).collect();
-        state.intents.retain(|n, _| present.contains(n));
+        let mut guard = cluster.state();
+        let state = &mut *guard;
+        let present: HashSet<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
+        state.intents.retain(|n, _| present.contains(n.as_str()));
         let mut intents: Vec<(String, String)> = state
             .intents
             .iter()
@@ -420,10 +421,12 @@ impl SimView {
         if wanted.is_empty() && nodes.is_empty() {
             return view;
         }
+        // By namespace and name: no key is made for each of the cluster's pods.
+        let wanted: HashSet<(&str, &str)> =
+            wanted.iter().filter_map(|k| k.split_once('/')).collect();
         for p in &state.pods {
-            let key = p.key();
-            if wanted.contains(key.as_str()) {
-                view.pods.insert(key, state.evictee(p));
+            if wanted.contains(&(p.namespace.as_str(), p.name.as_str())) {
+                view.pods.insert(p.key(), state.evictee(p));
             }
             if let Some(n) = p.node_name.as_deref().filter(|n| nodes.contains(n)) {
                 if !p.node_bound() {
