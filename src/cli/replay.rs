@@ -82,7 +82,11 @@ pub(super) fn main(flags: &SimulateFlags, trace: &Path) -> Result<()> {
     };
     let pacing = paced(flags, calibrated.as_ref());
     if let Some(c) = &calibrated {
-        eprintln!("{}", calibration_text(c, &pacing));
+        let given = (
+            flags.provision_delay.is_some(),
+            flags.node_ready_delay.is_some(),
+        );
+        eprintln!("{}", calibration_text(c, &pacing, given));
     }
     // Each variant replays on its own thread; one alone prints its loops as they run.
     let ran: Vec<Result<Ran>> = std::thread::scope(|scope| {
@@ -178,7 +182,9 @@ fn paced(flags: &SimulateFlags, calibrated: Option<&Calibration>) -> Pacing {
 }
 
 /// What stderr says of the start-up times taken: the cluster's, then each group's.
-fn calibration_text(c: &Calibration, pacing: &Pacing) -> String {
+/// `given`: whether `--provision-delay` and `--node-ready-delay` were given (one of them at most: with
+/// both, nothing is calibrated); a flag given stands for every group, whatever the timeline measured.
+fn calibration_text(c: &Calibration, pacing: &Pacing, given: (bool, bool)) -> String {
     let mut text = format!(
         "start-up times from {} nodes launched in the timeline: --provision-delay {}s --node-ready-delay {}s",
         c.nodes,
@@ -191,6 +197,11 @@ fn calibration_text(c: &Calibration, pacing: &Pacing) -> String {
             0 => "none launched: the cluster's".to_string(),
             1 => "from 1 node".to_string(),
             n => format!("from {n} nodes"),
+        };
+        let from = match given {
+            (true, false) => format!("{from}; provision given"),
+            (false, true) => format!("{from}; ready given"),
+            _ => from,
         };
         text += &format!(
             "\n  {group}: provision {}s, ready {}s ({from})",

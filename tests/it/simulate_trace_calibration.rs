@@ -192,7 +192,7 @@ fn a_start_up_flag_given_wins_for_every_group() {
     let (answers, loops) = lines.split_last().unwrap();
     // The ready delays are still each group's own; the provision delay is the flag's everywhere.
     assert!(
-        stderr.contains("slow: provision 50s, ready 60s"),
+        stderr.contains("slow: provision 50s, ready 60s (from 1 node; provision given)"),
         "{stderr}"
     );
     assert!(
