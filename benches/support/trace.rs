@@ -1,6 +1,7 @@
 //! A day of a cluster as `ferroscale record` writes it, made up: web traffic that an HPA follows through
 //! the day (replicas rising to a peak at 14:00 and back), a nightly batch of Jobs at 02:00 that runs for
-//! an hour, and a spot interruption at 15:30 that takes one node and its pods (recreated elsewhere).
+//! an hour on nodes of its own, and a spot interruption at 15:30 that takes one node and its pods
+//! (recreated elsewhere).
 //! The real cluster's autoscaler keeps one node of headroom and takes 90 s to bring a node. Shared by
 //! `examples/gen_trace.rs` (the example trace) and the replay bench (a 1,000-node day).
 
@@ -162,9 +163,19 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
         // The nightly batch at 02:00, an hour long.
         if !batch_done && t >= 2 * 3600 {
             batch_done = true;
+            // The real autoscaler brings the batch its own nodes (three one-CPU pods a node) 90 s
+            // after, and removes them ten minutes after the batch is gone.
+            let mut batch_nodes = Vec::new();
+            for _ in 0..day.batch.div_ceil(3) {
+                let name = format!("ip-10-0-{}-{}", next_node / 250, next_node % 250);
+                next_node += 1;
+                push(t + 90, "ADDED", node(&name, t + 90));
+                push(t + 3660 + 600, "DELETED", node(&name, 0));
+                batch_nodes.push(name);
+            }
             for i in 0..day.batch {
                 let name = format!("batch-{i}");
-                let on = nodes[i % nodes.len()].clone();
+                let on = batch_nodes[i / 3].clone();
                 let b = |on| pod(&name, ("Job", "nightly"), "1", "2Gi", t, on);
                 push(t, "ADDED", b(None));
                 push(t + 120, "MODIFIED", b(Some(&on)));
