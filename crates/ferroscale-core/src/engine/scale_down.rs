@@ -417,8 +417,7 @@ pub(super) fn recently_descheduled(info: &NodeInfo, memory: &Memory) -> Option<S
     if memory.descheduled.is_empty() {
         return None;
     }
-    info.bound()
-        .iter()
+    info.bound_pods()
         .find(|p| memory.descheduled.contains(&p.owner_key()))
         .map(|p| p.key())
 }

@@ -58,8 +58,7 @@ pub fn eviction_cost(p: &Pod) -> f64 {
 /// pods (and the node's own), which is all a snapshot tells of changes before the memory's first look.
 fn last_change(info: &NodeInfo, memory: &Memory) -> i64 {
     let created = info
-        .bound()
-        .iter()
+        .bound_pods()
         .map(|p| p.meta.created)
         .fold(info.node.created, i64::max);
     memory
@@ -76,33 +75,31 @@ fn last_change(info: &NodeInfo, memory: &Memory) -> i64 {
 fn signature(info: &NodeInfo) -> (usize, u64) {
     use std::hash::BuildHasher;
     let hasher = foldhash::fast::FixedState::with_seed(0);
-    let name = info.node.name.as_str();
-    info.pods
-        .iter()
-        .filter(|p| p.node_name.as_deref() == Some(name) && !p.node_bound())
+    info.bound_pods()
+        .filter(|p| !p.node_bound())
         .fold((0, 0u64), |(n, sum), p| {
             let h = hasher.hash_one((p.namespace.as_str(), p.name.as_str(), p.meta.created));
             (n + 1, sum.wrapping_add(h))
         })
 }
 
-/// Records, for each of the loop's nodes (`infos`), whether a pod was added to or removed from it since
+/// Records, for each of the loop's nodes (`infos`, by name in `present`), whether a pod was added to or removed from it since
 /// the last loop, and forgets nodes gone: what [`last_change`] reads. A node seen for the first time
 /// counts as changed when the memory's knowledge starts (`Memory::pod_changes_known_from`), if later
 /// than its pods' creation. A node whose group does not consolidate is not watched (its pods are not
 /// hashed each loop: consolidation off costs nothing); when its group starts consolidating, `after`
 /// counts from then, as nothing is known of the changes before.
-pub(super) fn note_pod_changes(ctx: &Ctx, memory: &mut Memory, infos: &[NodeInfo]) {
+pub(super) fn note_pod_changes(
+    ctx: &Ctx,
+    memory: &mut Memory,
+    infos: &[NodeInfo],
+    present: &HashMap<&str, &NodeInfo>,
+) {
     let known_from = memory.pod_changes_known_from;
-    let present: foldhash::HashSet<&str> = infos
-        .iter()
-        .filter(|i| !i.node.template)
-        .map(|i| i.node.name.as_str())
-        .collect();
     // Updated in place: a steady cluster's nodes keep their entries (no name copied, nothing rehashed).
     memory
         .pod_changes
-        .retain(|n, _| present.contains(n.as_str()));
+        .retain(|n, _| present.contains_key(n.as_str()));
     for info in infos.iter().filter(|i| !i.node.template) {
         let watched = ctx
             .world

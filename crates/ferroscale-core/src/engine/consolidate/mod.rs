@@ -65,7 +65,7 @@ pub(super) fn consolidate(
     memory
         .consolidated
         .retain(|n, _| present.contains_key(n.as_str()));
-    candidates::note_pod_changes(ctx, memory, infos);
+    candidates::note_pod_changes(ctx, memory, infos, &present);
     progress(ctx, memory, ledger, infos, &present, d);
     let settings = ctx.settings;
     if !ctx

@@ -88,7 +88,7 @@ pub(super) fn progress(
                         .push((old.clone(), Declined::NodeDoNotDisrupt));
                     continue;
                 }
-                if let Some(p) = info.bound().iter().find(|p| p.meta.do_not_disrupt) {
+                if let Some(p) = info.bound_pods().find(|p| p.meta.do_not_disrupt) {
                     d.consolidation_declined
                         .push((old.clone(), Declined::DoNotDisrupt { pod: p.key() }));
                     continue;

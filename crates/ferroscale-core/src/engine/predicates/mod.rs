@@ -45,11 +45,15 @@ impl NodeInfo {
     /// The pods bound to this node now: the ones a removal of it evicts. The loop's simulations also
     /// place pods here (pending pods that will fit, pods an admitted removal moves), unbound.
     pub fn bound(&self) -> Vec<Arc<Pod>> {
+        self.bound_pods().cloned().collect()
+    }
+
+    /// [`Self::bound`] without collecting them: for readers that walk every node's pods each loop.
+    pub fn bound_pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        let name = self.node.name.as_str();
         self.pods
             .iter()
-            .filter(|p| p.node_name.as_deref() == Some(self.node.name.as_str()))
-            .cloned()
-            .collect()
+            .filter(move |p| p.node_name.as_deref() == Some(name))
     }
 
     /// Whether the pod's requests fit what the node has left (the other predicates unchecked).
