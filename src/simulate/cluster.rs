@@ -372,22 +372,16 @@ pub struct SimView {
 impl SimView {
     /// What `d` names, as the cluster holds it now.
     pub fn of(cluster: &SimCluster, d: &Decisions) -> Self {
-        let mut wanted: HashSet<&str> = HashSet::new();
-        wanted.extend(
-            d.scale_up
-                .iter()
-                .flat_map(|s| s.pods.iter().map(String::as_str)),
-        );
-        wanted.extend(
-            d.scale_down
-                .iter()
-                .flat_map(|s| s.evict.iter().map(String::as_str)),
-        );
-        for x in &d.disruptions {
-            if let Some(crate::engine::NoticeDrain::Voluntary { evict, .. }) = &x.notice {
-                wanted.extend(evict.iter().map(String::as_str));
-            }
-        }
+        // The pods named, by namespace and name: no key is made for each of the cluster's pods below.
+        let voluntary = d.disruptions.iter().filter_map(|x| match &x.notice {
+            Some(crate::engine::NoticeDrain::Voluntary { evict, .. }) => Some(evict),
+            _ => None,
+        });
+        let wanted: HashSet<(&str, &str)> = (d.scale_up.iter().flat_map(|s| &s.pods))
+            .chain(d.scale_down.iter().flat_map(|s| &s.evict))
+            .chain(voluntary.flatten())
+            .filter_map(|k| k.split_once('/'))
+            .collect();
         let nodes: HashSet<&str> = d
             .scale_down
             .iter()
@@ -421,9 +415,6 @@ impl SimView {
         if wanted.is_empty() && nodes.is_empty() {
             return view;
         }
-        // By namespace and name: no key is made for each of the cluster's pods.
-        let wanted: HashSet<(&str, &str)> =
-            wanted.iter().filter_map(|k| k.split_once('/')).collect();
         for p in &state.pods {
             if wanted.contains(&(p.namespace.as_str(), p.name.as_str())) {
                 view.pods.insert(p.key(), state.evictee(p));

@@ -64,11 +64,9 @@ fn typed<T: serde::de::DeserializeOwned>(value: Value, what: impl Fn() -> String
 struct Keys(std::collections::HashMap<(Kind, String, String), usize>);
 
 impl Keys {
-    /// Puts `object` in `list` (`kind`'s) in place of the one of its name, or adds it; `None` deletes it.
-    fn upsert<T>(&mut self, kind: Kind, list: &mut Vec<T>, key: (&str, &str), object: Option<T>)
-    where
-        T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
-    {
+    /// Puts `object` in `list` (`kind`'s) in place of the one of its namespace and name (`key`), or adds
+    /// it; `None` deletes it.
+    fn upsert<T>(&mut self, kind: Kind, list: &mut Vec<T>, key: (&str, &str), object: Option<T>) {
         let k = (kind, key.0.to_string(), key.1.to_string());
         match (self.0.get(&k).copied(), object) {
             (Some(i), Some(o)) => list[i] = o,
