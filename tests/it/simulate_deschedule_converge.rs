@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::simulate_deschedule::declined;
+use crate::simulate_report::{json_lines, ok};
 use crate::support::fixtures::dump::{node, pod, GROUPS};
 
 /// A node of 4 cpus and 16Gi in `zone`.
@@ -98,16 +99,7 @@ fn simulate(cluster: &str, policy: &str, loops: &str) -> Vec<Value> {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&ok(&out))
 }
 
 fn evicted(line: &Value) -> Vec<String> {

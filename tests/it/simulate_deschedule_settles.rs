@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::simulate_report::{json_lines, ok};
 use crate::support::fixtures::dump::{node, pod, GROUPS};
 
 /// The chart's default `descheduler.policy`, as a policy file.
@@ -63,16 +64,7 @@ fn simulate(cluster: &str, policy: &str) -> Vec<Value> {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&ok(&out))
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::simulate_deschedule::{created, old, NEW, OLD};
+use crate::simulate_report::{json_lines, ok};
 use crate::support::fixtures::dump::{node, pod, GROUPS};
 
 /// Each loop's JSON of `simulate` on `cluster` with `policy`, one loop.
@@ -26,16 +27,7 @@ fn simulate(cluster: &str, policy: &str) -> Vec<Value> {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&ok(&out))
 }
 
 fn evicted(line: &Value) -> Vec<String> {

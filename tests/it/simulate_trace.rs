@@ -7,6 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::simulate_report::{json_lines, ok};
 use crate::support::process::{run_failing, BIN};
 
 const DAY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/day.jsonl");
@@ -19,16 +20,7 @@ fn replay(trace: &str, args: &[&str]) -> Vec<Value> {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&ok(&out))
 }
 
 /// What the example day's file says really happened to nodes after its start: (added, deleted).

@@ -7,6 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::simulate_report::{json_lines, ok};
 use crate::support::process::BIN;
 
 /// 2026-11-20T00:00:00Z.
@@ -106,14 +107,8 @@ fn replay(args: &[&str]) -> (Vec<Value>, String) {
         .args(args)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{stderr}");
-    let lines = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (lines, stderr)
+    let lines = json_lines(&ok(&out));
+    (lines, String::from_utf8_lossy(&out.stderr).to_string())
 }
 
 /// A loop's time, in seconds since the timeline's start (its first loop).
