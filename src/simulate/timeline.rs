@@ -238,12 +238,20 @@ fn median(mut v: Vec<i64>) -> Option<i64> {
     v.get(v.len().saturating_sub(1) / 2).copied()
 }
 
-/// The median of the delays measured on `group`'s nodes (`None`: on every node).
-fn median_of(delays: &[(Option<String>, i64)], group: Option<&str>) -> Option<i64> {
+/// The delays measured on `group`'s nodes (`None`: on every node).
+fn of_group<'a>(
+    delays: &'a [(Option<String>, i64)],
+    group: Option<&'a str>,
+) -> impl Iterator<Item = i64> + 'a {
     let of_group = delays
         .iter()
-        .filter(|(g, _)| group.is_none() || g.as_deref() == group);
-    median(of_group.map(|(_, d)| *d).collect())
+        .filter(move |(g, _)| group.is_none() || g.as_deref() == group);
+    of_group.map(|(_, d)| *d)
+}
+
+/// The median of the delays measured on `group`'s nodes (`None`: on every node).
+fn median_of(delays: &[(Option<String>, i64)], group: Option<&str>) -> Option<i64> {
+    median(of_group(delays, group).collect())
 }
 
 /// Reads the whole timeline at `path` for its nodes' start-up times, telling the nodes' groups by
@@ -261,11 +269,7 @@ pub fn calibrate(path: &Path, config: &MemoryConfig) -> Result<Calibration> {
         .node_groups
         .iter()
         .map(|g| {
-            let own = |d: &[(Option<String>, i64)]| {
-                d.iter()
-                    .filter(|(of, _)| of.as_deref() == Some(&g.name))
-                    .count()
-            };
+            let own = |d: &[(Option<String>, i64)]| of_group(d, Some(&g.name)).count();
             let calibration = GroupCalibration {
                 nodes: own(provision).max(own(ready)),
                 provision_delay_seconds: median_of(provision, Some(&g.name)).or(cluster_provision),
