@@ -4,14 +4,13 @@
 //! calls `k8s::DESCHEDULE_PERMISSIONS` (its chart RBAC) lists; the flags the chart renders for its
 //! provider-mode Deployment run it leader-elected on the chart's Lease.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::support::fixtures::kube::{node, pod};
 use crate::support::kube_api::{assert_permitted_by, KubeApi, LEASES, NODES, PODS};
-use crate::support::process::{run_failing, Served, BIN};
+use crate::support::process::{deschedule_once, run_failing, Served};
 
 #[test]
 fn a_bad_policy_file_stops_deschedule_and_run_naming_the_file_and_field() {
@@ -123,29 +122,7 @@ async fn deschedule_with_no_interval_runs_one_cycle_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let policy = failed_pod_cluster(&api, dir.path());
     let kubeconfig = api.kubeconfig(dir.path());
-    let mut child = Command::new(BIN)
-        .args([
-            "deschedule",
-            "--address",
-            "127.0.0.1:0",
-            "--policy-config-file",
-        ])
-        .arg(&policy)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running after 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = deschedule_once(&policy, &kubeconfig).await;
     assert!(status.success(), "{status}");
     assert!(
         api.get(PODS, "default", "job-1").is_none(),

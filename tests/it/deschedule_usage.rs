@@ -3,16 +3,13 @@
 //! and evicts from the node that uses the most, not the one whose pods request the most, with only
 //! the API calls `k8s::DESCHEDULE_PERMISSIONS` (the chart's RBAC) lists.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use serde_json::json;
 
 use crate::support::fixtures::kube::{node, pod};
 use crate::support::kube_api::{
     assert_permitted_by, KubeApi, NODES, NODE_METRICS, PODS, POD_METRICS,
 };
-use crate::support::process::BIN;
+use crate::support::process::deschedule_once;
 
 const POLICY: &str = r#"apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
@@ -44,29 +41,7 @@ async fn one_cycle(api: &KubeApi, dir: &std::path::Path) {
     let policy = dir.join("policy.yaml");
     std::fs::write(&policy, POLICY).unwrap();
     let kubeconfig = api.kubeconfig(dir);
-    let mut child = Command::new(BIN)
-        .args([
-            "deschedule",
-            "--address",
-            "127.0.0.1:0",
-            "--policy-config-file",
-        ])
-        .arg(&policy)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running after 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = deschedule_once(&policy, &kubeconfig).await;
     assert!(status.success(), "{status}");
 }
 

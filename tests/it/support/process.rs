@@ -201,3 +201,31 @@ pub fn run_limited(args: &[&str], max_bytes: u64) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `ferroscale deschedule` with no interval (one cycle) on `policy` against `kubeconfig`'s cluster,
+/// waited for (at most 60 s; the API server the test serves keeps answering meanwhile).
+pub async fn deschedule_once(policy: &std::path::Path, kubeconfig: &std::path::Path) -> ExitStatus {
+    let mut child = Command::new(BIN)
+        .args([
+            "deschedule",
+            "--address",
+            "127.0.0.1:0",
+            "--policy-config-file",
+        ])
+        .arg(policy)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "still running after 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
