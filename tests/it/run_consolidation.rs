@@ -15,7 +15,7 @@ use crate::support::run_harness::{evictions, has_deletion_taint, run_settings, H
 
 /// Group `m5` (16 cores, $0.768/h) with three instances, opted in; group `big` (32 cores, $1.224/h)
 /// with none.
-const GROUPS: &str = r#"
+pub(crate) const GROUPS: &str = r#"
 nodeGroups:
   - {name: m5, minSize: 0, maxSize: 6, capacity: {cpu: 16, memory: 64Gi, pods: 110}, pricePerHour: 0.768,
      disruptionBudget: "100%", consolidation: {policy: WhenEmptyOrUnderutilized, after: 0s},
@@ -23,7 +23,19 @@ nodeGroups:
   - {name: big, minSize: 0, maxSize: 6, capacity: {cpu: 32, memory: 128Gi, pods: 110}, pricePerHour: 1.224}
 "#;
 
-const OLD: [&str; 3] = ["m5-0", "m5-1", "m5-2"];
+pub(crate) const OLD: [&str; 3] = ["m5-0", "m5-1", "m5-2"];
+
+/// The old nodes, each with a 9-core pod of `web`: it fits on no other m5 node, and is above
+/// scale-down's threshold.
+pub(crate) fn put_old_nodes(api: &KubeApi) {
+    for (k, name) in OLD.iter().enumerate() {
+        api.put(
+            NODES,
+            node(name, &format!("memory:///m5/i-{k}"), "16", "64Gi"),
+        );
+        api.put(PODS, pod(&format!("web-{k}"), "9", Some(name), "web"));
+    }
+}
 
 /// Waits until `pred` holds, up to a minute (the removals and the event writer run in the background).
 async fn eventually(what: &str, pred: impl Fn() -> bool) {
@@ -39,14 +51,7 @@ async fn eventually(what: &str, pred: impl Fn() -> bool) {
 #[tokio::test]
 async fn three_half_empty_nodes_are_replaced_by_one_cheaper_node_new_capacity_first() {
     let api = KubeApi::start().await;
-    for (k, name) in OLD.iter().enumerate() {
-        api.put(
-            NODES,
-            node(name, &format!("memory:///m5/i-{k}"), "16", "64Gi"),
-        );
-        // 9 of 16 cores: fits on no other m5 node, and above scale-down's threshold.
-        api.put(PODS, pod(&format!("web-{k}"), "9", Some(name), "web"));
-    }
+    put_old_nodes(&api);
     // Three drains at once (the default `--max-drain-parallelism` of 1 holds consolidation too, and
     // retires the old nodes one at a time: simulate_conductor shows that).
     let mut settings = ferroscale::cli::flags::default_engine();

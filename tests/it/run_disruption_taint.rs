@@ -7,21 +7,10 @@
 use ferroscale::engine::ConsolidationAction;
 use ferroscale::time::unix_now as now;
 
-use crate::support::fixtures::kube::{node, pod};
-use crate::support::kube_api::{KubeApi, NODES, PODS};
+use crate::run_consolidation::{put_old_nodes, GROUPS, OLD};
+use crate::support::fixtures::kube::node;
+use crate::support::kube_api::{KubeApi, NODES};
 use crate::support::run_harness::{has_deletion_taint, run_settings, Harness};
-
-/// Group `m5` (16 cores, $0.768/h) with three instances, opted in; group `big` (32 cores, $1.224/h)
-/// with none.
-const GROUPS: &str = r#"
-nodeGroups:
-  - {name: m5, minSize: 0, maxSize: 6, capacity: {cpu: 16, memory: 64Gi, pods: 110}, pricePerHour: 0.768,
-     disruptionBudget: "100%", consolidation: {policy: WhenEmptyOrUnderutilized, after: 0s},
-     instances: [{id: i-0}, {id: i-1}, {id: i-2}]}
-  - {name: big, minSize: 0, maxSize: 6, capacity: {cpu: 32, memory: 128Gi, pods: 110}, pricePerHour: 1.224}
-"#;
-
-const OLD: [&str; 3] = ["m5-0", "m5-1", "m5-2"];
 
 /// The effect of `node`'s disruption taint, if it has one.
 fn disrupted(api: &KubeApi, node: &str) -> Option<String> {
@@ -59,13 +48,7 @@ async fn watched(h: &Harness, events_before: u64, writes_before: u64) {
 #[tokio::test]
 async fn the_old_nodes_are_tainted_while_the_surge_comes_up_and_untainted_when_it_is_dropped() {
     let api = KubeApi::start().await;
-    for (k, name) in OLD.iter().enumerate() {
-        api.put(
-            NODES,
-            node(name, &format!("memory:///m5/i-{k}"), "16", "64Gi"),
-        );
-        api.put(PODS, pod(&format!("web-{k}"), "9", Some(name), "web"));
-    }
+    put_old_nodes(&api);
     let settings = ferroscale::cli::flags::default_engine();
     let mut h = Harness::new(api, GROUPS, settings, run_settings()).await;
     h.synced(3, 3).await;
