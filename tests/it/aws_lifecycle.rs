@@ -70,26 +70,11 @@ async fn the_groups_revision_follows_its_default_template_version_and_tags_set_i
 
     // Version 2 becomes the default: the group launches it now, its instances are from version 1.
     let id = lt.split(':').nth(1).unwrap().to_string();
-    moto.ec2
-        .create_launch_template_version()
-        .launch_template_id(&id)
-        .source_version("1")
-        .launch_template_data(
-            aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
-                .image_id("ami-02ab00c1")
-                .instance_type("m5.large".into())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    moto.ec2
-        .modify_launch_template()
-        .launch_template_id(&id)
-        .default_version("2")
-        .send()
-        .await
-        .unwrap();
+    let data = aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+        .image_id("ami-02ab00c1")
+        .instance_type("m5.large".into())
+        .build();
+    moto.new_default_version(&id, data).await;
     // A fresh reader (the default version is cached for ten minutes).
     let cloud = moto.cloud(&[DISCOVERY], &[]).await;
     let snapshot = cloud.snapshot();

@@ -423,25 +423,10 @@ async fn each_instance_is_priced_by_its_own_type() {
         .launch_template_id()
         .unwrap()
         .to_string();
-    moto.ec2
-        .create_launch_template_version()
-        .launch_template_id(&id)
-        .source_version("1")
-        .launch_template_data(
-            aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
-                .instance_type("m5.large".into())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    moto.ec2
-        .modify_launch_template()
-        .launch_template_id(&id)
-        .default_version("2")
-        .send()
-        .await
-        .unwrap();
+    let data = aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+        .instance_type("m5.large".into())
+        .build();
+    moto.new_default_version(&id, data).await;
     let api = PriceApi::start(&[("m5.large", 0.096), ("m5.xlarge", 0.192)]).await;
     let cloud = priced_cloud(
         &moto,

@@ -343,6 +343,29 @@ impl Moto {
             .to_string()
     }
 
+    /// Version 2 of launch template `id` (version 1 changed by `data`), made its default.
+    pub async fn new_default_version(
+        &self,
+        id: &str,
+        data: aws_sdk_ec2::types::RequestLaunchTemplateData,
+    ) {
+        self.ec2
+            .create_launch_template_version()
+            .launch_template_id(id)
+            .source_version("1")
+            .launch_template_data(data)
+            .send()
+            .await
+            .unwrap();
+        self.ec2
+            .modify_launch_template()
+            .launch_template_id(id)
+            .default_version("2")
+            .send()
+            .await
+            .unwrap();
+    }
+
     /// An ASG launching `instance_type` from a launch template, tagged for discovery plus `tags`.
     pub async fn group(
         &self,
