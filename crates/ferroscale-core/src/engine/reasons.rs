@@ -156,6 +156,20 @@ pub enum Unremovable {
     Descheduled { pod: String },
 }
 
+impl Unremovable {
+    /// Whether it keeps the node for now only: the caps of this loop or a PodDisruptionBudget's
+    /// allowance, which a later loop may find room in (a consolidation held for these waits).
+    pub fn for_now(&self) -> bool {
+        matches!(
+            self,
+            Unremovable::ParallelismReached
+                | Unremovable::WaitsForNextLoop
+                | Unremovable::EvictionLimit { .. }
+                | Unremovable::Blocked(Blocker::Budget { .. })
+        )
+    }
+}
+
 impl fmt::Display for Unremovable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -32,7 +32,6 @@ use super::decisions::{
 use super::ledger::Ledger;
 use super::memory::{Consolidating, Memory, Validating};
 use super::predicates::NodeInfo;
-use super::reasons::{Blocker, Unremovable};
 use super::replace::retire;
 use crate::clock::Deadline;
 use crate::model::lifecycle::DisruptionReason;
@@ -293,12 +292,7 @@ fn carry_out(
                     d,
                 ) {
                     Ok(()) => {}
-                    Err(
-                        why @ (Unremovable::ParallelismReached
-                        | Unremovable::WaitsForNextLoop
-                        | Unremovable::EvictionLimit { .. }
-                        | Unremovable::Blocked(Blocker::Budget { .. })),
-                    ) => {
+                    Err(why) if why.for_now() => {
                         ledger.hold(&info.node.name, &c.group.id);
                         d.consolidation_declined
                             .push((info.node.name.clone(), why.into()));

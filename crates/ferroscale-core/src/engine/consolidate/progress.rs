@@ -12,7 +12,6 @@ use crate::engine::health::is_ready;
 use crate::engine::ledger::Ledger;
 use crate::engine::memory::{Consolidating, Memory};
 use crate::engine::predicates::{first_fit, NodeInfo};
-use crate::engine::reasons::{Blocker, Unremovable};
 use crate::engine::replace::retire;
 use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
@@ -97,12 +96,10 @@ pub(super) fn progress(
                     Ok(()) => {}
                     // Held by the caps or a PodDisruptionBudget for now: a later loop retires it,
                     // within the group's provision time from now.
-                    Err(
-                        why @ (Unremovable::ParallelismReached
-                        | Unremovable::WaitsForNextLoop
-                        | Unremovable::EvictionLimit { .. }
-                        | Unremovable::Blocked(Blocker::Budget { .. })),
-                    ) if plan.count > 0 || ctx.now - plan.since <= provision => {
+                    Err(why)
+                        if why.for_now()
+                            && (plan.count > 0 || ctx.now - plan.since <= provision) =>
+                    {
                         d.consolidation_declined.push((old.clone(), why.into()));
                         waiting.push(old.clone());
                     }
