@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::engine::{run_once, Decisions, Memory, Settings};
+use crate::engine::{run_once_kept, Decisions, Memory, Placement, Settings};
 use crate::k8s::index::Index;
 use crate::metrics::LoopMetrics;
 
@@ -16,6 +16,8 @@ pub struct Decider {
     pub(super) settings: Settings,
     /// What the engine remembers between loops.
     pub(super) memory: Memory,
+    /// Which pods are bound where as of the last loop: the next reads only the pods that changed.
+    placement: Placement,
     record: LoopMetrics,
 }
 
@@ -24,6 +26,7 @@ impl Decider {
         Decider {
             settings,
             memory: Memory::default(),
+            placement: Placement::default(),
             record,
         }
     }
@@ -46,7 +49,14 @@ impl Decider {
         let world = observed.world(index, removing);
         let t = Instant::now();
         let clock = &crate::time::MONOTONIC;
-        let d = run_once(&world, &self.settings, &mut self.memory, now, clock);
+        let d = run_once_kept(
+            &world,
+            &self.settings,
+            &mut self.memory,
+            now,
+            clock,
+            &mut self.placement,
+        );
         self.record.observe("engine", t.elapsed());
         d
     }

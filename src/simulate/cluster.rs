@@ -16,6 +16,7 @@ use crate::actuator::{
 };
 use crate::cloud::{Cloud, WriteGuard};
 use crate::engine::intents::Intent;
+use crate::engine::placement::{Placed, Placement};
 use crate::engine::predicates::{first_fit, fits, NodeInfo};
 use crate::engine::taints::TaintConfig;
 use crate::engine::{template_node, Decisions, Memory};
@@ -56,6 +57,9 @@ pub struct State {
     pub intents: HashMap<String, String>,
     /// Evictions the simulated API carried out, by any method, since the start.
     pub evicted: u64,
+    /// Which pods are bound where, kept between loops for the engine and the scheduler: each reads
+    /// only the pods that changed since.
+    pub placement: Placement,
 }
 
 /// A budget as the dump gave it: the pods it covered that were running, and what it allowed (see
@@ -213,13 +217,21 @@ impl SimCluster {
     pub fn schedule(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
-        let mut pending: Vec<usize> = (0..state.pods.len())
-            .filter(|&i| state.pods[i].node_name.is_none())
-            .collect();
+        let cutoff = state.placement.cutoff();
+        state.placement.update(&state.pods, cutoff);
+        let mut pending: Vec<usize> = state.placement.pending().collect();
         if pending.is_empty() {
             return;
         }
-        let (mut infos, _) = bound(&state.nodes, &state.pods);
+        let Placed {
+            mut infos,
+            expendable,
+            ..
+        } = state.placement.placed(&state.nodes);
+        // The scheduler sees every bound pod, the expendable ones too.
+        for (i, p) in expendable {
+            infos[i].add(Arc::clone(p));
+        }
         pending.sort_by_key(|&i| (-state.pods[i].meta.priority, state.pods[i].meta.created));
         let ready: Vec<bool> = state.nodes.iter().map(|n| n.ready).collect();
         let placed = {

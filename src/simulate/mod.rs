@@ -33,7 +33,7 @@ use crate::cloud::memory::{instance_price, InstanceLifecycle, MemoryCloud, Memor
 use crate::cloud::Cloud;
 use crate::descheduler::Descheduler;
 use crate::engine::taints::TaintConfig;
-use crate::engine::{run_once, Memory, Settings, World};
+use crate::engine::{run_once_kept, Memory, Settings, World};
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::objects::Inputs;
@@ -388,7 +388,8 @@ impl Simulation {
         let groups = self.groups();
         let removing = self.actuator.in_flight();
         let d = {
-            let state = self.cluster.state();
+            let mut guard = self.cluster.state();
+            let state = &mut *guard;
             let world = World {
                 nodes: &state.nodes,
                 node_groups: &state.node_groups,
@@ -400,12 +401,13 @@ impl Simulation {
                 doubts: &[],
                 interrupted: &interrupted,
             };
-            run_once(
+            run_once_kept(
                 &world,
                 settings,
                 &mut self.memory,
                 now,
                 &crate::time::MONOTONIC,
+                &mut state.placement,
             )
         };
         let view = SimView::of(&self.cluster, &d);

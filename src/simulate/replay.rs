@@ -13,6 +13,7 @@ use super::{LoopReport, Pacing, Simulation};
 use crate::cloud::memory::MemoryConfig;
 use crate::engine::Settings;
 use crate::error::Result;
+use crate::model::workload::Pod;
 use crate::pricing::PriceOverrides;
 
 /// One loop's figures, simulated and real.
@@ -123,14 +124,27 @@ impl Replay {
 
     /// Takes the loop's figures.
     fn sample(&mut self, now: i64, report: &LoopReport) {
-        let state = self.sim.cluster().state();
+        let mut guard = self.sim.cluster().state();
+        let state = &mut *guard;
+        // The pods without a node, from the placement the next loop starts from: a pod waiting since
+        // its creation that is not among them was bound.
+        let cutoff = state.placement.cutoff();
+        state.placement.update(&state.pods, cutoff);
+        let pending: Vec<&Pod> = state.placement.pending().map(|k| &*state.pods[k]).collect();
         self.waiting.retain(|_, names| !names.is_empty());
         if !self.waiting.is_empty() {
-            for p in state.pods.iter().filter(|p| p.node_name.is_some()) {
-                let names = self.waiting.get_mut(p.namespace.as_str());
-                if let Some(since) = names.and_then(|n| n.remove(p.name.as_str())) {
-                    self.waits.push((now - since).max(0));
-                }
+            let still: HashSet<(&str, &str)> = pending
+                .iter()
+                .map(|p| (p.namespace.as_str(), p.name.as_str()))
+                .collect();
+            for (ns, names) in &mut self.waiting {
+                names.retain(|name, since| {
+                    let bound = !still.contains(&(ns.as_str(), name.as_str()));
+                    if bound {
+                        self.waits.push((now - *since).max(0));
+                    }
+                    !bound
+                });
             }
         }
         let names: HashSet<&str> = state.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -151,7 +165,7 @@ impl Replay {
         self.samples.push(Sample {
             sim_nodes: state.nodes.len(),
             sim_cost: cost(&report.nodes),
-            sim_pending: state.pods.iter().filter(|p| p.node_name.is_none()).count(),
+            sim_pending: pending.len(),
             real_nodes: real.values().sum(),
             real_cost: cost(&real),
             real_pending: self.timeline.real.pending(),

@@ -16,7 +16,8 @@ use super::limits::Amount;
 use super::memory::Memory;
 use super::methods::{after_scale_up, Method, Notices, Turn};
 use super::min_size::to_min_size;
-use super::predicates::{first_fit, NodeInfo};
+use super::placement::{Placed, Placement};
+use super::predicates::first_fit;
 use super::reasons::Pending;
 use super::scale_up::scale_up;
 use super::settings::Settings;
@@ -34,12 +35,34 @@ pub fn run_once(
     now: i64,
     clock: &dyn Clock,
 ) -> Decisions {
+    run_once_kept(
+        world,
+        settings,
+        memory,
+        now,
+        clock,
+        &mut Placement::default(),
+    )
+}
+
+/// [`run_once`] with the pods' placement kept from the caller's last loop: the loop then reads only
+/// the pods that changed since, where a fresh one reads every pod (`simulate`'s replay runs thousands
+/// of loops over one cluster).
+pub fn run_once_kept(
+    world: &World,
+    settings: &Settings,
+    memory: &mut Memory,
+    now: i64,
+    clock: &dyn Clock,
+    placement: &mut Placement,
+) -> Decisions {
     // The scheduler profile's arguments, applied to every pod once: each simulation below then sees
-    // the pods as the scheduler does.
+    // the pods as the scheduler does (new copies each loop: nothing is kept of them).
     let profiled: Vec<Arc<Pod>>;
     let as_scheduled;
-    let world = if settings.scheduler.is_default() {
-        world
+    let mut fresh = Placement::default();
+    let (world, placement) = if settings.scheduler.is_default() {
+        (world, placement)
     } else {
         profiled = world
             .pods
@@ -50,29 +73,19 @@ pub fn run_once(
             pods: &profiled,
             ..*world
         };
-        &as_scheduled
+        (&as_scheduled, &mut fresh)
     };
     // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
-    let mut infos: Vec<NodeInfo> = world.nodes.iter().cloned().map(NodeInfo::new).collect();
-    let index: foldhash::HashMap<&str, usize> = world
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
     // Upstream's snapshot leaves out expendable pods (priority below the cutoff): a pending pod may take
     // their place, as the scheduler would preempt them, so they neither hold room for the scale-up nor
     // ask for any. They are put back for scale-down, which lets them go down with their node.
-    let mut expendable: Vec<(usize, &Arc<Pod>)> = Vec::new();
-    for p in world.pods {
-        if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-            if p.meta.priority < settings.expendable_pods_priority_cutoff {
-                expendable.push((i, p));
-            } else {
-                infos[i].add(Arc::clone(p));
-            }
-        }
-    }
+    placement.update(world.pods, settings.expendable_pods_priority_cutoff);
+    let Placed {
+        mut infos,
+        index,
+        expendable,
+        pending,
+    } = placement.placed(world.nodes);
     // Each group's template node's pods (expendable ones too), from the NodeInfos just built.
     let pods_on = |name: &str| -> Vec<&Pod> {
         let Some(&i) = index.get(name) else {
@@ -201,10 +214,10 @@ pub fn run_once(
     // Pods that need a scale-up: unschedulable, old enough, not expendable, and fitting nowhere now.
     // DaemonSet pods never do: a new node would start its own copy (upstream's filter_out_daemon_sets).
     let mut waiting: Vec<&Pod> = Vec::new();
-    for p in world
-        .pods
+    for p in pending
         .iter()
-        .filter(|p| p.node_name.is_none() && awaits_a_node(p, settings) && !p.is_daemon_set())
+        .map(|&k| &world.pods[k])
+        .filter(|p| awaits_a_node(p, settings) && !p.is_daemon_set())
     {
         if p.meta.priority < settings.expendable_pods_priority_cutoff {
             d.pending.push((p.key(), Pending::Expendable));

@@ -53,9 +53,14 @@ pub enum Drain {
 
 /// Whether a pod was deleted longer ago than its grace period and upstream's extra 30s.
 pub fn long_terminating(p: &Pod, now: i64) -> bool {
-    p.meta.deleted.is_some_and(|at| {
+    overdue_at(p).is_some_and(|at| at < now)
+}
+
+/// For a pod being deleted, the time after which it is [`long_terminating`].
+pub fn overdue_at(p: &Pod) -> Option<i64> {
+    p.meta.deleted.map(|at| {
         let grace = p.meta.grace_period.unwrap_or(DEFAULT_GRACE_SECS);
-        at + grace + LONG_TERMINATING_EXTRA_SECS < now
+        at + grace + LONG_TERMINATING_EXTRA_SECS
     })
 }
 

@@ -24,6 +24,7 @@ pub mod limits;
 pub mod memory;
 mod methods;
 mod min_size;
+pub mod placement;
 pub mod predicates;
 pub mod profile;
 pub mod readiness;
@@ -41,12 +42,13 @@ pub mod topology;
 pub mod upstream;
 pub mod utilization;
 
-pub use autoscaler::run_once;
+pub use autoscaler::{run_once, run_once_kept};
 pub use context::{template_node, World};
 pub use decisions::{
     CancelCapacity, ConsolidationAction, ConsolidationPlan, Decisions, DeleteInstance, Direction,
     Disruption, NewNodes, NoticeDrain, Replacement, ScaleDown, ScaleUp,
 };
 pub use memory::Memory;
+pub use placement::Placement;
 pub use settings::Settings;
 pub use templates::GroupTemplate;

@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, ScaleDown};
-use super::drainability::{drain, long_terminating, Drained};
+use super::drainability::{drain, Drained};
 use super::health::{is_ready, NodeReadiness};
 use super::ledger::{count_down, Kind, Ledger};
 use super::limits::{AboveMin, Amount};
 use super::memory::Memory;
 use super::predicates::{repelling, NodeInfo, Repel};
 use super::reasons::{Blocker, Removal, Unremovable};
-use super::utilization::{missing_allocatable, utilization, LeftOut};
+use super::utilization::{missing_allocatable, utilization, Counted, LeftOut};
 use crate::model::duration::secs;
 use crate::model::lifecycle::DisruptionReason;
 use crate::model::workload::{Pdb, Pod};
@@ -215,9 +215,7 @@ fn plan(
             daemonsets: opts.ignore_daemonsets_utilization,
             mirror_pods: settings.ignore_mirror_pods_utilization,
         };
-        let util = utilization(&infos[i], left_out, |p| {
-            p.meta.priority >= cutoff && !long_terminating(p, now)
-        });
+        let util = utilization(&infos[i], left_out, Counted { cutoff, now });
         let threshold = if util.gpu {
             opts.scale_down_gpu_utilization_threshold
         } else {

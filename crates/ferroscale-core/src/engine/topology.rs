@@ -24,7 +24,7 @@ pub fn relevant(pods: &[&Pod], nodes: &[NodeInfo]) -> Vec<NodeInfo> {
         .filter(|p| constrained(p))
         .collect();
     let repels = |o: &Pod| Repel::of(o) == Repel::Anywhere;
-    if shapes.is_empty() && !nodes.iter().any(|n| n.pods.iter().any(|p| repels(p))) {
+    if shapes.is_empty() && !nodes.iter().any(|n| n.pods.repel() == Repel::Anywhere) {
         return Vec::new();
     }
     let spreads = shapes.iter().any(|p| !p.spread.is_empty());

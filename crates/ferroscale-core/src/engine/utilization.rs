@@ -4,9 +4,10 @@
 //! `--ignore-daemonsets-utilization` DaemonSet pods, and with `--ignore-mirror-pods-utilization` mirror
 //! (static) pods, count neither in the requests nor in allocatable.
 
+use super::drainability::overdue_at;
 use super::predicates::NodeInfo;
 use crate::labels;
-use crate::model::workload::{Node, Pod};
+use crate::model::workload::Node;
 
 /// A node's utilization and whether it is measured by GPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,32 +72,66 @@ pub struct LeftOut {
     pub mirror_pods: bool,
 }
 
-/// The utilization of `info`'s node, counting the pods `counts` keeps.
-pub fn utilization(
-    info: &NodeInfo,
-    left_out: LeftOut,
-    counts: impl Fn(&Pod) -> bool,
-) -> Utilization {
+/// Which pods count: those at or above the expendable cutoff that are not terminating past their
+/// grace period at `now` (upstream's scale-down leaves both out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub cutoff: i32,
+    pub now: i64,
+}
+
+impl Counted {
+    /// Every pod.
+    pub const ALL: Counted = Counted {
+        cutoff: i32::MIN,
+        now: i64::MIN,
+    };
+
+    fn counts(&self, priority: i32, overdue_at: i64) -> bool {
+        priority >= self.cutoff && overdue_at >= self.now
+    }
+}
+
+/// The utilization of `info`'s node, counting the pods `counted` says. A node not measured by GPU
+/// reads the figures its pod list keeps ([`super::predicates::PodList::facts`]), not the pods.
+pub fn utilization(info: &NodeInfo, left_out: LeftOut, counted: Counted) -> Utilization {
     let node = &info.node;
     let gpu = gpu_resource(node);
-    let daemon = |p: &Pod| {
-        (left_out.daemonsets && p.is_daemon_set()) || (left_out.mirror_pods && p.meta.mirror)
+    let daemon = |daemon_set: bool, mirror: bool| {
+        (left_out.daemonsets && daemon_set) || (left_out.mirror_pods && mirror)
     };
     // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet and mirror pods left out.
     let (mut used, mut left_out) = ([0i64; 3], [0i64; 3]);
-    for p in &info.pods {
-        let r = &p.requests;
-        let g = gpu.map_or(0, |g| r.extended.get(g).copied().unwrap_or(0));
-        let into = if daemon(p) {
-            &mut left_out
-        } else if counts(p) {
-            &mut used
-        } else {
-            continue;
-        };
-        into[0] += r.cpu_milli;
-        into[1] += r.memory;
-        into[2] += g;
+    match gpu {
+        None => {
+            for f in info.pods.facts() {
+                let into = if daemon(f.daemon_set, f.mirror) {
+                    &mut left_out
+                } else if counted.counts(f.priority, f.overdue_at) {
+                    &mut used
+                } else {
+                    continue;
+                };
+                into[0] += f.cpu_milli;
+                into[1] += f.memory;
+            }
+        }
+        Some(g) => {
+            for p in &info.pods {
+                let r = &p.requests;
+                let overdue_at = overdue_at(p).unwrap_or(i64::MAX);
+                let into = if daemon(p.is_daemon_set(), p.meta.mirror) {
+                    &mut left_out
+                } else if counted.counts(p.meta.priority, overdue_at) {
+                    &mut used
+                } else {
+                    continue;
+                };
+                into[0] += r.cpu_milli;
+                into[1] += r.memory;
+                into[2] += r.extended.get(g).copied().unwrap_or(0);
+            }
+        }
     }
     let a = &node.allocatable;
     match gpu {
@@ -142,13 +177,13 @@ mod tests {
         let n = cpu4()
             .gpus(2)
             .info_with([requests(3500, "Job").gpus(1).build()]);
-        let u = utilization(&n, LeftOut::default(), |_| true);
+        let u = utilization(&n, LeftOut::default(), Counted::ALL);
         assert_eq!((u.value, u.gpu), (0.5, true), "cpu at 0.875 does not count");
         // Labelled but its GPUs not exposed yet: unused.
         let n = cpu4()
             .label(labels::GPU, "nvidia-t4")
             .info_with([requests(3500, "Job").build()]);
-        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.0);
+        assert_eq!(utilization(&n, LeftOut::default(), Counted::ALL).value, 0.0);
     }
 
     #[test]
@@ -169,12 +204,50 @@ mod tests {
                 requests(1000, "DaemonSet").build(),
                 requests(1000, "ReplicaSet").build(),
             ]);
-        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.5);
-        assert_eq!(utilization(&n, DAEMONSETS, |_| true).value, 1.0 / 3.0);
-        let none = utilization(&n, LeftOut::default(), |p| {
-            p.meta.controller.as_deref().map(String::as_str) != Some("ReplicaSet")
-        });
-        assert_eq!(none.value, 0.25, "a pod left out by the caller");
+        assert_eq!(utilization(&n, LeftOut::default(), Counted::ALL).value, 0.5);
+        assert_eq!(utilization(&n, DAEMONSETS, Counted::ALL).value, 1.0 / 3.0);
+    }
+
+    /// Upstream's scale-down counts neither expendable pods nor pods terminating past their grace
+    /// period; the same on a node measured by GPU, whose pods are read one by one.
+    #[test]
+    fn expendable_and_long_terminating_pods_do_not_count() {
+        let pods = || {
+            [
+                requests(1000, "ReplicaSet").gpus(1).build(),
+                requests(1000, "ReplicaSet").gpus(1).priority(-20).build(),
+                requests(1000, "ReplicaSet")
+                    .gpus(1)
+                    .with(|p| {
+                        p.meta.deleted = Some(1000);
+                        p.meta.grace_period = Some(30);
+                    })
+                    .build(),
+            ]
+        };
+        let cpu = node("")
+            .allocatable(resources(4000, 16 << 30, 110))
+            .info_with(pods());
+        let gpu = node("")
+            .allocatable(resources(4000, 16 << 30, 110))
+            .gpus(4)
+            .info_with(pods());
+        // Deleted at 1000 with 30 s of grace: overdue after 1060.
+        for (now, want) in [(1060, 2.0), (1061, 1.0)] {
+            let counted = Counted { cutoff: -10, now };
+            assert_eq!(
+                utilization(&cpu, LeftOut::default(), counted).value,
+                want / 4.0
+            );
+            assert_eq!(
+                utilization(&gpu, LeftOut::default(), counted).value,
+                want / 4.0
+            );
+        }
+        assert_eq!(
+            utilization(&cpu, LeftOut::default(), Counted::ALL).value,
+            0.75
+        );
     }
 
     /// Upstream: `simulator/utilization/info.go` (`CalculateUtilizationOfResource`, `skipMirrorPods`).
@@ -186,14 +259,14 @@ mod tests {
                 requests(1000, "").mirror().build(),
                 requests(1000, "ReplicaSet").build(),
             ]);
-        assert_eq!(utilization(&n, LeftOut::default(), |_| true).value, 0.5);
+        assert_eq!(utilization(&n, LeftOut::default(), Counted::ALL).value, 0.5);
         let mirror = LeftOut {
             daemonsets: false,
             mirror_pods: true,
         };
-        assert_eq!(utilization(&n, mirror, |_| true).value, 1.0 / 3.0);
+        assert_eq!(utilization(&n, mirror, Counted::ALL).value, 1.0 / 3.0);
         assert_eq!(
-            utilization(&n, DAEMONSETS, |_| true).value,
+            utilization(&n, DAEMONSETS, Counted::ALL).value,
             0.5,
             "a mirror pod is no DaemonSet pod"
         );

@@ -155,7 +155,7 @@ pub fn fits_neighbours(
 pub fn repelling(nodes: &[NodeInfo]) -> Repel {
     nodes
         .iter()
-        .flat_map(|n| n.pods.iter().map(|p| Repel::of(p)))
+        .map(|n| n.pods.repel())
         .max()
         .unwrap_or(Repel::None)
 }

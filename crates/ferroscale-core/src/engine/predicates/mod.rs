@@ -7,15 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+use crate::model::shared::Shared;
 use crate::model::volumes::Wait;
 use crate::model::workload::{HostPort, Node, Pod};
 use crate::model::{Resources, Taint, TaintEffect};
 
 mod interpod;
+mod pod_list;
 mod spread;
 mod volumes;
 
 pub use interpod::{fits_neighbours, repelling, Repel};
+pub use pod_list::{Fact, PodList};
 pub use spread::{counts_node as spread_counts_node, SpreadMemo};
 
 /// A node with the pods placed on it: the scheduler's NodeInfo.
@@ -25,8 +28,9 @@ pub struct NodeInfo {
     /// Sum of the placed pods' requests (`pods` counts them).
     pub requested: Resources,
     pub ports: Vec<HostPort>,
-    /// Shared with the world and other simulations: placing a pod never copies it.
-    pub pods: Vec<Arc<Pod>>,
+    /// Shared with the world and other simulations: placing a pod never copies it, and copying a
+    /// NodeInfo (each simulation starts from the loop's) copies no pod list until it changes.
+    pub pods: Shared<PodList>,
     /// Volumes attached by the placed pods: CSI driver → volume ids (a shared volume counts once).
     pub attached: BTreeMap<String, BTreeSet<String>>,
 }
@@ -37,7 +41,7 @@ impl NodeInfo {
             node,
             requested: Resources::default(),
             ports: Vec::new(),
-            pods: Vec::new(),
+            pods: Shared::default(),
             attached: BTreeMap::new(),
         }
     }

@@ -1,0 +1,141 @@
+//! A node's pods ([`PodList`]), with what loops read of every one of them worked out once and kept
+//! until the list changes: how far their anti-affinity reaches, and the figures utilization sums.
+//! A loop asks both of every node (the scale-up's and scale-down's simulations, scale-down's
+//! candidates); a kept placement (`engine::placement`) hands the same list to the next loop, so an
+//! unchanged node's pods are not read again.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, OnceLock};
+
+use super::interpod::Repel;
+use crate::engine::drainability::overdue_at;
+use crate::model::shared::Shared;
+use crate::model::workload::Pod;
+
+/// Pods, in the order placed. Reading never changes what is kept; any change through `DerefMut`
+/// forgets it.
+#[derive(Debug, Clone, Default)]
+pub struct PodList {
+    pods: Vec<Arc<Pod>>,
+    repel: OnceLock<Repel>,
+    facts: OnceLock<Vec<Fact>>,
+}
+
+/// What utilization reads of one pod, kept side by side so that summing a node reads no pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fact {
+    pub cpu_milli: i64,
+    pub memory: i64,
+    pub priority: i32,
+    pub daemon_set: bool,
+    pub mirror: bool,
+    /// When it counts as terminating too long (`drainability::long_terminating`); `i64::MAX` when
+    /// it is not being deleted.
+    pub overdue_at: i64,
+}
+
+impl PodList {
+    /// How far the anti-affinity of these pods reaches.
+    pub fn repel(&self) -> Repel {
+        *self.repel.get_or_init(|| {
+            self.pods
+                .iter()
+                .map(|p| Repel::of(p))
+                .max()
+                .unwrap_or(Repel::None)
+        })
+    }
+
+    /// Each pod's [`Fact`], in order.
+    pub fn facts(&self) -> &[Fact] {
+        self.facts.get_or_init(|| {
+            self.pods
+                .iter()
+                .map(|p| Fact {
+                    cpu_milli: p.requests.cpu_milli,
+                    memory: p.requests.memory,
+                    priority: p.meta.priority,
+                    daemon_set: p.is_daemon_set(),
+                    mirror: p.meta.mirror,
+                    overdue_at: overdue_at(p).unwrap_or(i64::MAX),
+                })
+                .collect()
+        })
+    }
+}
+
+impl Deref for PodList {
+    type Target = Vec<Arc<Pod>>;
+    fn deref(&self) -> &Vec<Arc<Pod>> {
+        &self.pods
+    }
+}
+
+/// A change: what was kept of the pods is forgotten.
+impl DerefMut for PodList {
+    fn deref_mut(&mut self) -> &mut Vec<Arc<Pod>> {
+        self.repel = OnceLock::new();
+        self.facts = OnceLock::new();
+        &mut self.pods
+    }
+}
+
+impl From<Vec<Arc<Pod>>> for PodList {
+    fn from(pods: Vec<Arc<Pod>>) -> Self {
+        PodList {
+            pods,
+            ..PodList::default()
+        }
+    }
+}
+
+impl FromIterator<Arc<Pod>> for PodList {
+    fn from_iter<I: IntoIterator<Item = Arc<Pod>>>(iter: I) -> Self {
+        PodList::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a PodList {
+    type Item = &'a Arc<Pod>;
+    type IntoIter = std::slice::Iter<'a, Arc<Pod>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.pods.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Shared<PodList> {
+    type Item = &'a Arc<Pod>;
+    type IntoIter = std::slice::Iter<'a, Arc<Pod>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.pods.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{pod, resources};
+    use crate::model::workload::PodAffinityTerm;
+
+    #[test]
+    fn a_change_forgets_what_was_kept() {
+        let mut list = PodList::from(vec![Arc::new(
+            pod("shop", "web")
+                .requests(resources(500, 1 << 20, 1))
+                .build(),
+        )]);
+        assert_eq!(list.repel(), Repel::None);
+        assert_eq!(list.facts()[0].cpu_milli, 500);
+        let mut far = pod("shop", "db").build();
+        far.anti_affinity.push(PodAffinityTerm {
+            topology_key: crate::labels::ZONE.into(),
+            ..PodAffinityTerm::default()
+        });
+        list.push(Arc::new(far));
+        assert_eq!(list.repel(), Repel::Anywhere);
+        assert_eq!(list.facts().len(), 2);
+        list.retain(|p| p.name == "db");
+        assert_eq!(list.facts().len(), 1);
+        assert_eq!(list.facts()[0].cpu_milli, 0);
+    }
+}
