@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use super::context::Ctx;
+use super::predicates::{NodeInfo, PodList};
 use super::reasons::Blocker;
 use super::settings::Settings;
 use crate::model::duration::secs;
@@ -178,20 +179,43 @@ impl Drained {
 /// The drain of `pods` against `pdbs` (the ledger's: what the loop's earlier actions left of them), or
 /// the pod that forbids it. Expendable pods are left out of the drain as upstream leaves them out of
 /// its simulation: they go down with the node.
-pub(super) fn drain(pods: &[Arc<Pod>], pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
+pub(super) fn drain(pods: &PodList, pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
+    drain_of(pods, None, pdbs, ctx)
+}
+
+/// [`drain`] of the pods of `info` bound to its node (not those a simulation placed there).
+pub(super) fn drain_node(info: &NodeInfo, pdbs: &[Pdb], ctx: &Ctx) -> Result<Drained, Blocker> {
+    drain_of(&info.pods, Some(&info.node.name), pdbs, ctx)
+}
+
+/// The pods moved are the list's kept copies of them unbound ([`PodList::unbound`]): a node drained
+/// in every loop (each loop's candidates) copies its pods once, not once a loop.
+fn drain_of(
+    pods: &PodList,
+    only: Option<&str>,
+    pdbs: &[Pdb],
+    ctx: &Ctx,
+) -> Result<Drained, Blocker> {
     let s = ctx.settings;
     let mut d = Drained::default();
-    for p in pods {
+    let unbound = pods.unbound();
+    for (p, copy) in pods.iter().zip(unbound) {
+        if only.is_some_and(|n| p.node_name.as_deref() != Some(n)) {
+            continue;
+        }
         if p.meta.priority < s.expendable_pods_priority_cutoff {
             d.left.push(p.key());
             continue;
         }
         match drainability(p, pdbs, s, ctx.now) {
-            Drain::Move if p.node_name.is_none() => d.movable.push(Arc::clone(p)),
-            Drain::Move => d.movable.push(Arc::new(Pod {
-                node_name: None,
-                ..(**p).clone()
-            })),
+            Drain::Move => d.movable.push(match copy {
+                Some(c) => Arc::clone(c),
+                None if p.node_name.is_none() => Arc::clone(p),
+                None => Arc::new(Pod {
+                    node_name: None,
+                    ..(**p).clone()
+                }),
+            }),
             Drain::Stay if !p.node_bound() => d.left.push(p.key()),
             Drain::Stay if p.is_daemon_set() && !p.meta.mirror && p.node_name.is_some() => {
                 d.daemon_sets.push((p.key(), p.meta.ds_eviction))

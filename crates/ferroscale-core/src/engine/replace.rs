@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use super::cleanup::TIMEOUT;
 use super::context::Ctx;
 use super::decisions::{Decisions, Disruption, Replacement, ScaleDown, ScaleUp};
-use super::drainability::drain;
+use super::drainability::drain_node;
 use super::health::is_ready;
 use super::ledger::{Kind, Ledger};
 use super::memory::{Memory, Replacing};
@@ -149,7 +149,7 @@ pub(super) fn replace(
         {
             continue;
         }
-        if !drain(&info.bound(), ledger.pdbs(), ctx).is_ok_and(|x| x.waits_for.is_none()) {
+        if !drain_node(info, ledger.pdbs(), ctx).is_ok_and(|x| x.waits_for.is_none()) {
             // A pod that may not be evicted (or that runs to completion) keeps the node, as it keeps it
             // from scale-down.
             continue;
@@ -205,7 +205,7 @@ pub(super) fn retire(
     reason: DisruptionReason,
     d: &mut Decisions,
 ) -> Result<(), Unremovable> {
-    let mut drained = drain(&info.bound(), ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
+    let mut drained = drain_node(info, ledger.pdbs(), ctx).map_err(Unremovable::Blocked)?;
     if let Some(pod) = drained.waits_for {
         return Err(Unremovable::OnCompletion { pod });
     }

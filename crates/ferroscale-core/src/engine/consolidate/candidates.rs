@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::reasons::Declined;
 use crate::engine::context::Ctx;
 use crate::engine::decisions::Decisions;
-use crate::engine::drainability::drain;
+use crate::engine::drainability::drain_node;
 use crate::engine::health::is_ready;
 use crate::engine::ledger::{Kind, Ledger};
 use crate::engine::memory::{Memory, PodChange};
@@ -58,9 +58,10 @@ pub fn eviction_cost(p: &Pod) -> f64 {
 /// pods (and the node's own), which is all a snapshot tells of changes before the memory's first look.
 fn last_change(info: &NodeInfo, memory: &Memory) -> i64 {
     let created = info
-        .bound_pods()
-        .map(|p| p.meta.created)
-        .fold(info.node.created, i64::max);
+        .pods
+        .bound(&info.node.name)
+        .newest
+        .max(info.node.created);
     memory
         .pod_changes
         .get(&info.node.name)
@@ -68,19 +69,9 @@ fn last_change(info: &NodeInfo, memory: &Memory) -> i64 {
         .map_or(created, |at| at.max(created))
 }
 
-/// A node's bound pods, DaemonSet and mirror pods left out (they come and go with the node), in one
-/// figure: their count and the sum of a hash of each one's namespace, name and creation. It runs over
-/// every bound pod of the cluster each loop, so it neither collects them nor uses SipHash: foldhash with
-/// a fixed seed hashes the same pod alike in every loop and every process, at a fraction of the cost.
+/// A node's bound pods, DaemonSet and mirror pods left out, in one figure (`PodList::bound`).
 fn signature(info: &NodeInfo) -> (usize, u64) {
-    use std::hash::BuildHasher;
-    let hasher = foldhash::fast::FixedState::with_seed(0);
-    info.bound_pods()
-        .filter(|p| !p.node_bound())
-        .fold((0, 0u64), |(n, sum), p| {
-            let h = hasher.hash_one((p.namespace.as_str(), p.name.as_str(), p.meta.created));
-            (n + 1, sum.wrapping_add(h))
-        })
+    info.pods.bound(&info.node.name).signature
 }
 
 /// Records, for each of the loop's nodes (`infos`, by name in `present`), whether a pod was added to or removed from it since
@@ -223,12 +214,11 @@ pub(super) fn candidates<'a>(
             decline(Declined::NodeDoNotDisrupt);
             continue;
         }
-        let bound = info.bound();
-        if let Some(p) = bound.iter().find(|p| p.meta.do_not_disrupt) {
+        if let Some(p) = info.bound_pods().find(|p| p.meta.do_not_disrupt) {
             decline(Declined::DoNotDisrupt { pod: p.key() });
             continue;
         }
-        let drained = match drain(&bound, ledger.pdbs(), ctx) {
+        let drained = match drain_node(info, ledger.pdbs(), ctx) {
             Ok(x) => x,
             Err(b) => {
                 decline(Declined::Blocked(b));

@@ -14,7 +14,7 @@ use crate::engine::health::is_ready;
 use crate::engine::ledger::Ledger;
 use crate::engine::limits::{above_gpu_max, below_gpu_min, gib, Amount, Resource};
 use crate::engine::memory::Memory;
-use crate::engine::predicates::{first_fit, NodeInfo};
+use crate::engine::predicates::{first_fit, repelling, NodeInfo, Repel};
 use crate::labels;
 use crate::model::workload::{Node, Pod};
 use crate::model::NodeGroup;
@@ -196,8 +196,26 @@ impl<'a, 'c> Evaluator<'a, 'c> {
     /// The plan for the candidates `set` (indices into `cands`), or why there is none worth taking.
     pub fn evaluate(&self, cands: &[Candidate], set: &[usize]) -> Result<Found, Declined> {
         let taken: HashSet<usize> = set.iter().map(|&k| cands[k].index).collect();
-        // The usable nodes not taken, in order, moved out of `work` (the taken ones parked).
+        let mut pods: Vec<&Pod> = set
+            .iter()
+            .flat_map(|&k| cands[k].movable.iter().map(|p| p.as_ref()))
+            .collect();
+        // Placed as the scheduler will bind them once evicted: in its queue order.
+        queue_order(&mut pods);
         let mut work = self.work.borrow_mut();
+        // Where no pod placed or present looks at other nodes (no affinity, anti-affinity or
+        // spread), a pod's fit on a node depends on that node alone: the taken nodes are only
+        // skipped, and the cluster is not rearranged for each evaluation.
+        if !pods.iter().any(|p| p.inter_pod()) && repelling(&work) == Repel::None {
+            let usable = &self.usable;
+            let placed = first_fit(&pods, &mut work, |p| !taken.contains(&usable[p]));
+            let found = self.judge(cands, set, &pods, &placed, &[]);
+            for p in placed.iter().flatten().copied().collect::<HashSet<usize>>() {
+                work[p] = self.infos[usable[p]].clone();
+            }
+            return found;
+        }
+        // The usable nodes not taken, in order, moved out of `work` (the taken ones parked).
         let (mut rest, mut parked, mut at) =
             (Vec::with_capacity(work.len()), Vec::new(), Vec::new());
         for (p, info) in work.drain(..).enumerate() {
@@ -208,12 +226,6 @@ impl<'a, 'c> Evaluator<'a, 'c> {
                 rest.push(info);
             }
         }
-        let mut pods: Vec<&Pod> = set
-            .iter()
-            .flat_map(|&k| cands[k].movable.iter().map(|p| p.as_ref()))
-            .collect();
-        // Placed as the scheduler will bind them once evicted: in its queue order.
-        queue_order(&mut pods);
         let placed = first_fit(&pods, &mut rest, |_| true);
         let found = self.judge(cands, set, &pods, &placed, &rest);
         // Back as they were: the nodes that took pods copied afresh, the others moved back.

@@ -7,7 +7,7 @@ use super::reasons::Declined;
 use crate::engine::cleanup::TIMEOUT;
 use crate::engine::context::Ctx;
 use crate::engine::decisions::Decisions;
-use crate::engine::drainability::drain;
+use crate::engine::drainability::drain_node;
 use crate::engine::health::is_ready;
 use crate::engine::ledger::Ledger;
 use crate::engine::memory::{Consolidating, Memory};
@@ -168,7 +168,7 @@ fn still_fits(
     let movable: Vec<_> = infos
         .iter()
         .filter(|i| plan.nodes.contains(&i.node.name))
-        .filter_map(|i| drain(&i.bound(), ledger.pdbs(), ctx).ok())
+        .filter_map(|i| drain_node(i, ledger.pdbs(), ctx).ok())
         .flat_map(|x| x.movable)
         .collect();
     let mut pods: Vec<&Pod> = movable.iter().map(|p| p.as_ref()).collect();

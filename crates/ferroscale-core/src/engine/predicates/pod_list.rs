@@ -1,8 +1,9 @@
 //! A node's pods ([`PodList`]), with what loops read of every one of them worked out once and kept
-//! until the list changes: how far their anti-affinity reaches, and the figures utilization sums.
-//! A loop asks both of every node (the scale-up's and scale-down's simulations, scale-down's
-//! candidates); a kept placement (`engine::placement`) hands the same list to the next loop, so an
-//! unchanged node's pods are not read again.
+//! until the list changes: how far their anti-affinity reaches, the figures utilization sums, the
+//! copies a drain moves, and what consolidation watches of the pods bound to the node. A loop asks
+//! these of every node (the scale-up's and scale-down's simulations, scale-down's and
+//! consolidation's candidates); a kept placement (`engine::placement`) hands the same list to the
+//! next loop, so an unchanged node's pods are not read again.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
@@ -19,6 +20,18 @@ pub struct PodList {
     pods: Vec<Arc<Pod>>,
     repel: OnceLock<Repel>,
     facts: OnceLock<Vec<Fact>>,
+    unbound: OnceLock<Vec<Option<Arc<Pod>>>>,
+    bound: OnceLock<(String, Bound)>,
+}
+
+/// The pods bound to a node, in the figures consolidation watches each loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// Those that are neither DaemonSet nor mirror pods (they come and go with the node): their
+    /// count and the sum of a hash of each one's namespace, name and creation.
+    pub signature: (usize, u64),
+    /// The newest creation among all of them (`i64::MIN` for none).
+    pub newest: i64,
 }
 
 /// What utilization reads of one pod, kept side by side so that summing a node reads no pod.
@@ -64,6 +77,59 @@ impl PodList {
     }
 }
 
+impl PodList {
+    /// For each pod, the copy a drain moves: unbound from its node (`None` for a pod without a
+    /// node, moved as it is, and for DaemonSet and mirror pods, which stay).
+    pub fn unbound(&self) -> &[Option<Arc<Pod>>] {
+        self.unbound.get_or_init(|| {
+            self.pods
+                .iter()
+                .map(|p| {
+                    (p.node_name.is_some() && !p.node_bound()).then(|| {
+                        Arc::new(Pod {
+                            node_name: None,
+                            ..(**p).clone()
+                        })
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// [`Bound`] of the pods bound to `node`. It runs over every bound pod of the cluster each
+    /// loop, so it uses foldhash with a fixed seed, not SipHash: the same pod hashes alike in every
+    /// loop and every process, at a fraction of the cost.
+    pub fn bound(&self, node: &str) -> Bound {
+        let work = || {
+            use std::hash::BuildHasher;
+            let hasher = foldhash::fast::FixedState::with_seed(0);
+            let mut b = Bound {
+                signature: (0, 0),
+                newest: i64::MIN,
+            };
+            for p in self
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(node))
+            {
+                b.newest = b.newest.max(p.meta.created);
+                if !p.node_bound() {
+                    let h =
+                        hasher.hash_one((p.namespace.as_str(), p.name.as_str(), p.meta.created));
+                    b.signature = (b.signature.0 + 1, b.signature.1.wrapping_add(h));
+                }
+            }
+            b
+        };
+        let (of, kept) = self.bound.get_or_init(|| (node.to_string(), work()));
+        if of == node {
+            *kept
+        } else {
+            work()
+        }
+    }
+}
+
 impl Deref for PodList {
     type Target = Vec<Arc<Pod>>;
     fn deref(&self) -> &Vec<Arc<Pod>> {
@@ -76,6 +142,8 @@ impl DerefMut for PodList {
     fn deref_mut(&mut self) -> &mut Vec<Arc<Pod>> {
         self.repel = OnceLock::new();
         self.facts = OnceLock::new();
+        self.unbound = OnceLock::new();
+        self.bound = OnceLock::new();
         &mut self.pods
     }
 }
