@@ -427,14 +427,30 @@ impl SimView {
         if wanted.is_empty() && nodes.is_empty() {
             return view;
         }
-        for p in &state.pods {
+        // The pods of the nodes named and the pending ones, from the placement brought up to date:
+        // the others are read only when a pod named is not among them.
+        let cutoff = state.placement.cutoff();
+        state.placement.update(&state.pods, cutoff);
+        let mut near = state.placement.positions_on(nodes.iter().copied());
+        near.extend(state.placement.pending());
+        near.sort_unstable();
+        let mut found = 0;
+        for &k in &near {
+            let p = &state.pods[k];
             if wanted.contains(&(p.namespace.as_str(), p.name.as_str())) {
-                view.pods.insert(p.key(), state.evictee(p));
+                found += usize::from(view.pods.insert(p.key(), state.evictee(p)).is_none());
             }
             if let Some(n) = p.node_name.as_deref().filter(|n| nodes.contains(n)) {
                 if !p.node_bound() {
                     let list = view.on_node.entry(n.to_string()).or_default();
                     list.push(state.evictee(p));
+                }
+            }
+        }
+        if found < wanted.len() {
+            for p in &state.pods {
+                if wanted.contains(&(p.namespace.as_str(), p.name.as_str())) {
+                    view.pods.entry(p.key()).or_insert_with(|| state.evictee(p));
                 }
             }
         }

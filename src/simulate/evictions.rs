@@ -78,7 +78,15 @@ impl State {
             self.failed.remove(i);
             return Attempt::Evicted;
         }
-        let Some(i) = self.pods.iter().position(same) else {
+        // Where the placement last saw the pods of its node (the drain evicts a node's pods one by
+        // one, and evictions before this one may have moved some): checked, else every pod looked at.
+        let hinted = pod.node.as_deref().and_then(|n| {
+            (self.placement.pods() == self.pods.len())
+                .then(|| self.placement.positions_on([n]))?
+                .into_iter()
+                .find(|&k| same(&self.pods[k]))
+        });
+        let Some(i) = hinted.or_else(|| self.pods.iter().position(same)) else {
             return Attempt::Gone;
         };
         if !uid_matches(self, &self.pods[i]) {

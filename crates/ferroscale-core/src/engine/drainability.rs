@@ -29,14 +29,10 @@ use super::predicates::{NodeInfo, PodList};
 use super::reasons::Blocker;
 use super::settings::Settings;
 use crate::model::duration::secs;
+use class::{Class, DrainRules, REPLICATED_KINDS};
+
 use crate::model::workload::{Pdb, Pod, SafeToEvict};
-
-/// Upstream's `PodLongTerminatingExtraThreshold`: how long past its grace period a deleted pod is
-/// still waited for.
-pub const LONG_TERMINATING_EXTRA_SECS: i64 = 30;
-
-/// The grace period of a pod that sets none (Kubernetes' default).
-const DEFAULT_GRACE_SECS: i64 = 30;
+pub use class::long_terminating;
 
 /// What the drain does with a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,23 +47,6 @@ pub enum Drain {
     /// Keeps the node.
     Block(Blocker),
 }
-
-/// Whether a pod was deleted longer ago than its grace period and upstream's extra 30s.
-pub fn long_terminating(p: &Pod, now: i64) -> bool {
-    overdue_at(p).is_some_and(|at| at < now)
-}
-
-/// For a pod being deleted, the time after which it is [`long_terminating`].
-pub fn overdue_at(p: &Pod) -> Option<i64> {
-    p.meta.deleted.map(|at| {
-        let grace = p.meta.grace_period.unwrap_or(DEFAULT_GRACE_SECS);
-        at + grace + LONG_TERMINATING_EXTRA_SECS
-    })
-}
-
-/// Owners whose pods are replicated with `--skip-nodes-with-custom-controller-pods` (upstream's
-/// `replicatedKind`).
-const REPLICATED_KINDS: [&str; 4] = ["ReplicationController", "Job", "ReplicaSet", "StatefulSet"];
 
 /// What the drain does with `p` at `now`.
 pub fn drainability(p: &Pod, pdbs: &[Pdb], s: &Settings, now: i64) -> Drain {
@@ -188,8 +167,19 @@ pub(super) fn drain_node(info: &NodeInfo, pdbs: &[Pdb], ctx: &Ctx) -> Result<Dra
     drain_of(&info.pods, Some(&info.node.name), pdbs, ctx)
 }
 
-/// The pods moved are the list's kept copies of them unbound ([`PodList::unbound`]): a node drained
-/// in every loop (each loop's candidates) copies its pods once, not once a loop.
+/// The flags of `s` the rules read before budgets and time.
+pub fn rules(s: &Settings) -> DrainRules {
+    DrainRules {
+        skip_custom_controllers: s.skip_nodes_with_custom_controller_pods,
+        min_replica_count: s.min_replica_count,
+        skip_system_pods: s.skip_nodes_with_system_pods,
+        skip_local_storage: s.skip_nodes_with_local_storage,
+    }
+}
+
+/// The pods moved are the list's kept copies of them unbound ([`PodList::unbound`]), and the rules
+/// are asked only of the pods whose class ([`PodList::classes`]) leaves budgets or time to read: a
+/// node drained in every loop (each loop's candidates) reads its pods once, not once a loop.
 fn drain_of(
     pods: &PodList,
     only: Option<&str>,
@@ -199,16 +189,27 @@ fn drain_of(
     let s = ctx.settings;
     let mut d = Drained::default();
     let unbound = pods.unbound();
-    for (p, copy) in pods.iter().zip(unbound) {
-        if only.is_some_and(|n| p.node_name.as_deref() != Some(n)) {
+    let classes = pods.classes(&rules(s));
+    let facts = pods.facts();
+    // A list of the node's pods alone (as a kept placement gives it) needs no pod read to filter.
+    let all_bound = only.is_none_or(|n| pods.bound(n).all);
+    for (k, p) in pods.iter().enumerate() {
+        if !all_bound && only.is_some_and(|n| p.node_name.as_deref() != Some(n)) {
             continue;
         }
-        if p.meta.priority < s.expendable_pods_priority_cutoff {
+        if facts[k].priority < s.expendable_pods_priority_cutoff {
             d.left.push(p.key());
             continue;
         }
-        match drainability(p, pdbs, s, ctx.now) {
-            Drain::Move => d.movable.push(match copy {
+        let drain = match classes[k] {
+            Class::Stay => Drain::Stay,
+            Class::Move => Drain::Move,
+            Class::Wait => Drain::Wait,
+            Class::Budgets if pdbs.is_empty() => Drain::Move,
+            Class::Budgets | Class::Block | Class::Again => drainability(p, pdbs, s, ctx.now),
+        };
+        match drain {
+            Drain::Move => d.movable.push(match &unbound[k] {
                 Some(c) => Arc::clone(c),
                 None if p.node_name.is_none() => Arc::clone(p),
                 None => Arc::new(Pod {
@@ -216,8 +217,8 @@ fn drain_of(
                     ..(**p).clone()
                 }),
             }),
-            Drain::Stay if !p.node_bound() => d.left.push(p.key()),
-            Drain::Stay if p.is_daemon_set() && !p.meta.mirror && p.node_name.is_some() => {
+            Drain::Stay if !facts[k].daemon_set && !facts[k].mirror => d.left.push(p.key()),
+            Drain::Stay if facts[k].daemon_set && !facts[k].mirror && p.node_name.is_some() => {
                 d.daemon_sets.push((p.key(), p.meta.ds_eviction))
             }
             Drain::Stay => {}
@@ -230,5 +231,6 @@ fn drain_of(
     Ok(d)
 }
 
+pub mod class;
 #[cfg(test)]
 mod tests;

@@ -197,6 +197,34 @@ impl Placement {
             .map(|(k, _)| k)
     }
 
+    /// How many pods the last update saw.
+    pub fn pods(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Positions, in the pods of the last update, of the pods bound to any of `nodes`, in order:
+    /// where to look for the pods of a few nodes without reading every pod (a caller that changed
+    /// the pods since checks what it finds there).
+    pub fn positions_on<'n>(&self, nodes: impl IntoIterator<Item = &'n str>) -> Vec<usize> {
+        let mut wanted = vec![false; self.nodes.len()];
+        let mut any = false;
+        for n in nodes {
+            if let Some(&id) = self.ids.get(n) {
+                wanted[id as usize] = true;
+                any = true;
+            }
+        }
+        if !any {
+            return Vec::new();
+        }
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s != UNBOUND && wanted[(**s & !EXPENDABLE) as usize])
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// The cutoff of the last update (the lowest priority when none was made).
     pub fn cutoff(&self) -> i32 {
         self.cutoff.unwrap_or(i32::MIN)

@@ -4,7 +4,7 @@
 //! `--ignore-daemonsets-utilization` DaemonSet pods, and with `--ignore-mirror-pods-utilization` mirror
 //! (static) pods, count neither in the requests nor in allocatable.
 
-use super::drainability::overdue_at;
+use super::drainability::class::overdue_at;
 use super::predicates::NodeInfo;
 use crate::labels;
 use crate::model::workload::Node;

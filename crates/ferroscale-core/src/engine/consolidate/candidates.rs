@@ -214,7 +214,7 @@ pub(super) fn candidates<'a>(
             decline(Declined::NodeDoNotDisrupt);
             continue;
         }
-        if let Some(p) = info.bound_pods().find(|p| p.meta.do_not_disrupt) {
+        if let Some(p) = info.pods.bound(name).do_not_disrupt.map(|k| &info.pods[k]) {
             decline(Declined::DoNotDisrupt { pod: p.key() });
             continue;
         }

@@ -201,3 +201,94 @@ fn any_covering_budget_without_disruptions_blocks() {
         "other namespace"
     );
 }
+
+mod classes {
+    use super::*;
+    use crate::engine::drainability::class::classify;
+    use proptest::prelude::*;
+
+    prop_compose! {
+        fn any_pod()(
+            ns in prop_oneof![Just("kube-system"), Just("shop")],
+            owner in prop_oneof![
+                Just(None),
+                Just(Some("ReplicaSet")),
+                Just(Some("ReplicationController")),
+                Just(Some("Job")),
+                Just(Some("DaemonSet")),
+                Just(Some("Custom")),
+            ],
+            replicas in proptest::option::of(0i32..4),
+            mirror in any::<bool>(),
+            annotated_daemon in any::<bool>(),
+            deleted in proptest::option::of(NOW - 200..NOW + 10),
+            grace in proptest::option::of(0i64..120),
+            safe in prop_oneof![
+                Just(None),
+                Just(Some(SafeToEvict::Yes)),
+                Just(Some(SafeToEvict::No)),
+                Just(Some(SafeToEvict::OnCompletion)),
+            ],
+            local in any::<bool>(),
+            local_safe in any::<bool>(),
+            created in prop_oneof![Just(0i64), Just(NOW - 60), Just(NOW - 100_000)],
+        ) -> Pod {
+            let mut p = recent(ns).created(created).build();
+            p.meta.controller = owner.map(|o| o.to_string().into());
+            p.meta.owner_replicas = replicas;
+            p.meta.mirror = mirror;
+            p.meta.daemon_set_annotation = annotated_daemon;
+            p.meta.deleted = deleted;
+            p.meta.grace_period = grace;
+            p.meta.safe_to_evict = safe;
+            if local {
+                p.meta.local_volumes = thin_vec::thin_vec!["scratch".into()];
+                if local_safe {
+                    p.meta.safe_local_volumes = thin_vec::thin_vec!["scratch".into()];
+                }
+            }
+            p
+        }
+    }
+
+    proptest! {
+        /// A pod's kept class never contradicts the rules: whatever the budgets and the time, a
+        /// class that decides gives the rules' answer, and one that leaves the budgets to read moves
+        /// when there are none.
+        #[test]
+        fn a_class_agrees_with_the_rules(
+            p in any_pod(),
+            flags in any::<(bool, bool, bool)>(),
+            min in 0i32..4,
+            budget in proptest::option::of(0i32..2),
+            later in 0i64..200_000,
+        ) {
+            let mut s = Settings::upstream();
+            s.skip_nodes_with_custom_controller_pods = flags.0;
+            s.skip_nodes_with_system_pods = flags.1;
+            s.skip_nodes_with_local_storage = flags.2;
+            s.min_replica_count = min;
+            let pdbs: Vec<Pdb> = budget
+                .map(|n| pdb(p.namespace.as_str(), "guard", "p", n))
+                .into_iter()
+                .collect();
+            let class = classify(&p, &rules(&s));
+            let now = NOW + later % 3 * later;
+            let drain = drainability(&p, &pdbs, &s, now);
+            match class {
+                Class::Stay => prop_assert_eq!(drain, Drain::Stay),
+                Class::Move => prop_assert_eq!(drain, Drain::Move),
+                Class::Wait => prop_assert_eq!(drain, Drain::Wait),
+                Class::Block => prop_assert!(matches!(drain, Drain::Block(_))),
+                Class::Budgets => {
+                    let budgets_only = matches!(drain, Drain::Move | Drain::Block(Blocker::Budget { .. }));
+                    prop_assert!(budgets_only, "{:?}", drain);
+                    prop_assert_eq!(drainability(&p, &[], &s, now), Drain::Move);
+                }
+                Class::Again => prop_assert!(
+                    p.meta.deleted.is_some() || p.namespace == "kube-system"
+                ),
+            }
+        }
+    }
+}

@@ -9,9 +9,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use super::interpod::Repel;
-use crate::engine::drainability::overdue_at;
+use crate::engine::drainability::class::{classify, overdue_at, Class, DrainRules};
 use crate::model::shared::Shared;
 use crate::model::workload::Pod;
+use std::borrow::Cow;
 
 /// Pods, in the order placed. Reading never changes what is kept; any change through `DerefMut`
 /// forgets it.
@@ -22,6 +23,7 @@ pub struct PodList {
     facts: OnceLock<Vec<Fact>>,
     unbound: OnceLock<Vec<Option<Arc<Pod>>>>,
     bound: OnceLock<(String, Bound)>,
+    classes: OnceLock<(DrainRules, Vec<Class>)>,
 }
 
 /// The pods bound to a node, in the figures consolidation watches each loop.
@@ -32,6 +34,10 @@ pub struct Bound {
     pub signature: (usize, u64),
     /// The newest creation among all of them (`i64::MIN` for none).
     pub newest: i64,
+    /// The first of them with `do-not-disrupt`, by position in the list.
+    pub do_not_disrupt: Option<usize>,
+    /// Whether every pod of the list is bound to the node (none placed there by a simulation).
+    pub all: bool,
 }
 
 /// What utilization reads of one pod, kept side by side so that summing a node reads no pod.
@@ -106,13 +112,18 @@ impl PodList {
             let mut b = Bound {
                 signature: (0, 0),
                 newest: i64::MIN,
+                do_not_disrupt: None,
+                all: true,
             };
-            for p in self
-                .pods
-                .iter()
-                .filter(|p| p.node_name.as_deref() == Some(node))
-            {
+            for (k, p) in self.pods.iter().enumerate() {
+                if p.node_name.as_deref() != Some(node) {
+                    b.all = false;
+                    continue;
+                }
                 b.newest = b.newest.max(p.meta.created);
+                if p.meta.do_not_disrupt && b.do_not_disrupt.is_none() {
+                    b.do_not_disrupt = Some(k);
+                }
                 if !p.node_bound() {
                     let h =
                         hasher.hash_one((p.namespace.as_str(), p.name.as_str(), p.meta.created));
@@ -126,6 +137,19 @@ impl PodList {
             *kept
         } else {
             work()
+        }
+    }
+}
+
+impl PodList {
+    /// Each pod's drain [`Class`] under `rules`, in order (kept for the rules asked first).
+    pub fn classes(&self, rules: &DrainRules) -> Cow<'_, [Class]> {
+        let work = || self.pods.iter().map(|p| classify(p, rules)).collect();
+        let (of, kept) = self.classes.get_or_init(|| (*rules, work()));
+        if of == rules {
+            Cow::Borrowed(kept)
+        } else {
+            Cow::Owned(work())
         }
     }
 }
@@ -144,6 +168,7 @@ impl DerefMut for PodList {
         self.facts = OnceLock::new();
         self.unbound = OnceLock::new();
         self.bound = OnceLock::new();
+        self.classes = OnceLock::new();
         &mut self.pods
     }
 }
