@@ -68,12 +68,25 @@ impl Placement {
                 any_dirty = true;
             }
         };
-        let old_held = std::mem::take(&mut self.held);
-        let old_slots = std::mem::take(&mut self.slots);
+        // The pods the same as last time from the start stay where they are (what a loop changes
+        // is mostly its newest pods, at the end); the rest is compared below.
+        let same = self
+            .held
+            .iter()
+            .zip(pods)
+            .take_while(|(o, p)| Arc::ptr_eq(o, p))
+            .count();
+        if same == pods.len() && same == self.held.len() {
+            return;
+        }
+        let old_held = self.held.split_off(same);
+        let old_slots = self.slots.split_off(same);
         let mut old = old_held.into_iter().zip(old_slots).peekable();
-        let mut held = Vec::with_capacity(pods.len());
-        let mut slots = Vec::with_capacity(pods.len());
-        'pods: for p in pods {
+        let mut held = std::mem::take(&mut self.held);
+        let mut slots = std::mem::take(&mut self.slots);
+        held.reserve(pods.len() - same);
+        slots.reserve(pods.len() - same);
+        'pods: for p in &pods[same..] {
             // The pods of the last update before this one are gone unless this one replaces one of
             // them (the same pod, bound or changed: a new copy in its place).
             while let Some((o, s)) = old.peek() {
