@@ -56,6 +56,20 @@ impl Placement {
                 ..Placement::default()
             };
         }
+        if self.held.is_empty() {
+            // The first update (a one-shot loop's only one): each pod read once, summed as it comes.
+            self.held.reserve(pods.len());
+            self.slots.reserve(pods.len());
+            for p in pods {
+                let slot = self.slot_of(p);
+                if slot & EXPENDABLE == 0 {
+                    self.nodes[slot as usize].add(Arc::clone(p));
+                }
+                self.held.push(Arc::clone(p));
+                self.slots.push(slot);
+            }
+            return;
+        }
         let mut dirty = vec![false; self.nodes.len()];
         let mut any_dirty = false;
         let mut mark = |dirty: &mut Vec<bool>, slot: u32| {

@@ -21,6 +21,13 @@ pub use interpod::{fits_neighbours, repelling, Repel};
 pub use pod_list::{Fact, PodList};
 pub use spread::{counts_node as spread_counts_node, SpreadMemo};
 
+/// The one empty pod list every new NodeInfo starts from: simulations make thousands of NodeInfos
+/// (new nodes, templates), most of which never take a pod, and a list of its own is an allocation.
+fn empty_pods() -> Shared<PodList> {
+    static EMPTY: std::sync::LazyLock<Shared<PodList>> = std::sync::LazyLock::new(Shared::default);
+    EMPTY.clone()
+}
+
 /// A node with the pods placed on it: the scheduler's NodeInfo.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
@@ -41,7 +48,7 @@ impl NodeInfo {
             node,
             requested: Resources::default(),
             ports: Vec::new(),
-            pods: Shared::default(),
+            pods: empty_pods(),
             attached: BTreeMap::new(),
         }
     }
