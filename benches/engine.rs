@@ -12,6 +12,9 @@
 //!   counts the cluster's pods. `spread_5000_in_1000`: 5,000 such pods against 1,000 nodes.
 //! * `loop_5000x30_10000_pending`: one loop with 5,000 full nodes × 30 pods and 10,000 pending pods.
 //! * `scale_down_5000`: scale-down evaluation of 5,000 lightly used nodes.
+//! * `steady_loop_5000x30_10000_pending`, `steady_scale_down_5000`: the same two as steady loops, the
+//!   pods' placement (and what each node's pod list keeps) carried from the loop before, as `run` and a
+//!   replay carry them.
 //! * `convert_51000`: what `ferroscale run` does first every loop, turning the watch caches' Kubernetes
 //!   objects (1,000 nodes, 51,000 pods) into the engine's model.
 //!
@@ -31,7 +34,7 @@ use std::sync::Arc;
 use ferroscale::cloud::memory::{MemoryCloud, MemoryConfig};
 use ferroscale::cloud::Cloud;
 use ferroscale::engine::estimator::estimate;
-use ferroscale::engine::{run_once, Memory, World};
+use ferroscale::engine::{run_once_kept, Memory, Placement, World};
 use ferroscale::model::workload::{
     LabelSelector, Node, Pod, PodAffinityTerm, PodMeta, SpreadConstraint,
 };
@@ -191,6 +194,12 @@ fn cluster(nodes: usize, per_node: usize, cpu: i64, pending: usize) -> Cluster {
 }
 
 fn run(c: &Cluster) -> usize {
+    run_kept(c, &mut Placement::default())
+}
+
+/// [`run`] with the placement of earlier loops on the same cluster: a steady loop of `run` or of a
+/// replay, where nothing changed since the last.
+fn run_kept(c: &Cluster, placement: &mut Placement) -> usize {
     let world = World {
         nodes: &c.nodes,
         node_groups: &c.node_groups,
@@ -206,12 +215,13 @@ fn run(c: &Cluster) -> usize {
     let mut settings = ferroscale::cli::flags::default_engine();
     settings.defaults.scale_down_unneeded_time = std::time::Duration::ZERO;
     settings.scale_down_delay_after_add = std::time::Duration::ZERO;
-    let d = run_once(
+    let d = run_once_kept(
         &world,
         &settings,
         &mut memory,
         0,
         &ferroscale::time::MONOTONIC,
+        placement,
     );
     d.scale_up.iter().map(|u| u.delta as usize).sum::<usize>() + d.scale_down.len()
 }
@@ -293,6 +303,24 @@ fn scale_down_5000(bencher: divan::Bencher) {
     let c = cluster(5_000, 5, 100, 0);
     assert!(run(&c) > 0);
     bencher.bench_local(|| black_box(run(black_box(&c))));
+}
+
+/// `loop_5000x30_10000_pending` as a steady loop: the placement kept from the loop before.
+#[divan::bench(sample_count = 5)]
+fn steady_loop_5000x30_10000_pending(bencher: divan::Bencher) {
+    let c = cluster(5_000, 30, 130, 10_000);
+    let mut kept = Placement::default();
+    assert!(run_kept(&c, &mut kept) > 0);
+    bencher.bench_local(|| black_box(run_kept(black_box(&c), &mut kept)));
+}
+
+/// `scale_down_5000` as a steady loop: the placement kept from the loop before.
+#[divan::bench(sample_count = 5)]
+fn steady_scale_down_5000(bencher: divan::Bencher) {
+    let c = cluster(5_000, 5, 100, 0);
+    let mut kept = Placement::default();
+    assert!(run_kept(&c, &mut kept) > 0);
+    bencher.bench_local(|| black_box(run_kept(black_box(&c), &mut kept)));
 }
 
 #[divan::bench(sample_count = 10)]

@@ -16,9 +16,17 @@ use std::borrow::Cow;
 
 /// Pods, in the order placed. Reading never changes what is kept; any change through `DerefMut`
 /// forgets it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct PodList {
     pods: Vec<Arc<Pod>>,
+    /// Made on the first question: a list nobody asks keeps to a vector and a pointer, and the
+    /// predicates that walk every node's pods read no more memory than a plain vector.
+    kept: OnceLock<Box<Kept>>,
+}
+
+/// What was worked out of the pods, each part on its first question.
+#[derive(Debug, Default)]
+struct Kept {
     repel: OnceLock<Repel>,
     facts: OnceLock<Vec<Fact>>,
     unbound: OnceLock<Vec<Option<Arc<Pod>>>>,
@@ -54,9 +62,13 @@ pub struct Fact {
 }
 
 impl PodList {
+    fn kept(&self) -> &Kept {
+        self.kept.get_or_init(Box::default)
+    }
+
     /// How far the anti-affinity of these pods reaches.
     pub fn repel(&self) -> Repel {
-        *self.repel.get_or_init(|| {
+        *self.kept().repel.get_or_init(|| {
             self.pods
                 .iter()
                 .map(|p| Repel::of(p))
@@ -67,7 +79,7 @@ impl PodList {
 
     /// Each pod's [`Fact`], in order.
     pub fn facts(&self) -> &[Fact] {
-        self.facts.get_or_init(|| {
+        self.kept().facts.get_or_init(|| {
             self.pods
                 .iter()
                 .map(|p| Fact {
@@ -87,7 +99,7 @@ impl PodList {
     /// For each pod, the copy a drain moves: unbound from its node (`None` for a pod without a
     /// node, moved as it is, and for DaemonSet and mirror pods, which stay).
     pub fn unbound(&self) -> &[Option<Arc<Pod>>] {
-        self.unbound.get_or_init(|| {
+        self.kept().unbound.get_or_init(|| {
             self.pods
                 .iter()
                 .map(|p| {
@@ -132,7 +144,7 @@ impl PodList {
             }
             b
         };
-        let (of, kept) = self.bound.get_or_init(|| (node.to_string(), work()));
+        let (of, kept) = self.kept().bound.get_or_init(|| (node.to_string(), work()));
         if of == node {
             *kept
         } else {
@@ -145,12 +157,20 @@ impl PodList {
     /// Each pod's drain [`Class`] under `rules`, in order (kept for the rules asked first).
     pub fn classes(&self, rules: &DrainRules) -> Cow<'_, [Class]> {
         let work = || self.pods.iter().map(|p| classify(p, rules)).collect();
-        let (of, kept) = self.classes.get_or_init(|| (*rules, work()));
+        let (of, kept) = self.kept().classes.get_or_init(|| (*rules, work()));
         if of == rules {
             Cow::Borrowed(kept)
         } else {
             Cow::Owned(work())
         }
+    }
+}
+
+/// A copy is made to be changed (`Shared`'s copy on write): it keeps nothing of what was worked out,
+/// which the change would forget anyway.
+impl Clone for PodList {
+    fn clone(&self) -> Self {
+        PodList::from(self.pods.clone())
     }
 }
 
@@ -164,11 +184,7 @@ impl Deref for PodList {
 /// A change: what was kept of the pods is forgotten.
 impl DerefMut for PodList {
     fn deref_mut(&mut self) -> &mut Vec<Arc<Pod>> {
-        self.repel = OnceLock::new();
-        self.facts = OnceLock::new();
-        self.unbound = OnceLock::new();
-        self.bound = OnceLock::new();
-        self.classes = OnceLock::new();
+        self.kept.take();
         &mut self.pods
     }
 }
