@@ -62,6 +62,15 @@ fn node(name: &str, t: i64) -> Value {
                    "conditions": [{"type": "Ready", "status": "True"}]}})
 }
 
+/// A node's last state as cluster-autoscaler deletes it: tainted `ToBeDeletedByClusterAutoscaler`
+/// (a replay tells such a removal from a node lost to an interruption).
+fn removed(name: &str) -> Value {
+    let mut n = node(name, 0);
+    n["spec"]["taints"] =
+        json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1", "effect": "NoSchedule"}]);
+    n
+}
+
 fn pod(
     name: &str,
     owner: (&str, &str),
@@ -155,7 +164,7 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
         while nodes.len() > keep && nodes.len() > start_nodes {
             // Scale-down takes the newest node once its pods have gone elsewhere (10 minutes later).
             let gone = nodes.pop().unwrap_or_default();
-            push(t + 600, "DELETED", node(&gone, 0));
+            push(t + 600, "DELETED", removed(&gone));
             for (_, on) in web.iter_mut().filter(|(_, on)| *on == gone) {
                 on.clone_from(&nodes[0]);
             }
@@ -170,7 +179,7 @@ pub fn write(day: &Day, out: &mut impl Write) -> std::io::Result<u64> {
                 let name = format!("ip-10-0-{}-{}", next_node / 250, next_node % 250);
                 next_node += 1;
                 push(t + 90, "ADDED", node(&name, t + 90));
-                push(t + 3660 + 600, "DELETED", node(&name, 0));
+                push(t + 3660 + 600, "DELETED", removed(&name));
                 batch_nodes.push(name);
             }
             for i in 0..day.batch {

@@ -298,6 +298,22 @@ impl Simulation {
         }
     }
 
+    /// A node of the simulation lost now, as the recording lost its namesake (a spot interruption, an
+    /// instance that died): its instance goes, as a `--events` notice of that kind takes it, and the
+    /// engine places its pods again. A node the simulation does not have (its own nodes are named
+    /// apart from the recording's) or that belongs to no group is left alone.
+    pub fn lose(&mut self, node: &str, spot: bool) {
+        let known = self.cluster.state().node_groups.contains_key(node);
+        if known {
+            let kind = if spot {
+                NoticeKind::SpotInterruption
+            } else {
+                NoticeKind::StateChange("terminated".into())
+            };
+            self.interrupted.note(node, &kind);
+        }
+    }
+
     /// What the cluster does by itself before a loop at the simulation's time: instances whose launch
     /// is done join as nodes (like the group's real nodes, as the engine's `memory` copied them), nodes
     /// whose start-up is done become Ready, and pending pods are bound. `run`'s twin test drives its loopback cluster with this too.

@@ -117,6 +117,9 @@ impl Replay {
                 state.baselines = super::evictions::baselines(&state.pdbs, &state.pods);
             }
         }
+        for (node, spot) in &due.lost {
+            self.sim.lose(node, *spot);
+        }
         let report = self.sim.step(settings, pacing);
         self.sample(now, &report);
         Ok(report)

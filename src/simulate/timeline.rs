@@ -17,6 +17,7 @@ use crate::cloud::memory::MemoryConfig;
 use crate::error::{Error, Result};
 use crate::k8s::documents::Objects;
 use crate::k8s::pod_status::pod_terminal;
+use crate::labels;
 use crate::model::workload::Pod;
 use crate::trace::{read_file, Change, Entry, Kind, Reader};
 
@@ -29,6 +30,43 @@ pub struct Due {
     pub removed: Vec<PodKey>,
     /// Whether the budgets changed (the simulation's are then read again from [`Timeline::objects`]).
     pub budgets_changed: bool,
+    /// Nodes deleted that no autoscaler had marked for deletion (see [`lost`]): lost, as to a spot
+    /// interruption, with whether they were spot capacity.
+    pub lost: Vec<(String, bool)>,
+}
+
+/// Taints an autoscaler puts on a node it is about to delete: cluster-autoscaler's (and ferroscale's),
+/// Karpenter's since v1 and before it.
+const REMOVAL_MARKS: [&str; 3] = [
+    labels::TO_BE_DELETED,
+    "karpenter.sh/disrupted",
+    "karpenter.sh/disruption",
+];
+
+/// Whether a node's last recorded state (a `DELETED` entry's object) shows it was lost rather than
+/// removed by an autoscaler: none of [`REMOVAL_MARKS`] among its taints. With whether it was spot
+/// capacity (its EKS or Karpenter capacity-type label).
+fn lost(object: &serde_json::Value) -> Option<bool> {
+    let taints = object["spec"]["taints"].as_array();
+    let marked = taints.is_some_and(|ts| {
+        ts.iter().any(|t| {
+            t["key"]
+                .as_str()
+                .is_some_and(|k| REMOVAL_MARKS.contains(&k))
+        })
+    });
+    if marked {
+        return None;
+    }
+    let label = |k: &str| {
+        object["metadata"]["labels"][k]
+            .as_str()
+            .map(str::to_ascii_lowercase)
+    };
+    let spot = [labels::EKS_CAPACITY_TYPE, labels::KARPENTER_CAPACITY_TYPE]
+        .iter()
+        .any(|k| label(k).as_deref() == Some("spot"));
+    Some(spot)
 }
 
 /// A timeline being replayed.
@@ -162,6 +200,11 @@ impl Timeline {
             Kind::Node => {
                 let (_, name) = entry.key();
                 let name = name.to_string();
+                if entry.change == Change::Deleted {
+                    if let Some(spot) = lost(&entry.object) {
+                        due.lost.push((name.clone(), spot));
+                    }
+                }
                 self.real.node(&name, entry.change, &entry.object, at);
             }
             Kind::Pod => {

@@ -110,6 +110,7 @@ mod simulate_startup;
 mod simulate_templates;
 mod simulate_trace;
 mod simulate_trace_calibration;
+mod simulate_trace_lost;
 mod simulate_unneeded_while_scaling_up;
 mod simulate_upstream_rules;
 mod simulate_utilization;
