@@ -35,34 +35,12 @@ pub fn run_once(
     now: i64,
     clock: &dyn Clock,
 ) -> Decisions {
-    run_once_kept(
-        world,
-        settings,
-        memory,
-        now,
-        clock,
-        &mut Placement::default(),
-    )
-}
-
-/// [`run_once`] with the pods' placement kept from the caller's last loop: the loop then reads only
-/// the pods that changed since, where a fresh one reads every pod (`simulate`'s replay runs thousands
-/// of loops over one cluster).
-pub fn run_once_kept(
-    world: &World,
-    settings: &Settings,
-    memory: &mut Memory,
-    now: i64,
-    clock: &dyn Clock,
-    placement: &mut Placement,
-) -> Decisions {
     // The scheduler profile's arguments, applied to every pod once: each simulation below then sees
-    // the pods as the scheduler does (new copies each loop: nothing is kept of them).
+    // the pods as the scheduler does.
     let profiled: Vec<Arc<Pod>>;
     let as_scheduled;
-    let mut fresh = Placement::default();
-    let (world, placement) = if settings.scheduler.is_default() {
-        (world, placement)
+    let world = if settings.scheduler.is_default() {
+        world
     } else {
         profiled = world
             .pods
@@ -73,19 +51,52 @@ pub fn run_once_kept(
             pods: &profiled,
             ..*world
         };
-        (&as_scheduled, &mut fresh)
+        &as_scheduled
     };
+    let cutoff = settings.expendable_pods_priority_cutoff;
+    let placed = Placed::fresh(world.nodes, world.pods, cutoff);
+    run_placed(world, settings, memory, now, clock, placed)
+}
+
+/// [`run_once`] with the pods' placement kept from the caller's last loop: the loop then reads only
+/// the pods that changed since, where a fresh one reads every pod (`simulate`'s replay runs thousands
+/// of loops over one cluster). A scheduler profile that changes the pods makes new ones each loop:
+/// nothing is kept of them.
+pub fn run_once_kept(
+    world: &World,
+    settings: &Settings,
+    memory: &mut Memory,
+    now: i64,
+    clock: &dyn Clock,
+    placement: &mut Placement,
+) -> Decisions {
+    if !settings.scheduler.is_default() {
+        return run_once(world, settings, memory, now, clock);
+    }
+    placement.update(world.pods, settings.expendable_pods_priority_cutoff);
+    let placed = placement.placed(world.nodes);
+    run_placed(world, settings, memory, now, clock, placed)
+}
+
+/// The loop on the world's nodes with their pods (`placed`).
+fn run_placed(
+    world: &World,
+    settings: &Settings,
+    memory: &mut Memory,
+    now: i64,
+    clock: &dyn Clock,
+    placed: Placed,
+) -> Decisions {
     // Existing nodes with their pods, then the nodes asked for but not registered or not started yet.
     // Upstream's snapshot leaves out expendable pods (priority below the cutoff): a pending pod may take
     // their place, as the scheduler would preempt them, so they neither hold room for the scale-up nor
     // ask for any. They are put back for scale-down, which lets them go down with their node.
-    placement.update(world.pods, settings.expendable_pods_priority_cutoff);
     let Placed {
         mut infos,
         index,
         expendable,
         pending,
-    } = placement.placed(world.nodes);
+    } = placed;
     // Each group's template node's pods (expendable ones too), from the NodeInfos just built.
     let pods_on = |name: &str| -> Vec<&Pod> {
         let Some(&i) = index.get(name) else {

@@ -46,6 +46,39 @@ pub struct Placed<'a> {
     pub pending: Vec<usize>,
 }
 
+impl<'a> Placed<'a> {
+    /// The view of a loop that keeps nothing for the next: every pod read once, straight into its
+    /// node (what [`Placement::placed`] gives after a first update, without what it holds).
+    pub fn fresh(nodes: &'a [Node], pods: &'a [Arc<Pod>], cutoff: i32) -> Placed<'a> {
+        let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
+        let index: foldhash::HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let (mut expendable, mut pending) = (Vec::new(), Vec::new());
+        for (k, p) in pods.iter().enumerate() {
+            let Some(n) = p.node_name.as_deref() else {
+                pending.push(k);
+                continue;
+            };
+            if let Some(&i) = index.get(n) {
+                if p.meta.priority < cutoff {
+                    expendable.push((i, p));
+                } else {
+                    infos[i].add(Arc::clone(p));
+                }
+            }
+        }
+        Placed {
+            infos,
+            index,
+            expendable,
+            pending,
+        }
+    }
+}
+
 impl Placement {
     /// Brings the placement up to `pods` (the world's, in its order), with `cutoff` as the
     /// expendable pods' priority cutoff; a new cutoff starts over.

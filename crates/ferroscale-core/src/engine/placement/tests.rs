@@ -53,7 +53,11 @@ fn fresh_expendable(nodes: &[Node], pods: &[Arc<Pod>], cutoff: i32) -> Vec<(usiz
 }
 
 fn assert_same(kept: &Placement, nodes: &[Node], pods: &[Arc<Pod>], cutoff: i32) {
-    let got = kept.placed(nodes);
+    assert_placed(kept.placed(nodes), nodes, pods, cutoff);
+    assert_placed(Placed::fresh(nodes, pods, cutoff), nodes, pods, cutoff);
+}
+
+fn assert_placed(got: Placed, nodes: &[Node], pods: &[Arc<Pod>], cutoff: i32) {
     let want = fresh(nodes, pods, cutoff);
     assert_eq!(got.pending, want.pending);
     assert_eq!(got.infos.len(), want.infos.len());
