@@ -82,20 +82,10 @@ pub struct Refusal {
 /// scheduler and the descheduler's moves place pods on.
 pub fn bound<'a>(
     nodes: &'a [Node],
-    pods: &[Arc<Pod>],
+    pods: &'a [Arc<Pod>],
 ) -> (Vec<NodeInfo>, foldhash::HashMap<&'a str, usize>) {
-    let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
-    let index: foldhash::HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
-    for p in pods {
-        if let Some(&i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-            infos[i].add(Arc::clone(p));
-        }
-    }
-    (infos, index)
+    let placed = Placed::fresh(nodes, pods, i32::MIN);
+    (placed.infos, placed.index)
 }
 
 /// How nodes joining in one loop start: at `now`, Ready their group's `node_ready_delay` (`pacing`
@@ -217,8 +207,7 @@ impl SimCluster {
     pub fn schedule(&self) {
         let mut guard = self.state();
         let state = &mut *guard;
-        let cutoff = state.placement.cutoff();
-        state.placement.update(&state.pods, cutoff);
+        state.placement.refresh(&state.pods);
         let mut pending: Vec<usize> = state.placement.pending().collect();
         if pending.is_empty() {
             return;
@@ -429,8 +418,7 @@ impl SimView {
         }
         // The pods of the nodes named and the pending ones, from the placement brought up to date:
         // the others are read only when a pod named is not among them.
-        let cutoff = state.placement.cutoff();
-        state.placement.update(&state.pods, cutoff);
+        state.placement.refresh(&state.pods);
         let mut near = state.placement.positions_on(nodes.iter().copied());
         near.extend(state.placement.pending());
         near.sort_unstable();

@@ -131,8 +131,7 @@ impl Replay {
         let state = &mut *guard;
         // The pods without a node, from the placement the next loop starts from: a pod waiting since
         // its creation that is not among them was bound.
-        let cutoff = state.placement.cutoff();
-        state.placement.update(&state.pods, cutoff);
+        state.placement.refresh(&state.pods);
         let pending: Vec<&Pod> = state.placement.pending().map(|k| &*state.pods[k]).collect();
         self.waiting.retain(|_, names| !names.is_empty());
         if !self.waiting.is_empty() {

@@ -46,16 +46,21 @@ pub struct Placed<'a> {
     pub pending: Vec<usize>,
 }
 
+/// Node name → position in `nodes` (the last of two nodes of one name).
+fn index_of(nodes: &[Node]) -> foldhash::HashMap<&str, usize> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect()
+}
+
 impl<'a> Placed<'a> {
     /// The view of a loop that keeps nothing for the next: every pod read once, straight into its
     /// node (what [`Placement::placed`] gives after a first update, without what it holds).
     pub fn fresh(nodes: &'a [Node], pods: &'a [Arc<Pod>], cutoff: i32) -> Placed<'a> {
         let mut infos: Vec<NodeInfo> = nodes.iter().cloned().map(NodeInfo::new).collect();
-        let index: foldhash::HashMap<&str, usize> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
+        let index = index_of(nodes);
         let (mut expendable, mut pending) = (Vec::new(), Vec::new());
         for (k, p) in pods.iter().enumerate() {
             let Some(n) = p.node_name.as_deref() else {
@@ -88,20 +93,6 @@ impl Placement {
                 cutoff: Some(cutoff),
                 ..Placement::default()
             };
-        }
-        if self.held.is_empty() {
-            // The first update (a one-shot loop's only one): each pod read once, summed as it comes.
-            self.held.reserve(pods.len());
-            self.slots.reserve(pods.len());
-            for p in pods {
-                let slot = self.slot_of(p);
-                if slot & EXPENDABLE == 0 {
-                    self.nodes[slot as usize].add(Arc::clone(p));
-                }
-                self.held.push(Arc::clone(p));
-                self.slots.push(slot);
-            }
-            return;
         }
         let mut dirty = vec![false; self.nodes.len()];
         let mut any_dirty = false;
@@ -165,6 +156,12 @@ impl Placement {
         }
     }
 
+    /// [`Self::update`] with the cutoff of the last one: for readers of the pods' placement that
+    /// are not the engine (the simulated scheduler, the replay's figures, the actuator's view).
+    pub fn refresh(&mut self, pods: &[Arc<Pod>]) {
+        self.update(pods, self.cutoff());
+    }
+
     /// The slot of a pod not seen before.
     fn slot_of(&mut self, p: &Pod) -> u32 {
         let Some(name) = p.node_name.as_deref() else {
@@ -201,11 +198,7 @@ impl Placement {
     /// The loop's NodeInfos for `nodes`, from the pods of the last update. A node's pods are shared
     /// with the placement until a simulation changes them.
     pub fn placed<'a>(&'a self, nodes: &'a [Node]) -> Placed<'a> {
-        let index: foldhash::HashMap<&str, usize> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
+        let index = index_of(nodes);
         let mut position = vec![usize::MAX; self.nodes.len()];
         let infos = nodes
             .iter()

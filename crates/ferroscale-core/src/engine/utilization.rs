@@ -4,7 +4,6 @@
 //! `--ignore-daemonsets-utilization` DaemonSet pods, and with `--ignore-mirror-pods-utilization` mirror
 //! (static) pods, count neither in the requests nor in allocatable.
 
-use super::drainability::class::overdue_at;
 use super::predicates::NodeInfo;
 use crate::labels;
 use crate::model::workload::Node;
@@ -92,8 +91,8 @@ impl Counted {
     }
 }
 
-/// The utilization of `info`'s node, counting the pods `counted` says. A node not measured by GPU
-/// reads the figures its pod list keeps ([`super::predicates::PodList::facts`]), not the pods.
+/// The utilization of `info`'s node, counting the pods `counted` says, from the figures its pod list
+/// keeps ([`super::predicates::PodList::facts`]); only a node measured by GPU reads its pods' GPUs.
 pub fn utilization(info: &NodeInfo, left_out: LeftOut, counted: Counted) -> Utilization {
     let node = &info.node;
     let gpu = gpu_resource(node);
@@ -102,35 +101,18 @@ pub fn utilization(info: &NodeInfo, left_out: LeftOut, counted: Counted) -> Util
     };
     // (cpu, memory, gpu) requested by the pods counted, and by the DaemonSet and mirror pods left out.
     let (mut used, mut left_out) = ([0i64; 3], [0i64; 3]);
-    match gpu {
-        None => {
-            for f in info.pods.facts() {
-                let into = if daemon(f.daemon_set, f.mirror) {
-                    &mut left_out
-                } else if counted.counts(f.priority, f.overdue_at) {
-                    &mut used
-                } else {
-                    continue;
-                };
-                into[0] += f.cpu_milli;
-                into[1] += f.memory;
-            }
-        }
-        Some(g) => {
-            for p in &info.pods {
-                let r = &p.requests;
-                let overdue_at = overdue_at(p).unwrap_or(i64::MAX);
-                let into = if daemon(p.is_daemon_set(), p.meta.mirror) {
-                    &mut left_out
-                } else if counted.counts(p.meta.priority, overdue_at) {
-                    &mut used
-                } else {
-                    continue;
-                };
-                into[0] += r.cpu_milli;
-                into[1] += r.memory;
-                into[2] += r.extended.get(g).copied().unwrap_or(0);
-            }
+    for (f, p) in info.pods.facts().iter().zip(info.pods.iter()) {
+        let into = if daemon(f.daemon_set, f.mirror) {
+            &mut left_out
+        } else if counted.counts(f.priority, f.overdue_at) {
+            &mut used
+        } else {
+            continue;
+        };
+        into[0] += f.cpu_milli;
+        into[1] += f.memory;
+        if let Some(g) = gpu {
+            into[2] += p.requests.extended.get(g).copied().unwrap_or(0);
         }
     }
     let a = &node.allocatable;

@@ -93,9 +93,7 @@ impl PodList {
                 .collect()
         })
     }
-}
 
-impl PodList {
     /// For each pod, the copy a drain moves: unbound from its node (`None` for a pod without a
     /// node, moved as it is, and for DaemonSet and mirror pods, which stay).
     pub fn unbound(&self) -> &[Option<Arc<Pod>>] {
@@ -151,9 +149,7 @@ impl PodList {
             work()
         }
     }
-}
 
-impl PodList {
     /// Each pod's drain [`Class`] under `rules`, in order (kept for the rules asked first).
     pub fn classes(&self, rules: &DrainRules) -> Cow<'_, [Class]> {
         let work = || self.pods.iter().map(|p| classify(p, rules)).collect();
